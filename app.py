@@ -1,0 +1,80 @@
+"""PLM Explorer: from n-grams to BERT, one live model per tab.
+
+    python app.py                      # http://127.0.0.1:7860
+    python app.py --offline            # never touch the network (bundled models only)
+    python app.py --device cpu --port 8000 --host 0.0.0.0
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+import gradio as gr
+
+from core import checkpoint
+from core.device import CHOICES as DEVICE_CHOICES, device_label, set_device
+from core.limits import MAX_UPLOAD_BYTES
+from demo import attention, embeddings, lstm, mlm, ner, ngram, qa
+
+# The history, in order: statistics → static vectors → recurrence → attention → BERT and its tasks.
+TABS = [ngram, embeddings, lstm, attention, mlm, ner, qa]
+
+INTRO = (
+    "# PLM Explorer\n"
+    "How language models evolved, from counting word pairs to BERT. Each tab runs a real model on your text; "
+    "go left to right to follow the history."
+)
+
+THEME = gr.themes.Soft(primary_hue="blue", neutral_hue="slate")
+CSS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "style.css")
+
+
+def build_app() -> gr.Blocks:
+    """The whole UI: one gr.Tab per demo module. Importing this builds nothing; call it."""
+    with gr.Blocks(title="PLM Explorer") as app:
+        gr.Markdown(INTRO)
+        gr.Markdown(f"<span class='badge'>device: {device_label()} · "
+                    f"{'offline' if checkpoint.is_offline() else 'online'}</span>")
+        for module in TABS:
+            with gr.Tab(module.TITLE):
+                module.build()
+    # A slow tab (BERT on CPU) must not starve the quick ones: each event gets its own small concurrency
+    # budget, and the queue bounds how much work can pile up.
+    app.queue(default_concurrency_limit=4, max_size=256)
+    return app
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                        help="interface to bind (0.0.0.0 to serve the network)")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
+    parser.add_argument("--offline", action="store_true",
+                        help="never touch the network: bundled and cached models only")
+    parser.add_argument("--device", choices=DEVICE_CHOICES, default=os.environ.get("PLM_DEVICE", "auto"),
+                        help="where models run (default: cuda > mps > cpu)")
+    parser.add_argument("--share", action="store_true", help="create a public gradio.live link (off by default)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.offline:
+        checkpoint.set_offline(True)
+    set_device(args.device)
+    app = build_app()
+    app.launch(
+        server_name=args.host,
+        server_port=args.port,
+        share=args.share,
+        theme=THEME,
+        css_paths=[CSS_PATH],
+        max_file_size=MAX_UPLOAD_BYTES,
+        show_error=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

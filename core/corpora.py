@@ -1,0 +1,24 @@
+"""The bundled corpora (provenance in assets/README.md)."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from core.paths import CORPORA_DIR
+
+# The seed's toy corpus (§2.1), already segmented into words with spaces, one sentence per line.
+TOY_CORPUS_ZH = "词性 是 动词\n判断 单词 的 词性\n磁性 很 强 的 磁铁\n北京 的 词性 是 名词\n"
+
+BUNDLED = {
+    "toy_zh": "Seed toy corpus (4 segmented Chinese sentences)",
+    "moby_dick": "Moby-Dick, Herman Melville (English, public domain, 1.2 MB)",
+}
+
+
+@lru_cache(maxsize=None)
+def load_corpus(name: str) -> str:
+    """Return the text of a bundled corpus by its key in BUNDLED."""
+    if name == "toy_zh":
+        return TOY_CORPUS_ZH
+    if name == "moby_dick":
+        return (CORPORA_DIR / "moby_dick.txt").read_text(encoding="utf-8")
+    raise KeyError(f"unknown corpus {name!r}; choose one of {', '.join(BUNDLED)}")

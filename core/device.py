@@ -1,0 +1,65 @@
+"""Pick the torch device once: cuda > mps > cpu.
+
+Override with ``set_device("cpu")`` (the app's ``--device`` flag) or the ``PLM_DEVICE`` environment variable.
+Every model in core asks ``get_device()``, so one switch moves the whole app.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import torch
+
+CHOICES = ("auto", "cpu", "cuda", "mps")
+
+_lock = threading.Lock()
+_device: torch.device | None = None
+
+
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps and mps.is_available())
+
+
+def resolve_device(choice: str = "auto") -> torch.device:
+    """Turn a choice from CHOICES into an available device; an unavailable explicit choice is an error."""
+    choice = (choice or "auto").lower()
+    if choice not in CHOICES:
+        raise ValueError(f"device must be one of {', '.join(CHOICES)}, not {choice!r}")
+    if choice == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if _mps_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda was asked for, but torch sees no CUDA GPU on this machine")
+    if choice == "mps" and not _mps_available():
+        raise ValueError("--device mps was asked for, but this torch build or machine has no MPS backend")
+    return torch.device(choice)
+
+
+def set_device(choice: str) -> torch.device:
+    """Fix the device for this process (call before models load; loaded models stay where they are)."""
+    global _device
+    with _lock:
+        _device = resolve_device(choice)
+        return _device
+
+
+def get_device() -> torch.device:
+    """The device every model and tensor in core uses. Picked on first call, then fixed."""
+    global _device
+    if _device is None:
+        with _lock:
+            if _device is None:
+                _device = resolve_device(os.environ.get("PLM_DEVICE", "auto"))
+    return _device
+
+
+def device_label() -> str:
+    """A short human label for badges: 'cuda (NVIDIA H100)', 'cpu'."""
+    device = get_device()
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return device.type

@@ -1,0 +1,54 @@
+"""What every tab shares: turning core's errors into clear UI messages, and the "coming soon" placeholder."""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+
+import gradio as gr
+
+from core.errors import ModelUnavailableError, UserInputError
+
+log = logging.getLogger("plm_explorer")
+
+INTERNAL_ERROR = "Something went wrong while computing this ({name}). The server log has the details; try a shorter or simpler input."
+
+
+def _to_gradio_error(exc: Exception) -> gr.Error:
+    if isinstance(exc, gr.Error):
+        return exc
+    if isinstance(exc, (UserInputError, ModelUnavailableError)):
+        return gr.Error(str(exc), print_exception=False)
+    log.exception("handler failed")
+    return gr.Error(INTERNAL_ERROR.format(name=type(exc).__name__), print_exception=False)
+
+
+def friendly_errors(fn):
+    """Wrap an event handler so the learner sees a clear message instead of a traceback.
+
+    Our own UserInputError/ModelUnavailableError messages are shown as they are; anything unexpected is logged
+    with its traceback on the server and shown as a short generic message. Works for generator handlers too.
+    """
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def gen_wrapper(*args, **kwargs):
+            try:
+                yield from fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - this is the UI's last line of defence
+                raise _to_gradio_error(exc) from None
+
+        return gen_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001
+            raise _to_gradio_error(exc) from None
+
+    return wrapper
+
+
+def pending_tab(issue: int, what: str) -> None:
+    """The one line a tab shows until its own issue lands."""
+    gr.Markdown(f"**Coming soon.** This tab ({what}) is being built in issue #{issue}.")

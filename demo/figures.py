@@ -1,0 +1,182 @@
+"""The one place that sets how figures look and export.
+
+Every tab builds its plotly figures through these helpers, so all tabs share one theme, one font scale
+and one colour scale, and every figure's camera button exports a slide-sized PNG (1600×900 at 2× scale).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+FONT_FAMILY = "Inter, 'Noto Sans', 'Noto Sans CJK SC', 'PingFang SC', 'Microsoft YaHei', Arial, sans-serif"
+BASE_FONT_SIZE = 15
+TITLE_FONT_SIZE = 19
+SEQUENTIAL_SCALE = "Viridis"  # attention, probabilities, counts: perceptually uniform, prints well in grey
+DIVERGING_SCALE = "RdBu_r"  # signed values (embeddings, gates before the nonlinearity, PE): 0 is white
+COLORWAY = ["#3b6fd8", "#e4572e", "#2a9d8f", "#f3a712", "#8e5ad1", "#6b7a8f", "#d64a8b", "#4caf50"]
+HIGHLIGHT = "#e4572e"  # the chosen token, the argmax, the answer span
+SLIDE_EXPORT = {"format": "png", "width": 1600, "height": 900, "scale": 2, "filename": "plm-explorer-figure"}
+
+TEMPLATE = go.layout.Template(
+    layout=go.Layout(
+        font=dict(family=FONT_FAMILY, size=BASE_FONT_SIZE, color="#1f2937"),
+        title=dict(font=dict(size=TITLE_FONT_SIZE), x=0.02, xanchor="left"),
+        colorway=COLORWAY,
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        margin=dict(l=70, r=30, t=70, b=60),
+        xaxis=dict(showgrid=False, linecolor="#9ca3af", ticks="outside", automargin=True),
+        yaxis=dict(gridcolor="#e5e7eb", linecolor="#9ca3af", automargin=True, zeroline=False),
+        hoverlabel=dict(font=dict(family=FONT_FAMILY, size=BASE_FONT_SIZE - 1)),
+        legend=dict(bgcolor="rgba(255,255,255,0.8)"),
+    )
+)
+
+
+class SlideFigure(go.Figure):
+    """A plotly figure whose JSON carries a plotly.js ``config``.
+
+    Gradio hands ``fig.to_json()`` straight to ``Plotly.react(div, data, layout, config)``, so putting the export
+    settings into the JSON makes the camera button download a slide-resolution PNG instead of a screen-sized one.
+    """
+
+    def to_json(self, *args, **kwargs) -> str:
+        import json
+
+        payload = json.loads(super().to_json(*args, **kwargs))
+        payload["config"] = {
+            "toImageButtonOptions": SLIDE_EXPORT,
+            "displaylogo": False,
+            "modeBarButtonsToRemove": ["lasso2d", "select2d"],
+        }
+        return json.dumps(payload)
+
+
+def styled(fig: go.Figure, title: str | None = None, height: int | None = None) -> SlideFigure:
+    """Apply the shared theme (and an optional title/height) and make the figure export at slide size."""
+    fig = SlideFigure(fig)
+    fig.update_layout(template=TEMPLATE)
+    if title is not None:
+        fig.update_layout(title_text=title)
+    if height is not None:
+        fig.update_layout(height=height)
+    return fig
+
+
+def heatmap(
+    values: np.ndarray,
+    x_labels: Sequence[str],
+    y_labels: Sequence[str],
+    title: str,
+    *,
+    colorscale: str = SEQUENTIAL_SCALE,
+    zmin: float | None = None,
+    zmax: float | None = None,
+    zmid: float | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    annotate: bool | None = None,
+    value_format: str = ".2f",
+    height: int | None = None,
+) -> SlideFigure:
+    """A labelled heatmap with hover values; small matrices also print their values in the cells."""
+    values = np.asarray(values, dtype=float)
+    rows, cols = values.shape
+    if annotate is None:
+        annotate = rows * cols <= 144
+    # Plotly merges repeated category labels, so repeated tokens ("the ... the") get invisible position suffixes.
+    x = _unique_labels(x_labels)
+    y = _unique_labels(y_labels)
+    trace = go.Heatmap(
+        z=values,
+        x=x,
+        y=y,
+        colorscale=colorscale,
+        zmin=zmin,
+        zmax=zmax,
+        zmid=zmid,
+        hovertemplate=f"{y_title or 'row'}: %{{y}}<br>{x_title or 'column'}: %{{x}}<br>value: %{{z:{value_format}}}<extra></extra>",
+        colorbar=dict(thickness=14),
+    )
+    if annotate:
+        trace.update(texttemplate=f"%{{z:{value_format}}}", textfont=dict(size=BASE_FONT_SIZE - 2))
+    fig = go.Figure(trace)
+    fig.update_yaxes(autorange="reversed", title_text=y_title, type="category")
+    fig.update_xaxes(title_text=x_title, type="category", tickangle=-45 if cols > 8 else 0)
+    auto_height = max(320, min(900, 110 + 34 * rows))
+    return styled(fig, title, height or auto_height)
+
+
+def bar(
+    labels: Sequence[str],
+    values: Sequence[float],
+    title: str,
+    *,
+    horizontal: bool = True,
+    value_title: str = "probability",
+    highlight: Sequence[bool] | None = None,
+    value_format: str = ".3f",
+    height: int | None = None,
+) -> SlideFigure:
+    """A bar chart of values (top-k predictions, counts); highlighted bars use the accent colour."""
+    labels = _unique_labels(labels)
+    colors = [HIGHLIGHT if flag else COLORWAY[0] for flag in (highlight or [False] * len(labels))]
+    if horizontal:
+        trace = go.Bar(x=list(values), y=labels, orientation="h", marker_color=colors,
+                       text=[format(v, value_format) for v in values], textposition="auto",
+                       hovertemplate=f"%{{y}}: %{{x:{value_format}}}<extra></extra>")
+    else:
+        trace = go.Bar(x=labels, y=list(values), marker_color=colors,
+                       hovertemplate=f"%{{x}}: %{{y:{value_format}}}<extra></extra>")
+    fig = go.Figure(trace)
+    if horizontal:
+        fig.update_yaxes(autorange="reversed", type="category")
+        fig.update_xaxes(title_text=value_title)
+        auto_height = max(300, min(800, 100 + 32 * len(labels)))
+    else:
+        fig.update_xaxes(type="category", tickangle=-45 if len(labels) > 10 else 0)
+        fig.update_yaxes(title_text=value_title)
+        auto_height = 420
+    return styled(fig, title, height or auto_height)
+
+
+def lines(
+    x: Sequence[float],
+    series: dict[str, Sequence[float]],
+    title: str,
+    *,
+    x_title: str = "",
+    y_title: str = "",
+    log_y: bool = False,
+    height: int = 420,
+) -> SlideFigure:
+    """One line per named series over a shared x axis (loss curves, gradient norms, PE dimensions)."""
+    fig = go.Figure([go.Scatter(x=list(x), y=list(y), mode="lines+markers" if len(x) <= 60 else "lines", name=name)
+                     for name, y in series.items()])
+    fig.update_xaxes(title_text=x_title)
+    fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear")
+    return styled(fig, title, height)
+
+
+def empty_figure(message: str) -> SlideFigure:
+    """A blank figure that says why it is blank (shown before the first run, or when there is nothing to plot)."""
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, font=dict(size=BASE_FONT_SIZE + 1, color="#6b7280"),
+                       x=0.5, y=0.5, xref="paper", yref="paper")
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return styled(fig, None, 300)
+
+
+def _unique_labels(labels: Sequence[str]) -> list[str]:
+    """Make category labels unique with zero-width spaces, which render invisibly."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        label = str(label)
+        count = seen.get(label, 0)
+        seen[label] = count + 1
+        out.append(label + "\u200b" * count)
+    return out
