@@ -52,3 +52,11 @@ def friendly_errors(fn):
 def pending_tab(issue: int, what: str) -> None:
     """The one line a tab shows until its own issue lands."""
     gr.Markdown(f"**Coming soon.** This tab ({what}) is being built in issue #{issue}.")
+
+
+def model_picker(task: str, label: str = "Checkpoint") -> gr.Dropdown:
+    """A dropdown of the task's known checkpoints that also accepts any Hub id or local folder."""
+    from core.models import CHECKPOINTS
+
+    return gr.Dropdown(choices=CHECKPOINTS[task], value=CHECKPOINTS[task][0], label=label, allow_custom_value=True,
+                       info="A Hugging Face id or a local folder with config.json and weights.")

@@ -1,0 +1,732 @@
+"""BERT and DistilBERT, written out, returning every hidden state and every attention probability.
+
+Built bottom-up like nanoGPT: config → self-attention → feed-forward → layer → encoder → model → task heads →
+``from_pretrained``. Submodule names equal the Hugging Face checkpoint keys (``embeddings.word_embeddings``,
+``encoder.layer.3.attention.self.query``, ``cls.predictions.transform.dense``, ...), so loading is a strict
+``load_state_dict`` after a small key normalisation (``normalize_state_dict``), not a mapping table.
+
+Equations (seed §8–§13):
+  input     E = LayerNorm(token_emb + segment_emb + position_emb)                  (BERT input representation)
+  attention Attention(Q, K, V) = softmax(Q Kᵀ / √d_k + mask) V, per head, heads concatenated then × W_O
+  sub-layer LayerNorm(x + Sublayer(x))                                               (post-norm residual)
+  FFN       FFN(x) = GELU(x W1 + b1) W2 + b2,  W1: H × 4H
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from core.checkpoint import CheckpointFiles, load_state_dict, resolve
+from core.device import get_device
+
+# ------------------------------------------------------------------------------------------------------------------
+# Config
+
+
+@dataclass
+class BertConfig:
+    """The subset of a Hugging Face config.json that shapes the network. DistilBERT's names are mapped on read."""
+
+    model_type: str = "bert"  # "bert" or "distilbert"
+    vocab_size: int = 30522
+    hidden_size: int = 768  # H
+    num_hidden_layers: int = 12  # L
+    num_attention_heads: int = 12  # A
+    intermediate_size: int = 3072  # 4H
+    hidden_act: str = "gelu"
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2  # segment A/B; DistilBERT has no segment embeddings (0)
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int = 0
+    sinusoidal_pos_embds: bool = False
+    num_labels: int = 2
+    id2label: dict[int, str] = field(default_factory=dict)
+    architectures: list[str] = field(default_factory=list)
+    tie_word_embeddings: bool = True
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> "BertConfig":
+        raw = dict(raw)
+        if raw.get("model_type") == "distilbert":
+            raw.update(
+                hidden_size=raw.get("dim", 768), num_hidden_layers=raw.get("n_layers", 6),
+                num_attention_heads=raw.get("n_heads", 12), intermediate_size=raw.get("hidden_dim", 3072),
+                hidden_act=raw.get("activation", "gelu"), type_vocab_size=0, layer_norm_eps=1e-12,
+            )
+        id2label = {int(k): v for k, v in (raw.get("id2label") or {}).items()}
+        raw["id2label"] = id2label
+        raw["num_labels"] = len(id2label) or raw.get("num_labels", 2)
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in raw.items() if k in names and v is not None})
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+
+ACTIVATIONS = {
+    "gelu": F.gelu,  # exact erf GELU, as in the original BERT
+    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "relu": F.relu,
+}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Outputs
+
+
+@dataclass
+class EncoderOutput:
+    last_hidden_state: torch.Tensor  # (B, T, H)
+    hidden_states: tuple[torch.Tensor, ...]  # L+1 tensors (B, T, H): the embeddings, then each layer's output
+    attentions: tuple[torch.Tensor, ...]  # L tensors (B, A, T, T) of softmax probabilities; () if not asked for
+    pooler_output: torch.Tensor | None = None  # (B, H) tanh(W h_[CLS] + b), BERT with pooler only
+
+
+@dataclass
+class HeadOutput:
+    logits: torch.Tensor  # MLM (B, T, V); token classes (B, T, C); sequence classes (B, C)
+    encoder: EncoderOutput
+    seq_relationship_logits: torch.Tensor | None = None  # NSP (B, 2): index 0 = IsNext, 1 = NotNext
+
+
+@dataclass
+class SpanOutput:
+    start_logits: torch.Tensor  # (B, T) the score S·h_i of token i starting the answer
+    end_logits: torch.Tensor  # (B, T) the score E·h_i of token i ending it
+    encoder: EncoderOutput
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# BERT building blocks (names follow modeling_bert.py)
+
+
+class BertEmbeddings(nn.Module):
+    """E = LayerNorm(word + token_type + position): the (B, T, H) input of the first layer."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def components(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The three embeddings before they are summed (shown as heatmaps in the masked-LM tab)."""
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)  # (T,)
+        return {
+            "token": self.word_embeddings(input_ids),  # (B, T, H)
+            "segment": self.token_type_embeddings(token_type_ids),  # (B, T, H)
+            "position": self.position_embeddings(positions)[None],  # (1, T, H)
+        }
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        parts = self.components(input_ids, token_type_ids)
+        return self.LayerNorm(parts["token"] + parts["segment"] + parts["position"])  # (B, T, H)
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, additive_mask: torch.Tensor | None,
+              need_probs: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """softmax(Q Kᵀ / √d_k + mask) V for all heads at once; returns the output and (optionally) the probabilities.
+
+    When the probabilities are not needed, PyTorch's fused scaled_dot_product_attention computes the same thing faster.
+    """
+    if not need_probs:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=additive_mask), None
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, A, T, T)
+    if additive_mask is not None:
+        scores = scores + additive_mask  # 0 where attending is allowed, a large negative number where not
+    probs = scores.softmax(dim=-1)  # (B, A, T, T), each row sums to 1
+    return probs @ v, probs  # (B, A, T, hs)
+
+
+class BertSelfAttention(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.num_heads, self.head_size = config.num_attention_heads, config.head_size
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.num_heads, self.head_size).transpose(1, 2)  # (B, A, T, hs)
+
+    def forward(self, x, additive_mask, need_probs):
+        q, k, v = self.split_heads(self.query(x)), self.split_heads(self.key(x)), self.split_heads(self.value(x))
+        context, probs = attention(q, k, v, additive_mask, need_probs)  # (B, A, T, hs)
+        B, A, T, hs = context.shape
+        return context.transpose(1, 2).reshape(B, T, A * hs), probs  # heads concatenated: (B, T, H)
+
+
+class BertSelfOutput(nn.Module):
+    """× W_O, then LayerNorm(x + Sublayer(x))."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, context, residual):
+        return self.LayerNorm(residual + self.dense(context))
+
+
+class BertAttention(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.self = BertSelfAttention(config)
+        self.output = BertSelfOutput(config)
+
+    def forward(self, x, additive_mask, need_probs):
+        context, probs = self.self(x, additive_mask, need_probs)
+        return self.output(context, x), probs
+
+
+class BertIntermediate(nn.Module):
+    """GELU(x W1 + b1): H → 4H."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.act = ACTIVATIONS[config.hidden_act]
+
+    def forward(self, x):
+        return self.act(self.dense(x))  # (B, T, 4H)
+
+
+class BertOutput(nn.Module):
+    """(·) W2 + b2: 4H → H, then LayerNorm(x + FFN(x))."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, hidden, residual):
+        return self.LayerNorm(residual + self.dense(hidden))  # (B, T, H)
+
+
+class BertLayer(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.attention = BertAttention(config)
+        self.intermediate = BertIntermediate(config)
+        self.output = BertOutput(config)
+
+    def forward(self, x, additive_mask, need_probs):
+        x, probs = self.attention(x, additive_mask, need_probs)
+        return self.output(self.intermediate(x), x), probs
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.layer = nn.ModuleList([BertLayer(config) for _ in range(config.num_hidden_layers)])
+
+
+class BertPooler(nn.Module):
+    """tanh(W h_[CLS] + b): the sentence vector that NSP and sentence classification read."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden):
+        return torch.tanh(self.dense(hidden[:, 0]))  # (B, H)
+
+
+def additive_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """(B, T) of 1/0 → (B, 1, 1, T) of 0/most-negative, broadcast over heads and query positions."""
+    if attention_mask is None:
+        return None
+    return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
+
+
+class BertModel(nn.Module):
+    def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config) if add_pooling_layer else None
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> EncoderOutput:
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
+        mask = additive_attention_mask(attention_mask, x.dtype)
+        hidden_states, attentions = [x], []
+        for layer in self.encoder.layer:
+            x, probs = layer(x, mask, output_attentions)
+            hidden_states.append(x)
+            if output_attentions:
+                attentions.append(probs)
+        pooled = self.pooler(x) if self.pooler is not None else None
+        return EncoderOutput(x, tuple(hidden_states), tuple(attentions), pooled)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# BERT heads
+
+
+class BertPredictionHeadTransform(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = ACTIVATIONS[config.hidden_act]
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, x):
+        return self.LayerNorm(self.act(self.dense(x)))
+
+
+class BertLMPredictionHead(nn.Module):
+    """Vocabulary logits; the decoder weight is the word-embedding matrix (tied), with its own bias."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.transform = BertPredictionHeadTransform(config)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, x):
+        return self.decoder(self.transform(x)) + self.bias  # (B, T, V)
+
+
+class BertOnlyMLMHead(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.predictions = BertLMPredictionHead(config)
+
+
+class BertPreTrainingHeads(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.predictions = BertLMPredictionHead(config)
+        self.seq_relationship = nn.Linear(config.hidden_size, 2)
+
+
+class BertOnlyNSPHead(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.seq_relationship = nn.Linear(config.hidden_size, 2)
+
+
+class PretrainedMixin:
+    """Loading, device placement and the tied decoder shared by every model class."""
+
+    base_prefix = "bert"
+    config: BertConfig
+
+    def tie_weights(self) -> None:
+        decoder = self.output_embeddings()
+        if decoder is not None and self.config.tie_word_embeddings:
+            decoder.weight = self.input_embeddings().weight
+
+    def input_embeddings(self) -> nn.Embedding:
+        return getattr(self, self.base_prefix).embeddings.word_embeddings
+
+    def output_embeddings(self) -> nn.Linear | None:
+        return None
+
+    @classmethod
+    def from_pretrained(cls, model_id: str, device: torch.device | str | None = None):
+        """Resolve ``model_id`` (local dir, package, cache or Hub), build the model and load its weights strictly."""
+        files = model_id if isinstance(model_id, CheckpointFiles) else resolve(model_id)
+        model = cls(BertConfig.from_dict(files.config))
+        load_checkpoint_into(model, load_state_dict(files.weights))
+        model.checkpoint = files
+        return model.to(device or get_device()).eval()
+
+
+class BertForMaskedLM(PretrainedMixin, nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.cls = BertOnlyMLMHead(config)
+        self.tie_weights()
+
+    def output_embeddings(self):
+        return self.cls.predictions.decoder
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+        return HeadOutput(self.cls.predictions(encoded.last_hidden_state), encoded)
+
+
+class BertForPreTraining(PretrainedMixin, nn.Module):
+    """Masked LM + next-sentence prediction, as bert-base-uncased was trained."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config, add_pooling_layer=True)
+        self.cls = BertPreTrainingHeads(config)
+        self.tie_weights()
+
+    def output_embeddings(self):
+        return self.cls.predictions.decoder
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+        return HeadOutput(self.cls.predictions(encoded.last_hidden_state), encoded,
+                          self.cls.seq_relationship(encoded.pooler_output))
+
+
+class BertForNextSentencePrediction(PretrainedMixin, nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config, add_pooling_layer=True)
+        self.cls = BertOnlyNSPHead(config)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+        nsp = self.cls.seq_relationship(encoded.pooler_output)  # (B, 2)
+        return HeadOutput(nsp, encoded, nsp)
+
+
+class BertForTokenClassification(PretrainedMixin, nn.Module):
+    """A linear classifier on every token's final vector; softmax over labels gives the tag distribution."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+        return HeadOutput(self.classifier(encoded.last_hidden_state), encoded)  # (B, T, C)
+
+
+class BertForSequenceClassification(PretrainedMixin, nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config, add_pooling_layer=True)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+        return HeadOutput(self.classifier(encoded.pooler_output), encoded)  # (B, C)
+
+
+class BertForQuestionAnswering(PretrainedMixin, nn.Module):
+    """Two learned vectors S and E score every token as the answer's start and end (seed §14)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.qa_outputs = nn.Linear(config.hidden_size, 2)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> SpanOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+        start, end = self.qa_outputs(encoded.last_hidden_state).unbind(-1)  # (B, T) each
+        return SpanOutput(start, end, encoded)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# DistilBERT (names follow modeling_distilbert.py): 6 layers, no segment embeddings, no pooler.
+
+
+def sinusoidal_table(num_positions: int, dim: int) -> torch.Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))  (seed §11)."""
+    position = torch.arange(num_positions, dtype=torch.float64)[:, None]  # (P, 1)
+    div = torch.pow(10000.0, torch.arange(0, dim, 2, dtype=torch.float64) / dim)  # (d/2,)
+    table = torch.zeros(num_positions, dim, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(position / div)
+    table[:, 1::2] = torch.cos(position / div[: dim // 2])
+    return table.float()
+
+
+class DistilBertEmbeddings(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        if config.sinusoidal_pos_embds:
+            self.position_embeddings.weight.data.copy_(sinusoidal_table(config.max_position_embeddings,
+                                                                        config.hidden_size))
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=1e-12)
+
+    def components(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None):
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+        return {"token": self.word_embeddings(input_ids), "position": self.position_embeddings(positions)[None]}
+
+    def forward(self, input_ids, token_type_ids=None):
+        parts = self.components(input_ids)
+        return self.LayerNorm(parts["token"] + parts["position"])  # (B, T, H)
+
+
+class MultiHeadSelfAttention(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.num_heads, self.head_size = config.num_attention_heads, config.head_size
+        self.q_lin = nn.Linear(config.hidden_size, config.hidden_size)
+        self.k_lin = nn.Linear(config.hidden_size, config.hidden_size)
+        self.v_lin = nn.Linear(config.hidden_size, config.hidden_size)
+        self.out_lin = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, x, additive_mask, need_probs):
+        B, T, H = x.shape
+
+        def heads(t):
+            return t.view(B, T, self.num_heads, self.head_size).transpose(1, 2)  # (B, A, T, hs)
+
+        context, probs = attention(heads(self.q_lin(x)), heads(self.k_lin(x)), heads(self.v_lin(x)),
+                                   additive_mask, need_probs)
+        return self.out_lin(context.transpose(1, 2).reshape(B, T, H)), probs
+
+
+class FFN(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.lin1 = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.lin2 = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.act = ACTIVATIONS[config.hidden_act]
+
+    def forward(self, x):
+        return self.lin2(self.act(self.lin1(x)))
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.attention = MultiHeadSelfAttention(config)
+        self.sa_layer_norm = nn.LayerNorm(config.hidden_size, eps=1e-12)
+        self.ffn = FFN(config)
+        self.output_layer_norm = nn.LayerNorm(config.hidden_size, eps=1e-12)
+
+    def forward(self, x, additive_mask, need_probs):
+        attended, probs = self.attention(x, additive_mask, need_probs)
+        x = self.sa_layer_norm(attended + x)
+        return self.output_layer_norm(self.ffn(x) + x), probs
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.layer = nn.ModuleList([TransformerBlock(config) for _ in range(config.num_hidden_layers)])
+
+
+class DistilBertModel(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.embeddings = DistilBertEmbeddings(config)
+        self.transformer = Transformer(config)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> EncoderOutput:
+        x = self.embeddings(input_ids)  # token_type_ids are ignored: DistilBERT has no segment embeddings
+        mask = additive_attention_mask(attention_mask, x.dtype)
+        hidden_states, attentions = [x], []
+        for layer in self.transformer.layer:
+            x, probs = layer(x, mask, output_attentions)
+            hidden_states.append(x)
+            if output_attentions:
+                attentions.append(probs)
+        return EncoderOutput(x, tuple(hidden_states), tuple(attentions), None)
+
+
+class DistilBertForMaskedLM(PretrainedMixin, nn.Module):
+    base_prefix = "distilbert"
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.distilbert = DistilBertModel(config)
+        self.vocab_transform = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = ACTIVATIONS[config.hidden_act]
+        self.vocab_layer_norm = nn.LayerNorm(config.hidden_size, eps=1e-12)
+        self.vocab_projector = nn.Linear(config.hidden_size, config.vocab_size)
+        self.tie_weights()
+
+    def output_embeddings(self):
+        return self.vocab_projector
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
+        encoded = self.distilbert(input_ids, attention_mask, None, output_attentions)
+        x = self.vocab_layer_norm(self.act(self.vocab_transform(encoded.last_hidden_state)))
+        return HeadOutput(self.vocab_projector(x), encoded)  # (B, T, V)
+
+
+class DistilBertForTokenClassification(PretrainedMixin, nn.Module):
+    base_prefix = "distilbert"
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.distilbert = DistilBertModel(config)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
+        encoded = self.distilbert(input_ids, attention_mask, None, output_attentions)
+        return HeadOutput(self.classifier(encoded.last_hidden_state), encoded)
+
+
+class DistilBertForQuestionAnswering(PretrainedMixin, nn.Module):
+    base_prefix = "distilbert"
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.distilbert = DistilBertModel(config)
+        self.qa_outputs = nn.Linear(config.hidden_size, 2)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> SpanOutput:
+        encoded = self.distilbert(input_ids, attention_mask, None, output_attentions)
+        start, end = self.qa_outputs(encoded.last_hidden_state).unbind(-1)
+        return SpanOutput(start, end, encoded)
+
+
+class Encoder(PretrainedMixin, nn.Module):
+    """A bare encoder (BertModel or DistilBertModel) under its checkpoint prefix, for the attention views.
+
+    Head weights in the file (cls.*, classifier.*, ...) are the only keys allowed to go unused."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.base_prefix = "distilbert" if config.model_type == "distilbert" else "bert"
+        base = DistilBertModel(config) if config.model_type == "distilbert" else BertModel(config)
+        setattr(self, self.base_prefix, base)
+
+    @property
+    def base(self) -> nn.Module:
+        return getattr(self, self.base_prefix)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> EncoderOutput:
+        return self.base(input_ids, attention_mask, token_type_ids, output_attentions)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Loading: normalise the few ways checkpoints differ, then load strictly.
+
+HEAD_KEY_PREFIXES = ("cls.", "classifier.", "qa_outputs.", "pre_classifier.", "vocab_transform.",
+                     "vocab_layer_norm.", "vocab_projector.")
+
+
+class CheckpointMismatchError(RuntimeError):
+    """The checkpoint's tensors do not fit the model: missing or unexpected keys, or wrong shapes."""
+
+
+def normalize_state_dict(state: dict[str, torch.Tensor], model: nn.Module) -> dict[str, torch.Tensor]:
+    """Map checkpoint keys onto ``model``'s parameter names.
+
+    Handles: a missing or extra ``bert.``/``distilbert.`` prefix (BertModel files vs BertFor* files), legacy
+    ``LayerNorm.gamma``/``beta`` names, ``position_ids`` buffers, and the decoder weight that tied checkpoints leave
+    out (or keep as a copy of the embeddings). Whatever remains must match exactly, or loading fails.
+    """
+    prefix = getattr(model, "base_prefix", "bert")
+    expected = set(model.state_dict()) | {f"{prefix}.pooler.dense.weight", f"{prefix}.pooler.dense.bias"}
+    out: dict[str, torch.Tensor] = {}
+    for key, tensor in state.items():
+        key = key.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+        if key.endswith("position_ids"):
+            continue  # a buffer (0..511) that older transformers versions saved; we compute positions on the fly
+        if key not in expected and f"{prefix}.{key}" in expected:
+            key = f"{prefix}.{key}"  # file saved from the bare BertModel/DistilBertModel
+        elif key not in expected and key.startswith(f"{prefix}.") and key[len(prefix) + 1:] in expected:
+            key = key[len(prefix) + 1:]  # file from a BertFor* model, loaded into a bare model
+        out[key] = tensor
+    if isinstance(model, Encoder):  # a bare encoder may be read out of any head model's file
+        out = {k: v for k, v in out.items() if not k.startswith(HEAD_KEY_PREFIXES)}
+    base = getattr(model, prefix, None)
+    if isinstance(base, BertModel):
+        # The pooler is optional in files: token-level heads are often saved with one (unused) or without one.
+        # Build or drop it so that every tensor in the file has a home and nothing the model needs is absent.
+        has_pooler = f"{prefix}.pooler.dense.weight" in out
+        if has_pooler and base.pooler is None:
+            base.pooler = BertPooler(model.config)
+        elif not has_pooler and base.pooler is not None and not isinstance(model, (BertForPreTraining,
+                                                                               BertForNextSentencePrediction,
+                                                                               BertForSequenceClassification)):
+            base.pooler = None
+    decoder = model.output_embeddings() if isinstance(model, PretrainedMixin) else None
+    if decoder is not None and model.config.tie_word_embeddings:
+        decoder_key = next(k for k, p in model.named_parameters(remove_duplicate=False) if p is decoder.weight
+                           and not k.startswith(prefix))
+        out.pop(decoder_key, None)  # tied: the embeddings are the decoder
+        out.pop("cls.predictions.decoder.bias", None)  # old files keep a copy of cls.predictions.bias here
+    return out
+
+
+def load_checkpoint_into(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Normalise keys, check every shape, then ``load_state_dict(strict=True)``; mismatches raise with the key names."""
+    state = normalize_state_dict(state, model)
+    expected = model.state_dict()
+    tied = {k for k, p in model.named_parameters(remove_duplicate=False)} - {k for k, _ in model.named_parameters()}
+    missing = sorted(set(expected) - set(state) - tied)
+    unexpected = sorted(set(state) - set(expected))
+    wrong_shape = sorted(f"{k}: file {tuple(state[k].shape)} vs model {tuple(expected[k].shape)}"
+                         for k in set(state) & set(expected) if state[k].shape != expected[k].shape)
+    if missing or unexpected or wrong_shape:
+        raise CheckpointMismatchError(
+            f"checkpoint does not fit {type(model).__name__}: missing {missing[:8]}, unexpected {unexpected[:8]}, "
+            f"wrong shapes {wrong_shape[:8]}"
+        )
+    for key in tied:
+        state.pop(key, None)
+    result = model.load_state_dict(state, strict=False)
+    leftover = [k for k in result.missing_keys if k not in tied]
+    if leftover or result.unexpected_keys:  # cannot happen after the checks above; kept as the strictness proof
+        raise CheckpointMismatchError(f"missing {leftover}, unexpected {result.unexpected_keys}")
+    if isinstance(model, PretrainedMixin):
+        model.tie_weights()
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Parameter counts, from a config alone
+
+
+def parameter_breakdown(config: BertConfig, pooler: bool = True, heads: tuple[str, ...] = ()) -> dict[str, int]:
+    """Exact parameter counts by part. ``heads`` ⊂ {"mlm", "nsp", "token_classification", "qa"}.
+
+    Every Linear(a, b) has a·b weights and b biases; every LayerNorm(H) has 2H. The MLM decoder weight is tied to
+    the word embeddings, so it adds only its V biases.
+    """
+    H, L, V, I = config.hidden_size, config.num_hidden_layers, config.vocab_size, config.intermediate_size
+    P, S = config.max_position_embeddings, config.type_vocab_size
+    distil = config.model_type == "distilbert"
+    parts = {
+        "embeddings: token": V * H,
+        "embeddings: segment": 0 if distil else S * H,
+        "embeddings: position": P * H,
+        "embeddings: LayerNorm": 2 * H,
+        "attention: Q, K, V, O weights": L * 4 * H * H,
+        "attention: Q, K, V, O biases": L * 4 * H,
+        "feed-forward: weights": L * 2 * H * I,
+        "feed-forward: biases": L * (I + H),
+        "LayerNorm (2 per layer)": L * 2 * 2 * H,
+    }
+    if pooler and not distil:
+        parts["pooler"] = H * H + H
+    if "mlm" in heads:
+        parts["head: masked LM (transform + LayerNorm + bias; decoder tied)"] = H * H + H + 2 * H + V
+    if "nsp" in heads:
+        parts["head: next-sentence prediction"] = 2 * H + 2
+    if "token_classification" in heads:
+        parts["head: token classifier"] = config.num_labels * (H + 1)
+    if "qa" in heads:
+        parts["head: span start/end"] = 2 * H + 2
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def seed_hand_count(V: int = 30522, P: int = 512, S: int = 2, H: int = 768, L: int = 12, A: int = 12) -> int:
+    """The seed post's hand formula for BERT-base (seed 001), term by term:
+
+    (V + P + S)·H  +  H·2  +  L·( H·H/A·3·A  +  H·H  +  H·4H·2  +  H·2·2 )
+    embeddings       emb LN     Q,K,V weights  W_O    FFN weights  2 LayerNorms
+    It leaves out the linear layers' biases and the pooler.
+    """
+    return (V + P + S) * H + H * 2 + L * (H * H // A * 3 * A + H * H + H * 4 * H * 2 + H * 2 * 2)
