@@ -12,7 +12,7 @@ import os
 
 import gradio as gr
 
-from core import checkpoint
+from core import checkpoint, models
 from core.device import CHOICES as DEVICE_CHOICES, device_label, set_device
 from core.limits import MAX_UPLOAD_BYTES
 from demo import attention, embeddings, lstm, mlm, ner, ngram, qa
@@ -30,6 +30,13 @@ THEME = gr.themes.Soft(primary_hue="blue", neutral_hue="slate")
 CSS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "style.css")
 
 
+def app_status() -> str:
+    """Where models run and which checkpoints this process has loaded (and from where)."""
+    lines = [f"- device: **{device_label()}**", f"- network: **{'offline' if checkpoint.is_offline() else 'online'}**"]
+    lines += [f"- {badge}" for badge in models.loaded_models()] or ["- no BERT-family model loaded yet"]
+    return "\n".join(lines)
+
+
 def build_app() -> gr.Blocks:
     """The whole UI: one gr.Tab per demo module. Importing this builds nothing; call it."""
     with gr.Blocks(title="PLM Explorer") as app:
@@ -39,6 +46,9 @@ def build_app() -> gr.Blocks:
         for module in TABS:
             with gr.Tab(module.TITLE):
                 module.build()
+        with gr.Accordion("Status: device and loaded models", open=False):
+            status = gr.Markdown()
+            gr.Button("Refresh", size="sm").click(app_status, outputs=status, api_name="app_status")
     # A slow tab (BERT on CPU) must not starve the quick ones: each event gets its own small concurrency
     # budget, and the queue bounds how much work can pile up.
     app.queue(default_concurrency_limit=4, max_size=256)

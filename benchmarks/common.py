@@ -1,0 +1,49 @@
+"""Timing helpers shared by the benchmark scripts: medians over repeats, and the result table."""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+
+def median_seconds(fn: Callable[[], object], repeats: int = 20, warmup: int = 3) -> float:
+    """Median wall time of ``fn()`` over ``repeats`` runs, after ``warmup`` untimed runs."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def paired_median_seconds(ours: Callable[[], object], reference: Callable[[], object], repeats: int = 20,
+                          warmup: int = 3) -> tuple[float, float]:
+    """Median wall times of two functions measured alternately, so machine load drifts hit both alike."""
+    for _ in range(warmup):
+        ours()
+        reference()
+    ours_times, reference_times = [], []
+    for _ in range(repeats):
+        for fn, times in ((ours, ours_times), (reference, reference_times)):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+    return statistics.median(ours_times), statistics.median(reference_times)
+
+
+def row(benchmark: str, ours: float, reference: float | None, unit: str, goal: str) -> dict:
+    """One result row; ratio = ours / reference (lower is better for times)."""
+    ratio = ours / reference if reference else None
+    return {"benchmark": benchmark, "ours": ours, "reference": reference, "ratio": ratio, "unit": unit, "goal": goal}
+
+
+def print_table(rows: list[dict]) -> None:
+    header = f"{'benchmark':<58} {'ours':>12} {'reference':>12} {'ratio':>8}  {'unit':<10} goal"
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        ref = f"{r['reference']:.4g}" if r["reference"] is not None else "-"
+        ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
+        print(f"{r['benchmark']:<58} {r['ours']:>12.4g} {ref:>12} {ratio:>8}  {r['unit']:<10} {r['goal']}")

@@ -1,0 +1,54 @@
+"""The app shell: CLI flags, tab order, and a live launch driven through gradio_client."""
+import pytest
+
+import app
+
+
+def test_tabs_are_in_the_historical_order():
+    assert [module.TITLE for module in app.TABS] == [
+        "N-gram", "Word embeddings", "RNN & LSTM", "Attention", "BERT masked LM", "NER", "QA"]
+
+
+def test_cli_defaults_are_safe():
+    args = app.parse_args([])
+    assert args.share is False and args.offline is False and args.device == "auto"
+    assert args.host == "127.0.0.1"
+    args = app.parse_args(["--offline", "--device", "cpu", "--port", "9000", "--host", "0.0.0.0", "--share"])
+    assert (args.offline, args.device, args.port, args.host, args.share) == (True, "cpu", 9000, "0.0.0.0", True)
+    with pytest.raises(SystemExit):
+        app.parse_args(["--device", "tpu"])
+
+
+EVENT_METHODS = {"click", "change", "submit", "input", "select", "upload", "release", "then", "success",
+                 "blur", "focus", "clear", "tab_select"}
+
+
+def test_every_event_is_wired_with_an_explicit_api_name():
+    """Gradio would silently name an endpoint after its function; we want every name chosen on purpose."""
+    import ast
+    import pathlib
+
+    missing = []
+    for path in [pathlib.Path(app.__file__), *sorted(pathlib.Path(app.__file__).parent.joinpath("demo").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in EVENT_METHODS and node.args
+                    and not any(k.arg == "api_name" for k in node.keywords)):
+                missing.append(f"{path.name}:{node.lineno} .{node.func.attr}(")
+    assert not missing, f"events without api_name: {missing}"
+    names = [dep.api_name for dep in app.build_app().fns.values() if dep.api_name]
+    assert len(names) == len(set(names)), "api names must be unique across tabs"
+
+
+def test_launch_and_call_an_endpoint_through_gradio_client():
+    from gradio_client import Client
+
+    blocks = app.build_app()
+    blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=None, quiet=True)
+    try:
+        client = Client(blocks.local_url, verbose=False)
+        status = client.predict(api_name="/app_status")
+        assert "device: **cpu**" in status or "device: **cuda" in status
+        assert "network:" in status
+    finally:
+        blocks.close()
