@@ -10,9 +10,13 @@ import argparse
 import logging
 import os
 
-import gradio as gr
+# No usage analytics or telemetry calls: the app must run with the network unreachable.
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
-from core import checkpoint, models
+import gradio as gr  # noqa: E402
+
+from core import checkpoint, models  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, device_label, set_device
 from core.limits import MAX_UPLOAD_BYTES
 from demo import attention, embeddings, lstm, mlm, ner, ngram, qa
@@ -26,7 +30,10 @@ INTRO = (
     "go left to right to follow the history."
 )
 
-THEME = gr.themes.Soft(primary_hue="blue", neutral_hue="slate")
+# System fonts only: a Google-hosted font would make every page load reach out to the internet.
+THEME = gr.themes.Soft(primary_hue="blue", neutral_hue="slate",
+                       font=["Inter", "Noto Sans", "ui-sans-serif", "system-ui", "sans-serif"],
+                       font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "monospace"])
 CSS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "style.css")
 
 
