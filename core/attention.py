@@ -1,0 +1,397 @@
+"""Attention, equation by equation (seed §8–§11), and the attention maps of a real pretrained BERT.
+
+Toy equations run in float64 NumPy on small matrices, so every intermediate can be shown:
+  score      dot qᵀk · general qᵀWk · concat vᵀtanh(W[q; k]) · additive vᵀtanh(Wq + Uk)
+  attention  Attention(Q, K, V) = softmax(QKᵀ / √d_k) V
+  causal     scores above the diagonal set to −∞ before the softmax, so token t sees only tokens ≤ t
+  multi-head headᵢ = Attention(X W_Qⁱ, X W_Kⁱ, X W_Vⁱ); MultiHead(X) = Concat(head₁ … head_h) W_O
+  position   PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))
+The real-model part runs core.bert's encoder and returns its per-layer, per-head softmax probabilities.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import torch
+
+from core import models
+from core.bert import sinusoidal_table
+from core.errors import UserInputError
+from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.textio import normalize_text
+from core.tokenizer import Truncation
+
+MAX_TOY_TOKENS = 16  # rows of a hand-edited Q/K/V
+MAX_TOY_DIM = 512  # columns of a hand-edited Q/K/V or x
+MAX_ABS_VALUE = 1e6  # larger entries only overflow the softmax; refuse them with a message
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Small pieces
+
+
+def softmax(scores: np.ndarray) -> np.ndarray:
+    """Row-wise softmax; subtracting the row max changes nothing mathematically and keeps exp() finite."""
+    shifted = scores - scores.max(axis=-1, keepdims=True)
+    exp = np.exp(shifted)  # exp(−∞) = 0: masked entries get probability 0
+    return exp / exp.sum(axis=-1, keepdims=True)
+
+
+def as_matrix(values, name: str, max_rows: int = MAX_TOY_TOKENS, max_cols: int = MAX_TOY_DIM) -> np.ndarray:
+    """A 2-D float64 matrix from nested lists, or a UserInputError that names the bad cell."""
+    values = values.to_numpy() if hasattr(values, "to_numpy") else values  # a pandas DataFrame from the UI
+    rows = [list(row) for row in (values.tolist() if isinstance(values, np.ndarray) else values)]
+    rows = [row for row in rows if any(str(cell).strip() not in ("", "None", "nan") for cell in row)]
+    if not rows:
+        raise UserInputError(f"{name} is empty. Fill in at least one row of numbers.")
+    if len({len(row) for row in rows}) != 1:
+        raise UserInputError(f"Every row of {name} needs the same number of columns.")
+    out = np.empty((len(rows), len(rows[0])))
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            try:
+                out[r, c] = float(cell)
+            except (TypeError, ValueError):
+                raise UserInputError(f"{name}, row {r + 1}, column {c + 1}: '{cell}' is not a number.") from None
+    if not np.isfinite(out).all() or np.abs(out).max() > MAX_ABS_VALUE:
+        raise UserInputError(f"{name} has a value that is infinite, NaN or larger than {MAX_ABS_VALUE:g} in size; "
+                             "use ordinary numbers.")
+    if out.shape[0] > max_rows or out.shape[1] > max_cols:
+        raise UserInputError(f"{name} is {out.shape[0]}×{out.shape[1]}; the limit is {max_rows}×{max_cols}.")
+    return out
+
+
+def causal_mask(T: int) -> np.ndarray:
+    """(T, T) booleans, True on and below the diagonal: query t may look at keys 0..t (a decoder's mask)."""
+    return np.tril(np.ones((T, T), dtype=bool))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Score functions (seed §8): how well query q matches key k
+
+
+SCORE_KINDS = ("scaled_dot", "dot", "general", "concat", "additive")
+
+
+@dataclass
+class ScoreParams:
+    """The learned parameters of the non-dot score functions (random here; learned in a real model)."""
+
+    W: np.ndarray | None = None  # general: (d_q, d_k); concat: (d_a, d_q + d_k); additive: (d_a, d_q)
+    U: np.ndarray | None = None  # additive: (d_a, d_k)
+    v: np.ndarray | None = None  # concat, additive: (d_a,)
+
+
+def random_score_params(kind: str, d_q: int, d_k: int, d_a: int = 8, seed: int = 0) -> ScoreParams:
+    rng = np.random.default_rng(seed)
+    if kind == "general":
+        return ScoreParams(W=rng.normal(0, 1 / np.sqrt(d_q), (d_q, d_k)))
+    if kind == "concat":
+        return ScoreParams(W=rng.normal(0, 1 / np.sqrt(d_q + d_k), (d_a, d_q + d_k)), v=rng.normal(0, 1, d_a))
+    if kind == "additive":
+        return ScoreParams(W=rng.normal(0, 1 / np.sqrt(d_q), (d_a, d_q)), U=rng.normal(0, 1 / np.sqrt(d_k), (d_a, d_k)),
+                           v=rng.normal(0, 1, d_a))
+    return ScoreParams()
+
+
+def score_matrix(kind: str, Q: np.ndarray, K: np.ndarray, params: ScoreParams | None = None) -> np.ndarray:
+    """(n, m) scores of every query row of Q against every key row of K, before any scaling or softmax."""
+    if kind in ("dot", "scaled_dot"):
+        if Q.shape[1] != K.shape[1]:
+            raise UserInputError(f"Q has d_k = {Q.shape[1]} columns but K has {K.shape[1]}; a dot product needs "
+                                 "queries and keys of the same length.")
+        return Q @ K.T  # qᵢ·kⱼ
+    params = params or random_score_params(kind, Q.shape[1], K.shape[1])
+    if kind == "general":
+        return Q @ params.W @ K.T  # qᵢᵀ W kⱼ
+    if kind == "concat":
+        pairs = np.concatenate(np.broadcast_arrays(Q[:, None, :], K[None, :, :]), axis=-1)  # (n, m, d_q + d_k)
+        return np.tanh(pairs @ params.W.T) @ params.v  # vᵀ tanh(W [qᵢ; kⱼ])
+    if kind == "additive":
+        return np.tanh((Q @ params.W.T)[:, None, :] + (K @ params.U.T)[None, :, :]) @ params.v  # vᵀ tanh(Wqᵢ + Ukⱼ)
+    raise ValueError(f"unknown score function {kind!r}; one of {SCORE_KINDS}")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Scaled dot-product attention, every step kept
+
+
+@dataclass
+class AttentionSteps:
+    scores: np.ndarray  # (n, m) QKᵀ (or another score function)
+    scaled: np.ndarray  # (n, m) QKᵀ / √d_k (= scores for unscaled score functions)
+    masked: np.ndarray | None  # (n, m) scaled with −∞ above the diagonal, when causal
+    probs: np.ndarray  # (n, m) softmax of each row: the attention weights
+    output: np.ndarray  # (n, d_v) probs @ V: each row a weighted sum of the value rows
+    d_k: int
+    scale: float  # √d_k, or 1 when the score function is not scaled
+
+    @property
+    def row_sums(self) -> np.ndarray:
+        return self.probs.sum(axis=-1)
+
+
+def scaled_dot_product_attention(Q, K, V, causal: bool = False, kind: str = "scaled_dot",
+                                 params: ScoreParams | None = None) -> AttentionSteps:
+    """softmax(QKᵀ / √d_k [+ causal mask]) V, returning QKᵀ, the scaled scores, the probabilities and the output."""
+    Q, K, V = as_matrix(Q, "Q"), as_matrix(K, "K"), as_matrix(V, "V")
+    if K.shape[0] != V.shape[0]:
+        raise UserInputError(f"K has {K.shape[0]} rows but V has {V.shape[0]}; every key needs exactly one value.")
+    if causal and Q.shape[0] != K.shape[0]:
+        raise UserInputError("A causal mask needs self-attention: as many query rows as key rows.")
+    scores = score_matrix(kind, Q, K, params)  # (n, m)
+    scale = float(np.sqrt(K.shape[1])) if kind == "scaled_dot" else 1.0
+    scaled = scores / scale  # ÷ √d_k keeps the softmax out of its flat, saturated region when d_k is large
+    masked = np.where(causal_mask(len(Q)), scaled, -np.inf) if causal else None
+    probs = softmax(masked if causal else scaled)  # (n, m)
+    return AttentionSteps(scores, scaled, masked, probs, probs @ V, K.shape[1], scale)
+
+
+def project(x, W_Q, W_K, W_V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Q = x W_Q, K = x W_K, V = x W_V: one row per token."""
+    x = as_matrix(x, "x")
+    mats = {name: as_matrix(w, name, max_rows=MAX_TOY_DIM) for name, w in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V))}
+    for name, w in mats.items():
+        if w.shape[0] != x.shape[1]:
+            raise UserInputError(f"x has {x.shape[1]} columns, so {name} needs {x.shape[1]} rows (it has "
+                                 f"{w.shape[0]}).")
+    return x @ mats["W_Q"], x @ mats["W_K"], x @ mats["W_V"]
+
+
+def thinking_machines(d_k: int = 64) -> dict[str, np.ndarray]:
+    """The seed's worked example (§9) as concrete vectors: q₁·k₁ = 112 and q₁·k₂ = 96 exactly, with d_k = 64.
+
+    The seed gives only the dot products, so the vectors are constructed to produce them: q₁ alternates 1, 2;
+    k₂ is all ones (32·1 + 32·2 = 96); k₁ adds 1 at eight of q₁'s "2" positions (96 + 8·2 = 112). q₂ ("Machines")
+    and the values are ours: small integers, so z₁ = 0.88·v₁ + 0.12·v₂ can be checked by eye.
+    """
+    q1 = np.tile([1.0, 2.0], d_k // 2)
+    k2 = np.ones(d_k)
+    k1 = k2.copy()
+    k1[1:17:2] += 1.0  # eight positions where q₁ = 2
+    q2 = np.tile([2.0, 1.0], d_k // 2)  # q₂·k₁ = 104, q₂·k₂ = 96
+    rng = np.random.default_rng(9)
+    v1, v2 = rng.integers(-3, 4, d_k).astype(float), rng.integers(-3, 4, d_k).astype(float)
+    return {"Q": np.stack([q1, q2]), "K": np.stack([k1, k2]), "V": np.stack([v1, v2])}
+
+
+def i_have_a_dream() -> dict[str, np.ndarray]:
+    """A 4-token preset for masked self-attention: x (one row per word of "i have a dream") and W_Q, W_K, W_V."""
+    rng = np.random.default_rng(314)  # a seed whose masked rows spread their weight (readable)
+    return {"x": rng.integers(-2, 3, (4, 4)).astype(float),
+            **{name: rng.integers(-1, 2, (4, 4)).astype(float) for name in ("W_Q", "W_K", "W_V")}}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Multi-head attention, with every shape on the way
+
+
+@dataclass
+class Step:
+    name: str
+    equation: str
+    shape: tuple[int, ...]
+
+
+@dataclass
+class MultiHeadResult:
+    tokens: list[str]
+    heads: int
+    d_model: int
+    d_head: int
+    head_probs: np.ndarray  # (h, T, T) one attention map per head
+    head_outputs: np.ndarray  # (h, T, d_head)
+    concat: np.ndarray  # (T, d_model)
+    output: np.ndarray  # (T, d_model) concat @ W_O
+    steps: list[Step]
+
+
+@dataclass
+class MultiHeadWeights:
+    W_Q: np.ndarray  # (d_model, d_model): column block i is head i's W_Qⁱ (d_model, d_head)
+    W_K: np.ndarray
+    W_V: np.ndarray
+    W_O: np.ndarray  # (d_model, d_model)
+
+
+def random_weights(d_model: int, seed: int = 0) -> MultiHeadWeights:
+    rng = np.random.default_rng(seed)
+    return MultiHeadWeights(*(rng.normal(0, 1 / np.sqrt(d_model), (d_model, d_model)) for _ in range(4)))
+
+
+def word_embeddings(words: list[str], d_model: int) -> np.ndarray:
+    """A fixed random vector per word (seeded by the word itself), so a word gets the same vector at any position."""
+    return np.stack([np.random.default_rng(zlib.crc32(w.encode("utf-8"))).normal(0, 1, d_model) for w in words])
+
+
+def split_words(sentence: str, max_words: int = MAX_TOY_TOKENS) -> list[str]:
+    words = normalize_text(sentence or "").split()
+    if not words:
+        raise UserInputError("Type a sentence (a few words separated by spaces).")
+    if len(words) > max_words:
+        raise UserInputError(f"Use at most {max_words} words here; this sentence has {len(words)}.")
+    return words
+
+
+def multi_head_attention(x: np.ndarray, weights: MultiHeadWeights, heads: int, tokens: list[str] | None = None,
+                         causal: bool = False) -> MultiHeadResult:
+    """MultiHead(x) = Concat(head₁ … head_h) W_O with headᵢ = softmax(QᵢKᵢᵀ / √d_head) Vᵢ (seed §10)."""
+    T, d_model = x.shape
+    if heads < 1 or d_model % heads:
+        raise UserInputError(f"d_model = {d_model} must split evenly into heads; {heads} does not divide it.")
+    d_head = d_model // heads
+    Q, K, V = x @ weights.W_Q, x @ weights.W_K, x @ weights.W_V  # (T, d_model) each
+
+    def split(m):
+        return m.reshape(T, heads, d_head).transpose(1, 0, 2)  # (h, T, d_head): head i owns columns i·d_head…
+
+    Qh, Kh, Vh = split(Q), split(K), split(V)
+    scores = Qh @ Kh.transpose(0, 2, 1) / np.sqrt(d_head)  # (h, T, T)
+    if causal:
+        scores = np.where(causal_mask(T), scores, -np.inf)
+    probs = softmax(scores)  # (h, T, T)
+    head_out = probs @ Vh  # (h, T, d_head)
+    concat = head_out.transpose(1, 0, 2).reshape(T, d_model)  # (T, h·d_head) = (T, d_model)
+    output = concat @ weights.W_O  # (T, d_model)
+    steps = [
+        Step("input x", "x (one row per token)", (T, d_model)),
+        Step("W_Q, W_K, W_V", "each d_model × d_model", (d_model, d_model)),
+        Step("Q, K, V", "Q = x W_Q (same for K, V)", (T, d_model)),
+        Step("split into heads", f"reshape to (T, h, d_head), swap axes: d_head = {d_model}/{heads}",
+             (heads, T, d_head)),
+        Step("per-head W_Qⁱ", f"W_Q[:, {d_head}·i : {d_head}·(i+1)]", (d_model, d_head)),
+        Step("scores", "Qᵢ Kᵢᵀ / √d_head" + (" + causal mask" if causal else ""), (heads, T, T)),
+        Step("attention weights", "softmax over each row", (heads, T, T)),
+        Step("head outputs", "headᵢ = weightsᵢ Vᵢ", (heads, T, d_head)),
+        Step("concatenate", "Concat(head₁ … head_h)", (T, d_model)),
+        Step("W_O", "output projection", (d_model, d_model)),
+        Step("output", "Concat(…) W_O", (T, d_model)),
+    ]
+    return MultiHeadResult(tokens or [str(t) for t in range(T)], heads, d_model, d_head, probs, head_out, concat,
+                           output, steps)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Positional encoding and permutation equivariance (seed §11)
+
+
+def positional_encoding(positions: int, d_model: int) -> np.ndarray:
+    """(positions, d_model) sinusoidal table; the one definition lives in core.bert (DistilBERT uses it too)."""
+    if not 1 <= positions <= 2048 or not 2 <= d_model <= 1024:
+        raise UserInputError("Positions must be 1–2048 and d_model 2–1024.")
+    return sinusoidal_table(positions, d_model).double().numpy()
+
+
+@dataclass
+class PermutationResult:
+    words: list[str]
+    order: list[int]  # shuffled[j] = words[order[j]]
+    shuffled: list[str]
+    plain: np.ndarray  # (T, d) outputs for the original order, no positions
+    plain_shuffled: np.ndarray  # (T, d) outputs for the shuffled order, no positions
+    with_pe: np.ndarray  # (T, d) original order, x + PE
+    with_pe_shuffled: np.ndarray  # (T, d) shuffled order, x + PE
+
+    def word_change(self, with_positions: bool) -> np.ndarray:
+        """‖z(word in shuffled sentence) − z(same word in original)‖ for each shuffled slot j."""
+        a, b = (self.with_pe, self.with_pe_shuffled) if with_positions else (self.plain, self.plain_shuffled)
+        return np.linalg.norm(b - a[self.order], axis=-1)
+
+
+def shuffle_order(T: int, seed: int) -> list[int]:
+    """A random permutation of range(T) that is not the identity (T ≥ 2)."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(T)
+    if (order == np.arange(T)).all():
+        order = np.roll(order, 1)
+    return order.tolist()
+
+
+def permutation_demo(sentence: str, seed: int = 0, d_model: int = 64) -> PermutationResult:
+    """Self-attention with and without PE on a sentence and on a shuffle of it.
+
+    Without positions, attention is permutation-equivariant: shuffling the input rows shuffles the output rows the
+    same way (z'ⱼ = z_order[j]) and changes nothing else. Adding PE breaks this, which is how word order gets in."""
+    words = split_words(sentence)
+    if len(words) < 2:
+        raise UserInputError("Type at least two words, so there is something to shuffle.")
+    order = shuffle_order(len(words), seed)
+    weights = random_weights(d_model, seed=1)
+    x = word_embeddings(words, d_model)  # (T, d)
+    pe = positional_encoding(len(words), d_model)  # (T, d)
+
+    def attend(inputs):
+        return multi_head_attention(inputs, weights, heads=1).output  # (T, d)
+
+    return PermutationResult(words, order, [words[i] for i in order], attend(x), attend(x[order]), attend(x + pe),
+                             attend(x[order] + pe))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# A real model's attention maps
+
+
+@dataclass
+class AttentionMaps:
+    tokens: list[str]  # WordPiece tokens, [CLS] … [SEP] (… [SEP])
+    segment_ids: list[int]
+    special: np.ndarray  # (T,) bool, True for [CLS]/[SEP]
+    probs: np.ndarray  # (L, A, T, T) float32 softmax probabilities: layer, head, query, key (read-only)
+    truncation: Truncation | None
+    badge: str
+
+    @property
+    def layers(self) -> int:
+        return self.probs.shape[0]
+
+    @property
+    def heads(self) -> int:
+        return self.probs.shape[1]
+
+
+def extract_attention(text: str, pair: str | None = None, model_id: str | None = None) -> AttentionMaps:
+    """Tokenise (truncating to the model's length and reporting it), run the encoder, collect every attention map.
+
+    Cached for the last few inputs, so redrawing another layer or head does not rerun the model."""
+    text, pair = normalize_text(text or "").strip(), normalize_text(pair or "").strip() or None
+    if not text:
+        raise UserInputError("Type a sentence to see its attention.")
+    if len(text) + len(pair or "") > MAX_TEXT_CHARS:
+        raise UserInputError(f"The text is {len(text) + len(pair or ''):,} characters; the limit is "
+                             f"{MAX_TEXT_CHARS:,}. Paste a shorter passage.")
+    return _extract(text, pair, (model_id or models.CHECKPOINTS["encoder"][0]).strip())
+
+
+@lru_cache(maxsize=4)
+def _extract(text: str, pair: str | None, model_id: str) -> AttentionMaps:
+    loaded = models.load("encoder", model_id)
+    max_length = min(loaded.tokenizer.model_max_length, loaded.config.max_position_embeddings, MAX_MODEL_TOKENS)
+    enc = loaded.tokenizer.encode(text, pair, max_length=max_length)
+    if not any(m == 0 for m in enc.special_tokens_mask):
+        raise UserInputError("The text has no tokens the model can read (only spaces, symbols it drops, or control "
+                             "characters). Type some words.")
+    ids = torch.tensor([enc.ids], device=loaded.device)  # (1, T)
+    segments = torch.tensor([enc.segment_ids], device=loaded.device)  # (1, T)
+    with torch.inference_mode():
+        out = loaded.model(ids, token_type_ids=segments, output_attentions=True)
+    probs = torch.cat(out.attentions).float().cpu().numpy()  # L × (1, A, T, T) → (L, A, T, T)
+    probs.setflags(write=False)  # shared through the cache
+    return AttentionMaps(enc.tokens, enc.segment_ids, np.array(enc.special_tokens_mask, dtype=bool), probs,
+                         enc.truncation, loaded.badge)
+
+
+def drop_special(probs: np.ndarray, special: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hide [CLS]/[SEP] rows and columns and renormalise each remaining row to sum to 1.
+
+    Returns the renormalised (…, t, t) maps and, per remaining query, the share of its attention that had gone to
+    the hidden tokens (often most of it: many heads park attention on [SEP] when they have nothing to do)."""
+    keep = ~special
+    if not keep.any():
+        raise UserInputError("Only special tokens are left once [CLS]/[SEP] are hidden.")
+    rows = probs[..., keep, :]  # (…, t, T)
+    kept = rows[..., keep]  # (…, t, t)
+    total = kept.sum(axis=-1, keepdims=True)  # (…, t, 1)
+    return kept / np.maximum(total, 1e-12), 1.0 - total[..., 0]
