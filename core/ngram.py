@@ -1,0 +1,370 @@
+"""A statistical n-gram language model you can take apart (seed §2.1).
+
+Chain rule:       P(w_1..w_m) = Π_i P(w_i | w_1..w_{i-1})
+Markov (order n): P(w_i | w_1..w_{i-1}) ≈ P(w_i | w_{i-n+1}..w_{i-1})   (n = 2: a bigram model)
+
+Three estimators of P(w | context):
+- MLE:   count(context, w) / count(context, •)
+- add-k: (count(context, w) + k) / (count(context, •) + k·|V|)            (k = 1: Laplace / add-one)
+- interpolated Kneser-Ney (absolute discount d, continuation counts for the lower orders, uniform 1/|V| at the
+  bottom), as in Chen & Goodman (1998). nltk.lm.KneserNeyInterpolated differs (default d = 0.1, no uniform floor,
+  so a word never seen gets 0 there), which is why only MLE and add-k are checked against NLTK.
+
+count(context, •) is how often the context is followed by a token, so each distribution sums to 1 over V.
+
+Two conventions for sentence boundaries (they change the counts and |V|, so the UI names the one in use):
+- boundaries off (the seed's convention): sentences are counted as they are; n-grams never cross a sentence;
+  V = the distinct tokens of the corpus (12 for the toy corpus, so add-one gives (2+1)/(3+12) = 0.2).
+- boundaries on (NLTK's convention, nltk.lm.preprocessing.pad_both_ends): each sentence gets n-1 <s> before and
+  n-1 </s> after; V = the distinct padded tokens plus one <UNK> slot that unknown words map to, exactly like
+  len(nltk.lm.Vocabulary).
+
+Counting is integer-encoded and vectorised: each k-gram is the pair (rank of its (k-1)-gram prefix, last token),
+packed into one int64, so one np.unique per order both counts the k-grams and sorts them by context.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Literal
+
+import numpy as np
+
+from core.errors import UserInputError
+from core.tokenizer import char_tokens, word_tokens
+
+BOS, EOS, UNK = "<s>", "</s>", "<UNK>"
+MAX_ORDER = 5
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])")  # split after these; they are one-character tokens
+Smoothing = Literal["mle", "add_k", "kneser_ney"]
+SMOOTHINGS: tuple[Smoothing, ...] = ("mle", "add_k", "kneser_ney")
+KN_DISCOUNT = 0.75  # the usual absolute discount for interpolated Kneser-Ney
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Text → sentences of tokens
+
+
+def tokenize_sentences(text: str, unit: Literal["word", "char"] = "word", lowercase: bool = False) -> list[list[str]]:
+    """One sentence per line; long lines (paragraphs) are also split after . ! ? 。 ！ ？ (each ends its sentence)."""
+    split: Callable[[str], list[str]] = char_tokens if unit == "char" else word_tokens
+    text = text.lower() if lowercase else text
+    pieces = (piece for line in text.splitlines() for piece in _SENTENCE_END.split(line))
+    return [tokens for tokens in map(split, pieces) if tokens]
+
+
+def short(token: str, width: int = 24) -> str:
+    """A token as the UI prints it (a 5 MB 'word' must not flood a table)."""
+    return token if len(token) <= width else token[: width - 1] + "…"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# What the model hands the UI
+
+
+@dataclass
+class NextWord:
+    word: str
+    count: int  # count(context, word)
+    p_mle: float
+    p: float  # under the chosen smoothing
+
+
+@dataclass
+class ContextCounts:
+    """The counts behind P(• | context) for one context."""
+
+    context: tuple[str, ...]  # the context actually used (the last n-1 tokens, padded with <s> when boundaries on)
+    context_count: int  # count(context, •)
+    followers: list[NextWord]  # seen next tokens, most frequent first
+    top: list[tuple[str, float]]  # most probable next tokens under the chosen smoothing (seen or not)
+    p_unseen: float  # probability of a token never seen after this context (0 under MLE)
+    n_unseen: int  # how many tokens of V were never seen after it
+
+
+@dataclass
+class Factor:
+    """One factor P(word | context) of the chain rule."""
+
+    context: tuple[str, ...]
+    word: str
+    count: int  # count(context, word)
+    context_count: int  # count(context, •)
+    p: float
+    known: bool  # is the word in V
+
+
+@dataclass
+class SentenceScore:
+    tokens: list[str]
+    factors: list[Factor]
+    unknown: list[str]  # tokens not in the corpus, in order of appearance
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def probability(self) -> float:
+        return math.prod(f.p for f in self.factors)
+
+    @property
+    def log2_prob(self) -> float:
+        return sum(math.log2(f.p) if f.p > 0 else -math.inf for f in self.factors)
+
+    @property
+    def perplexity(self) -> float:
+        """PP = P(w_1..w_N)^(-1/N) = 2^(-log2 P / N): the model's average branching factor on this sentence."""
+        return 2.0 ** (-self.log2_prob / len(self.factors))
+
+
+@dataclass
+class Step:
+    """One step of sampling: the context, the (tempered, top-k) candidates, and what was drawn."""
+
+    context: tuple[str, ...]
+    candidates: list[tuple[str, float]]  # after temperature and top-k, most probable first
+    chosen: str
+    p_chosen: float  # in the sampling distribution
+
+
+@dataclass
+class Generation:
+    prompt: list[str]
+    steps: list[Step]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> list[str]:
+        return self.prompt + [s.chosen for s in self.steps if s.chosen != EOS]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The model
+
+
+class NgramModel:
+    """Counts of all k-grams, k = 1..n, of a tokenised corpus, and the estimators built on them."""
+
+    def __init__(self, sentences: list[list[str]], n: int = 2, boundaries: bool = False):
+        if not 1 <= n <= MAX_ORDER:
+            raise UserInputError(f"The order n must be between 1 and {MAX_ORDER} (got {n}).")
+        sentences = [s for s in sentences if s]
+        if not sentences:
+            raise UserInputError("The corpus is empty: it has no tokens to count. Paste or upload some text.")
+        self.n, self.boundaries = n, boundaries
+        stream: list[str] = []
+        ends: list[int] = []  # where each (padded) sentence ends in the stream
+        for sentence in sentences:
+            stream.extend(self.pad(sentence))
+            ends.append(len(stream))
+        self.itos = list(dict.fromkeys(stream))  # V, in order of first appearance
+        real = [t for t in self.itos if t not in (BOS, EOS)]  # the tokenisers never produce "<s>" or "</s>"
+        if len(real) < 2:
+            raise UserInputError(f"The corpus has only one distinct token ('{short(real[0])}'), so there is nothing "
+                                 "to predict. Use text with more than one different word or character.")
+        longest = max(map(len, sentences))
+        if not boundaries and longest < n:
+            raise UserInputError(
+                f"n = {n} is larger than the longest sentence in the corpus ({longest} tokens), so there are no "
+                f"{n}-grams to count. Choose n ≤ {longest}, or turn on the boundary tokens <s> </s>."
+            )
+        if boundaries:
+            self.itos.append(UNK)  # unknown words map here (and it counts in |V|, as in NLTK)
+        self.stoi = {token: i for i, token in enumerate(self.itos)}
+        self.unknown_id = self.stoi[UNK] if boundaries else len(self.itos)  # off: a slot outside V, never counted
+        self.sentences, self.n_tokens = len(sentences), sum(map(len, sentences))  # corpus tokens, without padding
+        self._count(np.fromiter(map(self.stoi.__getitem__, stream), np.int64, len(stream)), np.asarray(ends))
+
+    def _count(self, ids: np.ndarray, ends: np.ndarray) -> None:
+        """keys[k-1]: sorted distinct k-grams, each packed as rank(prefix)·base + last; counts[k-1]: how often;
+        continuation[k-1]: N1+(• gram), the number of distinct tokens seen right before the gram (for Kneser-Ney)."""
+        self.base = len(self.itos) + 1  # token ids are < base (the extra id is the off-V unknown slot)
+        T = len(ids)
+        sentence_end = np.repeat(ends, np.diff(ends, prepend=0))  # (T,) end of each position's sentence
+        positions = np.arange(T)
+        rank = np.zeros(T, np.int64)  # rank of the (k-1)-gram starting at each position; the empty gram is 0
+        self.keys, self.counts, self.continuation = [], [], []
+        for k in range(1, self.n + 1):
+            start = positions[positions + k <= sentence_end]  # k-grams never cross a sentence
+            key = rank[start] * self.base + ids[start + k - 1]
+            keys, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+            if k > 1:  # each distinct k-gram adds one left-extension to its suffix, the (k-1)-gram one token later
+                where = np.empty(len(keys), np.int64)
+                where[inverse] = start  # one position of each distinct k-gram
+                suffix = rank[where + 1]
+                self.continuation.append(np.bincount(suffix, minlength=len(self.keys[-1])))
+            rank = np.full(T, -1, np.int64)
+            rank[start] = inverse
+            self.keys.append(keys)
+            self.counts.append(counts)
+        self.continuation.append(np.zeros(0, np.int64))  # the top order has no continuation counts
+
+    # -- vocabulary -----------------------------------------------------------------------------------------------
+    def pad(self, tokens: list[str]) -> list[str]:
+        """NLTK's pad_both_ends when boundaries are on: n-1 <s> before and n-1 </s> after."""
+        if not self.boundaries:
+            return list(tokens)
+        return [BOS] * (self.n - 1) + list(tokens) + [EOS] * (self.n - 1)
+
+    @property
+    def vocab_size(self) -> int:
+        """|V| in the add-k formula."""
+        return len(self.itos)
+
+    def known(self, token: str) -> bool:
+        return token in self.stoi and token != UNK
+
+    def _ids(self, tokens) -> list[int]:
+        return [self.stoi.get(t, self.unknown_id) for t in tokens]
+
+    def _context(self, context) -> tuple[str, ...]:
+        """The last n-1 tokens. A shorter context uses the counts of its own, lower order (as nltk.lm does)."""
+        return tuple(context)[-(self.n - 1):] if self.n > 1 else ()
+
+    # -- counts ---------------------------------------------------------------------------------------------------
+    def _rank(self, ids: list[int]) -> int | None:
+        """Rank of a gram among the distinct grams of its order, or None if it never occurred."""
+        rank = 0
+        for k, token in enumerate(ids):
+            key = rank * self.base + token
+            i = int(np.searchsorted(self.keys[k], key))
+            if i == len(self.keys[k]) or self.keys[k][i] != key:
+                return None
+            rank = i
+        return rank
+
+    def _followers(self, ids: list[int], continuation: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Tokens seen right after the context and their counts (raw, or Kneser-Ney continuation counts)."""
+        rank = self._rank(ids)
+        keys = self.keys[len(ids)]
+        if rank is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        lo, hi = np.searchsorted(keys, [rank * self.base, (rank + 1) * self.base])
+        counts = self.continuation[len(ids)] if continuation else self.counts[len(ids)]
+        return keys[lo:hi] % self.base, counts[lo:hi]
+
+    def count(self, gram) -> int:
+        """How often a gram (a tuple of up to n tokens) occurs in the (padded) corpus."""
+        rank = self._rank(self._ids(gram))
+        return 0 if rank is None or not gram else int(self.counts[len(gram) - 1][rank])
+
+    # -- probabilities --------------------------------------------------------------------------------------------
+    def distribution(self, context, smoothing: Smoothing = "mle", k: float = 1.0) -> np.ndarray:
+        """P(w | context) for every w in V, plus one last entry: the probability of a token outside V
+        (or, with boundaries on, of <UNK>).  # (|V| + 1,)"""
+        return self._estimate(self._ids(self._context(context)), np.arange(self.base), smoothing, k)
+
+    def prob(self, word: str, context=(), smoothing: Smoothing = "mle", k: float = 1.0) -> float:
+        return float(self._estimate(self._ids(self._context(context)), np.array(self._ids([word])), smoothing, k)[0])
+
+    def _estimate(self, ids: list[int], targets: np.ndarray, smoothing: Smoothing, k: float) -> np.ndarray:
+        """P(target | context) for an array of target ids (all of V, or just one when scoring)."""
+        if smoothing == "kneser_ney":
+            return self._kneser_ney(ids, targets)
+        words, counts = self._followers(ids)
+        count, total = _lookup(words, counts, targets), counts.sum()
+        if smoothing == "mle":  # an unseen context has no MLE (0/0); like NLTK, every word gets 0
+            return count / total if total else np.zeros(len(targets))
+        if smoothing == "add_k":
+            if k <= 0:
+                raise UserInputError(f"k must be positive for add-k smoothing (got {k}).")
+            return (count + k) / (total + k * self.vocab_size)
+        raise UserInputError(f"Unknown smoothing {smoothing!r}; choose one of {', '.join(SMOOTHINGS)}.")
+
+    def _kneser_ney(self, ids: list[int], targets: np.ndarray, d: float = KN_DISCOUNT) -> np.ndarray:
+        """Interpolated Kneser-Ney, from the bottom up:
+        P(w | c) = max(c(c w) - d, 0) / Σ_w c(c w) + d · N1+(c •) / Σ_w c(c w) · P(w | c minus its first token),
+        with raw counts c at the model's order n, continuation counts N1+(• c w) below it, and 1/|V| at the bottom.
+        A context never seen is skipped (its whole mass goes to the shorter context)."""
+        p = np.full(len(targets), 1.0 / self.vocab_size)
+        for j in range(len(ids) + 1):
+            words, counts = self._followers(ids[len(ids) - j:], continuation=j + 1 < self.n)
+            total = counts.sum()
+            if total:
+                alpha = np.maximum(_lookup(words, counts, targets) - d, 0) / total
+                p = alpha + d * np.count_nonzero(counts) / total * p
+        return p
+
+    # -- what the tab shows ---------------------------------------------------------------------------------------
+    def context_counts(self, context, smoothing: Smoothing = "mle", k: float = 1.0, top: int = 10) -> ContextCounts:
+        context = self._context(context)
+        words, counts = self._followers(self._ids(context))
+        total = int(counts.sum())
+        p = self.distribution(context, smoothing, k)
+        order = np.argsort(-counts, kind="stable")
+        followers = [NextWord(self.itos[w], int(c), float(c / total), float(p[w]))
+                     for w, c in zip(words[order], counts[order])]
+        candidates = p[: self.vocab_size]
+        best = np.argsort(-candidates, kind="stable")[:top]
+        best = best[candidates[best] > 0]
+        return ContextCounts(context, total, followers, [(self.itos[i], float(p[i])) for i in best],
+                             p_unseen=float(p[-1]), n_unseen=self.vocab_size - len(words))
+
+    def score(self, tokens: list[str], smoothing: Smoothing = "mle", k: float = 1.0) -> SentenceScore:
+        """Chain rule over the (padded) sentence: one factor per token; with boundaries on, also for the </s>."""
+        tokens = list(tokens)
+        if not tokens:
+            raise UserInputError("The sentence is empty. Type a sentence to score.")
+        unknown = list(dict.fromkeys(t for t in tokens if not self.known(t)))
+        if len(unknown) == len(set(tokens)):
+            raise UserInputError(
+                "None of the tokens of this sentence occur in the corpus (" + ", ".join(map(short, unknown[:8]))
+                + "), so the model knows nothing about them. Use words from the corpus — with word tokens, separate "
+                "Chinese words by spaces, or switch to character tokens."
+            )
+        padded = self.pad(tokens)
+        first = self.n - 1 if self.boundaries else 0
+        factors = []
+        for i in range(first, len(padded)):
+            context = self._context(padded[max(0, i - self.n + 1):i])
+            ids, target = self._ids(context), np.array(self._ids([padded[i]]))
+            words, counts = self._followers(ids)
+            p = float(self._estimate(ids, target, smoothing, k)[0])
+            factors.append(Factor(context, padded[i], int(_lookup(words, counts, target)[0]), int(counts.sum()), p,
+                                  self.known(padded[i]) or padded[i] == EOS))
+        notes = []
+        if len(tokens) < self.n - 1 or (not self.boundaries and len(tokens) < self.n):
+            notes.append(f"The sentence has {len(tokens)} tokens, fewer than n = {self.n}: "
+                         + ("its first factors use the <s> padding as context." if self.boundaries else
+                            "no factor has a full context of n-1 tokens, so it is scored with shorter contexts."))
+        return SentenceScore(tokens, factors, unknown, notes)
+
+    def generate(self, prompt: list[str], steps: int = 20, smoothing: Smoothing = "mle", k: float = 1.0,
+                 temperature: float = 1.0, top_k: int = 10, seed: int = 0) -> Generation:
+        """Sample one token at a time from P(w | last n-1 tokens)^(1/T), renormalised over the top_k tokens.
+        <s> and <UNK> are never drawn; drawing </s> ends the sentence."""
+        if temperature <= 0:
+            raise UserInputError(f"The temperature must be positive (got {temperature}).")
+        if top_k < 1:
+            raise UserInputError(f"top-k must be at least 1 (got {top_k}).")
+        rng = np.random.default_rng(seed)
+        tokens, result = [BOS] * (self.n - 1) * self.boundaries + list(prompt), Generation(list(prompt), [])
+        unknown = [t for t in prompt if not self.known(t)]
+        if unknown:
+            result.notes.append("Not in the corpus, so the model has no counts for them: "
+                                + ", ".join(map(short, unknown)))
+        drawable = np.ones(self.base, bool)
+        drawable[[self.stoi.get(BOS, -1), self.stoi.get(UNK, -1), -1]] = False  # the off-V slot is never drawn
+        for _ in range(steps):
+            context = self._context(tokens)
+            p = np.where(drawable, self.distribution(context, smoothing, k), 0.0)
+            if p.sum() == 0:
+                result.notes.append(f"Stopped: the context '{' '.join(map(short, context))}' was never followed by "
+                                    "anything in the corpus, so MLE has no next token (sparsity). Try smoothing.")
+                break
+            logits = np.log(p, where=p > 0, out=np.full_like(p, -np.inf)) / temperature
+            keep = np.argsort(-logits, kind="stable")[: min(top_k, int(np.count_nonzero(p)))]
+            q = np.exp(logits[keep] - logits[keep].max())
+            q /= q.sum()
+            i = int(rng.choice(len(keep), p=q))
+            chosen = self.itos[keep[i]]
+            result.steps.append(Step(context, [(self.itos[j], float(x)) for j, x in zip(keep, q)], chosen, float(q[i])))
+            if chosen == EOS:
+                break
+            tokens.append(chosen)
+        return result
+
+
+def _lookup(words: np.ndarray, counts: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """counts[i] where words[i] == target, else 0, for each target (words is sorted)."""
+    i = np.minimum(np.searchsorted(words, targets), max(len(words) - 1, 0))
+    return np.where(words[i] == targets, counts[i], 0) if len(words) else np.zeros(len(targets), np.int64)

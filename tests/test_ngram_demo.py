@@ -1,0 +1,126 @@
+"""N-gram tab handlers: the seed numbers on screen, tables with rows, figures with data, clear errors."""
+import gradio as gr
+import pandas as pd
+import pytest
+
+from demo import ngram
+from demo.ngram import CHARS, MOBY, OWN, PRESETS, TOY, WORDS, generate_text, score_sentences, show_counts
+
+
+def settings(corpus=TOY, own="", upload=None, unit=WORDS, lowercase=False, n=2, boundaries=False, smoothing="mle", k=1):
+    return corpus, own, upload, unit, lowercase, n, boundaries, smoothing, k
+
+
+def frame(value) -> pd.DataFrame:
+    return value.data if hasattr(value, "data") else value  # a pandas Styler or a DataFrame
+
+
+def test_counts_show_the_seed_numbers():
+    info, formula, table, fig = show_counts(*settings(), "的", "词性")
+    assert "|V| = 12" in info and "2 / 3 = **0.6667**" in formula
+    assert frame(table).iloc[0].tolist()[:3] == ["词性", 2, 3]
+    assert fig.data and list(fig.data[0].x)[0] == pytest.approx(2 / 3)
+    _, formula, table, _ = show_counts(*settings(smoothing="add_k"), "的", "词性")
+    assert "(2 + 1) / (3 + 1 × 12) = 3 / 15 = **0.2000**" in formula
+    assert "each of 10 unseen tokens" in frame(table).iloc[-1, 0]
+    _, formula, _, _ = show_counts(*settings(unit=CHARS), "的", "词")
+    assert "2 / 3 = **0.6667**" in formula
+
+
+def test_counts_notes_for_long_short_and_unknown_contexts():
+    info, _, _, _ = show_counts(*settings(n=2), "北京 的", "词性")
+    assert "last 1 token" in info
+    info, formula, _, fig = show_counts(*settings(n=2), "苹果", "词性")
+    assert "Not in the corpus" in info and "0 / 0" in formula and not fig.data
+    _, formula, _, _ = show_counts(*settings(corpus=MOBY, lowercase=True, n=3, boundaries=True,
+                                             smoothing="kneser_ney"), "the white", "whale")
+    assert "Kneser-Ney" in formula and "max(" in formula
+
+
+def test_scoring_the_motivating_pair():
+    info, table_a, table_b, fig = score_sentences(*settings(smoothing="add_k"), "判断 这个 词 的 词性",
+                                                  "判断 这个 词 的 磁性")
+    assert "A 3× as likely as B" in info and "`这个`" in info
+    assert len(frame(table_a)) == 5 == len(frame(table_b)) and len(fig.data) == 2
+    info, table_a, _, fig = score_sentences(*settings(), "判断 单词 的 词性", "判断 单词 的 磁性")
+    assert "only **A**" in info and "probability **0**" in info
+    assert frame(table_a)["P(wᵢ|ctx)"].tolist()[-1] == pytest.approx(2 / 3)
+    assert list(fig.data[1].y)[-1] == 0  # the unseen bigram (的, 磁性), visibly 0
+    info, _, table_b, fig = score_sentences(*settings(), "判断 单词 的 词性", "")
+    assert "**B:**" not in info and len(frame(table_b)) == 0 and len(fig.data) == 1
+
+
+def test_generation_table_and_plot():
+    info, table, fig = generate_text(*settings(corpus=MOBY, lowercase=True, n=3, boundaries=True,
+                                               smoothing="kneser_ney"), "the white", 12, 0.8, 10, 7)
+    rows = frame(table)
+    assert 1 <= len(rows) <= 12 and "**the white**" in info and fig.data
+    again = generate_text(*settings(corpus=MOBY, lowercase=True, n=3, boundaries=True, smoothing="kneser_ney"),
+                          "the white", 12, 0.8, 10, 7)
+    assert again[0] == info  # seeded
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_preset_runs(preset):
+    model = (*preset[:2], None, *preset[2:8])  # the presets leave the upload out
+    context, word, a, b, prompt, steps, t, top_k, seed = preset[8:]
+    assert len(frame(show_counts(*model, context, word)[2])) > 0
+    assert len(frame(score_sentences(*model, a, b)[1])) > 0
+    assert len(frame(generate_text(*model, prompt, steps, t, top_k, seed)[1])) > 0
+
+
+def test_own_text_pasted_and_uploaded(tmp_path):
+    own = "the cat sat on the mat\nthe dog sat on the log\n"
+    _, formula, _, _ = show_counts(*settings(corpus=OWN, own=own), "the", "cat")
+    assert "count(the, cat) / count(the) = 1 / 4" in formula
+    path = tmp_path / "corpus.txt"
+    path.write_text("a b c\nb c d\n", encoding="utf-8")
+    _, formula, _, _ = show_counts(*settings(corpus=OWN, own=own, upload=str(path)), "b", "c")
+    assert "2 / 2" in formula  # the upload is used instead of the box
+
+
+def test_bad_input_gets_a_clear_message(tmp_path):
+    with pytest.raises(gr.Error, match="corpus is empty"):
+        show_counts(*settings(corpus=OWN, own="  \n "), "a", "b")
+    with pytest.raises(gr.Error, match="None of the tokens"):
+        score_sentences(*settings(), "apple pie", "")
+    with pytest.raises(gr.Error, match="Sentence A is empty"):
+        score_sentences(*settings(), "", "")
+    with pytest.raises(gr.Error, match="longest sentence"):
+        show_counts(*settings(corpus=OWN, own="a b\nc d\n", n=4), "a", "b")
+    with pytest.raises(gr.Error, match="k must be positive"):
+        show_counts(*settings(smoothing="add_k", k=0), "的", "词性")
+    with pytest.raises(gr.Error, match="temperature"):
+        generate_text(*settings(), "的", 5, 0, 5, 0)
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"a" * (5 * 1024 * 1024))
+    with pytest.raises(gr.Error, match="only one distinct token"):
+        show_counts(*settings(corpus=OWN, upload=str(big), unit=CHARS, n=5), "a", "a")
+    binary = tmp_path / "latin1.txt"
+    binary.write_bytes("café".encode("latin-1"))
+    with pytest.raises(gr.Error, match="not valid UTF-8"):
+        show_counts(*settings(corpus=OWN, upload=str(binary)), "a", "b")
+    with pytest.raises(gr.Error, match="over 5 MB"):
+        show_counts(*settings(corpus=OWN, own="ab" * (3 * 1024 * 1024)), "a", "b")
+
+
+def test_tab_builds_with_its_api_names():
+    with gr.Blocks() as blocks:
+        ngram.build()
+    names = {fn.api_name for fn in blocks.fns.values()}
+    assert {"ngram_counts", "ngram_score", "ngram_generate", "ngram_preset"} <= names
+
+
+def test_endpoint_through_gradio_client():
+    from gradio_client import Client
+
+    with gr.Blocks() as blocks:
+        ngram.build()
+    blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
+    try:
+        client = Client(blocks.local_url, verbose=False)
+        info, formula, table, plot = client.predict(TOY, "", None, WORDS, False, 2, False, "add_k", 1, "的", "词性",
+                                                    api_name="/ngram_counts")
+        assert "0.2000" in formula and "|V| = 12" in info and table["data"]
+    finally:
+        blocks.close()
