@@ -1,8 +1,343 @@
-"""Word embeddings tab (issue #4): placeholder until that issue lands."""
-from demo.common import pending_tab
+"""Word embeddings tab (issue #4): from one-hot vectors to GloVe and a word2vec trained here (seed §2.2–§4)."""
+from __future__ import annotations
+
+import gradio as gr
+import numpy as np
+
+from core import word2vec as w2v
+from core.corpora import load_corpus
+from core.errors import UserInputError
+from core.textio import read_text_upload
+from demo.common import friendly_errors
+from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
 
 TITLE = "Word embeddings"
 
+MOBY, UPLOAD = "Moby-Dick (bundled, 1.2 MB)", "My own .txt file"
+SKIPGRAM, CBOW = "skip-gram", "CBOW"
+NEIGHBOUR_HEADERS = ["rank", "word", "cosine"]
+
+INTRO = """
+### From one-hot vectors to dense word vectors
+A one-hot vector has one 1 per word and is as long as the vocabulary, so two different words always have
+cosine similarity **0**: it cannot say that *king* is closer to *queen* than to *apple*. A word embedding is a row of a
+learned matrix **Q**: the one-hot vector times Q picks that row, **v = one-hot × Q**. Dense rows can be similar.
+Cosine similarity: **cos(a, b) = a·b / (|a| |b|)**.
+"""
+
+GLOVE_NOTE = """
+**GloVe 6B 50d**: 400,000 lower-case words from Wikipedia 2014 + Gigaword 5, 50 dimensions (Pennington et al., 2014).
+Neighbours are ranked by cosine. An analogy *a − b + c* ranks words by cosine to unit(a) − unit(b) + unit(c),
+leaving out the three input words (the same rule as gensim's `most_similar`).
+"""
+
+STATIC_NOTE = """
+### One word, one vector
+A static embedding is a lookup table: the row for *bank* is the same whether the sentence is about a river or
+about money, so the cosine between the two occurrences is exactly **1**. One vector must serve both senses, and
+the more frequent one (money) wins: the nearest neighbours are all about finance. Contextual models (ELMo, then
+BERT in the later tabs) give each occurrence its own vector.
+"""
+
+TRAIN_NOTE = """
+### Train your own word2vec (negative sampling)
+**CBOW** predicts the middle word from the mean of its context vectors; **skip-gram** predicts each context word
+from the middle word. Instead of a softmax over the vocabulary, each true pair (c, o) is pushed together and
+k random "noise" words apart: **loss = −log σ(u_o·v_c) − Σₖ log σ(−u_k·v_c)** (noise drawn ∝ count^¾).
+Frequent words (*the*, *of*) are randomly skipped, and words seen fewer than *min count* times are dropped.
+The defaults train on Moby-Dick in well under a minute on a laptop CPU.
+"""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Handlers
+
+
+def _glove(progress: gr.Progress | None = None) -> w2v.WordVectors:
+    if progress is not None:
+        progress(0.1, desc="Loading GloVe 6B 50d (400,000 words)…")
+    return w2v.load_glove()
+
+
+def _neighbour_rows(neighbours: list[w2v.Neighbour]) -> list[list]:
+    return [[rank, n.word, round(n.score, 4)] for rank, n in enumerate(neighbours, 1)]
+
+
+@friendly_errors
+def compare_one_hot(words_text: str, progress=gr.Progress()):
+    """One-hot vectors of the words, their cosine matrix (all 0 off the diagonal), and GloVe's cosine matrix."""
+    words = w2v.parse_words(words_text, limit=w2v.MAX_QUERY_WORDS)
+    if len(words) < 2:
+        raise UserInputError("Enter at least two different words to compare.")
+    one_hots = np.stack([w2v.one_hot(i, len(words)) for i in range(len(words))])  # (N, N): vocabulary = these words
+    one_hot_fig = heatmap(one_hots, [f"{i + 1}" for i in range(len(words))], words, "One-hot vectors",
+                          x_title="position in the vocabulary", y_title="word", value_format=".0f")
+    one_hot_cos = heatmap(w2v.cosine_matrix(one_hots), words, words, "One-hot: cosine similarity",
+                          zmin=-1, zmax=1, colorscale=DIVERGING_SCALE, zmid=0)
+    glove = _glove(progress)
+    try:
+        dense = np.stack([glove.vector(w) for w in words])  # (N, 50)
+    except w2v.UnknownWordError as exc:
+        return one_hot_fig, one_hot_cos, empty_figure("GloVe has no vector for one of these words"), str(exc)
+    cosines = w2v.cosine_matrix(dense)  # (N, N)
+    dense_cos = heatmap(cosines, words, words, "GloVe 50d: cosine similarity",
+                        zmin=-1, zmax=1, colorscale=DIVERGING_SCALE, zmid=0)
+    pairs = [(float(cosines[i, j]), words[i], words[j]) for i in range(len(words)) for j in range(i + 1, len(words))]
+    best = max(pairs)
+    summary = (f"One-hot: every pair has cosine **0**. GloVe: cosines range from **{min(pairs)[0]:.2f}** to "
+               f"**{best[0]:.2f}** (*{best[1]}* and *{best[2]}* are the closest pair).")
+    return one_hot_fig, one_hot_cos, dense_cos, summary
+
+
+@friendly_errors
+def one_hot_lookup(word_number: float):
+    """The seed's lookup: the one-hot vector of word n times the 5×3 matrix Q is row n of Q."""
+    size = len(w2v.SEED_Q)
+    if word_number is None or int(word_number) != word_number:
+        raise UserInputError(f"Pick a whole word number from 1 to {size}.")
+    index = int(word_number) - 1
+    vector = w2v.one_hot(index, size)
+    row = w2v.lookup(vector, w2v.SEED_Q)
+    fig = heatmap(w2v.SEED_Q, ["dim 1", "dim 2", "dim 3"], [f"word {i + 1}" for i in range(size)],
+                  "Q (5 words × 3 dimensions): the lookup picks one row", value_format=".0f", height=360)
+    fig.add_shape(type="rect", x0=-0.5, x1=2.5, y0=index - 0.5, y1=index + 0.5,
+                  line=dict(color=HIGHLIGHT, width=4))
+    fmt = lambda v: "[" + " ".join(f"{x:g}" for x in v) + "]"  # noqa: E731
+    equation = (f"**{fmt(vector)} × Q = {fmt(row)}**\n\nEvery entry of the product is Σᵢ onehotᵢ·Qᵢⱼ; only the 1 "
+                f"in position {index + 1} survives, so the product is row {index + 1} of Q. That is why an embedding "
+                "layer is implemented as a table lookup, not a matrix product.")
+    return equation, fig
+
+
+@friendly_errors
+def neighbours(word: str, topn: float, progress=gr.Progress()):
+    glove = _glove(progress)
+    if not (word or "").strip():
+        raise UserInputError("Type a word, for example: frog.")
+    found = glove.most_similar([word], topn=int(topn))
+    fig = bar([n.word for n in found], [n.score for n in found], f"Nearest neighbours of '{word.strip().lower()}' "
+              "in GloVe 6B 50d", value_title="cosine similarity")
+    return fig, _neighbour_rows(found)
+
+
+@friendly_errors
+def analogy(a: str, b: str, c: str, topn: float, progress=gr.Progress()):
+    """a − b + c: king − man + woman ≈ queen."""
+    glove = _glove(progress)
+    words = [(w or "").strip().lower() for w in (a, b, c)]
+    if not all(words):
+        raise UserInputError("Fill in all three words, for example: king − man + woman.")
+    found = glove.most_similar([words[0], words[2]], [words[1]], topn=int(topn))
+    title = f"{words[0]} − {words[1]} + {words[2]} ≈ ?"
+    fig = bar([n.word for n in found], [n.score for n in found], title, value_title="cosine similarity",
+              highlight=[i == 0 for i in range(len(found))])
+    return fig, f"**{words[0]} − {words[1]} + {words[2]} ≈ {found[0].word}** (cosine {found[0].score:.3f})"
+
+
+@friendly_errors
+def projection(words_text: str, neighbours_per_word: float, dims: str, progress=gr.Progress()):
+    glove = _glove(progress)
+    words = w2v.parse_words(words_text)
+    result = w2v.project(glove, words, int(neighbours_per_word), 3 if dims == "3D" else 2)
+    axes = [f"PC{i + 1} ({share:.0%} of variance)" for i, share in enumerate(result.explained)]
+    fig = scatter(result.coords, result.words, result.groups, "GloVe 50d → PCA: words and their neighbours",
+                  highlight=result.is_query, axis_titles=axes)
+    note = (f"{len(result.words)} points. PCA keeps the {len(axes)} directions of largest variance "
+            f"({result.explained.sum():.0%} of it); distances in the plot only approximate the 50-d cosines.")
+    return fig, "\n\n".join([note, *result.notes])
+
+
+@friendly_errors
+def static_vectors(word: str, first: str, second: str, progress=gr.Progress()):
+    glove = _glove(progress)
+    result = w2v.static_occurrences(glove, word, [first, second])
+    labels = [f"sentence {i + 1}" for i in range(len(result.sentences))]
+    vectors_fig = heatmap(result.vectors, [str(i + 1) for i in range(glove.dim)], labels,
+                          f"GloVe vector of '{result.word}' in each sentence (50 dimensions)",
+                          colorscale=DIVERGING_SCALE, zmid=0, x_title="dimension", annotate=False, height=300)
+    found = glove.most_similar([result.word], topn=10)
+    nb_fig = bar([n.word for n in found], [n.score for n in found],
+                 f"Neighbours of '{result.word}' (one list for every sense)", value_title="cosine similarity")
+    summary = (f"cos(*{result.word}* in sentence 1, *{result.word}* in sentence 2) = **{result.cosine[0, 1]:.3f}**: "
+               "the same row of the table, whatever the context.")
+    return summary, vectors_fig, nb_fig
+
+
+@friendly_errors
+def train(source: str, upload: str | None, architecture: str, dim: float, window: float, epochs: float,
+          min_count: float, progress=gr.Progress()):
+    """Train word2vec; the model is kept in this browser session's state (never written to disk)."""
+    if source == UPLOAD:
+        if not upload:
+            raise UserInputError("Choose a .txt file to upload, or pick the bundled Moby-Dick corpus.")
+        text = read_text_upload(upload)
+    else:
+        text = load_corpus("moby_dick")
+    config = w2v.Word2VecConfig(architecture="cbow" if architecture == CBOW else "skipgram", dim=int(dim),
+                                window=int(window), epochs=int(epochs), min_count=int(min_count))
+    progress(0.0, desc="Preparing the corpus…")
+    model = w2v.train_word2vec(text, config, progress=lambda fraction, message: progress(fraction, desc=message))
+    fig = lines(model.loss_steps, {"negative-sampling loss": model.losses}, f"{architecture} training loss",
+                x_title=f"step (batch of {config.batch_size:,} examples)", y_title="loss")
+    summary = (f"Trained **{architecture}** ({config.dim}d, window {config.window}, {config.epochs} epochs) on "
+               f"{model.tokens:,} tokens, vocabulary {len(model.vectors):,} words (min count {config.min_count}), "
+               f"in {model.seconds:.1f} s. Loss {model.losses[0]:.3f} → {model.losses[-1]:.3f}.")
+    if model.cut_tokens:
+        summary += (f" The text was longer than {w2v.MAX_TRAIN_TOKENS:,} tokens: the last "
+                    f"{model.cut_tokens:,} were left out to keep training short.")
+    return fig, summary, model
+
+
+@friendly_errors
+def compare_spaces(model: w2v.TrainedWord2Vec | None, word: str, topn: float, progress=gr.Progress()):
+    """Neighbours of a word in the trained space and in GloVe, side by side."""
+    if model is None:
+        raise UserInputError("Train a model first (the Train button above), then compare.")
+    if not (word or "").strip():
+        raise UserInputError("Type a word from the corpus, for example: whale.")
+    ours = _neighbour_rows(model.vectors.most_similar([word], topn=int(topn)))
+    glove = _glove(progress)
+    try:
+        theirs, note = _neighbour_rows(glove.most_similar([word], topn=int(topn))), ""
+    except w2v.UnknownWordError as exc:
+        theirs, note = [], str(exc)
+    return ours, theirs, note
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Layout
+
 
 def build() -> None:
-    pending_tab(4, "one-hot, GloVe and word2vec")
+    gr.Markdown(INTRO)
+    with gr.Tab("One-hot vs dense"):
+        with gr.Row():
+            with gr.Column(scale=1):
+                words = gr.Textbox("king, queen, man, woman, apple", label="Words (spaces or commas, up to 20)")
+                compare_button = gr.Button("Compare", variant="primary")
+                gr.Examples([["king, queen, man, woman, apple"], ["cat, dog, car, truck, banana"],
+                             ["paris, london, tokyo, happy, sad"]], inputs=[words])
+            compare_md = gr.Markdown()
+        with gr.Row():
+            one_hot_plot = gr.Plot(label="One-hot vectors")
+            one_hot_cos_plot = gr.Plot(label="One-hot cosine")
+            dense_cos_plot = gr.Plot(label="GloVe cosine")
+        compare_button.click(compare_one_hot, [words], [one_hot_plot, one_hot_cos_plot, dense_cos_plot, compare_md],
+                             api_name="embeddings_onehot")
+
+        gr.Markdown("#### The lookup is a matrix product (the seed's example)")
+        with gr.Row():
+            with gr.Column(scale=1):
+                word_number = gr.Slider(1, len(w2v.SEED_Q), value=4, step=1, label="Word number (its one-hot vector)")
+                lookup_button = gr.Button("Multiply one-hot × Q", variant="primary")
+                gr.Examples([[4], [1]], inputs=[word_number], label="Seed example: word 4 gives [10 12 19]")
+                lookup_md = gr.Markdown()
+            q_plot = gr.Plot(label="Q")
+        lookup_button.click(one_hot_lookup, [word_number], [lookup_md, q_plot], api_name="embeddings_lookup")
+
+    with gr.Tab("GloVe: neighbours & analogies"):
+        gr.Markdown(GLOVE_NOTE)
+        with gr.Row():
+            with gr.Column(scale=1):
+                query = gr.Textbox("frog", label="Word")
+                topn = gr.Slider(1, 30, value=10, step=1, label="Neighbours")
+                query_button = gr.Button("Find neighbours", variant="primary")
+                gr.Examples([["frog"], ["bank"], ["python"], ["beijing"], ["kingg"]], inputs=[query])
+            with gr.Column(scale=2):
+                neighbours_plot = gr.Plot(label="Nearest neighbours")
+                neighbours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Neighbours")
+        query_button.click(neighbours, [query, topn], [neighbours_plot, neighbours_table],
+                           api_name="embeddings_neighbours")
+        query.submit(neighbours, [query, topn], [neighbours_plot, neighbours_table],
+                     api_name="embeddings_neighbours_submit", api_visibility="undocumented")
+
+        gr.Markdown("#### Analogies: a − b + c")
+        with gr.Row():
+            with gr.Column(scale=1):
+                with gr.Row():
+                    a = gr.Textbox("king", label="a")
+                    b = gr.Textbox("man", label="− b")
+                    c = gr.Textbox("woman", label="+ c")
+                analogy_topn = gr.Slider(1, 20, value=5, step=1, label="Answers")
+                analogy_button = gr.Button("Solve", variant="primary")
+                gr.Examples([["king", "man", "woman"], ["paris", "france", "germany"], ["walking", "walk", "swim"],
+                             ["bigger", "big", "small"]], inputs=[a, b, c])
+                analogy_md = gr.Markdown()
+            analogy_plot = gr.Plot(label="Analogy")
+        analogy_button.click(analogy, [a, b, c, analogy_topn], [analogy_plot, analogy_md],
+                             api_name="embeddings_analogy")
+
+    with gr.Tab("Projection"):
+        gr.Markdown("Pick words; each one brings its nearest GloVe neighbours. PCA flattens the 50 dimensions to the "
+                    "2 or 3 that vary most. Drag to rotate the 3D view; click a legend entry to hide a group.")
+        with gr.Row():
+            with gr.Column(scale=1):
+                projection_words = gr.Textbox("king, queen, man, woman, paris, france, berlin, germany",
+                                              label=f"Words (up to {w2v.MAX_PROJECTION_WORDS})", lines=3)
+                per_word = gr.Slider(0, 20, value=3, step=1, label="Neighbours per word")
+                dims = gr.Radio(["2D", "3D"], value="2D", label="View")
+                projection_button = gr.Button("Project", variant="primary")
+                gr.Examples([["king, queen, man, woman, paris, france, berlin, germany", 3, "2D"],
+                             ["cat, dog, horse, car, truck, train, red, blue", 4, "3D"],
+                             ["monday, january, one, two, apple, banana", 3, "2D"]],
+                            inputs=[projection_words, per_word, dims])
+                projection_md = gr.Markdown()
+            projection_plot = gr.Plot(label="PCA projection")
+        projection_button.click(projection, [projection_words, per_word, dims], [projection_plot, projection_md],
+                                api_name="embeddings_projection")
+
+    with gr.Tab("One vector per word"):
+        gr.Markdown(STATIC_NOTE)
+        with gr.Row():
+            with gr.Column(scale=1):
+                static_word = gr.Textbox("bank", label="Word")
+                first = gr.Textbox("We sat on the river bank and watched the water.", label="Sentence 1")
+                second = gr.Textbox("She opened a savings account at the bank.", label="Sentence 2")
+                static_button = gr.Button("Look up both", variant="primary")
+                gr.Examples([["bank", "We sat on the river bank and watched the water.",
+                              "She opened a savings account at the bank."],
+                             ["bat", "The bat flew out of the cave at dusk.", "He swung the bat and hit the ball."]],
+                            inputs=[static_word, first, second])
+                static_md = gr.Markdown()
+            with gr.Column(scale=2):
+                static_plot = gr.Plot(label="The vector in each sentence")
+                static_neighbours = gr.Plot(label="Neighbours")
+        static_button.click(static_vectors, [static_word, first, second], [static_md, static_plot, static_neighbours],
+                            api_name="embeddings_static")
+
+    with gr.Tab("Train word2vec"):
+        gr.Markdown(TRAIN_NOTE)
+        model = gr.State(None)  # this session's TrainedWord2Vec; kept in memory only
+        with gr.Row():
+            with gr.Column(scale=1):
+                source = gr.Radio([MOBY, UPLOAD], value=MOBY, label="Corpus")
+                upload = gr.File(label="Plain UTF-8 text (≤ 5 MB)", file_types=[".txt"], type="filepath")
+                architecture = gr.Radio([SKIPGRAM, CBOW], value=SKIPGRAM, label="Architecture")
+                with gr.Row():
+                    dim = gr.Slider(10, 200, value=50, step=10, label="Dimensions")
+                    window = gr.Slider(1, 10, value=4, step=1, label="Window (each side)")
+                with gr.Row():
+                    epochs = gr.Slider(1, 10, value=3, step=1, label="Epochs")
+                    min_count = gr.Slider(1, 50, value=5, step=1, label="Min count")
+                train_button = gr.Button("Train", variant="primary")
+            with gr.Column(scale=2):
+                loss_plot = gr.Plot(empty_figure("Press Train to see the loss fall"), label="Loss")
+                train_md = gr.Markdown()
+        gr.Examples([[SKIPGRAM, 50, 4, 3, 5], [CBOW, 50, 4, 8, 5]],
+                    inputs=[architecture, dim, window, epochs, min_count],
+                    label="Presets for Moby-Dick (skip-gram: ~30 s on 2 CPU cores)")
+        train_button.click(train, [source, upload, architecture, dim, window, epochs, min_count],
+                           [loss_plot, train_md, model], api_name="embeddings_train")
+
+        gr.Markdown("#### Your vectors next to GloVe")
+        with gr.Row():
+            compare_word = gr.Textbox("whale", label="Word")
+            compare_topn = gr.Slider(1, 30, value=10, step=1, label="Neighbours")
+            compare_button = gr.Button("Compare neighbours", variant="primary")
+        gr.Examples([["whale"], ["ship"], ["sea"], ["captain"], ["harpoon"]], inputs=[compare_word])
+        with gr.Row():
+            ours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Your word2vec")
+            glove_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="GloVe 6B 50d")
+        spaces_md = gr.Markdown()
+        compare_button.click(compare_spaces, [model, compare_word, compare_topn], [ours_table, glove_table, spaces_md],
+                             api_name="embeddings_compare")

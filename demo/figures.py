@@ -180,3 +180,37 @@ def _unique_labels(labels: Sequence[str]) -> list[str]:
         seen[label] = count + 1
         out.append(label + "\u200b" * count)
     return out
+
+
+def scatter(
+    coords: np.ndarray,
+    labels: Sequence[str],
+    groups: Sequence[str],
+    title: str,
+    *,
+    highlight: Sequence[bool] | None = None,
+    axis_titles: Sequence[str] = ("x", "y", "z"),
+    height: int = 620,
+) -> SlideFigure:
+    """Labelled points in 2D or 3D (embedding projections): one colour and legend entry per group, highlighted
+    points drawn larger and in bold."""
+    coords = np.asarray(coords, dtype=float)
+    highlight = list(highlight) if highlight is not None else [False] * len(labels)
+    three_d = coords.shape[1] == 3
+    traces = []
+    for number, group in enumerate(dict.fromkeys(groups)):
+        rows = [i for i, g in enumerate(groups) if g == group]
+        text = [f"<b>{labels[i]}</b>" if highlight[i] else labels[i] for i in rows]
+        marker = dict(size=[13 if highlight[i] else 8 for i in rows], color=COLORWAY[number % len(COLORWAY)])
+        common = dict(mode="markers+text", name=group, text=text, textposition="top center", marker=marker,
+                      hovertemplate="%{text}<extra>" + group + "</extra>")
+        xyz = dict(x=coords[rows, 0], y=coords[rows, 1])
+        traces.append(go.Scatter3d(**xyz, z=coords[rows, 2], **common) if three_d else go.Scatter(**xyz, **common))
+    fig = go.Figure(traces)
+    if three_d:
+        fig.update_layout(scene=dict(xaxis_title=axis_titles[0], yaxis_title=axis_titles[1],
+                                     zaxis_title=axis_titles[2]))
+    else:
+        fig.update_xaxes(title_text=axis_titles[0], zeroline=False)
+        fig.update_yaxes(title_text=axis_titles[1])
+    return styled(fig, title, height)

@@ -1,0 +1,94 @@
+"""Word embeddings: GloVe queries against gensim's KeyedVectors.most_similar on the same vectors, in the same run;
+the time to load GloVe; and a default word2vec run on Moby-Dick next to gensim's Word2Vec with the same settings.
+
+    python -m benchmarks.bench_embeddings [--quick]
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+from gensim.models import KeyedVectors, Word2Vec
+
+from benchmarks.common import paired_median_seconds, print_table, row
+from core import word2vec as w2v
+from core.corpora import load_corpus
+from core.paths import REPO_ROOT
+
+LOAD_SNIPPET = ("import time; from core import word2vec as w; t = time.perf_counter(); w.load_glove(); "
+                "print(time.perf_counter() - t)")
+
+
+def _cold_load_seconds() -> float:
+    """load_glove() in a fresh process (the OS file cache is warm, the process is not)."""
+    out = subprocess.run([sys.executable, "-c", LOAD_SNIPPET], cwd=REPO_ROOT, capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def _cpu_ms_per_query(query, words: list[str]) -> float:
+    """CPU time per query: on a shared, busy machine wall time mostly measures waiting for a core."""
+    started = time.process_time()
+    for word in words:
+        query(word)
+    return (time.process_time() - started) / len(words) * 1e3
+
+
+def _query_rows(glove: w2v.WordVectors, kv: KeyedVectors, quick: bool) -> list[dict]:
+    rng = np.random.default_rng(0)
+    words = [glove.words[i] for i in rng.choice(50_000, size=20 if quick else 100, replace=False)]
+    ours_words, their_words = itertools.cycle(words), itertools.cycle(words)  # the same words, in the same order
+    nn_ours, nn_ref = paired_median_seconds(lambda: glove.most_similar([next(ours_words)], topn=10),
+                                            lambda: kv.most_similar(next(their_words), topn=10),
+                                            repeats=30 if quick else 200, warmup=5)
+    an_ours, an_ref = paired_median_seconds(lambda: glove.most_similar(["king", "woman"], ["man"], topn=10),
+                                            lambda: kv.most_similar(positive=["king", "woman"], negative=["man"],
+                                                                    topn=10),
+                                            repeats=30 if quick else 200, warmup=5)
+    cpu_ours = _cpu_ms_per_query(lambda word: glove.most_similar([word], topn=10), words)
+    cpu_ref = _cpu_ms_per_query(lambda word: kv.most_similar(word, topn=10), words)
+    return [
+        row("GloVe nearest neighbours, 400k words, top 10 (vs gensim)", nn_ours * 1e3, nn_ref * 1e3, "ms/query",
+            "ratio ≤ 1.0 and ≤ 10 ms"),
+        row("  same, CPU time summed over threads (less load-sensitive)", cpu_ours, cpu_ref, "ms/query", "≤ 10 ms"),
+        row("GloVe analogy king − man + woman, top 10 (vs gensim)", an_ours * 1e3, an_ref * 1e3, "ms/query",
+            "ratio ≤ 1.0"),
+    ]
+
+
+def _train_row(quick: bool) -> dict:
+    """The tab's default run (skip-gram, 50d, window 4, 5 negatives, min count 5, 3 epochs) against gensim's
+    optimised C/Cython Word2Vec with the same settings on the same tokens, on 2 worker threads."""
+    text = load_corpus("moby_dick")
+    config = w2v.Word2VecConfig(epochs=1 if quick else 3)
+    started = time.perf_counter()
+    w2v.train_word2vec(text, config)
+    ours = time.perf_counter() - started
+    tokens = w2v.corpus_tokens(text)
+    sentences = [tokens[i:i + 1000] for i in range(0, len(tokens), 1000)]
+    started = time.perf_counter()
+    Word2Vec(sentences, vector_size=config.dim, window=config.window, negative=config.negatives,
+             min_count=config.min_count, epochs=config.epochs, sample=config.subsample, sg=1, workers=2, seed=0)
+    reference = time.perf_counter() - started
+    return row(f"train word2vec skip-gram on Moby-Dick, {config.epochs} epoch(s) (vs gensim C)", ours, reference,
+               "s", "≤ 60 s on 2 CPU cores (default run)")
+
+
+def run(quick: bool = False) -> list[dict]:
+    load = _cold_load_seconds()
+    glove = w2v.load_glove()
+    kv = KeyedVectors(glove.dim)
+    kv.add_vectors(glove.words, np.asarray(glove.vectors))
+    kv.fill_norms()  # gensim caches the norms on its first query; not timed
+    rows = [row("load GloVe 6B 50d (fresh process, warm file cache)", load, None, "s", "≤ 2 s")]
+    rows += _query_rows(glove, kv, quick)
+    rows.append(_train_row(quick))
+    return rows
+
+
+if __name__ == "__main__":
+    print_table(run(quick="--quick" in sys.argv))

