@@ -30,7 +30,7 @@ def tiny_checkpoint(tmp_path_factory):
     made = {}
 
     def make(class_name: str, seed: int = 0, **overrides):
-        key = (class_name, seed, tuple(sorted(overrides.items())))
+        key = (class_name, seed, repr(sorted(overrides.items())))  # overrides may hold dicts (id2label)
         if key in made:
             return made[key]
         folder = tmp_path_factory.mktemp(class_name.lower())

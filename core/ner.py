@@ -1,0 +1,345 @@
+"""Named-entity recognition with BERT token classification (seed §14): tokenise → model → softmax → tags.
+
+A linear classifier reads every token's final vector h_t and gives p(y_t | x) = softmax(W h_t + b) over the labels in
+config.json's id2label (CoNLL-03: O, B-/I- PER, ORG, LOC, MISC). From those per-token distributions come
+
+* the per-token table (one row per WordPiece token, one column per label) and its argmax BIO tags;
+* the same tags in the IOBES scheme (B = begin, I = inside, E = end, S = single, O = other);
+* grouped entities, with the subword aggregation strategies of transformers' TokenClassificationPipeline
+  ("simple", "first", "average", "max"), reproduced step by step so the results are equal.
+
+Text longer than the model's 512 positions is cut into overlapping windows, exactly like that pipeline's
+``stride`` mode: each window holds ``max_length - 2`` tokens plus [CLS]/[SEP] and starts ``stride`` tokens before the
+previous one ended. Offsets always point into the full text. Entities are found per window and overlaps resolved as
+the pipeline does (the longer entity wins, then the higher score); the per-token table keeps each token once, from
+the window where it has the most context on both sides.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+from core import models
+from core.errors import UserInputError
+from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.textio import normalize_text
+from core.tokenizer import WordPieceTokenizer
+
+STRATEGIES = ("simple", "first", "average", "max")
+DEFAULT_STRIDE = 128  # tokens shared by neighbouring windows, so no word loses all its context at a cut
+OUTSIDE = "O"
+WINDOW_BATCH = 8  # windows per forward pass
+
+# §14 seed example: the words and their BIO tags; converted, they must give B-PER I-PER E-PER O S-LOC O O.
+SEED_WORD_TAGS = [("爱", "B-PER"), ("因", "I-PER"), ("斯坦", "I-PER"), ("在", "O"), ("柏林", "B-LOC"),
+                  ("发表", "O"), ("演讲", "O")]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Tokens and windows
+
+
+@dataclass
+class Token:
+    """One WordPiece token of the text ([CLS]/[SEP] excluded)."""
+
+    id: int
+    piece: str  # the vocabulary entry: "Wolf", "##gang", "[UNK]"
+    word: str  # what the pipeline reports: the piece, or for [UNK] the characters it stands for
+    start: int  # character span in the text
+    end: int
+    word_id: int | None
+    is_subword: bool  # continues the previous token's word (decides which tokens a word aggregates)
+
+
+@dataclass
+class Encoded:
+    """The whole text as tokens, and the windows (token ranges [a, b)) the model reads."""
+
+    text: str
+    tokens: list[Token]
+    windows: list[tuple[int, int]]
+    max_length: int
+    stride: int
+
+
+def check_text(text: str | None) -> str:
+    """The text as the model will see it (NFC, no control characters), or a UserInputError saying what is wrong."""
+    text = normalize_text(text or "")
+    if not text.strip():
+        raise UserInputError("The text is empty. Type or paste a sentence to tag, or pick an example.")
+    if len(text) > MAX_TEXT_CHARS:
+        raise UserInputError(f"The text has {len(text):,} characters; the limit is {MAX_TEXT_CHARS:,}. "
+                             "Paste a shorter passage.")
+    return text
+
+
+def window_ranges(num_tokens: int, max_length: int, stride: int) -> list[tuple[int, int]]:
+    """Token ranges of the windows: the same split as a fast tokenizer's overflow with ``stride``."""
+    budget = max_length - 2  # room left by [CLS] and [SEP]
+    if not 0 <= stride < budget:
+        raise UserInputError(f"The stride must be between 0 and {budget - 1} tokens for windows of {max_length}.")
+    ranges, start = [], 0
+    while True:
+        stop = min(start + budget, num_tokens)
+        ranges.append((start, stop))
+        if stop == num_tokens:
+            return ranges
+        start += budget - stride  # the next window repeats the last `stride` tokens
+
+
+def encode(tokenizer: WordPieceTokenizer, text: str, max_length: int | None = None,
+           stride: int = DEFAULT_STRIDE) -> Encoded:
+    """Tokenise the text once, with offsets and word ids, and plan its windows."""
+    text = check_text(text)
+    max_length = min(max_length or tokenizer.model_max_length, MAX_MODEL_TOKENS)
+    encoding = tokenizer.backend.encode(text, add_special_tokens=False)
+    if not encoding.ids:
+        raise UserInputError("The text has no tokens the model can read (only spaces or invisible characters).")
+    unk_id = tokenizer.token_to_id(tokenizer.unk_token)
+    tokens = []
+    for token_id, piece, (start, end), word_id in zip(encoding.ids, encoding.tokens, encoding.offsets,
+                                                      encoding.word_ids):
+        surface = text[start:end]
+        if token_id == unk_id:
+            word, is_subword = surface, False
+        else:  # the pipeline's rule for WordPiece: a "##" piece is longer than the characters it covers
+            word, is_subword = piece, len(piece) != len(surface)
+        tokens.append(Token(token_id, piece, word, start, end, word_id, is_subword))
+    return Encoded(text, tokens, window_ranges(len(tokens), max_length, stride), max_length, stride)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Model
+
+
+@dataclass
+class TaggedText:
+    """Everything the model said about a text; aggregation and tagging schemes are computed from it on demand."""
+
+    encoded: Encoded
+    labels: list[str]  # id2label, in column order
+    window_probs: list[np.ndarray]  # per window: (b - a, C) softmax probabilities
+    probs: np.ndarray  # (N, C): each token once, from the window where it sits most centrally
+    decode: Callable[[list[str]], str]  # tokens → text, as the tokenizer's decoder joins "##" pieces
+    badge: str
+
+    @property
+    def text(self) -> str:
+        return self.encoded.text
+
+    @property
+    def tokens(self) -> list[Token]:
+        return self.encoded.tokens
+
+    def argmax_labels(self) -> list[str]:
+        return [self.labels[i] for i in self.probs.argmax(-1)]
+
+
+def _decoder(tokenizer: WordPieceTokenizer) -> Callable[[list[str]], str]:
+    decoder = tokenizer.backend.decoder
+    return decoder.decode if decoder is not None else " ".join
+
+
+def tag(text: str, model_id: str | None = None, stride: int = DEFAULT_STRIDE, max_length: int | None = None,
+        progress: Callable[[float, str], None] | None = None) -> TaggedText:
+    """Run the token classifier over the text, windows batched. Raises ModelUnavailableError / UserInputError."""
+    loaded = models.load("ner", model_id)
+    config, tokenizer = loaded.config, loaded.tokenizer
+    encoded = encode(tokenizer, text, min(max_length or tokenizer.model_max_length, config.max_position_embeddings),
+                     stride)
+    labels = [config.id2label.get(i, f"LABEL_{i}") for i in range(config.num_labels)]
+    cls_id, sep_id = tokenizer.token_to_id(tokenizer.cls_token), tokenizer.token_to_id(tokenizer.sep_token)
+    ids = torch.tensor([token.id for token in encoded.tokens])  # (N,)
+    specials = torch.tensor([cls_id, sep_id])
+    window_probs = []
+    with torch.inference_mode():
+        for batch in _batches(encoded.windows):
+            done, total = len(window_probs), len(encoded.windows)
+            if progress is not None and total > 1:
+                progress(done / total, f"windows {done + 1}–{done + len(batch)} of {total}")
+            input_ids = torch.stack([torch.cat([specials[:1], ids[a:b], specials[1:]]) for a, b in batch])
+            input_ids = input_ids.to(loaded.device)  # (W, T): [CLS] window [SEP]
+            # no padding, so no attention mask: the fused attention kernel runs unmasked; segment ids are all 0
+            logits = loaded.model(input_ids, output_attentions=False).logits  # (W, T, C)
+            probs = torch.softmax(logits[:, 1:-1].float(), dim=-1)  # (W, T - 2, C): p(y_t | x), no [CLS]/[SEP]
+            window_probs += list(probs.cpu().numpy())
+    return TaggedText(encoded, labels, window_probs, _merge_windows(encoded, window_probs), _decoder(tokenizer),
+                      loaded.badge)
+
+
+def _batches(windows: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """Consecutive windows of one length, WINDOW_BATCH at a time: all but the last are full, so no padding."""
+    batches = []
+    for a, b in windows:
+        last = batches[-1] if batches else None
+        if last and len(last) < WINDOW_BATCH and last[0][1] - last[0][0] == b - a:
+            last.append((a, b))
+        else:
+            batches.append([(a, b)])
+    return batches
+
+
+def _merge_windows(encoded: Encoded, window_probs: list[np.ndarray]) -> np.ndarray:
+    """(N, C): for every token, the probabilities from the window where it is farthest from either edge."""
+    merged = np.zeros((len(encoded.tokens), window_probs[0].shape[1]), dtype=np.float32)
+    best = np.full(len(encoded.tokens), -1)
+    for (a, b), probs in zip(encoded.windows, window_probs):
+        position = np.arange(a, b)
+        centrality = np.minimum(position - a, b - 1 - position)  # tokens of context on the thinner side
+        better = centrality > best[a:b]
+        merged[a:b][better] = probs[better]
+        best[a:b] = np.where(better, centrality, best[a:b])
+    return merged
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Aggregation and grouping (transformers' TokenClassificationPipeline, step by step)
+
+
+@dataclass
+class Unit:
+    """What gets a tag after aggregation: a token ("simple") or a whole word ("first", "average", "max")."""
+
+    label: str
+    score: float
+    word: str
+    start: int
+    end: int
+    tokens: range  # indices into TaggedText.tokens
+
+
+@dataclass
+class Entity:
+    """A grouped entity, as the pipeline reports it."""
+
+    entity_group: str
+    score: float
+    word: str
+    start: int
+    end: int
+
+
+def split_tag(label: str) -> tuple[str, str]:
+    """("B" | "I", type). Labels without a B-/I- prefix (O, or IO schemes) count as inside, as in the pipeline."""
+    if label.startswith(("B-", "I-")):
+        return label[0], label[2:]
+    return "I", label
+
+
+def aggregate(tokens: list[Token], probs: np.ndarray, labels: list[str], strategy: str,
+              decode: Callable[[list[str]], str], offset: int = 0) -> list[Unit]:
+    """Tag tokens ("simple") or whole words; a word is a token plus the subword pieces that follow it."""
+    if strategy not in STRATEGIES:
+        raise UserInputError(f"Unknown aggregation '{strategy}'; choose one of {', '.join(STRATEGIES)}.")
+    if strategy == "simple":
+        groups = [[i] for i in range(len(tokens))]
+    else:
+        groups = []
+        for i, token in enumerate(tokens):
+            if groups and token.is_subword:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+    units = []
+    for group in groups:
+        if strategy in ("simple", "first"):
+            scores = probs[group[0]]  # the first piece decides
+        elif strategy == "max":
+            scores = probs[max(group, key=lambda i: probs[i].max())]  # the most confident piece decides
+        else:
+            scores = np.nanmean(probs[group], axis=0)  # mean distribution over the pieces, then argmax
+        best = int(scores.argmax())
+        units.append(Unit(labels[best], float(scores[best]), decode([tokens[i].word for i in group]),
+                          tokens[group[0]].start, tokens[group[-1]].end, range(offset + group[0],
+                                                                                offset + group[-1] + 1)))
+    return units
+
+
+def group(units: list[Unit], decode: Callable[[list[str]], str]) -> list[Entity]:
+    """Merge neighbours of the same type into entities; B- always starts a new one. "O" groups are dropped."""
+    runs: list[list[Unit]] = []
+    for unit in units:
+        prefix, kind = split_tag(unit.label)
+        if runs and prefix != "B" and kind == split_tag(runs[-1][-1].label)[1]:
+            runs[-1].append(unit)
+        else:
+            runs.append([unit])
+    entities = []
+    for run in runs:
+        kind = run[0].label.split("-", 1)[-1]
+        if kind == OUTSIDE:
+            continue
+        entities.append(Entity(kind, float(np.nanmean([unit.score for unit in run])),
+                               decode([unit.word for unit in run]), run[0].start, run[-1].end))
+    return entities
+
+
+def resolve_overlaps(entities: list[Entity]) -> list[Entity]:
+    """Entities found twice in overlapping windows: keep the longer one, then the more confident one."""
+    if not entities:
+        return entities
+    entities = sorted(entities, key=lambda entity: entity.start)
+    kept, previous = [], entities[0]
+    for entity in entities:
+        if previous.start <= entity.start < previous.end:
+            longer = entity.end - entity.start - (previous.end - previous.start)
+            if longer > 0 or longer == 0 and entity.score > previous.score:
+                previous = entity
+        else:
+            kept.append(previous)
+            previous = entity
+    kept.append(previous)
+    return kept
+
+
+def entities(tagged: TaggedText, strategy: str) -> list[Entity]:
+    """Grouped entities under a strategy: per window, then overlaps resolved (equal to the transformers pipeline)."""
+    found = []
+    for (a, b), probs in zip(tagged.encoded.windows, tagged.window_probs):
+        units = aggregate(tagged.tokens[a:b], probs, tagged.labels, strategy, tagged.decode, offset=a)
+        found += group(units, tagged.decode)
+    return resolve_overlaps(found) if len(tagged.encoded.windows) > 1 else found
+
+
+def units(tagged: TaggedText, strategy: str) -> list[Unit]:
+    """Tokens or words of the whole text with their tags, from the merged per-token table."""
+    return aggregate(tagged.tokens, tagged.probs, tagged.labels, strategy, tagged.decode)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Tagging schemes
+
+
+def bio_to_iobes(tags: list[str]) -> list[str]:
+    """BIO → IOBES. A chunk starts at B-X, or at I-X after a different type (as the pipeline groups); a one-unit
+    chunk becomes S-X, a longer one B-X I-X … E-X."""
+    kinds = [split_tag(tag)[1] for tag in tags]
+    starts = [split_tag(tag)[0] == "B" or i == 0 or kinds[i - 1] != kinds[i] for i, tag in enumerate(tags)]
+    out = []
+    for i, kind in enumerate(kinds):
+        if kind == OUTSIDE:
+            out.append(OUTSIDE)
+            continue
+        ends = i + 1 == len(tags) or starts[i + 1]
+        out.append(("S" if ends else "B") if starts[i] else ("E" if ends else "I"))
+        out[-1] += "-" + kind
+    return out
+
+
+def parse_word_tags(line: str) -> list[tuple[str, str]]:
+    """"爱/B-PER 因/I-PER 在/O" → [(word, tag), ...]; tags must be O, B-TYPE or I-TYPE."""
+    pairs = []
+    for item in (line or "").split():
+        word, slash, tag = item.rpartition("/")
+        if not slash or not word:
+            raise UserInputError(f"'{item}' has no tag. Write each word as word/TAG, e.g. 柏林/B-LOC or in/O.")
+        if tag != OUTSIDE and not (tag[:2] in ("B-", "I-") and len(tag) > 2):
+            raise UserInputError(f"'{tag}' (on '{word}') is not a BIO tag. Use O, B-TYPE or I-TYPE, e.g. B-PER.")
+        pairs.append((word, tag))
+    if not pairs:
+        raise UserInputError("Write some words with BIO tags, e.g. 爱/B-PER 因/I-PER 斯坦/I-PER 在/O.")
+    return pairs

@@ -1,0 +1,303 @@
+"""NER (issue #8): grouped entities equal transformers' TokenClassificationPipeline (simple/first/average/max and
+per-token "none"), on the same tiny random checkpoints; windows for long text; BIO → IOBES; bad input; the tab."""
+import json
+import shutil
+
+import gradio as gr
+import numpy as np
+import pytest
+
+from core import models, ner
+from core.checkpoint import MINILM_ID, resolve
+from core.corpora import load_corpus
+from core.errors import ModelUnavailableError, UserInputError
+from core.limits import MAX_TEXT_CHARS
+
+transformers = pytest.importorskip("transformers")
+
+CONLL = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
+LABELS = dict(num_labels=9, id2label=dict(enumerate(CONLL)), label2id={label: i for i, label in enumerate(CONLL)})
+TEXTS = [
+    "My name is Wolfgang and I live in Berlin.",
+    "Queequeg and Tashtego met Daggoo near Nantucket; Ishmael, Starbuck, Stubb and Flask watched the Pequod.",
+    "Tim Cook 🍎 showed the new iPhone in Cupertino 🎉. 爱因斯坦在柏林发表演讲。",
+    "Hugging Face Inc. is a company based in New York City; its headquarters are in DUMBO.",
+]
+
+
+def with_conll_labels(folder, tmp_path_factory):
+    """A copy of a tiny num_labels=9 checkpoint whose config names the CoNLL labels. (tiny_checkpoint keys its cache
+    on the overrides, so it cannot take the id2label dict itself.)"""
+    copy = tmp_path_factory.mktemp(folder.name + "_conll")
+    shutil.copytree(folder, copy, dirs_exist_ok=True)
+    config = json.loads((copy / "config.json").read_text())
+    config.update(id2label={str(k): v for k, v in LABELS["id2label"].items()}, label2id=LABELS["label2id"])
+    (copy / "config.json").write_text(json.dumps(config))
+    return str(copy)
+
+
+@pytest.fixture(scope="module")
+def bert_dir(tiny_checkpoint, tmp_path_factory):
+    return with_conll_labels(tiny_checkpoint("BertForTokenClassification", num_labels=9), tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def distil_dir(tiny_checkpoint, tmp_path_factory):
+    return with_conll_labels(tiny_checkpoint("DistilBertForTokenClassification", num_labels=9), tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def cased_dir(bert_dir, tmp_path_factory):
+    """The same weights with a cased tokenizer (as dslim/bert-base-NER has): capitals become [UNK]s and pieces."""
+    folder = tmp_path_factory.mktemp("cased")
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(f"{bert_dir}/{name}", folder / name)
+    vocab = resolve(MINILM_ID).directory / "vocab.txt"
+    transformers.BertTokenizerFast(vocab_file=str(vocab), do_lower_case=False).save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def quiet_dir(bert_dir, tmp_path_factory):
+    """A checkpoint whose classifier always says O: text with no entities."""
+    folder = tmp_path_factory.mktemp("quiet")
+    model = transformers.BertForTokenClassification.from_pretrained(bert_dir)
+    model.classifier.bias.data[0] = 50.0
+    model.save_pretrained(folder)
+    transformers.AutoTokenizer.from_pretrained(bert_dir).save_pretrained(folder)
+    return str(folder)
+
+
+def reference(folder, max_length=None):
+    pipe = transformers.pipeline("token-classification", model=folder, tokenizer=folder, device=-1)
+    if max_length:
+        pipe.tokenizer.model_max_length = max_length
+    return pipe
+
+
+def assert_same_entities(ours, theirs):
+    assert [(e.entity_group, e.word, e.start, e.end) for e in ours] == \
+           [(e["entity_group"], e["word"], e["start"], e["end"]) for e in theirs]
+    np.testing.assert_allclose([e.score for e in ours], [float(e["score"]) for e in theirs], rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Parity with transformers' pipeline
+
+
+@pytest.mark.parametrize("which", ["bert_dir", "distil_dir", "cased_dir"])
+def test_grouped_entities_equal_transformers_pipeline(which, request):
+    folder = request.getfixturevalue(which)
+    pipe = reference(folder)
+    for text in TEXTS:
+        tagged = ner.tag(text, folder)
+        for strategy in ner.STRATEGIES:
+            theirs = pipe(text, aggregation_strategy=strategy)
+            assert theirs, "random weights should tag something"
+            assert_same_entities(ner.entities(tagged, strategy), theirs)
+
+
+def test_per_token_results_equal_pipeline_without_aggregation(bert_dir, cased_dir):
+    for folder in (bert_dir, cased_dir):
+        pipe = reference(folder)
+        for text in TEXTS:
+            tagged = ner.tag(text, folder)
+            labels = tagged.argmax_labels()
+            ours = [(labels[i], i + 1, token.word, token.start, token.end)  # index counts [CLS] as 0
+                    for i, token in enumerate(tagged.tokens) if labels[i] != "O"]
+            theirs = pipe(text)
+            assert ours == [(e["entity"], e["index"], e["word"], e["start"], e["end"]) for e in theirs]
+            rows = [i for i, label in enumerate(labels) if label != "O"]
+            np.testing.assert_allclose(tagged.probs[rows].max(-1), [e["score"] for e in theirs], rtol=1e-5)
+            np.testing.assert_allclose(tagged.probs.sum(-1), 1.0, rtol=1e-5)
+
+
+def test_windows_equal_fast_tokenizer_overflow(bert_dir):
+    text = load_corpus("moby_dick")[20_000:23_000]
+    hf = transformers.AutoTokenizer.from_pretrained(bert_dir)
+    theirs = hf(text, truncation=True, max_length=64, stride=16, return_overflowing_tokens=True)["input_ids"]
+    tokenizer = models.load("ner", bert_dir).tokenizer
+    encoded = ner.encode(tokenizer, text, max_length=64, stride=16)
+    ids = [token.id for token in encoded.tokens]
+    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    assert [[cls, *ids[a:b], sep] for a, b in encoded.windows] == theirs
+    assert len(encoded.windows) > 10
+
+
+def test_long_text_windows_equal_pipeline_with_stride(bert_dir):
+    text = load_corpus("moby_dick")[20_000:21_500]
+    tagged = ner.tag(text, bert_dir, stride=16, max_length=64)
+    assert len(tagged.encoded.windows) > 5
+    pipe = reference(bert_dir, max_length=64)
+    for strategy in ner.STRATEGIES:
+        ours = ner.entities(tagged, strategy)
+        assert_same_entities(ours, pipe(text, aggregation_strategy=strategy, stride=16))
+        assert all(text[e.start:e.end].strip() for e in ours)  # offsets point into the full text
+
+
+def test_20k_characters_run_in_512_token_windows(bert_dir):
+    text = load_corpus("moby_dick")[5_000:5_000 + MAX_TEXT_CHARS]
+    tagged = ner.tag(text, bert_dir)
+    windows = tagged.encoded.windows
+    assert len(windows) > 5 and all(b - a <= 510 for a, b in windows)
+    assert windows[0][0] == 0 and windows[-1][1] == len(tagged.tokens)
+    assert all(next_a == b - ner.DEFAULT_STRIDE for (_, b), (next_a, _) in zip(windows, windows[1:]))
+    assert_same_entities(ner.entities(tagged, "first"),
+                         reference(bert_dir)(text, aggregation_strategy="first", stride=ner.DEFAULT_STRIDE))
+    # the merged table takes a token in an overlap from the window where it is more central
+    (a0, b0), (a1, b1) = windows[:2]
+    early, late = a1 + 5, b0 - 5  # both in the overlap [a1, b0)
+    np.testing.assert_allclose(tagged.probs[early], tagged.window_probs[0][early - a0])
+    np.testing.assert_allclose(tagged.probs[late], tagged.window_probs[1][late - a1])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tagging schemes
+
+
+def test_seed_bio_to_iobes():
+    """§14: 爱 B-PER, 因 I-PER, 斯坦 E-PER, 在 O, 柏林 S-LOC, 发表 O, 演讲 O."""
+    words = [word for word, _ in ner.SEED_WORD_TAGS]
+    assert words == ["爱", "因", "斯坦", "在", "柏林", "发表", "演讲"]
+    assert ner.bio_to_iobes([tag for _, tag in ner.SEED_WORD_TAGS]) == \
+        ["B-PER", "I-PER", "E-PER", "O", "S-LOC", "O", "O"]
+
+
+def test_bio_to_iobes_edge_cases():
+    assert ner.bio_to_iobes([]) == []
+    assert ner.bio_to_iobes(["B-PER", "B-PER", "I-PER"]) == ["S-PER", "B-PER", "E-PER"]
+    assert ner.bio_to_iobes(["O", "I-ORG", "I-ORG", "I-LOC"]) == ["O", "B-ORG", "E-ORG", "S-LOC"]
+    assert ner.bio_to_iobes(["PER", "PER", "O"]) == ["B-PER", "E-PER", "O"]  # IO labels count as inside
+
+
+def test_iobes_chunks_are_the_pipelines_groups(bert_dir):
+    """For any tag sequence, the spans IOBES marks (B…E, S) are the entities the pipeline's grouping forms."""
+    hypothesis = pytest.importorskip("hypothesis")
+    strategies = hypothesis.strategies
+    pipe = reference(bert_dir)
+
+    @hypothesis.settings(max_examples=200, deadline=None)
+    @hypothesis.given(strategies.lists(strategies.sampled_from(CONLL), max_size=12))
+    def check(tags):
+        groups = pipe.group_entities([{"entity": tag, "score": 1.0, "word": str(i), "start": i, "end": i + 1}
+                                      for i, tag in enumerate(tags)]) if tags else []
+        theirs = [(g["entity_group"], g["start"], g["end"]) for g in groups if g["entity_group"] != "O"]
+        ours, start = [], None
+        for i, tag in enumerate(ner.bio_to_iobes(tags)):
+            if tag[0] in "BS":
+                start = i
+            if tag[0] in "ES":
+                ours.append((tag[2:], start, i + 1))
+        assert ours == theirs
+
+    check()
+
+
+def test_parse_word_tags():
+    assert ner.parse_word_tags("New/B-LOC York/I-LOC 3/4/O") == [("New", "B-LOC"), ("York", "I-LOC"), ("3/4", "O")]
+    for bad, words in [("", "Write some"), ("Berlin", "has no tag"), ("Berlin/LOC", "not a BIO tag"),
+                       ("Berlin/B-", "not a BIO tag")]:
+        with pytest.raises(UserInputError, match=words):
+            ner.parse_word_tags(bad)
+
+
+def test_aggregation_strategies_differ_on_split_words(bert_dir):
+    """On words cut into pieces, first / average / max pick tags by different rules (checked by hand here)."""
+    tagged = ner.tag(TEXTS[1], bert_dir)
+    words = {s: ner.units(tagged, s) for s in ("first", "average", "max")}
+    split = [i for i, word in enumerate(words["first"]) if len(word.tokens) > 1]
+    assert split, "Queequeg, Tashtego, Daggoo, Pequod are several pieces each"
+    for i in split:
+        probs = tagged.probs[list(words["first"][i].tokens)]  # (pieces, C)
+        assert words["first"][i].label == CONLL[probs[0].argmax()]
+        assert words["average"][i].label == CONLL[probs.mean(0).argmax()]
+        assert words["max"][i].label == CONLL[probs[probs.max(1).argmax()].argmax()]
+    assert any(len({words[s][i].label for s in words}) > 1 for i in split)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Bad input and offline
+
+
+@pytest.mark.parametrize("text, message", [("", "empty"), ("   \n\t ", "empty"), (None, "empty"),
+                                           ("x" * (MAX_TEXT_CHARS + 1), "limit"), ("\u200b\u200b", "no tokens")])
+def test_bad_text_is_a_clear_error(bert_dir, text, message):
+    with pytest.raises(UserInputError, match=message):
+        ner.tag(text, bert_dir)
+
+
+def test_no_entities_emoji_and_cjk(quiet_dir, bert_dir):
+    text = "The weather was lovely, so we went for a walk."
+    tagged = ner.tag(text, quiet_dir)
+    for strategy in ner.STRATEGIES:
+        assert ner.entities(tagged, strategy) == [] == reference(quiet_dir)(text, aggregation_strategy=strategy)
+    tagged = ner.tag("🙂🎉 爱因斯坦", bert_dir)
+    assert tagged.tokens[0].piece == "[UNK]" and tagged.tokens[0].word == "🙂🎉"  # [UNK] stands for its characters
+    assert [token.word for token in tagged.tokens] == ["🙂🎉", "爱", "因", "斯", "坦"]  # one token per CJK char
+    assert [(t.start, t.end) for t in tagged.tokens] == [(0, 2), (3, 4), (4, 5), (5, 6), (6, 7)]
+
+
+def test_offline_default_names_the_checkpoint_and_wrong_head_is_refused():
+    with pytest.raises(ModelUnavailableError, match="dslim/bert-base-NER"):
+        ner.tag("Berlin", None)
+    with pytest.raises(UserInputError, match="token-classification head"):
+        ner.tag("Berlin", MINILM_ID)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The tab's handlers
+
+
+def test_tab_handlers_show_entities_tables_and_heatmap(bert_dir):
+    from demo import ner as tab
+
+    out = tab.tag_text(TEXTS[1], bert_dir, "first")
+    tagged, note, highlighted, entity_rows, scheme_rows, agg_rows, fig, _, token_rows = out
+    assert "BertForTokenClassification" in note and "one window" in note
+    expected = ner.entities(tagged, "first")
+    assert [row[:1] + row[2:] for row in entity_rows] == [[e.entity_group, e.word, e.start, e.end] for e in expected]
+    assert "".join(span["token"] for span in highlighted.value) == TEXTS[1]
+    labelled = [span for span in highlighted.value if span["class_or_confidence"]]
+    assert len(labelled) == len(expected) and labelled[0]["class_or_confidence"].startswith(expected[0].entity_group)
+    assert [row[2] for row in scheme_rows] == [u.label for u in ner.units(tagged, "first")]
+    assert agg_rows and all(len(row) == len(tab.AGG_HEADERS) for row in agg_rows)
+    assert len(token_rows) == len(tagged.tokens) and token_rows[1][1] == "##e" and token_rows[1][7] == "yes"
+    heat, marks = fig.data
+    assert np.asarray(heat.z).shape == (tab.HEAT_ROWS, len(CONLL))
+    assert list(marks.x) == [heat.x[j] for j in tagged.probs[:tab.HEAT_ROWS].argmax(-1)]  # argmax boxed per row
+    for strategy in ner.STRATEGIES:
+        assert len(tab.show(tagged, strategy)[1]) == len(ner.entities(tagged, strategy))
+    assert tab.show(ner.tag("My name is Wolfgang.", bert_dir), "first")[3][0][0] == tab.NO_SPLIT_WORDS
+    assert tab.page_heatmap(tagged, 5).data[0].y[0].startswith("5·")
+    assert tab.page_heatmap(None, 0).data == ()
+
+
+def test_tab_offline_message_keeps_tokenisation_view():
+    from demo import ner as tab
+
+    out = tab.tag_text("Call me Ishmael.", "dslim/bert-base-NER", "first")
+    assert out[0] is None and "dslim/bert-base-NER" in out[1] and "MiniLM" in out[1]
+    assert [row[1] for row in out[-1]] == ["call", "me", "is", "##hma", "##el", "."]
+    assert [row[7] for row in out[-1]] == ["", "", "", "yes", "yes", ""]
+
+
+def test_tab_errors_and_seed_converter(bert_dir):
+    from demo import ner as tab
+
+    with pytest.raises(gr.Error, match="empty"):
+        tab.tag_text("  ", bert_dir, "first")
+    with pytest.raises(gr.Error, match="token-classification head"):
+        tab.tag_text("Berlin", MINILM_ID, "first")
+    rows, note = tab.convert_tags(tab.CONVERT_EXAMPLES[0][0])
+    assert [row[2] for row in rows] == ["B-PER", "I-PER", "E-PER", "O", "S-LOC", "O", "O"] and "S-LOC" in note
+    with pytest.raises(gr.Error, match="not a BIO tag"):
+        tab.convert_tags("Berlin/LOCATION")
+    assert len(tab.long_text()) == MAX_TEXT_CHARS
+
+
+def test_tab_is_wired_in_the_app():
+    import app
+
+    blocks = app.build_app()
+    names = {dep.get("api_name") for dep in blocks.config["dependencies"]}
+    assert {"ner_tag", "ner_show", "ner_heatmap", "ner_long_text", "ner_convert"} <= names
