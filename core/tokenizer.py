@@ -175,7 +175,10 @@ class WordPieceTokenizer:
             offsets=[tuple(o) for o in merged.offsets],
             word_ids=list(merged.word_ids),
             segment_ids=list(merged.type_ids),
-            sequence_ids=list(merged.sequence_ids),
+            # Derived rather than read from merged.sequence_ids: post_process on separately encoded segments
+            # loses the first segment's sequence id, while type ids and the special mask stay right.
+            sequence_ids=[None if special else type_id
+                          for special, type_id in zip(merged.special_tokens_mask, merged.type_ids)],
             special_tokens_mask=list(merged.special_tokens_mask),
             truncation=truncation,
         )

@@ -106,6 +106,7 @@ def test_wordpiece_matches_transformers_bert_tokenizer(minilm_dir, text, pair):
         assert got.segment_ids == expected["token_type_ids"]
         assert got.offsets == [tuple(o) for o in expected["offset_mapping"]]
         assert got.word_ids == expected.word_ids()
+        assert got.sequence_ids == expected.sequence_ids()
         assert got.truncation is None
 
 

@@ -1,0 +1,329 @@
+"""Extractive question answering with BERT (seed §14): tokenise → model → start/end distributions → best span.
+
+The input is one sequence, ``[CLS] question [SEP] context [SEP]``, with segment id 0 for the question part and 1 for
+the context part. The QA head holds two learned vectors S and E; for every token's final vector h_i
+
+    P_start(i) = softmax_i(S·h_i)        P_end(j) = softmax_j(E·h_j)        score(i, j) = P_start(i) · P_end(j)
+
+over the context tokens (and [CLS]), and the answer is the best span with i ≤ j < i + max_answer_len.
+
+Everything follows transformers' QuestionAnsweringPipeline (its last version, 4.5x; transformers 5 dropped it), so
+answers, scores and character offsets are equal:
+
+* a context too long for one window of ``max_seq_len`` tokens is cut into windows that each repeat the question and
+  overlap by ``doc_stride`` context tokens (the fast tokenizer's ``only_second`` truncation with overflow);
+* per window, question tokens are masked to -10000 before the softmax; the "no answer" score is
+  P_start([CLS]) · P_end([CLS]), the smallest over the windows;
+* each window proposes its ``2·top_k + 10`` best token spans, widened to whole words (the answer is the context's
+  own characters, not re-joined tokens); spans whose text is the same (ignoring case) add up their scores;
+* the no-answer candidate (when asked for) joins the list, which is sorted and cut to ``top_k``.
+
+One deliberate difference: when a context has fewer valid spans than the pipeline asks for, the pipeline pads its
+list with zero-score spans (end before start, or starting at [CLS]); we leave those out.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+from tokenizers import Encoding, Tokenizer
+
+from core import models
+from core.errors import ModelUnavailableError, UserInputError
+from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.textio import normalize_text
+from core.tokenizer import WordPieceTokenizer
+
+DEFAULT_MAX_SEQ_LEN = 384  # the pipeline's default window (question + context + 3 special tokens)
+DEFAULT_MAX_ANSWER_LEN = 15  # tokens
+MAX_TOP_K = 20
+MASKED_LOGIT = -10000.0  # what the pipeline writes over question tokens before the softmax
+BATCH_WINDOWS = 16  # windows per forward pass
+
+# Seed §14 (Chinese) and seed 001 (English) examples, as (question, context) presets.
+SEED_ZH = ("今天的最高温度是多少", "天气预报显示今天最高温度 37 摄氏度")
+PRECIPITATION = (
+    "Precipitation is any water that falls from the sky, such as rain, sleet, snow or hail. It forms when water "
+    "vapour in the air condenses into tiny droplets that gather into clouds. Within a cloud, water droplets collide "
+    "with ice crystals and with each other, and grow until they are too heavy to stay aloft. Precipitation then "
+    "falls under gravity, reaching the ground as rain when the air below the cloud is warm, or as snow when it is "
+    "cold."
+)
+SEED_EN = [("What causes precipitation to fall?", PRECIPITATION),
+           ("Where do water droplets collide with ice crystals to form precipitation?", PRECIPITATION)]
+
+
+@dataclass
+class Window:
+    """One model input: ``[CLS] question [SEP] part of the context [SEP]``, and what the model said about it."""
+
+    index: int
+    tokens: list[str]
+    ids: list[int]
+    segment_ids: list[int]  # token_type_ids: 0 for [CLS] question [SEP], 1 for context [SEP]
+    context: range  # positions of the context tokens
+    offsets: list[tuple[int, int]]  # character span of every token (into the question or the context)
+    encoding: Encoding  # the tokenizer's own record (words, offsets), used to widen spans to whole words
+    start_probs: np.ndarray | None = None  # (C,) P_start over this window's context tokens
+    end_probs: np.ndarray | None = None  # (C,) P_end
+    null_score: float | None = None  # P_start([CLS]) · P_end([CLS])
+
+    @property
+    def context_tokens(self) -> list[str]:
+        return [self.tokens[i] for i in self.context]
+
+    @property
+    def char_span(self) -> tuple[int, int]:
+        """The part of the context this window covers."""
+        return self.offsets[self.context.start][0], self.offsets[self.context.stop - 1][1]
+
+
+@dataclass
+class Answer:
+    """A candidate answer. ``start``/``end`` index the context's characters; the null answer has window None."""
+
+    text: str
+    score: float
+    start: int
+    end: int
+    window: int | None = None  # where the span was first found, and its token positions there
+    token_start: int | None = None
+    token_end: int | None = None
+
+    @property
+    def is_null(self) -> bool:
+        return self.window is None
+
+
+@dataclass
+class QAResult:
+    question: str
+    context: str  # as the model read it (normalised, maybe cut); answer offsets point into this text
+    answers: list[Answer]  # best first, at most top_k
+    windows: list[Window]
+    max_seq_len: int
+    doc_stride: int
+    max_answer_len: int
+    notes: list[str]  # what the learner should know: cuts, several windows
+    badge: str = ""
+
+    @property
+    def best(self) -> Answer:
+        return self.answers[0]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Input checks and windows
+
+
+def check_inputs(question: str | None, context: str | None) -> tuple[str, str, list[str]]:
+    """Question and context as the model will read them, plus notes; UserInputError if they cannot be used."""
+    question = normalize_text(question or "").strip()
+    context = normalize_text(context or "")
+    if not question:
+        raise UserInputError("The question is empty. Type a question about the context, or pick an example.")
+    if not context.strip():
+        raise UserInputError("The context is empty. Paste the passage that should hold the answer, or pick an example.")
+    if len(question) > MAX_TEXT_CHARS:
+        raise UserInputError(f"The question has {len(question):,} characters; ask something shorter.")
+    notes = []
+    if len(context) > MAX_TEXT_CHARS:
+        cut = context.rfind(" ", 0, MAX_TEXT_CHARS)
+        cut = cut if cut > MAX_TEXT_CHARS // 2 else MAX_TEXT_CHARS
+        notes.append(f"The context has {len(context):,} characters; only the first {cut:,} were searched "
+                     f"(the limit is {MAX_TEXT_CHARS:,}).")
+        context = context[:cut]
+    return question, context, notes
+
+
+def default_lengths(tokenizer: WordPieceTokenizer, max_seq_len: int | None, doc_stride: int | None,
+                    max_positions: int = MAX_MODEL_TOKENS) -> tuple[int, int]:
+    """The pipeline's defaults: windows of min(model max, 384) tokens, stride min(window // 2, 128)."""
+    limit = min(tokenizer.model_max_length, max_positions, MAX_MODEL_TOKENS)
+    max_seq_len = int(max_seq_len or min(limit, DEFAULT_MAX_SEQ_LEN))
+    if not 8 <= max_seq_len <= limit:
+        raise UserInputError(f"The window length must be between 8 and {limit} tokens (got {max_seq_len}).")
+    doc_stride = int(min(max_seq_len // 2, 128) if doc_stride is None else doc_stride)
+    if not 0 <= doc_stride <= max_seq_len:
+        raise UserInputError(f"The doc stride must be between 0 and the window length {max_seq_len} "
+                             f"(got {doc_stride}).")
+    return max_seq_len, doc_stride
+
+
+_windowers: dict[int, tuple[Tokenizer, Tokenizer, threading.Lock]] = {}
+_windowers_lock = threading.Lock()
+
+
+def _windower(tokenizer: WordPieceTokenizer) -> tuple[Tokenizer, threading.Lock]:
+    """A private copy of the tokenizer whose truncation we may switch on (the shared one stays untruncated)."""
+    with _windowers_lock:
+        entry = _windowers.get(id(tokenizer.backend))
+        if entry is None or entry[0] is not tokenizer.backend:
+            entry = _windowers[id(tokenizer.backend)] = (tokenizer.backend,
+                                                         Tokenizer.from_str(tokenizer.backend.to_str()),
+                                                         threading.Lock())
+    return entry[1], entry[2]
+
+
+def make_windows(tokenizer: WordPieceTokenizer, question: str, context: str, max_seq_len: int,
+                 doc_stride: int) -> list[Window]:
+    """Cut ``[CLS] question [SEP] context [SEP]`` into windows of at most ``max_seq_len`` tokens.
+
+    Each window repeats the whole question; consecutive windows share ``doc_stride`` context tokens. This is the
+    fast tokenizer's ``truncation="only_second"`` with ``return_overflowing_tokens`` and ``stride``, which is what
+    the pipeline calls."""
+    shared = tokenizer.backend  # untruncated: for counting tokens
+    question_len = len(shared.encode(question, add_special_tokens=False))
+    if question_len == 0:
+        raise UserInputError("The question has no tokens the model can read (only spaces or invisible characters).")
+    room = max_seq_len - shared.num_special_tokens_to_add(True) - question_len  # context tokens per window
+    if room <= 0:
+        raise UserInputError(f"The question has {question_len} tokens, which leaves no room for the context in a "
+                             f"window of {max_seq_len} tokens. Shorten the question or use longer windows.")
+    # The tokenizer requires stride < room, but only when the context must be cut (the pipeline would crash here).
+    if doc_stride >= room and len(shared.encode(context, add_special_tokens=False)) > room:
+        raise UserInputError(f"The doc stride ({doc_stride}) must be smaller than the {room} context tokens that "
+                             f"fit in a window beside this question. Lower the stride or use longer windows.")
+    backend, lock = _windower(tokenizer)
+    with lock:
+        backend.enable_truncation(max_seq_len, stride=doc_stride, strategy="only_second")
+        backend.no_padding()
+        first = backend.encode(question, context)
+    if 1 not in first.sequence_ids:
+        raise UserInputError("The context has no tokens the model can read (only spaces or invisible characters).")
+    windows = []
+    for index, encoding in enumerate([first, *first.overflowing]):
+        context_positions = [i for i, s in enumerate(encoding.sequence_ids) if s == 1]
+        windows.append(Window(index=index, tokens=list(encoding.tokens), ids=list(encoding.ids),
+                              segment_ids=list(encoding.type_ids),
+                              context=range(context_positions[0], context_positions[-1] + 1),
+                              offsets=[tuple(o) for o in encoding.offsets], encoding=encoding))
+    return windows
+
+
+def input_layout(question: str, context: str, model_id: str | None = None, max_seq_len: int | None = None,
+                 doc_stride: int | None = None) -> tuple[list[Window], str]:
+    """The windows the model would read, without running it; works offline.
+
+    Uses the checkpoint's tokenizer when its files are here, else MiniLM-L6's (bert-base-uncased's vocabulary).
+    Returns the windows and a line naming the tokenizer used."""
+    question, context, _ = check_inputs(question, context)
+    model_id = (model_id or models.CHECKPOINTS["qa"][0]).strip()
+    try:
+        tokenizer, _ = models.tokenizer(model_id)
+        source = f"Tokens from the tokenizer of {model_id}"
+    except (ModelUnavailableError, UserInputError):
+        tokenizer, _ = models.tokenizer(models.OFFLINE_ENCODER)
+        source = (f"{model_id} is not available here, so the tokens come from {models.OFFLINE_ENCODER}'s "
+                  "tokenizer (bert-base-uncased's vocabulary; [UNK] marks characters it lacks)")
+    max_seq_len, doc_stride = default_lengths(tokenizer, max_seq_len, doc_stride)
+    return make_windows(tokenizer, question, context, max_seq_len, doc_stride), source
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Model and decoding
+
+
+def _probabilities(logits: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Softmax over the tokens that may hold the answer; others get the pipeline's -10000 first (float32)."""
+    logits = np.where(allowed, logits, np.float32(MASKED_LOGIT))  # (T,)
+    probs = np.exp(logits - logits.max())
+    return probs / probs.sum()
+
+
+def _best_spans(p_start: np.ndarray, p_end: np.ndarray, max_answer_len: int, k: int) -> list[tuple[int, int, float]]:
+    """The k best (i, j, P_start(i)·P_end(j)) with i ≤ j < i + max_answer_len, as positions in the given arrays."""
+    scores = np.tril(np.triu(np.outer(p_start, p_end)), max_answer_len - 1)  # (C, C): keep j - i in [0, len)
+    flat = scores.ravel()
+    if k < flat.size:
+        top = np.argpartition(-flat, k)[:k]
+        top = top[np.argsort(-flat[top])]
+    else:
+        top = np.argsort(-flat)
+    starts, ends = np.unravel_index(top, scores.shape)
+    return [(int(i), int(j), flat[t]) for i, j, t in zip(starts, ends, top) if flat[t] > 0]
+
+
+def _char_span(window: Window, i: int, j: int) -> tuple[int, int]:
+    """Token positions → character span in the context, widened to whole words (a span may start mid-word)."""
+    encoding = window.encoding
+    start = encoding.word_to_chars(encoding.token_to_word(i), sequence_index=1)[0]
+    end = encoding.word_to_chars(encoding.token_to_word(j), sequence_index=1)[1]
+    return start, end
+
+
+def _logits(loaded: models.LoadedModel, windows: list[Window],
+            progress: Callable[[float, str], None] | None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Start and end logits of every window; windows go through the model in padded batches."""
+    pad_id = loaded.tokenizer.token_to_id(loaded.tokenizer.pad_token) or 0
+    out = []
+    with torch.inference_mode():
+        for first in range(0, len(windows), BATCH_WINDOWS):
+            batch = windows[first:first + BATCH_WINDOWS]
+            if progress is not None and len(windows) > BATCH_WINDOWS:
+                progress(first / len(windows), f"windows {first + 1}–{first + len(batch)} of {len(windows)}")
+            width = max(len(w.ids) for w in batch)
+            ids = torch.full((len(batch), width), pad_id, dtype=torch.long)  # (B, T)
+            segments = torch.zeros_like(ids)
+            mask = torch.zeros_like(ids)
+            for row, w in enumerate(batch):
+                ids[row, :len(w.ids)] = torch.tensor(w.ids)
+                segments[row, :len(w.ids)] = torch.tensor(w.segment_ids)
+                mask[row, :len(w.ids)] = 1
+            spans = loaded.model(ids.to(loaded.device), mask.to(loaded.device), segments.to(loaded.device),
+                                 output_attentions=False)
+            start = spans.start_logits.float().cpu().numpy()  # (B, T)
+            end = spans.end_logits.float().cpu().numpy()
+            out.extend((start[row, :len(w.ids)], end[row, :len(w.ids)]) for row, w in enumerate(batch))
+    return out
+
+
+def answer(question: str, context: str, model_id: str | None = None, *, top_k: int = 1,
+           max_answer_len: int = DEFAULT_MAX_ANSWER_LEN, doc_stride: int | None = None,
+           max_seq_len: int | None = None, handle_impossible_answer: bool = False,
+           progress: Callable[[float, str], None] | None = None) -> QAResult:
+    """Find the answer to ``question`` in ``context``. Raises ModelUnavailableError / UserInputError."""
+    if not 1 <= int(top_k) <= MAX_TOP_K:
+        raise UserInputError(f"top-k must be between 1 and {MAX_TOP_K} (got {top_k}).")
+    if int(max_answer_len) < 1:
+        raise UserInputError(f"The maximum answer length must be at least 1 token (got {max_answer_len}).")
+    top_k, max_answer_len = int(top_k), int(max_answer_len)
+    question, context, notes = check_inputs(question, context)
+    loaded = models.load("qa", model_id)
+    tokenizer = loaded.tokenizer
+    max_seq_len, doc_stride = default_lengths(tokenizer, max_seq_len, doc_stride,
+                                              loaded.config.max_position_embeddings)
+    windows = make_windows(tokenizer, question, context, max_seq_len, doc_stride)
+    if len(windows) > 1:
+        notes.append(f"The context is too long for one window of {max_seq_len} tokens, so the model read it in "
+                     f"{len(windows)} overlapping windows (stride {doc_stride}); the best span across them wins.")
+    cls_id = tokenizer.token_to_id(tokenizer.cls_token)
+    per_window = 2 * top_k + 10  # the pipeline over-asks, because several token spans widen to the same words
+    answers: list[Answer] = []
+    null_score = 1_000_000.0  # min over windows; large and positive to start, as in the pipeline
+    for window, (start_logits, end_logits) in zip(windows, _logits(loaded, windows, progress)):
+        allowed = np.zeros(len(window.ids), dtype=bool)
+        allowed[window.context.start:window.context.stop] = True
+        allowed |= np.asarray(window.ids) == cls_id  # [CLS] stays: SQuAD 2.0 models point at it for "no answer"
+        p_start, p_end = _probabilities(start_logits, allowed), _probabilities(end_logits, allowed)
+        window.null_score = float(p_start[0] * p_end[0])
+        null_score = min(null_score, window.null_score)
+        ctx = slice(window.context.start, window.context.stop)
+        window.start_probs, window.end_probs = p_start[ctx], p_end[ctx]
+        for i, j, score in _best_spans(p_start[ctx], p_end[ctx], max_answer_len, per_window):
+            i, j = i + window.context.start, j + window.context.start
+            start, end = _char_span(window, i, j)
+            text = context[start:end]
+            same = next((a for a in answers if a.text.lower() == text.lower()), None)
+            if same is not None:  # the same words found again (another span or window): their scores add up
+                same.score += float(score)
+            else:
+                answers.append(Answer(text, float(score), start, end, window.index, i, j))
+    if handle_impossible_answer:
+        answers.append(Answer("", null_score, 0, 0))
+    answers = sorted(answers, key=lambda a: a.score, reverse=True)[:top_k]
+    return QAResult(question, context, answers, windows, max_seq_len, doc_stride, max_answer_len, notes,
+                    loaded.badge)

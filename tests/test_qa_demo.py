@@ -1,0 +1,103 @@
+"""demo.qa handlers, called directly: highlighted answer, candidates table, probability charts, layout, errors."""
+import gradio as gr
+import pytest
+
+from benchmarks.bench_qa import TransformersQA
+from core import qa as core_qa
+from demo import qa
+
+OPTIONS = dict(max_answer_len=15, top_k=5, doc_stride=128, max_seq_len=384)
+
+
+@pytest.fixture(scope="module")
+def folder(tiny_checkpoint):
+    return str(tiny_checkpoint("BertForQuestionAnswering", num_labels=2))
+
+
+def run(folder, question, context, no_answer=False, **options):
+    values = {**OPTIONS, **options}
+    return qa.answer_question(folder, question, context, values["max_answer_len"], values["top_k"],
+                              values["doc_stride"], values["max_seq_len"], no_answer)
+
+
+def test_answer_is_highlighted_tabled_and_charted(folder):
+    highlighted, summary, rows, figure, slider, chart = run(folder, *core_qa.SEED_EN[0])
+    expected = TransformersQA(folder)(*core_qa.SEED_EN[0], top_k=5)
+    marked = [text for text, label in highlighted if label == "answer"]
+    assert marked == [expected[0]["answer"]]
+    assert "".join(text for text, _ in highlighted) == core_qa.PRECIPITATION
+    assert [row[1] for row in rows] == [e["answer"] for e in expected]
+    assert expected[0]["answer"] in summary and "score" in summary
+    start, end = figure.data  # P_start and P_end over the same context tokens
+    tokens = chart["windows"][0]["tokens"]
+    assert len(start.y) == len(end.y) == len(tokens) > 50
+    i, j = chart["windows"][0]["span"]
+    assert start.marker.color[i] == qa.HIGHLIGHT and end.marker.color[j] == qa.HIGHLIGHT
+    assert slider["visible"] is False
+
+
+def test_long_context_shows_window_picker_and_other_windows(folder):
+    context = qa.moby_context(700)
+    *_, figure, slider, chart = run(folder, qa.MOBY_QUESTION, context, max_seq_len=128, doc_stride=32)
+    assert slider["visible"] and slider["maximum"] == len(chart["windows"]) > 3
+    other = qa.show_window(chart, 1 if chart["best"] != 0 else 2)
+    assert len(other.data[0].y) == len(chart["windows"][0 if chart["best"] != 0 else 1]["tokens"])
+    assert "window" in other.layout.title.text
+
+
+def test_no_answer_option_reaches_the_pipeline(folder, monkeypatch):
+    _, summary, rows, *_ = run(folder, *core_qa.SEED_ZH, no_answer=True, top_k=6)
+    expected = TransformersQA(folder)(*core_qa.SEED_ZH, top_k=6, handle_impossible_answer=True)
+    assert [row[1] for row in rows] == [e["answer"] or "(no answer: [CLS])" for e in expected]
+    assert "No-answer score" in summary
+    seen = {}
+    real = core_qa.answer
+    monkeypatch.setattr(core_qa, "answer", lambda *a, **k: seen.update(k) or real(*a, **k))
+    run(folder, *core_qa.SEED_ZH, no_answer=True)
+    assert seen["handle_impossible_answer"] is True
+
+
+def test_null_best_is_explained():
+    result = core_qa.QAResult("q", "some context", [core_qa.Answer("", 0.9, 0, 0)], [], 384, 128, 15, [])
+    assert "No answer" in qa._summary(result)
+    assert qa._highlighted(result) == [("some context", None)]
+    assert qa._candidate_rows(result)[0][1].startswith("(no answer")
+
+
+def test_bad_input_raises_a_clear_gradio_error(folder):
+    with pytest.raises(gr.Error, match="question is empty"):
+        run(folder, "", core_qa.PRECIPITATION)
+    with pytest.raises(gr.Error, match="context is empty"):
+        run(folder, "Why?", "   ")
+    with pytest.raises(gr.Error, match="question has"):
+        run(folder, "why " * 200, core_qa.PRECIPITATION, max_seq_len=128)
+
+
+def test_offline_model_shows_a_message_and_layout_still_works():
+    highlighted, summary, rows, figure, slider, chart = run("distilbert-base-cased-distilled-squad",
+                                                            *core_qa.SEED_EN[1])
+    assert "not available" in summary and "input layout" in summary
+    assert rows == [] and chart is None
+    entries, note, table = qa.show_layout("distilbert-base-cased-distilled-squad", *core_qa.SEED_EN[1], 128, 384)
+    assert "MiniLM" in note
+    assert table[0][2:] == ["[CLS]", 0, "special"] and table[-1][2:] == ["[SEP]", 1, "special"]
+    assert {row[4] for row in table} == {"special", "question", "context"}
+    assert {row[3] for row in table if row[4] == "context"} == {1}
+    assert any(label == "segment 1 · context" for _, label in entries)
+
+
+def test_presets_fill_the_inputs_and_run_both_views(folder):
+    outputs = qa._preset_handler(1)(folder, *OPTIONS.values(), False)
+    question, context, no_answer = outputs[:3]
+    assert (question, context) == core_qa.SEED_EN[0] and no_answer is False
+    assert "gravity" in outputs[4]  # the summary says what seed 001 expects
+    assert len(outputs[-1]) > 10  # the layout table
+    outputs = qa._preset_handler(4)(folder, *OPTIONS.values(), False)
+    assert outputs[2] is True  # the no-answer preset switches the option on
+
+
+def test_tab_builds_with_its_api_names():
+    with gr.Blocks() as blocks:
+        qa.build()
+    names = {fn.api_name for fn in blocks.fns.values()}
+    assert {"qa_answer", "qa_layout", "qa_window", "qa_preset_0"} <= names
