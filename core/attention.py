@@ -362,7 +362,7 @@ def extract_attention(text: str, pair: str | None = None, model_id: str | None =
     if len(text) + len(pair or "") > MAX_TEXT_CHARS:
         raise UserInputError(f"The text is {len(text) + len(pair or ''):,} characters; the limit is "
                              f"{MAX_TEXT_CHARS:,}. Paste a shorter passage.")
-    return _extract(text, pair, (model_id or models.CHECKPOINTS["encoder"][0]).strip())
+    return _extract(text, pair, models.model_id_or_default("encoder", model_id))
 
 
 @lru_cache(maxsize=4)

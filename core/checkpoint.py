@@ -117,12 +117,12 @@ def how_to_get(model_id: str) -> str:
 
 def resolve(model_id: str) -> CheckpointFiles:
     """Find a model's files locally, or download them when online. Raises ModelUnavailableError otherwise."""
-    model_id = (model_id or "").strip()
+    model_id = str(model_id or "").strip()
     if not model_id:
         raise ModelUnavailableError("No model id was given. Enter a Hugging Face id such as bert-base-uncased.")
 
     local = Path(model_id).expanduser()
-    if local.is_dir():
+    if _is_dir(local):
         return _checked(model_id, local, "local directory")
 
     packaged = PACKAGED_MODELS.get(model_id)
@@ -143,6 +143,14 @@ def resolve(model_id: str) -> CheckpointFiles:
         raise ModelUnavailableError(f"The model '{model_id}' is not on this machine and the Hugging Face Hub cannot "
                                     f"be reached from here. " + how_to_get(model_id))
     return _checked(model_id, _download(model_id), "Hub download")
+
+
+def _is_dir(path: Path) -> bool:
+    """is_dir() that treats impossible paths (NUL bytes, names over the OS limit) as "not a folder"."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
 
 
 def find_weights_file(directory: Path) -> Path:

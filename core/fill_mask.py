@@ -428,7 +428,7 @@ class ModelCard:
 
 def model_card(model_id: str | None = None) -> ModelCard:
     """Counts for the checkpoint's config: its config.json if it can be resolved, else the known numbers."""
-    model_id = (model_id or models.CHECKPOINTS["mlm"][0]).strip()
+    model_id = models.model_id_or_default("mlm", model_id)
     try:
         config, source = bert.BertConfig.from_dict(resolve(model_id).config), "the checkpoint's config.json"
     except ModelUnavailableError:

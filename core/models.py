@@ -84,11 +84,16 @@ def model_class_for(task: str, config: bert.BertConfig, keys: set[str]) -> type[
     raise ValueError(f"unknown task {task!r}; one of {TASKS}")
 
 
+def model_id_or_default(task: str, model_id: object) -> str:
+    """The checkpoint id as text (the UI's dropdown accepts anything), or the task's default when empty."""
+    return str(model_id or "").strip() or CHECKPOINTS[task][0]
+
+
 def load(task: str, model_id: str | None = None) -> LoadedModel:
     """The model for ``task`` (default checkpoint if ``model_id`` is None), loaded once and cached.
 
     Raises ModelUnavailableError (offline / not downloaded) or UserInputError (wrong kind of checkpoint)."""
-    model_id = (model_id or CHECKPOINTS[task][0]).strip()
+    model_id = model_id_or_default(task, model_id)
     key = (task, model_id)
     with _lock:
         if key in _cache:

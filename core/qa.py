@@ -211,7 +211,7 @@ def input_layout(question: str, context: str, model_id: str | None = None, max_s
     Uses the checkpoint's tokenizer when its files are here, else MiniLM-L6's (bert-base-uncased's vocabulary).
     Returns the windows and a line naming the tokenizer used."""
     question, context, _ = check_inputs(question, context)
-    model_id = (model_id or models.CHECKPOINTS["qa"][0]).strip()
+    model_id = models.model_id_or_default("qa", model_id)
     try:
         tokenizer, _ = models.tokenizer(model_id)
         source = f"Tokens from the tokenizer of {model_id}"

@@ -40,6 +40,7 @@ def decode_text(raw: bytes) -> str:
 
 
 def normalize_text(text: str) -> str:
-    """NFC-normalise and drop control characters other than newlines and tabs (odd Unicode must not break models)."""
+    """NFC-normalise; drop control characters other than newlines and tabs, and unpaired surrogates (which cannot
+    be encoded as UTF-8 at all), so that odd Unicode never reaches a model."""
     text = unicodedata.normalize("NFC", text)
-    return "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) != "Cc")
+    return "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cs"))

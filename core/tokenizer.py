@@ -14,6 +14,7 @@ from pathlib import Path
 from tokenizers import Encoding, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import WordPiece
 
+from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -140,14 +141,14 @@ class WordPieceTokenizer:
     # -- encoding -------------------------------------------------------------------------------------------------
     def tokenize(self, text: str) -> list[str]:
         """WordPiece tokens of a text, without special tokens ("playing" → play, ##ing)."""
-        return self.backend.encode(text, add_special_tokens=False).tokens
+        return self.backend.encode(_encodable(text), add_special_tokens=False).tokens
 
     def encode(self, text: str, pair: str | None = None, max_length: int | None = None) -> WordPieceEncoding:
         """Encode a text or a pair with [CLS]/[SEP]; if too long, drop tokens from the longer segment first
         (the "longest_first" strategy) and report what was cut."""
         max_length = max_length or self.model_max_length
-        first = self.backend.encode(text, add_special_tokens=False)
-        second = self.backend.encode(pair, add_special_tokens=False) if pair is not None else None
+        first = self.backend.encode(_encodable(text), add_special_tokens=False)
+        second = self.backend.encode(_encodable(pair), add_special_tokens=False) if pair is not None else None
         budget = max_length - self.backend.num_special_tokens_to_add(second is not None)
         if budget < 0:
             raise ValueError(f"max_length {max_length} leaves no room for the special tokens")
@@ -217,6 +218,20 @@ def build_wordpiece(
     backend.add_special_tokens([token for token in (pad_token, unk_token, cls_token, sep_token, mask_token)
                                 if token in vocab])
     return backend
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _encodable(text: str) -> str:
+    """Refuse text the Rust tokenizer cannot take (lone surrogates); callers clean text with textio.normalize_text,
+    which removes them, so only raw calls reach this error. Offsets stay valid because nothing is rewritten."""
+    if not isinstance(text, str):
+        raise UserInputError(f"Expected text, got {type(text).__name__}.")
+    if _SURROGATE.search(text):
+        raise UserInputError("The text contains unpaired surrogate code points, which are not valid Unicode text. "
+                             "Remove them (core.textio.normalize_text does) and try again.")
+    return text
 
 
 def _text_after(text: str, encoding: Encoding, keep: int) -> str:

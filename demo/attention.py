@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 
 from core import attention as att
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import friendly_errors, model_picker
+from demo.common import friendly_errors, model_picker, whole_number
 from demo.figures import (COLORWAY, DIVERGING_SCALE, SEQUENTIAL_SCALE, _unique_labels, empty_figure, heatmap, lines,
                           styled)
 
@@ -281,7 +281,7 @@ def positional(positions: float, d_model: float, dims_text: str):
 @friendly_errors
 def permutation(sentence: str, seed: float):
     """Shuffle the words: without PE the outputs shuffle the same way (equal up to rounding); with PE they change."""
-    result = att.permutation_demo(sentence, int(seed))
+    result = att.permutation_demo(sentence, whole_number(seed, "the seed"))
     plain, with_pe = result.word_change(False), result.word_change(True)
     rows = [[j + 1, word, result.order[j] + 1, f"{a:.1e}", f"{b:.3f}"]
             for j, (word, a, b) in enumerate(zip(result.shuffled, plain, with_pe))]
@@ -544,7 +544,7 @@ def build() -> None:
         grid_plot = gr.Plot(empty_figure("The layer × head grid appears here."))
         model_inputs = [picker, text, pair, layer, head, hide]
         model_outputs = [notice, head_plot, mean_plot, grid_plot, layer, head]
-        run_button.click(explore, model_inputs, model_outputs, api_name="attention_model")
-        hide.input(explore, model_inputs, model_outputs, api_name="attention_model_hide", api_visibility="undocumented")
-        layer.release(show_head, model_inputs, [head_plot, mean_plot], api_name="attention_layer")
-        head.release(show_head, model_inputs, [head_plot, mean_plot], api_name="attention_head")
+        run_button.click(explore, model_inputs, model_outputs, api_name="attention_model", concurrency_id="bert", concurrency_limit=2)
+        hide.input(explore, model_inputs, model_outputs, api_name="attention_model_hide", concurrency_id="bert", concurrency_limit=2, api_visibility="undocumented")
+        layer.release(show_head, model_inputs, [head_plot, mean_plot], api_name="attention_layer", concurrency_id="bert", concurrency_limit=2)
+        head.release(show_head, model_inputs, [head_plot, mean_plot], api_name="attention_head", concurrency_id="bert", concurrency_limit=2)

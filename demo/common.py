@@ -49,6 +49,17 @@ def friendly_errors(fn):
     return wrapper
 
 
+def whole_number(value: object, name: str, minimum: int = 0) -> int:
+    """A number box's value as an int; an emptied box (None), NaN or a value below ``minimum`` gets a clear message."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise UserInputError(f"Enter a whole number for {name}.") from None
+    if number < minimum:
+        raise UserInputError(f"{name.capitalize()} must be at least {minimum}.")
+    return number
+
+
 def pending_tab(issue: int, what: str) -> None:
     """The one line a tab shows until its own issue lands."""
     gr.Markdown(f"**Coming soon.** This tab ({what}) is being built in issue #{issue}.")

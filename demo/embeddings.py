@@ -327,7 +327,7 @@ def build() -> None:
                     inputs=[architecture, dim, window, epochs, min_count],
                     label="Presets for Moby-Dick (skip-gram: ~30 s on 2 CPU cores)")
         train_button.click(train, [source, upload, architecture, dim, window, epochs, min_count],
-                           [loss_plot, train_md, model], api_name="embeddings_train")
+                           [loss_plot, train_md, model], api_name="embeddings_train", concurrency_id="train", concurrency_limit=1)
 
         gr.Markdown("#### Your vectors next to GloVe")
         with gr.Row():

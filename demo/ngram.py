@@ -14,7 +14,7 @@ from core.limits import MAX_UPLOAD_BYTES
 from core.ngram import (EOS, KN_DISCOUNT, MAX_ORDER, ContextCounts, Generation, NgramModel, SentenceScore,
                         short, tokenize_sentences)
 from core.textio import normalize_text, read_text_upload
-from demo.common import friendly_errors
+from demo.common import friendly_errors, whole_number
 from demo.figures import COLORWAY, bar, empty_figure, styled
 
 TITLE = "N-gram"
@@ -284,14 +284,14 @@ def generate_text(corpus, own_text, upload, unit, lowercase, n, boundaries, smoo
     """Sample token by token from P(w | context)^(1/T), renormalised over the top-k tokens (seeded)."""
     model = get_model(corpus, own_text, upload, unit, lowercase, n, boundaries, progress)
     gen = model.generate(query_tokens(prompt, unit, lowercase), int(steps), smoothing, as_k(k), float(temperature),
-                         int(top_k), int(seed))
+                         whole_number(top_k, "top-k", 1), whole_number(seed, "the seed"))
     prompt_text = joined(gen.prompt, unit)
     new = joined(gen.tokens[len(gen.prompt):], unit)
     ended = " `</s>`" if gen.steps and gen.steps[-1].chosen == EOS else ""
     sep = "" if unit == CHARS else " "
     text = (f"**{prompt_text}**{sep}{new}{ended}" if prompt_text else f"{new}{ended}").strip()
     summary = (corpus_summary(model, corpus, unit) + f"\n\n### {text or '(nothing generated)'}\n"
-               f"seed {int(seed)} · temperature {float(temperature):g} · top-k {int(top_k)} · "
+               f"seed {whole_number(seed, 'the seed')} · temperature {float(temperature):g} · top-k {int(top_k)} · "
                f"{SMOOTHING_NAMES[smoothing]}; `<s>` and `<UNK>` are never drawn." + notes_markdown(gen.notes))
     if gen.steps:
         figure = bar([f"{i + 1}. {label(s.chosen)}" for i, s in enumerate(gen.steps)], [s.p_chosen for s in gen.steps],
