@@ -19,7 +19,7 @@ import gradio as gr  # noqa: E402
 from core import checkpoint, models  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, device_label, set_device
 from core.limits import MAX_UPLOAD_BYTES
-from demo import attention, embeddings, lstm, mlm, ner, ngram, qa
+from demo import attention, embeddings, figures, lstm, mlm, ner, ngram, qa
 
 # The history, in order: statistics → static vectors → recurrence → attention → BERT and its tasks.
 TABS = [ngram, embeddings, lstm, attention, mlm, ner, qa]
@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> None:
         share=args.share,
         theme=THEME,
         css_paths=[CSS_PATH],
+        head=figures.SVG_EXPORT_HEAD,  # adds "download as SVG" beside the slide-size PNG camera on every figure
         max_file_size=MAX_UPLOAD_BYTES,
         show_error=True,
     )

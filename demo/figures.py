@@ -214,3 +214,31 @@ def scatter(
         fig.update_xaxes(title_text=axis_titles[0], zeroline=False)
         fig.update_yaxes(title_text=axis_titles[1])
     return styled(fig, title, height)
+
+
+# SVG export beside the PNG camera button. A custom modebar button needs a JavaScript click function, which the
+# figure's JSON config cannot carry, so this script adds it in the browser: it wraps Plotly.react (Gradio calls it
+# with our config) and, for every figure that has our slide-size toImageButtonOptions, adds a second button that
+# downloads the same figure as a vector SVG at the same size. app.py passes it to launch(head=SVG_EXPORT_HEAD).
+SVG_EXPORT_HEAD = """<script>
+(() => {
+  const button = {name: "toSVG", title: "Download plot as SVG (slide size, vector)",
+    click: (gd) => {
+      const o = gd._context.toImageButtonOptions || {};
+      window.Plotly.downloadImage(gd, {format: "svg", width: o.width, height: o.height, filename: o.filename});
+    }};
+  const withSvg = (P) => {
+    if (!P || !P.react || P.__svgExport) return P;
+    button.icon = P.Icons.camera;
+    const react = P.react;
+    P.react = function (gd, data, layout, config) {
+      if (config && config.toImageButtonOptions) config = {...config, modeBarButtonsToAdd: [button]};
+      return react.call(this, gd, data, layout, config);
+    };
+    P.__svgExport = true;
+    return P;
+  };
+  let plotly = withSvg(window.Plotly);  // Gradio loads plotly.js lazily and then sets window.Plotly
+  Object.defineProperty(window, "Plotly", {configurable: true, get: () => plotly, set: (P) => { plotly = withSvg(P); }});
+})();
+</script>"""

@@ -1,0 +1,91 @@
+"""RNN & LSTM tab: generating 200 characters (goal ≤ 0.5 s on CPU) and one LSTM pass over 300 characters.
+
+The reference is torch.nn.LSTM / torch.nn.RNN holding the same weights, driven by the same sampling loop, timed in
+the same process. ratio = ours / reference (below 1 is faster than the reference).
+
+    python benchmarks/bench_rnn.py [--quick]
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core import rnn  # noqa: E402
+
+PROMPT = "Call me Ishmael. "
+TOKENS = 200
+
+
+def torch_twin(model: rnn.RecurrentLM) -> torch.nn.Module:
+    """torch.nn.LSTM / torch.nn.RNN with our weights (U → weight_ih, W → weight_hh, b → bias_ih, bias_hh = 0)."""
+    cell = model.cell
+    twin = (torch.nn.LSTM if model.kind == "lstm" else torch.nn.RNN)(cell.U.in_features, cell.hidden_size,
+                                                                      batch_first=True)
+    with torch.no_grad():
+        twin.weight_ih_l0.copy_(cell.U.weight)
+        twin.weight_hh_l0.copy_(cell.W.weight)
+        twin.bias_ih_l0.copy_(cell.U.bias)
+        twin.bias_hh_l0.zero_()
+    return twin.to(model.head.weight.device)
+
+
+@torch.inference_mode()
+def reference_generate(model: rnn.RecurrentLM, twin: torch.nn.Module, vocab: rnn.Vocab, prompt: str, length: int,
+                       temperature: float = 0.8, seed: int = 0) -> str:
+    """rnn.generate's loop with the recurrence done by torch's fused module."""
+    device = model.head.weight.device
+    gen = torch.Generator(device=device).manual_seed(seed)
+    y, state = twin(model.embed(torch.tensor([vocab.encode(prompt)[0]], device=device)))
+    out = []
+    for _ in range(length):
+        logits = model.head(y[0, -1])
+        logits[0] = -float("inf")
+        nxt = torch.multinomial((logits / temperature).softmax(-1), 1, generator=gen)
+        out.append(int(nxt))
+        y, state = twin(model.embed(nxt.view(1, 1)), state)
+    return vocab.decode(out)
+
+
+def timed(fn, repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def run(quick: bool = False) -> list[dict]:
+    models = rnn.shipped_models()
+    repeats = 3 if quick else 10
+    rows = []
+    for name in ("rnn", "lstm"):  # the LSTM's twin is reused below
+        model = getattr(models, name)
+        twin = torch_twin(model)
+        ours = timed(lambda: rnn.generate(model, models.vocab, PROMPT, TOKENS, seed=0), repeats)
+        ref = timed(lambda: reference_generate(model, twin, models.vocab, PROMPT, TOKENS), repeats)
+        rows.append({"benchmark": f"generate {TOKENS} chars, {name.upper()}", "ours": ours, "reference": ref,
+                     "ratio": ours / ref, "unit": "s", "goal": "≤ 0.5 s"})
+    text = rnn.held_out_text()[:rnn.MAX_PROMPT_CHARS]
+    ids = torch.tensor([models.vocab.encode(text)[0]], device=models.lstm.head.weight.device)  # (1, T)
+    with torch.inference_mode():
+        ours = timed(lambda: models.lstm(ids), repeats)
+        ref = timed(lambda: models.lstm.head(twin(models.lstm.embed(ids))[0]), repeats)
+    rows.append({"benchmark": f"LSTM forward, {ids.shape[1]} chars, all gates kept", "ours": ours, "reference": ref,
+                 "ratio": ours / ref, "unit": "s", "goal": "answers at once (< 0.5 s)"})
+    return rows
+
+
+if __name__ == "__main__":
+    results = run(quick="--quick" in sys.argv)
+    print(f"{'benchmark':52s} {'ours':>9s} {'reference':>10s} {'ratio':>7s}  goal")
+    for r in results:
+        print(f"{r['benchmark']:52s} {r['ours']:9.4f} {r['reference']:10.4f} {r['ratio']:7.2f}  "
+              f"{r['goal']} ({r['unit']})")

@@ -1,0 +1,147 @@
+"""Load test: N concurrent gradio_client users against a local server for a bounded time.
+
+Each user loops over the tabs' main offline endpoints (round-robin, starting at a different tab per user) until the
+time is up, then the script prints p50/p95 latency, call count and errors per endpoint. Exit status 1 when any call
+failed or an endpoint's p95 is over --p95 seconds.
+
+    python scripts/load_test.py                          # starts `app.py --offline` itself; 32 users × 60 s
+    python scripts/load_test.py --users 4 --seconds 10   # a quick check
+    python scripts/load_test.py --url http://127.0.0.1:7860/ --endpoints ngram_counts attention_model
+
+Target (issue #10): 32 users × 60 s, CPU, offline models, 0 errors, p95 ≤ 2 s.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# One main endpoint per tab, with arguments that work offline (bundled models). Keyword names are the handlers'
+# parameter names, as gradio_client exposes them.
+CALLS: dict[str, dict] = {
+    "ngram_counts": dict(own_text="", upload=None, context="的", word="词性"),
+    "embeddings_analogy": dict(a="king", b="man", c="woman", topn=5),
+    "lstm_inspect": dict(text="Call me Ishmael. Some years ago", signal="forget gate f", units=24),
+    "attention_multihead": dict(sentence="i have a dream", d_model=512, heads=8, causal=False),
+    "attention_model": dict(model_id="sentence-transformers/all-MiniLM-L6-v2",
+                            text="The animal didn't cross the street because it was too tired.", pair="",
+                            layer=1, head=1, hide_special=False),
+    "mlm_inputs": dict(model_id="bert-base-uncased", text="my dog is cute", pair="he likes playing"),
+    "ner_convert": dict(line="爱/B-PER 因/I-PER 斯坦/I-PER 在/O 柏林/B-LOC 发表/O 演讲/O"),
+    "qa_layout": dict(model_id="distilbert-base-cased-distilled-squad", question="What causes precipitation to fall?",
+                      context="In meteorology, precipitation falls under gravity.", doc_stride=128, max_seq_len=384),
+}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def start_server(timeout: float = 300) -> tuple[subprocess.Popen, str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1")
+    process = subprocess.Popen([sys.executable, "app.py", "--offline", "--device", "cpu", "--port", str(port)],
+                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"app.py exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return process, url
+        except OSError:
+            time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGTERM)
+    raise SystemExit(f"app.py did not serve {url} within {timeout:.0f} s")
+
+
+def user(index: int, url: str, endpoints: list[str], stop_at: float, latencies, errors, lock) -> None:
+    from gradio_client import Client
+
+    try:
+        client = Client(url, verbose=False)
+    except Exception as exc:  # noqa: BLE001 - a user that cannot even connect is an error of every endpoint
+        with lock:
+            errors["(connect)"].append(f"{type(exc).__name__}: {exc}")
+        return
+    turn = index
+    while time.monotonic() < stop_at:
+        name = endpoints[turn % len(endpoints)]
+        turn += 1
+        start = time.perf_counter()
+        try:
+            client.predict(**CALLS[name], api_name=f"/{name}")
+        except Exception as exc:  # noqa: BLE001 - every failure is counted and shown, never hidden
+            with lock:
+                errors[name].append(f"{type(exc).__name__}: {str(exc)[:200]}")
+            continue
+        with lock:
+            latencies[name].append(time.perf_counter() - start)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", help="a running app; default: start `app.py --offline` on a free port")
+    parser.add_argument("--users", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--endpoints", nargs="+", choices=sorted(CALLS), default=list(CALLS))
+    parser.add_argument("--p95", type=float, default=2.0, help="p95 goal per endpoint, seconds")
+    args = parser.parse_args(argv)
+
+    server, url = (None, args.url) if args.url else start_server()
+    try:
+        from gradio_client import Client
+
+        for name in args.endpoints:  # warm-up: first model loads are not what users wait for under load
+            Client(url, verbose=False).predict(**CALLS[name], api_name=f"/{name}")
+        latencies, errors, lock = defaultdict(list), defaultdict(list), threading.Lock()
+        stop_at = time.monotonic() + args.seconds
+        threads = [threading.Thread(target=user, args=(i, url, args.endpoints, stop_at, latencies, errors, lock))
+                   for i in range(args.users)]
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.monotonic() - started
+    finally:
+        if server is not None:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(10)
+
+    print(f"{args.users} users × {args.seconds:g} s against {url} ({elapsed:.0f} s incl. the last calls)")
+    header = f"{'endpoint':<22} {'calls':>6} {'errors':>6} {'p50 s':>8} {'p95 s':>8} {'max s':>8} {'calls/s':>8}"
+    print(header + "\n" + "-" * len(header))
+    failed = False
+    for name in [*args.endpoints, *(e for e in errors if e not in args.endpoints)]:
+        times, errs = latencies.get(name, []), errors.get(name, [])
+        p50, p95 = (statistics.median(times), percentile(times, 0.95)) if times else (float("nan"),) * 2
+        print(f"{name:<22} {len(times):>6} {len(errs):>6} {p50:>8.3f} {p95:>8.3f} "
+              f"{max(times, default=float('nan')):>8.3f} {len(times) / elapsed:>8.2f}")
+        failed |= bool(errs) or not times or p95 > args.p95
+    total = sum(map(len, latencies.values()))
+    print(f"total: {total} calls, {sum(map(len, errors.values()))} errors, {total / elapsed:.1f} calls/s")
+    for name, errs in errors.items():
+        print(f"  {name}: {len(errs)} errors, e.g. {errs[0]}")
+    print("PASS" if not failed else f"FAIL (goal: 0 errors, p95 ≤ {args.p95:g} s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""Every tab in a real browser: open it, run its example, check that the result renders, save a screenshot.
+
+The app runs offline (`python app.py --offline`), as on a laptop without network: each scenario uses a view that
+works on the bundled models. Screenshots (1280×800) go to docs/screenshots/<tab module>.png for the README.
+
+Run: python -m pytest tests/e2e -m e2e
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+import app
+
+pytestmark = pytest.mark.e2e
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+# Visible plotly divs whose traces hold at least one point (empty_figure() placeholders have no traces).
+PLOTS_WITH_DATA_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
+    .filter(el => el.offsetParent !== null)
+    .filter(el => (el.data || []).some(t => ['x', 'y', 'z'].some(k => t[k] && t[k].length > 0)))
+    .length"""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Small actions on the page. Selectors use what a learner sees (tab names, button text), not generated ids.
+
+
+def visible(locator):
+    return locator.filter(visible=True).first
+
+
+def open_tab(page, name: str) -> None:
+    visible(page.get_by_role("tab", name=name, exact=True)).click()
+
+
+def click_button(page, name: str) -> None:
+    visible(page.get_by_role("button", name=name, exact=True)).click()
+
+
+def click_text(page, text: str) -> None:
+    visible(page.get_by_text(text, exact=True)).click()
+
+
+def plots_with_data(page) -> int:
+    return page.evaluate(PLOTS_WITH_DATA_JS)
+
+
+def wait_idle(page) -> None:
+    """Until no component shows Gradio's pending/progress tracker."""
+    page.wait_for_function("() => !document.querySelector('.wrap.generating, .progress-text, .eta-bar')")
+
+
+def errors_shown(page) -> list[str]:
+    return [t for t in page.locator('[data-testid="toast-body"].error').all_inner_texts() if t.strip()]
+
+
+def visible_text(page) -> str:
+    return page.locator("body").inner_text()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# One scenario per tab: what to click, how many plots must then hold data, which text must be on screen.
+
+
+@dataclass
+class Scenario:
+    run: Callable  # (page) -> None: the tab's example, from the state the tab opens in
+    plots: int  # visible plots with data afterwards
+    texts: list[str] = field(default_factory=list)  # must appear in the visible page afterwards
+    frame: Callable | None = None  # (page) -> Locator the screenshot must show; default: the first result plot
+
+
+def _ngram(page):
+    click_text(page, "Seed: P(词性 | 的) = 2/3 (MLE, word tokens)")  # a preset: sets every input and runs
+
+
+def _embeddings(page):
+    open_tab(page, "GloVe: neighbours & analogies")
+    click_button(page, "Solve")  # king − man + woman
+
+
+def _lstm(page):
+    click_button(page, "Look inside")
+
+
+def _attention(page):
+    click_button(page, "Load preset")  # Thinking Machines, then Compute
+
+
+def _mlm(page):
+    open_tab(page, "Input representation")
+    click_button(page, "Show the input")
+
+
+def _ner(page):
+    click_button(page, "Tag entities")  # offline: the tokenisation view, and a note that says how to get the model
+    page.get_by_text("No tagger").filter(visible=True).first.wait_for()
+    open_tab(page, "Tokenisation & windows")
+
+
+def _qa(page):
+    click_button(page, "Seed 001: what makes it fall?")  # offline: the input layout, and a note about the model
+
+
+BLOCK = "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' block ')][1]"  # the Gradio component around it
+
+SCENARIOS: dict[str, Scenario] = {
+    # Seed §2.1: count(的, 词性) / count(的) = 2 / 3.
+    "ngram": Scenario(_ngram, plots=1, texts=["2 / 3"]),
+    # GloVe 6B 50d: king − man + woman ≈ queen.
+    "embeddings": Scenario(_embeddings, plots=1, texts=["queen"]),
+    "lstm": Scenario(_lstm, plots=3),
+    # Seed §9: q1·k1 = 112, q1·k2 = 96.
+    "attention": Scenario(_attention, plots=4, texts=["112", "96"]),
+    # Seed 001: "playing" is play ##ing in BERT's WordPiece vocabulary.
+    "mlm": Scenario(_mlm, plots=4, texts=["##ing"]),
+    "ner": Scenario(_ner, plots=0, texts=["No tagger", "berlin"],
+                    frame=lambda page: page.get_by_text("berlin", exact=True).locator(BLOCK)),
+    # Offline the layout view runs on MiniLM's tokenizer: [CLS] question [SEP] context [SEP].
+    "qa": Scenario(_qa, plots=0, texts=["[CLS]", "[SEP]", "precipitation"],
+                   frame=lambda page: page.locator(".textfield").filter(has_text="[SEP]")),
+}
+
+
+# The screenshot starts at the tab bar (the app title is the same on every tab); if the result (by default the first
+# plot with data) would be cut off there, it scrolls on until the result's bottom edge is in view.
+FRAME_JS = """(target) => {
+    window.scrollTo(0, document.querySelector('[role=tablist]').getBoundingClientRect().top + window.scrollY - 8);
+    target = target || [...document.querySelectorAll('.js-plotly-plot')].filter(el => el.offsetParent !== null)
+        .find(el => (el.data || []).some(t => ['x', 'y', 'z'].some(k => t[k] && t[k].length > 0)));
+    if (!target) return;
+    const box = target.getBoundingClientRect();
+    if (box.bottom > window.innerHeight) window.scrollBy(0, Math.min(box.bottom - window.innerHeight + 16, box.top));
+}"""
+
+
+def slug(module) -> str:
+    return module.__name__.rsplit(".", 1)[-1]
+
+
+def save_screenshot(page, name: str) -> Path:
+    """A 1280×800 PNG, palette-quantised so it is small enough to commit (UI colours survive 256 levels)."""
+    from PIL import Image
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    image = Image.open(io.BytesIO(page.screenshot(full_page=False))).convert("RGB")
+    image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(path, optimize=True)
+    return path
+
+
+@pytest.mark.parametrize("module", app.TABS, ids=slug)
+def test_tab_runs_its_example_and_renders(page, module):
+    scenario = SCENARIOS.get(slug(module))
+    assert scenario is not None, f"no browser scenario for the '{module.TITLE}' tab: add one to SCENARIOS"
+    open_tab(page, module.TITLE)
+    before = plots_with_data(page)
+
+    scenario.run(page)
+    # Wait for the result, or for an error toast (then fail at once, with the learner's message).
+    wanted = max(scenario.plots, before + 1) if scenario.plots else 0
+    page.wait_for_function(f"""() => ({PLOTS_WITH_DATA_JS})() >= {wanted}
+        || document.querySelector('[data-testid="toast-body"].error')""")
+    assert not errors_shown(page), f"the UI showed an error: {errors_shown(page)}"
+    for text in scenario.texts:
+        page.get_by_text(text).filter(visible=True).first.wait_for()
+    wait_idle(page)
+
+    assert not errors_shown(page), f"the UI showed an error: {errors_shown(page)}"
+    assert plots_with_data(page) >= scenario.plots
+    shown = visible_text(page)
+    for text in scenario.texts:
+        assert text in shown
+    target = visible(scenario.frame(page)).element_handle() if scenario.frame else None
+    page.evaluate(FRAME_JS, target)
+    path = save_screenshot(page, slug(module))
+    assert path.stat().st_size > 10_000
+
+
+def test_plots_export_png_and_svg_at_slide_size(page):
+    """The camera button's PNG settings reach the browser (1600×900 at 2×), and the SVG button downloads a vector
+    figure of the same size (demo.figures.SVG_EXPORT_HEAD, passed to launch(head=...) by app.py)."""
+    open_tab(page, "Attention")
+    _attention(page)
+    page.wait_for_function(f"() => ({PLOTS_WITH_DATA_JS})() >= 4")
+    options = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+        .filter(el => el.offsetParent !== null && el._context).map(el => el._context.toImageButtonOptions)""")
+    assert options and all(o.get("width") == 1600 and o.get("height") == 900 and o.get("scale") == 2
+                           for o in options)
+
+    assert page.evaluate("() => !!(window.Plotly && window.Plotly.__svgExport)"), \
+        "the SVG export script is not loaded: app.py must pass head=figures.SVG_EXPORT_HEAD to launch()"
+    plot = visible(page.locator(".js-plotly-plot"))
+    plot.hover()  # plotly shows the modebar on hover
+    with page.expect_download() as download:
+        plot.locator('[data-title^="Download plot as SVG"]').click()
+    svg = Path(download.value.path()).read_text(encoding="utf-8")
+    assert download.value.suggested_filename.endswith(".svg")
+    assert svg.startswith("<svg") and 'width="1600"' in svg and 'height="900"' in svg

@@ -1,0 +1,166 @@
+"""Each tab's main endpoint, driven through gradio_client against `python app.py --offline` (a real subprocess).
+
+This is how a script or a notebook uses the app. Values are checked against the seed's worked examples
+(/work/shared/seed-examples.md) or against a reference library on the same input, never against our own output.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import app
+from tests.live_app import app_env, running_app
+
+
+@pytest.fixture(scope="module")
+def client():
+    from gradio_client import Client
+
+    with running_app("--offline", "--device", "cpu", env=app_env(HF_HUB_OFFLINE="1")) as served:
+        yield Client(served.url, verbose=False)
+
+
+def figure(plot: dict) -> dict:
+    """gr.Plot's API value is {"type": "plotly", "plot": <figure JSON>}."""
+    assert plot["type"] == "plotly"
+    return json.loads(plot["plot"])
+
+
+def array(value) -> list:
+    """A trace's x/y/z as a plain list: plotly ≥ 6 sends numpy arrays as {"dtype", "bdata" (base64), "shape"}."""
+    if isinstance(value, dict) and "bdata" in value:
+        import base64
+
+        import numpy as np
+
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        shape = value.get("shape")
+        return flat.reshape([int(n) for n in str(shape).split(",")] if shape else -1).tolist()
+    return list(value)
+
+
+def rows(frame: dict) -> list[list]:
+    return frame["data"]
+
+
+def reference_tokenizer():
+    """transformers' BERT tokenizer on the vocabulary the offline views use (MiniLM-L6 = bert-base-uncased's)."""
+    import transformers
+
+    from core.checkpoint import MINILM_ID, resolve
+
+    return transformers.BertTokenizerFast.from_pretrained(str(resolve(MINILM_ID).directory))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# One test per tab; MAIN_ENDPOINTS says which endpoint stands for the tab.
+
+MAIN_ENDPOINTS = {
+    "ngram": "/ngram_counts",
+    "embeddings": "/embeddings_analogy",
+    "lstm": "/lstm_generate",
+    "attention": "/attention_steps",
+    "mlm": "/mlm_inputs",
+    "ner": "/ner_tag",
+    "qa": "/qa_layout",
+}
+
+
+def test_every_tab_has_a_main_endpoint_in_the_api(client):
+    named = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    tabs = [module.__name__.rsplit(".", 1)[-1] for module in app.TABS]
+    assert sorted(MAIN_ENDPOINTS) == sorted(tabs), "add the new tab's main endpoint (and a test) here"
+    assert all(MAIN_ENDPOINTS[tab] in named for tab in tabs)
+
+
+def test_ngram_counts_reproduce_the_seed(client):
+    """Seed §2.1 on the toy corpus: P(词性 | 的) = 2/3 by MLE, and (2+1)/(3+12) = 0.2 with add-one."""
+    summary, formula, table, plot = client.predict(own_text="", upload=None, smoothing="mle", context="的",
+                                                   word="词性", api_name="/ngram_counts")
+    assert "|V| = 12" in summary
+    assert "2 / 3" in formula
+    counts = {row[0]: row[1:] for row in rows(table)}
+    assert counts["词性"][:2] == [2, 3] and math.isclose(counts["词性"][2], 2 / 3, rel_tol=1e-4)
+    bars = figure(plot)["data"][0]
+    assert math.isclose(dict(zip(array(bars["y"]), array(bars["x"])))["词性"], 2 / 3, rel_tol=1e-4)
+
+    _, formula, table, _ = client.predict(own_text="", upload=None, smoothing="add_k", k=1, context="的", word="词性",
+                                          api_name="/ngram_counts")
+    assert "**0.2000**" in formula
+    assert math.isclose({row[0]: row[-1] for row in rows(table)}["词性"], 0.2, rel_tol=1e-4)
+
+
+def test_embeddings_analogy_finds_queen(client):
+    """GloVe 6B 50d's best-known analogy: king − man + woman ≈ queen."""
+    plot, text = client.predict(a="king", b="man", c="woman", topn=5, api_name="/embeddings_analogy")
+    bars = figure(plot)["data"][0]
+    words = array(bars["y"] if bars.get("orientation") == "h" else bars["x"])
+    assert words[0] == "queen"
+    assert "queen" in text
+    assert not {"king", "man", "woman"} & set(words)  # the input words are left out, as gensim's most_similar does
+
+
+def test_embeddings_lookup_is_the_seed_product(client):
+    """Seed §3: [0 0 0 1 0] × Q = [10 12 19]."""
+    text, _ = client.predict(word_number=4, api_name="/embeddings_lookup")
+    assert "10" in text and "12" in text and "19" in text
+
+
+def test_lstm_generate_continues_the_prompt_and_is_seeded(client):
+    prompt = "Call me Ishmael. "
+    first = client.predict(prompt=prompt, length=40, temperature=0.8, seed=3, api_name="/lstm_generate")
+    again = client.predict(prompt=prompt, length=40, temperature=0.8, seed=3, api_name="/lstm_generate")
+    rnn_text, lstm_text, _ = first
+    for text in (rnn_text, lstm_text):
+        assert text.startswith(prompt.strip()) and len(text) > len(prompt)
+    assert first[:2] == again[:2]  # same seed, same text
+
+
+def test_attention_steps_reproduce_thinking_machines(client):
+    """Seed §9: q1·k1 = 112, q1·k2 = 96; ÷ √64 → 14, 12; softmax → 1/(1+e⁻²) = 0.8808."""
+    preset = client.predict(api_name="/attention_preset")
+    arithmetic, scores, scaled, probs, _ = client.predict(*preset[:11], api_name="/attention_steps")
+    assert "112" in arithmetic and "96" in arithmetic
+    assert array(figure(scores)["data"][0]["z"])[0] == pytest.approx([112, 96])
+    assert array(figure(scaled)["data"][0]["z"])[0] == pytest.approx([14, 12])
+    expected = 1 / (1 + math.exp(-2))
+    assert array(figure(probs)["data"][0]["z"])[0] == pytest.approx([expected, 1 - expected], abs=1e-4)
+
+
+def test_mlm_inputs_match_the_reference_tokenizer(client):
+    """Offline, the input view runs on MiniLM's vocabulary (bert-base-uncased's); transformers gives the same ids."""
+    notice, _, table, *plots = client.predict(model_id="bert-base-uncased", text="my dog is cute",
+                                              pair="he likes playing", api_name="/mlm_inputs")
+    assert "not available" in notice or "offline" in notice  # it says which model it could not load, and why
+    encoded = reference_tokenizer()("my dog is cute", "he likes playing")
+    assert [row[2] for row in rows(table)] == encoded["input_ids"]
+    assert [row[3] for row in rows(table)] == encoded["token_type_ids"]
+    assert all(figure(p)["data"] for p in plots)
+
+
+def test_ner_offline_still_tokenises_and_says_how_to_get_the_model(client):
+    text = "My name is Wolfgang and I live in Berlin"
+    out = client.predict(text=text, model_id="dslim/bert-base-NER", strategy="first", api_name="/ner_tag")
+    note, tokens = out[0], out[-1]
+    assert "dslim/bert-base-NER" in note and "huggingface-cli download" in note
+    expected = reference_tokenizer()(text, add_special_tokens=False)
+    assert [row[2] for row in rows(tokens)] == expected["input_ids"]
+
+
+def test_ner_converts_the_seed_bio_line_to_iobes(client):
+    """Seed §14: 爱 B-PER, 因 I-PER, 斯坦 E-PER, 在 O, 柏林 S-LOC, 发表 O, 演讲 O."""
+    table, _ = client.predict(line="爱/B-PER 因/I-PER 斯坦/I-PER 在/O 柏林/B-LOC 发表/O 演讲/O", api_name="/ner_convert")
+    assert [row[2] for row in rows(table)] == ["B-PER", "I-PER", "E-PER", "O", "S-LOC", "O", "O"]
+
+
+def test_qa_layout_is_cls_question_sep_context_sep(client):
+    question, context = "What causes precipitation to fall?", "Precipitation falls under gravity."
+    layout, note, table = client.predict(model_id="distilbert-base-cased-distilled-squad", question=question,
+                                         context=context, doc_stride=128, max_seq_len=384, api_name="/qa_layout")
+    encoded = reference_tokenizer()(question, context)
+    reference = reference_tokenizer().convert_ids_to_tokens(encoded["input_ids"])
+    assert [row[2] for row in rows(table)] == reference
+    assert [row[3] for row in rows(table)] == encoded["token_type_ids"]
+    assert "not available" in note  # offline: it says whose tokenizer it used instead
