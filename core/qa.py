@@ -257,27 +257,26 @@ def _char_span(window: Window, i: int, j: int) -> tuple[int, int]:
 
 def _logits(loaded: models.LoadedModel, windows: list[Window],
             progress: Callable[[float, str], None] | None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Start and end logits of every window; windows go through the model in padded batches."""
-    pad_id = loaded.tokenizer.token_to_id(loaded.tokenizer.pad_token) or 0
-    out = []
+    """Start and end logits of every window. Windows of equal length (all but the last, usually) share a batch,
+    so no padding and no attention mask are needed and the fused attention kernel stays on its fast path."""
+    by_length: dict[int, list[int]] = {}
+    for index, window in enumerate(windows):
+        by_length.setdefault(len(window.ids), []).append(index)
+    batches = [rows[i:i + BATCH_WINDOWS] for rows in by_length.values() for i in range(0, len(rows), BATCH_WINDOWS)]
+    out: list[tuple[np.ndarray, np.ndarray]] = [None] * len(windows)  # type: ignore[list-item]
+    done = 0
     with torch.inference_mode():
-        for first in range(0, len(windows), BATCH_WINDOWS):
-            batch = windows[first:first + BATCH_WINDOWS]
+        for rows in batches:
             if progress is not None and len(windows) > BATCH_WINDOWS:
-                progress(first / len(windows), f"windows {first + 1}–{first + len(batch)} of {len(windows)}")
-            width = max(len(w.ids) for w in batch)
-            ids = torch.full((len(batch), width), pad_id, dtype=torch.long)  # (B, T)
-            segments = torch.zeros_like(ids)
-            mask = torch.zeros_like(ids)
-            for row, w in enumerate(batch):
-                ids[row, :len(w.ids)] = torch.tensor(w.ids)
-                segments[row, :len(w.ids)] = torch.tensor(w.segment_ids)
-                mask[row, :len(w.ids)] = 1
-            spans = loaded.model(ids.to(loaded.device), mask.to(loaded.device), segments.to(loaded.device),
-                                 output_attentions=False)
+                progress(done / len(windows), f"windows {done + 1}–{done + len(rows)} of {len(windows)}")
+            ids = torch.tensor([windows[r].ids for r in rows], device=loaded.device)  # (B, T)
+            segments = torch.tensor([windows[r].segment_ids for r in rows], device=loaded.device)  # (B, T)
+            spans = loaded.model(ids, None, segments, output_attentions=False)
             start = spans.start_logits.float().cpu().numpy()  # (B, T)
             end = spans.end_logits.float().cpu().numpy()
-            out.extend((start[row, :len(w.ids)], end[row, :len(w.ids)]) for row, w in enumerate(batch))
+            for row, r in enumerate(rows):
+                out[r] = (start[row], end[row])
+            done += len(rows)
     return out
 
 
