@@ -217,6 +217,7 @@ class MultiHeadWeights:
     W_O: np.ndarray  # (d_model, d_model)
 
 
+@lru_cache(maxsize=8)
 def random_weights(d_model: int, seed: int = 0) -> MultiHeadWeights:
     rng = np.random.default_rng(seed)
     return MultiHeadWeights(*(rng.normal(0, 1 / np.sqrt(d_model), (d_model, d_model)) for _ in range(4)))

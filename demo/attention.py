@@ -243,8 +243,10 @@ def _concat_figure(result: att.MultiHeadResult):
     fig = _big_heatmap(result.concat, f"Concat(head₁ … head_{result.heads}): {len(result.tokens)} × {result.d_model}, "
                        f"one block of {result.d_head} columns per head", "column of the concatenation", "token",
                        zmid=0, y=_unique_labels(result.tokens), height=max(300, 140 + 40 * len(result.tokens)))
-    for h in range(1, result.heads):
-        fig.add_vline(x=h * result.d_head - 0.5, line_color="#111827", line_width=1)
+    # One layout update with all boundaries: add_vline validates the whole layout once per line.
+    fig.update_layout(shapes=[dict(type="line", xref="x", yref="paper", x0=h * result.d_head - 0.5,
+                                   x1=h * result.d_head - 0.5, y0=0, y1=1, line=dict(color="#111827", width=1))
+                              for h in range(1, result.heads)])
     return fig
 
 
@@ -384,10 +386,10 @@ def _grid_figure(maps: att.AttentionMaps, hide_special: bool):
     fig.update_xaxes(type="category", showticklabels=False, ticks="", showline=False)
     fig.update_yaxes(type="category", autorange="reversed", ticks="", showline=False, showgrid=False,
                      tickvals=[y[l * step + t // 2] for l in range(L)], ticktext=[f"L{l + 1}" for l in range(L)])
-    for h in range(A):
-        fig.add_annotation(x=x[h * step + t // 2], y=1, yref="paper", yanchor="bottom", text=f"H{h + 1}",
-                           showarrow=False, font=dict(size=13))
-    fig.update_layout(margin=dict(l=50, r=60, t=70, b=40), plot_bgcolor="white")
+    # All head labels in one layout update: add_annotation re-validates every earlier annotation each call.
+    head_labels = [dict(x=x[h * step + t // 2], y=1, yref="paper", yanchor="bottom", text=f"H{h + 1}",
+                        showarrow=False, font=dict(size=13)) for h in range(A)]
+    fig.update_layout(annotations=head_labels, margin=dict(l=50, r=60, t=70, b=40), plot_bgcolor="white")
     return styled(fig, f"Every layer × head ({L} × {A}): rows are layers, columns heads; hover a cell for its "
                        "tokens and weight", min(1500, 120 + 95 * L))
 
@@ -544,7 +546,7 @@ def build() -> None:
         grid_plot = gr.Plot(empty_figure("The layer × head grid appears here."))
         model_inputs = [picker, text, pair, layer, head, hide]
         model_outputs = [notice, head_plot, mean_plot, grid_plot, layer, head]
-        run_button.click(explore, model_inputs, model_outputs, api_name="attention_model", concurrency_id="bert", concurrency_limit=2)
-        hide.input(explore, model_inputs, model_outputs, api_name="attention_model_hide", concurrency_id="bert", concurrency_limit=2, api_visibility="undocumented")
-        layer.release(show_head, model_inputs, [head_plot, mean_plot], api_name="attention_layer", concurrency_id="bert", concurrency_limit=2)
-        head.release(show_head, model_inputs, [head_plot, mean_plot], api_name="attention_head", concurrency_id="bert", concurrency_limit=2)
+        run_button.click(explore, model_inputs, model_outputs, api_name="attention_model", concurrency_id="bert", concurrency_limit=4)
+        hide.input(explore, model_inputs, model_outputs, api_name="attention_model_hide", concurrency_id="bert", concurrency_limit=4, api_visibility="undocumented")
+        layer.release(show_head, model_inputs, [head_plot, mean_plot], api_name="attention_layer", concurrency_id="bert", concurrency_limit=4)
+        head.release(show_head, model_inputs, [head_plot, mean_plot], api_name="attention_head", concurrency_id="bert", concurrency_limit=4)

@@ -349,7 +349,7 @@ def build() -> None:
             text.change(word_choices, text, word, api_name="mlm_words")
             mask_button.click(mask_chosen_word, [text, word], text, api_name="mlm_mask_word")
             fill_button.click(fill, [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
-                              api_name="mlm_fill", concurrency_id="bert", concurrency_limit=2)
+                              api_name="mlm_fill", concurrency_id="bert", concurrency_limit=4)
 
         with gr.Tab("Both sides vs left only"):
             gr.Markdown("The same blank, predicted from the whole sentence (BERT) and from the words before it "
@@ -363,7 +363,7 @@ def build() -> None:
             with gr.Row():
                 both_plot, left_plot = gr.Plot(label="Both sides"), gr.Plot(label="Left only")
             compare_button.click(compare, [model_id, compare_text, compare_k],
-                                 [notice, compare_md, both_plot, left_plot], api_name="mlm_compare", concurrency_id="bert", concurrency_limit=2)
+                                 [notice, compare_md, both_plot, left_plot], api_name="mlm_compare", concurrency_id="bert", concurrency_limit=4)
 
         with gr.Tab("Input representation"):
             gr.Markdown("E = token + segment + position embedding, one row per WordPiece token; segment ids are 0 "
@@ -419,7 +419,7 @@ def build() -> None:
             gr.Examples(NSP_EXAMPLES, inputs=[nsp_first, nsp_second])
             nsp_plot = gr.Plot()
             nsp_md = gr.Markdown()
-            nsp_button.click(nsp, [model_id, nsp_first, nsp_second], [notice, nsp_plot, nsp_md], api_name="mlm_nsp", concurrency_id="bert", concurrency_limit=2)
+            nsp_button.click(nsp, [model_id, nsp_first, nsp_second], [notice, nsp_plot, nsp_md], api_name="mlm_nsp", concurrency_id="bert", concurrency_limit=4)
 
         with gr.Tab("Model card"):
             card_button = gr.Button("Count the parameters", variant="primary")
@@ -441,4 +441,4 @@ def build() -> None:
             with gr.Row():
                 contextual_plot, static_plot = gr.Plot(), gr.Plot()
             bank_button.click(bank, [model_id, bank_word, bank_1, bank_2, bank_3],
-                              [notice, contextual_plot, static_plot, bank_md], api_name="mlm_bank", concurrency_id="bert", concurrency_limit=2)
+                              [notice, contextual_plot, static_plot, bank_md], api_name="mlm_bank", concurrency_id="bert", concurrency_limit=4)

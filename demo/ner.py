@@ -251,7 +251,7 @@ def build() -> None:
 
     run_button.click(tag_text, [text, model_id, strategy],
                      [tagged, note, highlighted, entity_table, schemes, aggregation, heat, heat_first, tokens],
-                     api_name="ner_tag", concurrency_id="bert", concurrency_limit=2)
+                     api_name="ner_tag", concurrency_id="bert", concurrency_limit=4)
     strategy.change(show, [tagged, strategy], [highlighted, entity_table, schemes, aggregation],
                     api_name="ner_show")
     heat_first.release(page_heatmap, [tagged, heat_first], [heat], api_name="ner_heatmap")

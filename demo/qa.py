@@ -281,10 +281,10 @@ def build() -> None:
     answer_outputs = [highlight, summary, candidates, probs, window, chart_state]
     layout_outputs = [layout, layout_note, layout_table]
     run_button.click(answer_question, [model_id, question, context, *options, no_answer], answer_outputs,
-                     api_name="qa_answer", concurrency_id="bert", concurrency_limit=2)
+                     api_name="qa_answer", concurrency_id="bert", concurrency_limit=4)
     layout_button.click(show_layout, [model_id, question, context, doc_stride, max_seq_len], layout_outputs,
                         api_name="qa_layout")
     window.release(show_window, [chart_state, window], [probs], api_name="qa_window")
     for index, button in enumerate(preset_buttons):
         button.click(_preset_handler(index), [model_id, *options, no_answer],
-                     [question, context, no_answer, *answer_outputs, *layout_outputs], api_name=f"qa_preset_{index}", concurrency_id="bert", concurrency_limit=2)
+                     [question, context, no_answer, *answer_outputs, *layout_outputs], api_name=f"qa_preset_{index}", concurrency_id="bert", concurrency_limit=4)
