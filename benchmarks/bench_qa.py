@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import statistics
 import tempfile
-import time
 
 import numpy as np
 import torch
 
-from benchmarks.common import print_table, row
+from benchmarks.common import paired_median_seconds, print_table, row
 from core import models, qa
 from core.checkpoint import MINILM_ID, resolve
 
@@ -107,19 +105,6 @@ def write_checkpoint(folder: str, size: str) -> str:
     return folder
 
 
-def interleaved_medians(ours, reference, repeats: int, warmup: int = 1) -> tuple[float, float]:
-    """Median seconds of each, timed alternately so that load from other processes hits both alike."""
-    for _ in range(warmup):
-        ours(), reference()
-    times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(repeats):
-        for fn, bucket in ((ours, times[0]), (reference, times[1])):
-            start = time.perf_counter()
-            fn()
-            bucket.append(time.perf_counter() - start)
-    return statistics.median(times[0]), statistics.median(times[1])
-
-
 def run(quick: bool = False) -> list[dict]:
     context = context_of(300)
     rows = []
@@ -128,13 +113,13 @@ def run(quick: bool = False) -> list[dict]:
             folder = write_checkpoint(f"{root}/{size}", size)
             loaded = models.load("qa", folder)
             reference = TransformersQA(folder, loaded.device)
-            ours, theirs = interleaved_medians(lambda: qa.answer(QUESTION, context, folder),
-                                               lambda: reference(QUESTION, context), repeats)
+            ours, theirs = paired_median_seconds(lambda: qa.answer(QUESTION, context, folder),
+                                                 lambda: reference(QUESTION, context), repeats)
             rows.append(row(f"QA {size}: 300-word context, {loaded.device.type} fp32", ours * 1e3, theirs * 1e3,
                             "ms", "ratio ≤ 1.0"))
             long_context = context_of(1500)  # several windows: ours batches them, the pipeline runs one by one
-            ours, theirs = interleaved_medians(lambda: qa.answer(QUESTION, long_context, folder),
-                                               lambda: reference(QUESTION, long_context), max(2, repeats // 3))
+            ours, theirs = paired_median_seconds(lambda: qa.answer(QUESTION, long_context, folder),
+                                                 lambda: reference(QUESTION, long_context), max(2, repeats // 3))
             windows = len(qa.answer(QUESTION, long_context, folder).windows)
             rows.append(row(f"QA {size}: 1500-word context ({windows} windows)", ours * 1e3, theirs * 1e3, "ms",
                             "ratio ≤ 1.0"))

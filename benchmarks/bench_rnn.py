@@ -7,15 +7,14 @@ the same process. ratio = ours / reference (below 1 is faster than the reference
 """
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.common import paired_median_seconds  # noqa: E402
 from core import rnn  # noqa: E402
 
 PROMPT = "Call me Ishmael. "
@@ -52,16 +51,6 @@ def reference_generate(model: rnn.RecurrentLM, twin: torch.nn.Module, vocab: rnn
     return vocab.decode(out)
 
 
-def timed(fn, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def run(quick: bool = False) -> list[dict]:
     models = rnn.shipped_models()
     repeats = 3 if quick else 10
@@ -69,15 +58,16 @@ def run(quick: bool = False) -> list[dict]:
     for name in ("rnn", "lstm"):  # the LSTM's twin is reused below
         model = getattr(models, name)
         twin = torch_twin(model)
-        ours = timed(lambda: rnn.generate(model, models.vocab, PROMPT, TOKENS, seed=0), repeats)
-        ref = timed(lambda: reference_generate(model, twin, models.vocab, PROMPT, TOKENS), repeats)
+        ours, ref = paired_median_seconds(lambda: rnn.generate(model, models.vocab, PROMPT, TOKENS, seed=0),
+                                          lambda: reference_generate(model, twin, models.vocab, PROMPT, TOKENS),
+                                          repeats, warmup=1)
         rows.append({"benchmark": f"generate {TOKENS} chars, {name.upper()}", "ours": ours, "reference": ref,
                      "ratio": ours / ref, "unit": "s", "goal": "≤ 0.5 s"})
     text = rnn.held_out_text()[:rnn.MAX_PROMPT_CHARS]
     ids = torch.tensor([models.vocab.encode(text)[0]], device=models.lstm.head.weight.device)  # (1, T)
     with torch.inference_mode():
-        ours = timed(lambda: models.lstm(ids), repeats)
-        ref = timed(lambda: models.lstm.head(twin(models.lstm.embed(ids))[0]), repeats)
+        ours, ref = paired_median_seconds(lambda: models.lstm(ids),
+                                          lambda: models.lstm.head(twin(models.lstm.embed(ids))[0]), repeats, warmup=1)
     rows.append({"benchmark": f"LSTM forward, {ids.shape[1]} chars, all gates kept", "ours": ours, "reference": ref,
                  "ratio": ours / ref, "unit": "s", "goal": "answers at once (< 0.5 s)"})
     return rows
