@@ -67,10 +67,9 @@ def styled(fig: go.Figure, title: str | None = None, height: int | None = None) 
         # Re-class instead of SlideFigure(fig): the constructor deep-copies and re-validates every trace, which was
         # the largest single cost of serving a request under load (py-spy). The two classes differ only in to_json.
         fig.__class__ = SlideFigure
-    if title is not None:
-        fig.update_layout(title_text=title)
-    if height is not None:
-        fig.update_layout(height=height)
+    layout = {key: value for key, value in (("title_text", title), ("height", height)) if value is not None}
+    if layout:
+        fig.update_layout(**layout)
     return fig
 
 
@@ -111,9 +110,10 @@ def heatmap(
     )
     if annotate:
         trace.update(texttemplate=f"%{{z:{value_format}}}", textfont=dict(size=BASE_FONT_SIZE - 2))
-    fig = go.Figure(trace)
-    fig.update_yaxes(autorange="reversed", title_text=y_title, type="category")
-    fig.update_xaxes(title_text=x_title, type="category", tickangle=-45 if cols > 8 else 0)
+    # Axes are given to the constructor: one validation pass instead of one per update_*axes call (faster to serve).
+    fig = go.Figure(trace, layout=dict(
+        yaxis=dict(autorange="reversed", title_text=y_title, type="category"),
+        xaxis=dict(title_text=x_title, type="category", tickangle=-45 if cols > 8 else 0)))
     auto_height = max(320, min(900, 110 + 34 * rows))
     return styled(fig, title, height or auto_height)
 
@@ -139,16 +139,14 @@ def bar(
     else:
         trace = go.Bar(x=labels, y=list(values), marker_color=colors,
                        hovertemplate=f"%{{x}}: %{{y:{value_format}}}<extra></extra>")
-    fig = go.Figure(trace)
     if horizontal:
-        fig.update_yaxes(autorange="reversed", type="category")
-        fig.update_xaxes(title_text=value_title)
+        axes = dict(yaxis=dict(autorange="reversed", type="category"), xaxis=dict(title_text=value_title))
         auto_height = max(300, min(800, 100 + 32 * len(labels)))
     else:
-        fig.update_xaxes(type="category", tickangle=-45 if len(labels) > 10 else 0)
-        fig.update_yaxes(title_text=value_title)
+        axes = dict(xaxis=dict(type="category", tickangle=-45 if len(labels) > 10 else 0),
+                    yaxis=dict(title_text=value_title))
         auto_height = 420
-    return styled(fig, title, height or auto_height)
+    return styled(go.Figure(trace, layout=axes), title, height or auto_height)
 
 
 def lines(
@@ -162,11 +160,10 @@ def lines(
     height: int = 420,
 ) -> SlideFigure:
     """One line per named series over a shared x axis (loss curves, gradient norms, PE dimensions)."""
-    fig = go.Figure([go.Scatter(x=list(x), y=list(y), mode="lines+markers" if len(x) <= 60 else "lines", name=name)
-                     for name, y in series.items()])
-    fig.update_xaxes(title_text=x_title)
-    fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear")
-    return styled(fig, title, height)
+    traces = [go.Scatter(x=list(x), y=list(y), mode="lines+markers" if len(x) <= 60 else "lines", name=name)
+              for name, y in series.items()]
+    axes = dict(xaxis=dict(title_text=x_title), yaxis=dict(title_text=y_title, type="log" if log_y else "linear"))
+    return styled(go.Figure(traces, layout=axes), title, height)
 
 
 def empty_figure(message: str) -> SlideFigure:
