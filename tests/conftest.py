@@ -13,6 +13,17 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import pytest  # noqa: E402
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny recurrent models run fastest on one thread, and it spares a shared machine's cores."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory):
     """Write a tiny random Hugging Face checkpoint with transformers (test-only reference), plus a real tokenizer.

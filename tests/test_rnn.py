@@ -11,13 +11,7 @@ from core.errors import UserInputError
 CORPUS = "the cat sat on the mat. the dog sat on the log. a cat and a dog. " * 40
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """These models are tiny: one thread is fastest, and spares a shared machine's cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

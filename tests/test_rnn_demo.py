@@ -2,7 +2,6 @@
 import gradio as gr
 import numpy as np
 import pytest
-import torch
 
 from core import rnn
 from demo import lstm
@@ -10,12 +9,7 @@ from demo import lstm
 CORPUS = "the whale swam. the ship sailed on the sea. the bank of the river. money in the bank. " * 20
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
