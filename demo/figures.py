@@ -110,12 +110,13 @@ def heatmap(
     )
     if annotate:
         trace.update(texttemplate=f"%{{z:{value_format}}}", textfont=dict(size=BASE_FONT_SIZE - 2))
-    # Axes are given to the constructor: one validation pass instead of one per update_*axes call (faster to serve).
+    # Title, height and axes go to the constructor: one validation pass instead of one per update call (py-spy:
+    # the update calls were most of a light handler's time under load).
     fig = go.Figure(trace, layout=dict(
+        title_text=title, height=height or max(320, min(900, 110 + 34 * rows)),
         yaxis=dict(autorange="reversed", title_text=y_title, type="category"),
         xaxis=dict(title_text=x_title, type="category", tickangle=-45 if cols > 8 else 0)))
-    auto_height = max(320, min(900, 110 + 34 * rows))
-    return styled(fig, title, height or auto_height)
+    return styled(fig)
 
 
 def bar(
@@ -140,13 +141,12 @@ def bar(
         trace = go.Bar(x=labels, y=list(values), marker_color=colors,
                        hovertemplate=f"%{{x}}: %{{y:{value_format}}}<extra></extra>")
     if horizontal:
-        axes = dict(yaxis=dict(autorange="reversed", type="category"), xaxis=dict(title_text=value_title))
-        auto_height = max(300, min(800, 100 + 32 * len(labels)))
+        layout = dict(yaxis=dict(autorange="reversed", type="category"), xaxis=dict(title_text=value_title),
+                      height=height or max(300, min(800, 100 + 32 * len(labels))))
     else:
-        axes = dict(xaxis=dict(type="category", tickangle=-45 if len(labels) > 10 else 0),
-                    yaxis=dict(title_text=value_title))
-        auto_height = 420
-    return styled(go.Figure(trace, layout=axes), title, height or auto_height)
+        layout = dict(xaxis=dict(type="category", tickangle=-45 if len(labels) > 10 else 0),
+                      yaxis=dict(title_text=value_title), height=height or 420)
+    return styled(go.Figure(trace, layout=dict(layout, title_text=title)))
 
 
 def lines(
@@ -162,8 +162,9 @@ def lines(
     """One line per named series over a shared x axis (loss curves, gradient norms, PE dimensions)."""
     traces = [go.Scatter(x=list(x), y=list(y), mode="lines+markers" if len(x) <= 60 else "lines", name=name)
               for name, y in series.items()]
-    axes = dict(xaxis=dict(title_text=x_title), yaxis=dict(title_text=y_title, type="log" if log_y else "linear"))
-    return styled(go.Figure(traces, layout=axes), title, height)
+    layout = dict(title_text=title, height=height, xaxis=dict(title_text=x_title),
+                  yaxis=dict(title_text=y_title, type="log" if log_y else "linear"))
+    return styled(go.Figure(traces, layout=layout))
 
 
 def empty_figure(message: str) -> SlideFigure:
