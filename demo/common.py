@@ -1,4 +1,4 @@
-"""What every tab shares: turning core's errors into clear UI messages, and the "coming soon" placeholder."""
+"""What every tab shares: clear UI messages instead of tracebacks, number-box checks, the checkpoint picker."""
 from __future__ import annotations
 
 import functools
@@ -58,11 +58,6 @@ def whole_number(value: object, name: str, minimum: int = 0) -> int:
     if number < minimum:
         raise UserInputError(f"{name.capitalize()} must be at least {minimum}.")
     return number
-
-
-def pending_tab(issue: int, what: str) -> None:
-    """The one line a tab shows until its own issue lands."""
-    gr.Markdown(f"**Coming soon.** This tab ({what}) is being built in issue #{issue}.")
 
 
 def model_picker(task: str, label: str = "Checkpoint") -> gr.Dropdown:
