@@ -25,6 +25,7 @@ from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_MASKS, MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import normalize_text
 from core.tokenizer import WordPieceEncoding, WordPieceTokenizer
+from core.word2vec import GLOVE_NAME, cosine_matrix, load_glove
 
 BLANK = re.compile(r"\[mask\]|_+", re.IGNORECASE)  # "[MASK]", "[mask]" and runs of "_" all mean one blank
 MAX_TOP_K = 50
@@ -352,14 +353,7 @@ class ContextualVsStatic:
 
 def glove_vector(word: str) -> tuple[np.ndarray, str]:
     """The word's GloVe 6B 50d vector, via core.word2vec (one table lookup, the same for every sentence)."""
-    from core.word2vec import GLOVE_NAME, load_glove
-
     return load_glove().vector(word), GLOVE_NAME
-
-
-def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
-    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)  # (S, D)
-    return unit @ unit.T  # (S, S)
 
 
 def find_word(encoding: WordPieceEncoding, sentence: str, word: str) -> list[int]:

@@ -60,8 +60,8 @@ def lookup(one_hot_vector: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
-    """Pairwise cosine similarity of the rows: cos(a, b) = a·b / (|a| |b|)."""
-    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    """Pairwise cosine similarity of the rows: cos(a, b) = a·b / (|a| |b|); an all-zero row gets 0, not NaN."""
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     return unit @ unit.T  # (N, N)
 
 
