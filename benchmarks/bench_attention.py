@@ -10,15 +10,14 @@ reference: transformers BertTokenizerFast + BertModel(attn_implementation="eager
 from __future__ import annotations
 
 import os
-import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
+from benchmarks.common import median_seconds, paired_median_seconds  # noqa: E402
 from core import attention as att  # noqa: E402
 from core.checkpoint import MINILM_ID, resolve  # noqa: E402
 from core.device import set_device  # noqa: E402
@@ -26,16 +25,6 @@ from core.device import set_device  # noqa: E402
 SENTENCE = ("Attention lets every token look at every other token in the sentence, so the model can relate a pronoun "
             "to the noun it refers to, even when many words lie between them, and it computes all of these "
             "relations in parallel instead of one step at a time like a recurrent network would do.")
-
-
-def median_ms(fn, repeats: int) -> float:
-    fn()  # warm-up: first-call allocations, lazy imports
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
 
 
 def run(quick: bool = False) -> list[dict]:
@@ -66,7 +55,8 @@ def run(quick: bool = False) -> list[dict]:
     # are measured (each time for ours and the reference alike).
     for threads in sorted({default_threads, 1}, reverse=True):
         torch.set_num_threads(threads)
-        ours_ms, ref_ms = median_ms(ours, repeats), median_ms(reference, repeats)
+        ours_s, ref_s = paired_median_seconds(ours, reference, repeats, warmup=1)
+        ours_ms, ref_ms = ours_s * 1e3, ref_s * 1e3
         rows.append({"benchmark": f"attention extraction, {tokens}-token sentence, MiniLM-L6 (6×12), CPU, "
                                   f"{threads} thread{'s' * (threads > 1)}",
                      "ours": ours_ms, "reference": ref_ms, "ratio": ours_ms / ref_ms, "unit": "ms (median)",
@@ -76,7 +66,8 @@ def run(quick: bool = False) -> list[dict]:
     from demo.attention import explore
 
     texts = _uncached_texts()
-    ui_ms = median_ms(lambda: explore(MINILM_ID, next(texts), "", 3, 5, False), max(3, repeats // 5))
+    ui_ms = 1e3 * median_seconds(lambda: explore(MINILM_ID, next(texts), "", 3, 5, False), max(3, repeats // 5),
+                                 warmup=1)
     rows.append({"benchmark": "Real-model tab handler incl. 3 figures (cache miss each call)", "ours": ui_ms,
                  "reference": None, "ratio": None, "unit": "ms (median)", "goal": "interactive (< 1 s)"})
     return rows
