@@ -7,13 +7,12 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from core import attention as att
 from core.errors import ModelUnavailableError, UserInputError
 from demo.common import friendly_errors, model_picker, whole_number
-from demo.figures import (COLORWAY, DIVERGING_SCALE, SEQUENTIAL_SCALE, _unique_labels, empty_figure, heatmap, lines,
-                          styled)
+from demo.figures import (COLORWAY, DIVERGING_SCALE, SEQUENTIAL_SCALE, empty_figure, heatmap, lines, styled,
+                          subplot_grid, unique_labels)
 
 TITLE = "Attention"
 
@@ -225,24 +224,27 @@ def multi_head(sentence: str, d_model: float, heads: float, causal: bool):
 def _heads_figure(result: att.MultiHeadResult):
     cols = min(result.heads, 4)
     rows = math.ceil(result.heads / cols)
-    labels = _unique_labels(result.tokens)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h + 1}" for h in range(result.heads)],
-                        horizontal_spacing=0.06, vertical_spacing=0.12 if rows > 1 else 0.1)
-    for h in range(result.heads):
-        fig.add_trace(go.Heatmap(z=result.head_probs[h], x=labels, y=labels, coloraxis="coloraxis",
-                                 hovertemplate=f"head {h + 1}<br>query: %{{y}}<br>key: %{{x}}<br>weight: %{{z:.3f}}"
-                                               "<extra></extra>"), h // cols + 1, h % cols + 1)
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category", tickangle=-45 if len(labels) > 4 else 0)
-    fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL_SCALE, cmin=0, cmax=1, colorbar=dict(thickness=14)))
-    return styled(fig, f"Attention weights of each of the {result.heads} heads (rows: queries, columns: keys)",
-                  max(380, 260 * rows))
+    labels = unique_labels(result.tokens)
+    slanted = len(labels) > 4  # slanted key labels need room below each row, above the next row's titles
+    layout, axes = subplot_grid([f"head {h + 1}" for h in range(result.heads)], cols, horizontal_spacing=0.06,
+                                vertical_spacing=0.2 if slanted else 0.12,
+                                # every token labelled (plotly would thin them out), in a size that fits
+                                xaxis=dict(type="category", tickangle=-45 if slanted else 0, dtick=1,
+                                           tickfont=dict(size=12)),
+                                yaxis=dict(type="category", autorange="reversed", dtick=1, tickfont=dict(size=12)))
+    traces = [go.Heatmap(z=result.head_probs[h], x=labels, y=labels, xaxis=x, yaxis=y, coloraxis="coloraxis",
+                         hovertemplate=f"head {h + 1}<br>query: %{{y}}<br>key: %{{x}}<br>weight: %{{z:.3f}}<extra></extra>")
+              for h, (x, y) in enumerate(axes)]
+    return styled(go.Figure(traces, layout=dict(
+        layout, coloraxis=dict(colorscale=SEQUENTIAL_SCALE, cmin=0, cmax=1, colorbar=dict(thickness=14)),
+        title_text=f"Attention weights of each of the {result.heads} heads (rows: queries, columns: keys)",
+        height=max(380, 300 * rows))))
 
 
 def _concat_figure(result: att.MultiHeadResult):
     fig = _big_heatmap(result.concat, f"Concat(head₁ … head_{result.heads}): {len(result.tokens)} × {result.d_model}, "
                        f"one block of {result.d_head} columns per head", "column of the concatenation", "token",
-                       zmid=0, y=_unique_labels(result.tokens), height=max(300, 140 + 40 * len(result.tokens)))
+                       zmid=0, y=unique_labels(result.tokens), height=max(300, 140 + 40 * len(result.tokens)))
     # One layout update with all boundaries: add_vline validates the whole layout once per line.
     fig.update_layout(shapes=[dict(type="line", xref="x", yref="paper", x0=h * result.d_head - 0.5,
                                    x1=h * result.d_head - 0.5, y0=0, y1=1, line=dict(color="#111827", width=1))
@@ -307,7 +309,7 @@ def permutation(sentence: str, seed: float):
 
 
 def _token_labels(maps: att.AttentionMaps, keep: np.ndarray) -> list[str]:
-    return _unique_labels([t for t, k in zip(maps.tokens, keep) if k])
+    return unique_labels([t for t, k in zip(maps.tokens, keep) if k])
 
 
 def _views(maps: att.AttentionMaps, hide_special: bool):
@@ -315,7 +317,7 @@ def _views(maps: att.AttentionMaps, hide_special: bool):
     if hide_special:
         probs, share = att.drop_special(maps.probs, maps.special)
         return probs, _token_labels(maps, ~maps.special), share
-    return maps.probs, _unique_labels(maps.tokens), None
+    return maps.probs, unique_labels(maps.tokens), None
 
 
 def _notice(maps: att.AttentionMaps, hide_special: bool) -> str:

@@ -4,14 +4,13 @@ from __future__ import annotations
 import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from core import fill_mask as fm
 from core import models
 from core.checkpoint import MINILM_ID
 from core.errors import ModelUnavailableError, UserInputError
 from demo.common import friendly_errors, model_picker, whole_number
-from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled
+from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
 
 TITLE = "BERT masked LM"
 
@@ -97,16 +96,17 @@ def blank_figure(blanks: list[fm.Blank], title: str) -> go.Figure:
                    highlight=[i == 0 for i in range(len(candidates))])
     cols = min(3, len(blanks))
     rows = -(-len(blanks) // cols)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"blank {i + 1}" for i in range(len(blanks))],
-                        horizontal_spacing=0.12, vertical_spacing=0.12)
-    for i, blank in enumerate(blanks):
-        c = blank.candidates
-        fig.add_trace(go.Bar(x=[x.probability for x in c], y=[x.token for x in c], orientation="h",
-                             marker_color=[HIGHLIGHT] + [COLORWAY[0]] * (len(c) - 1), showlegend=False,
-                             text=[f"{x.probability:.3f}" for x in c], textposition="auto",
-                             hovertemplate="%{y}: %{x:.4f}<extra></extra>"), row=i // cols + 1, col=i % cols + 1)
-    fig.update_yaxes(autorange="reversed", type="category")
-    return styled(fig, title, max(360, rows * (90 + 30 * len(blanks[0].candidates))))
+    layout, axes = subplot_grid([f"blank {i + 1}" for i in range(len(blanks))], cols, horizontal_spacing=0.12,
+                                vertical_spacing=0.25 if rows > 1 else 0.12,  # room for the ticks above a title
+                                yaxis=dict(autorange="reversed", type="category"))
+    traces = [go.Bar(x=[x.probability for x in blank.candidates], y=[x.token for x in blank.candidates],
+                     xaxis=x_axis, yaxis=y_axis, orientation="h", showlegend=False,
+                     marker_color=[HIGHLIGHT] + [COLORWAY[0]] * (len(blank.candidates) - 1),
+                     text=[f"{x.probability:.3f}" for x in blank.candidates], textposition="auto",
+                     hovertemplate="%{y}: %{x:.4f}<extra></extra>")
+              for blank, (x_axis, y_axis) in zip(blanks, axes)]
+    return styled(go.Figure(traces, layout=dict(layout, title_text=title,
+                                                height=max(360, rows * (120 + 30 * len(blanks[0].candidates))))))
 
 
 def candidate_rows(blanks: list[fm.Blank]) -> list[list]:

@@ -14,7 +14,7 @@ from core.limits import MAX_UPLOAD_BYTES
 from core.ngram import (EOS, KN_DISCOUNT, MAX_ORDER, ContextCounts, Generation, NgramModel, SentenceScore,
                         short, tokenize_sentences)
 from core.textio import normalize_text, read_text_upload
-from demo.common import friendly_errors, whole_number
+from demo.common import friendly_errors, preprocess_in_handler, whole_number
 from demo.figures import COLORWAY, bar, empty_figure, styled
 
 TITLE = "N-gram"
@@ -390,9 +390,13 @@ def build() -> None:
     score_inputs, score_outputs = model_inputs + [sentence_a, sentence_b], [score_info, table_a, table_b, score_plot]
     gen_inputs = model_inputs + [prompt, steps, temperature, top_k, seed]
     gen_outputs = [gen_info, gen_table, gen_plot]
-    counts_btn.click(show_counts, counts_inputs, counts_outputs, api_name="ngram_counts")
-    score_btn.click(score_sentences, score_inputs, score_outputs, api_name="ngram_score")
-    gen_btn.click(generate_text, gen_inputs, gen_outputs, api_name="ngram_generate")
+    # 11 to 14 inputs each: preprocess them in the handler's thread (see preprocess_in_handler).
+    counts_btn.click(preprocess_in_handler(show_counts, counts_inputs), counts_inputs, counts_outputs,
+                     api_name="ngram_counts", preprocess=False)
+    score_btn.click(preprocess_in_handler(score_sentences, score_inputs), score_inputs, score_outputs,
+                    api_name="ngram_score", preprocess=False)
+    gen_btn.click(preprocess_in_handler(generate_text, gen_inputs), gen_inputs, gen_outputs,
+                  api_name="ngram_generate", preprocess=False)
 
     @friendly_errors
     def run_preset(corpus, own_text, unit, lowercase, n, boundaries, smoothing, k, context, word, sentence_a,

@@ -92,6 +92,26 @@ def test_ngram_counts_reproduce_the_seed(client):
     assert math.isclose({row[0]: row[-1] for row in rows(table)}["词性"], 0.2, rel_tol=1e-4)
 
 
+def test_ngram_counts_read_an_uploaded_file_and_refuse_unknown_choices(client, tmp_path):
+    """The n-gram events preprocess their inputs in the handler (preprocess=False): an upload still arrives as a
+    file, and a value that is not one of a radio's choices is still refused with a message."""
+    from gradio_client import handle_file
+
+    from demo.ngram import OWN
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\na b c\na b d\n", encoding="utf-8")  # b is followed by c twice, by d once
+    _, formula, table, _ = client.predict(corpus=OWN, own_text="", upload=handle_file(str(corpus)), smoothing="mle",
+                                          context="b", word="c", api_name="/ngram_counts")
+    assert "2 / 3" in formula
+    # |V| = {a, b, c, d}; a and b never follow b
+    assert {row[0]: row[1] for row in rows(table)} == {"c": 2, "d": 1, "(each of 2 unseen tokens)": 0}
+
+    with pytest.raises(Exception, match="not in the list of choices"):
+        client.predict(own_text="", upload=None, smoothing="no-such-smoothing", context="的", word="词性",
+                       api_name="/ngram_counts")
+
+
 def test_embeddings_analogy_finds_queen(client):
     """GloVe 6B 50d's best-known analogy: king − man + woman ≈ queen."""
     plot, text = client.predict(a="king", b="man", c="woman", topn=5, api_name="/embeddings_analogy")

@@ -29,3 +29,24 @@ def test_heatmap_keeps_repeated_tokens_apart_and_annotates_small_matrices():
 def test_empty_figure_says_why():
     fig = figures.empty_figure("Run a query to see neighbours")
     assert fig.layout.annotations[0].text == "Run a query to see neighbours"
+
+
+def test_subplot_grid_places_panels_where_make_subplots_does():
+    """Our one-pass grid layout against plotly's own make_subplots, for full and ragged grids."""
+    import pytest
+    from plotly.subplots import make_subplots
+
+    for count, cols, hs, vs in [(8, 4, 0.06, 0.2), (4, 3, 0.12, 0.25), (2, 2, 0.06, 0.12), (1, 1, 0.1, 0.1)]:
+        titles = [f"panel {i + 1}" for i in range(count)]
+        layout, axes = figures.subplot_grid(titles, cols, horizontal_spacing=hs, vertical_spacing=vs)
+        rows = -(-count // cols)
+        reference = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=hs,
+                                  vertical_spacing=vs).layout
+        assert axes == [(f"x{i + 1}" if i else "x", f"y{i + 1}" if i else "y") for i in range(count)]
+        for i in range(count):
+            suffix = str(i + 1) if i else ""
+            for axis in (f"xaxis{suffix}", f"yaxis{suffix}"):
+                assert layout[axis]["domain"] == pytest.approx(list(reference[axis].domain), abs=1e-6)
+        assert [a["text"] for a in layout["annotations"]] == titles
+        for ours, theirs in zip(layout["annotations"], reference.annotations):
+            assert (ours["x"], ours["y"]) == pytest.approx((theirs.x, theirs.y), abs=1e-6)

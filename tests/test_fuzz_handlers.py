@@ -7,7 +7,8 @@ Core functions may raise only UserInputError or ModelUnavailableError.
 
 Inputs go through each component's own preprocess first, as in a real request, so the handler sees what Gradio
 would hand it; a payload the component itself refuses (an out-of-range slider, a choice not in the list) is
-Gradio's clean rejection and ends that example.
+Gradio's clean rejection and ends that example. Events wired with preprocess=False get the raw payloads, as
+Gradio would hand them over, and must refuse bad ones themselves with a clear message.
 
 PLM_FUZZ_EXAMPLES (default 6) sets the examples per handler; raise it for a longer hunt.
 """
@@ -108,6 +109,12 @@ def quiet_handler_log():
     logger.propagate = True
 
 
+def file_payload(path: str) -> dict:
+    """An uploaded file as it reaches a handler wired with preprocess=False (FileData, dumped to a dict)."""
+    return {"path": path, "orig_name": os.path.basename(path), "size": os.path.getsize(path),
+            "meta": {"_type": "gradio.FileData"}}
+
+
 def preprocessed(component, payload):
     """Gradio's own validation and preprocessing of one input, as in Blocks.preprocess_data."""
     data_model = getattr(component, "data_model", None)
@@ -187,7 +194,14 @@ def test_handler_survives_bad_input(api_name, tmp_path_factory):
     def run(values):
         args = []
         for component, value in zip(dep.inputs, values):
-            if isinstance(component, (gr.State, gr.File)):
+            if isinstance(component, gr.State):
+                args.append(value)
+                continue
+            if isinstance(component, gr.File):
+                # With preprocess=False the handler gets the FileData payload and preprocesses it itself.
+                args.append(value if dep.preprocess or value is None else file_payload(value))
+                continue
+            if not dep.preprocess:  # demo.common.preprocess_in_handler: the handler runs Gradio's preprocess
                 args.append(value)
                 continue
             try:
