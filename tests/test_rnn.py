@@ -77,6 +77,22 @@ def test_lstm_gates_follow_the_equations_stepwise():
     assert trace.gates["candidate"].abs().max() < 1
 
 
+def test_fused_forward_equals_the_step_by_step_forward():
+    """forward_fused (torch's fused cell kernels, gates recomputed for all steps at once) gives forward()'s numbers."""
+    ids = torch.randint(0, 12, (2, 11), generator=torch.Generator().manual_seed(3))
+    for kind in ("rnn", "lstm"):
+        model = random_lm(kind)
+        with torch.no_grad():
+            stepwise = model(ids)
+        fused = model.forward_fused(ids)
+        torch.testing.assert_close(fused.logits, stepwise.logits, atol=1e-5, rtol=0)
+        torch.testing.assert_close(torch.stack(fused.hs, 1), torch.stack(stepwise.hs, 1), atol=1e-5, rtol=0)
+        assert fused.gates.keys() == stepwise.gates.keys()
+        for name in fused.gates:
+            torch.testing.assert_close(fused.gates[name], stepwise.gates[name], atol=1e-5, rtol=0)
+        assert (set(rnn.GATES) == set(fused.gates)) == (kind == "lstm")
+
+
 def test_rnn_matches_torch_nn_rnn():
     model = random_lm("rnn")
     ids = torch.randint(0, 12, (2, 11), generator=torch.Generator().manual_seed(2))
