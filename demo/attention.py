@@ -233,7 +233,8 @@ def _heads_figure(result: att.MultiHeadResult):
                                            tickfont=dict(size=12)),
                                 yaxis=dict(type="category", autorange="reversed", dtick=1, tickfont=dict(size=12)))
     traces = [go.Heatmap(z=result.head_probs[h], x=labels, y=labels, xaxis=x, yaxis=y, coloraxis="coloraxis",
-                         hovertemplate=f"head {h + 1}<br>query: %{{y}}<br>key: %{{x}}<br>weight: %{{z:.3f}}<extra></extra>")
+                         hovertemplate=f"head {h + 1}<br>query: %{{y}}<br>key: %{{x}}<br>weight: %{{z:.3f}}"
+                                       "<extra></extra>")
               for h, (x, y) in enumerate(axes)]
     return styled(go.Figure(traces, layout=dict(
         layout, coloraxis=dict(colorscale=SEQUENTIAL_SCALE, cmin=0, cmax=1, colorbar=dict(thickness=14)),
