@@ -4,9 +4,9 @@ Each user loops over the tabs' main offline endpoints (round-robin, starting at 
 time is up, then the script prints p50/p95 latency, call count and errors per endpoint. Exit status 1 when any call
 failed or an endpoint's p95 is over --p95 seconds.
 
-    python scripts/load_test.py                          # starts `app.py --offline` itself; 32 users × 60 s
-    python scripts/load_test.py --users 4 --seconds 10   # a quick check
-    python scripts/load_test.py --url http://127.0.0.1:7860/ --endpoints ngram_counts attention_model
+    python benchmarks/load_test.py                          # starts `app.py --offline` itself; 32 users × 60 s
+    python benchmarks/load_test.py --users 4 --seconds 10   # a quick check
+    python benchmarks/load_test.py --url http://127.0.0.1:7860/ --endpoints ngram_counts attention_model
 
 Target (issue #10): 32 users × 60 s, CPU, offline models, 0 errors, p95 ≤ 2 s.
 """
