@@ -62,14 +62,15 @@ def preprocess_in_handler(fn, inputs: list[gr.components.Component]):
     """
     @functools.wraps(fn)  # keeps fn's signature: Gradio reads it for gr.Progress and for the API's parameter names
     def handler(*payloads):
-        values = [_preprocess(component, payload) for component, payload in zip(inputs, payloads)]
+        values = [preprocess_payload(component, payload) for component, payload in zip(inputs, payloads)]
         return fn(*values, *payloads[len(inputs):])  # extra arguments: Gradio's gr.Progress tracker
 
     return handler
 
 
-def _preprocess(component: gr.components.Component, payload):
-    """What Blocks.preprocess_data does for one input: validate the payload's data model, then preprocess."""
+def preprocess_payload(component: gr.components.Component, payload):
+    """What Blocks.preprocess_data does for one input: validate the payload's data model, then preprocess.
+    A payload the component refuses raises gr.Error with a message."""
     try:
         data_model = getattr(component, "data_model", None)
         if data_model is not None and payload is not None:

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import INTERNAL_ERROR
+from demo.common import INTERNAL_ERROR, preprocess_payload
 
 EXAMPLES = int(os.environ.get("PLM_FUZZ_EXAMPLES", "6"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -115,14 +115,6 @@ def file_payload(path: str) -> dict:
             "meta": {"_type": "gradio.FileData"}}
 
 
-def preprocessed(component, payload):
-    """Gradio's own validation and preprocessing of one input, as in Blocks.preprocess_data."""
-    data_model = getattr(component, "data_model", None)
-    if data_model is not None and payload is not None:
-        payload = data_model.model_validate(payload, context={"validate_meta": True})
-    return component.preprocess(payload)
-
-
 def check_outcome(call) -> None:
     try:
         result = call()
@@ -205,7 +197,7 @@ def test_handler_survives_bad_input(api_name, tmp_path_factory):
                 args.append(value)
                 continue
             try:
-                args.append(preprocessed(component, value))
+                args.append(preprocess_payload(component, value))
             except Exception:  # noqa: BLE001 - Gradio refused the payload before our handler runs
                 return
         check_outcome(lambda: dep.fn(*args))
