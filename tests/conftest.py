@@ -1,12 +1,22 @@
 """Shared test fixtures. The repository root is on sys.path via rootdir conftest placement."""
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-# Tests never reach the Hub: loading code is exercised with checkpoints written into tmp_path and with packaged weights.
+# Hermetic: a fresh, empty Hugging Face cache for this test session, set before anything imports huggingface_hub,
+# so no machine's real cache changes a result. Tests never reach the real Hub: loading code is exercised with
+# checkpoints written into tmp_path, packaged weights, and tests/hub_server.py (a local Hub API on 127.0.0.1).
+_HF_HOME = tempfile.mkdtemp(prefix="plm-hf-home-")
+atexit.register(shutil.rmtree, _HF_HOME, ignore_errors=True)
+os.environ["HF_HOME"] = _HF_HOME
+os.environ["HF_HUB_CACHE"] = os.path.join(_HF_HOME, "hub")
+os.environ.pop("HF_ENDPOINT", None)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
