@@ -3,6 +3,7 @@
     python app.py                      # http://127.0.0.1:7860
     python app.py --offline            # never touch the network (bundled models only)
     python app.py --device cpu --port 8000 --host 0.0.0.0
+    python app.py --max-model-gb 4 --models-dir ~/checkpoints   # larger models; folders visitors may open
 """
 from __future__ import annotations
 
@@ -75,7 +76,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", choices=DEVICE_CHOICES, default=os.environ.get("PLM_DEVICE", "auto"),
                         help="where models run (default: cuda > mps > cpu)")
     parser.add_argument("--share", action="store_true", help="create a public gradio.live link (off by default)")
+    parser.add_argument("--max-model-gb", type=float, default=2.0,
+                        help="refuse checkpoints whose download or fp32 parameters exceed this (default 2 GB)")
+    parser.add_argument("--cache-models", type=int, default=4, help="models kept loaded at once (default 4)")
+    parser.add_argument("--cache-gb", type=float, default=3.0, help="memory for loaded models (default 3 GB)")
+    parser.add_argument("--models-dir", default=None,
+                        help="a folder whose sub-folders may be typed as model ids, even on a public host")
+    parser.add_argument("--allow-local-models", action="store_true",
+                        help="accept any server folder as a model id on a public host (on a loopback host, and "
+                             "without a SPACE_ID, they are accepted anyway)")
     return parser.parse_args(argv)
+
+
+def configure_registry(args: argparse.Namespace) -> None:
+    """The registry's flags: size cap, model cache bounds, and which local folders visitors may open."""
+    registry.configure(host=args.host, max_model_gb=args.max_model_gb, cache_models=args.cache_models,
+                       cache_gb=args.cache_gb, models_dir=args.models_dir,
+                       allow_local_models=args.allow_local_models)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -83,6 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.offline:
         registry.set_offline(True)
+    configure_registry(args)
     set_device(args.device)
     app = build_app()
     app.launch(

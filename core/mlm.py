@@ -22,7 +22,7 @@ from torch import nn
 from core import registry
 from core.nets import bert, distilbert
 from core.param_count import parameter_breakdown, seed_hand_count
-from core.registry import MINILM_ID, resolve
+from core.registry import MINILM_ID
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_MASKS, MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import normalize_text
@@ -426,7 +426,7 @@ def model_card(model_id: str | None = None) -> ModelCard:
     """Counts for the checkpoint's config: its config.json if it can be resolved, else the known numbers."""
     model_id = registry.model_id_or_default("mlm", model_id)
     try:
-        config, source = bert.BertConfig.from_dict(resolve(model_id).config), "the checkpoint's config.json"
+        config, source = registry.config(model_id), "the checkpoint's config.json"  # config.json only
     except ModelUnavailableError:
         if model_id not in KNOWN_CONFIGS:
             raise
