@@ -151,7 +151,8 @@ class WordPieceTokenizer:
         second = self.backend.encode(_encodable(pair), add_special_tokens=False) if pair is not None else None
         budget = max_length - self.backend.num_special_tokens_to_add(second is not None)
         if budget < 0:
-            raise ValueError(f"max_length {max_length} leaves no room for the special tokens")
+            raise UserInputError("A length limit of {limit} tokens leaves no room for the special tokens; choose at "
+                                 "least {least}.".format(limit=max_length, least=max_length - budget))
         keep_first, keep_second = len(first), len(second) if second is not None else 0
         while keep_first + keep_second > budget:  # longest_first: trim the longer side one token at a time
             if keep_first >= keep_second:

@@ -200,9 +200,13 @@ def test_handler_survives_bad_input(api_name, tmp_path_factory):
                 args.append(preprocess_payload(component, value))
             except Exception:  # noqa: BLE001 - Gradio refused the payload before our handler runs
                 return
+        reached.append(args)  # Gradio accepted every payload: this example reaches the handler
         check_outcome(lambda: dep.fn(*args))
 
+    reached: list = []
     run()
+    # Proof that the fuzzer exercised the handler, not only Gradio's refusals of its payloads.
+    assert reached, f"no generated example got past Gradio's preprocess to {api_name}"
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -249,13 +253,17 @@ CORE = core_calls()
 def test_core_entry_point_raises_only_our_errors(name):
     fn, arguments = CORE[name]
 
+    calls: list = []
+
     @FUZZ
     @given(arguments)
     def run(args):
+        calls.append(args)
         try:
             fn(*args)
         except ALLOWED as error:
             assert str(error).strip()
 
     run()
+    assert len(calls) >= min(EXAMPLES, 2), f"{name} was called {len(calls)} times"
 
