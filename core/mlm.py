@@ -231,12 +231,13 @@ def compare_contexts(loaded: registry.LoadedModel, text: str, top_k: int = 5,
 # Which model the offline-capable views use
 
 
-def model_for_views(model_id: str | None) -> tuple[registry.LoadedModel, str | None]:
+def model_for_views(model_id: str | None, progress=None) -> tuple[registry.LoadedModel, str | None]:
     """The picked MLM checkpoint if it can be had, else the packaged MiniLM-L6 encoder and the reason why.
 
-    Tokenisation, embeddings and contextual vectors need only an encoder, so these views keep working offline."""
+    Tokenisation, embeddings and contextual vectors need only an encoder, so these views keep working offline.
+    ``progress(fraction, message)`` hears a download's progress."""
     try:
-        return registry.load("mlm", model_id), None
+        return registry.load("mlm", model_id, progress=progress), None
     except ModelUnavailableError as exc:
         return registry.load("encoder", MINILM_ID), str(exc)
 

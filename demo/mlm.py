@@ -65,9 +65,13 @@ PIECE_NOTE = ("The real bert-base-uncased vocabulary keeps *playing* whole; the 
 # Loading, with the reason shown when the checkpoint cannot be had
 
 
+def download_progress(progress: gr.Progress):
+    """registry's progress(fraction, message) callable -> gr.Progress (MB of MB while a checkpoint downloads)."""
+    return lambda fraction, message: progress(fraction, desc=message)
+
+
 def load_mlm(model_id: str, progress: gr.Progress) -> registry.LoadedModel:
-    progress(0.1, desc=f"Loading {model_id} (first use only)…")
-    return registry.load("mlm", model_id)
+    return registry.load("mlm", model_id, progress=download_progress(progress))
 
 
 def unavailable(exc: ModelUnavailableError) -> str:
@@ -183,8 +187,7 @@ def compare(model_id: str, text: str, top_k: float, progress=gr.Progress()):
 def inputs(model_id: str, text: str, pair: str, progress=gr.Progress()):
     """→ notice, highlighted tokens, token table, 4 heatmaps."""
     fm.clean_text(text)
-    progress(0.1, desc="Loading the encoder…")
-    loaded, reason = fm.model_for_views(model_id)
+    loaded, reason = fm.model_for_views(model_id, download_progress(progress))
     rep = fm.input_representation(loaded, text, pair or None)
     segment_names = {0: "segment A (0)", 1: "segment B (1)"}
     highlighted = [(token + " ", segment_names[s]) for token, s in zip(rep.tokens, rep.segment_ids)]

@@ -271,6 +271,10 @@ def test_config_and_tokenizer_fetch_only_their_files(server, mlm_folder):
     assert server.count("model.safetensors") == 0
     card = mlm.model_card(REPO)  # the masked-LM tab's Model card view
     assert card.source == "the checkpoint's config.json" and card.config.hidden_size == 32
+    from demo import mlm as mlm_demo
+
+    summary = mlm_demo.masking(REPO, "the cat sat on the mat", 0, 20)[-1]  # the Masking view, on its tokenizer
+    assert "not on this machine" not in summary and summary.startswith("6 tokens may be chosen")
     assert server.count("model.safetensors") == 0
 
 
