@@ -362,7 +362,10 @@ def build(files: CheckpointFiles, pick: Callable[[Any, set[str]], type[nn.Module
         with torch.device("meta"):
             skeleton = model_class(config)
         raise_if_mismatched(skeleton, {k: torch.Size(v) for k, v in family.normalize_keys(shapes, skeleton).items()})
-        model = model_class(config)
+        # Memory for the weights only: no random initialisation, since the strict load overwrites every tensor.
+        model = skeleton.to_empty(device="cpu")
+        if hasattr(model, "tie_weights"):
+            model.tie_weights()  # to_empty gives shared parameters separate storage; tie them again
         load_checkpoint_into(model, load_state_dict(weights, shown))
     except CheckpointMismatchError as exc:
         raise ModelUnavailableError(f"'{shown}' could not be loaded as {model_class.__name__}: {exc}") from exc
