@@ -94,6 +94,16 @@ class BlockWalk:
     def layer_steps(self, layer: int) -> list[Step]:
         return [step for step in self.steps if step.layer == layer]
 
+    def same_token_elsewhere(self) -> int | None:
+        """The next other position holding the same token ("bank … bank"), if any."""
+        others = [i for i, t in enumerate(self.tokens) if t == self.token and i != self.index]
+        return others[0] if others else None
+
+    def cosine_with(self, other: int) -> np.ndarray:
+        """(L+1,) cos(x_ℓ[this token], x_ℓ[other]) at every layer: how alike two positions' vectors are."""
+        a, b = self.hidden_states[:, self.index], self.hidden_states[:, other]  # (L+1, H)
+        return (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
+
 
 # ------------------------------------------------------------------------------------------------------------------
 # The pieces of one block, whatever the family calls them
