@@ -213,7 +213,7 @@ ALLOWED = (UserInputError, ModelUnavailableError)
 
 
 def core_calls():
-    from core import attention, fill_mask, ner, ngram, qa, rnn, textio, tokenizer, word2vec
+    from core import attention, fill_mask, ner, ngram, qa, rnn, textio, tokenizer, transformer, word2vec
     from core.checkpoint import MINILM_ID, resolve
 
     wordpiece = tokenizer.WordPieceTokenizer.from_directory(resolve(MINILM_ID).directory)
@@ -239,6 +239,12 @@ def core_calls():
         "qa.input_layout": (qa.input_layout, st.tuples(text, text, st.sampled_from([MINILM_ID, "", "\x00", "../x"]),
                                                        st.one_of(st.none(), st.integers(-5, 600)),
                                                        st.one_of(st.none(), st.integers(-5, 600)))),
+        "transformer.pick_token": (transformer.pick_token, st.tuples(st.just(["[CLS]", "bank", "[SEP]"]),
+                                                                     st.one_of(text, numbers))),
+        "transformer.walk": (transformer.walk, st.tuples(text, st.sampled_from([MINILM_ID, "", "\x00", "../x"]),
+                                                         st.one_of(st.none(), text, numbers))),
+        "transformer.transformer_shape": (transformer.transformer_shape, st.tuples(st.fixed_dictionaries(
+            {"name": text, **{key: numbers for key in transformer.MAX_SHAPE}}))),
     }
 
 
