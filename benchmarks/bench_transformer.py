@@ -3,8 +3,8 @@
 ours:      the "Inside a block" handler end to end (tokenise → walk every sub-module of every layer, keeping the
            token's slice of each step → summary, 4 plotly figures, step table), caches cleared before every call;
            and the walk alone, without figures.
-reference: the plain encoder forward of the same model on the same ids (core.bert's fused attention, no
-           probabilities), measured alternately in the same process. The ratio says what the walk-through costs on
+reference: the plain encoder forward of the same model on the same ids (core.nets.bert's fused attention,
+           no probabilities), measured alternately in the same process. The ratio says what the walk-through costs on
            top of the forward pass it has to make anyway.
 
     python benchmarks/bench_transformer.py [--quick]
@@ -20,9 +20,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from benchmarks.common import paired_median_seconds, print_table  # noqa: E402
-from core import models  # noqa: E402
+from core import registry  # noqa: E402
 from core import transformer as tr  # noqa: E402
-from core.checkpoint import MINILM_ID  # noqa: E402
+from core.registry import MINILM_ID  # noqa: E402
 from core.device import set_device  # noqa: E402
 
 SENTENCE = ("The bank raised its interest rates again this spring, so on Sunday we walked along the quiet river "
@@ -40,7 +40,7 @@ def run(quick: bool = False) -> list[dict]:
 
     set_device("cpu")  # the goal is stated for CPU
     repeats = 5 if quick else 30
-    loaded = models.load("encoder", MINILM_ID)
+    loaded = registry.load("encoder", MINILM_ID)
     tokens = len(tr.tokenize(SENTENCE, MINILM_ID).ids)
     assert tokens == 32, f"the benchmark sentence should be 32 tokens, it is {tokens}"
 

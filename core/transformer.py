@@ -18,9 +18,8 @@ Per layer it also measures the residual stream: ‖x_ℓ‖; how much each sub-l
 to ‖x‖; how far the whole sub-layer (with its Add & LayerNorm) moves the vector, ‖x_out − x_in‖ / ‖x_in‖; and
 cos(x_ℓ, x₀), how much of the input embedding's direction survives.
 
-The second half counts a Transformer's parameters from its shape alone, sub-layer by sub-layer: the seed's
-Transformer base (N = 6 + 6, d_model = 512, 8 heads × 64, FFN 2048, a shared 37,000-entry vocabulary) and the loaded
-encoder's own config.
+The tab's parameter counts from a shape alone (the seed's Transformer base, the loaded encoder's config) are in
+core.param_count.
 """
 from __future__ import annotations
 
@@ -32,8 +31,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from core import models
-from core.bert import attention
+from core import registry
+from core.nets.bert import attention
 from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import normalize_text
@@ -162,12 +161,12 @@ def check_text(text: object) -> str:
 def tokenize(text: str, model_id: str | None = None) -> Tokenized:
     """WordPiece tokens with [CLS]/[SEP], cut to the model's length (the cut is reported, not hidden)."""
     text = check_text(text)
-    return _tokenize(text, models.model_id_or_default("encoder", model_id))
+    return _tokenize(text, registry.model_id_or_default("encoder", model_id))
 
 
 @lru_cache(maxsize=16)
 def _tokenize(text: str, model_id: str) -> Tokenized:
-    loaded = models.load("encoder", model_id)
+    loaded = registry.load("encoder", model_id)
     max_length = min(loaded.tokenizer.model_max_length, loaded.config.max_position_embeddings, MAX_MODEL_TOKENS)
     enc = loaded.tokenizer.encode(text, None, max_length=max_length)
     if all(enc.special_tokens_mask):
@@ -212,14 +211,14 @@ def pick_token(tokens: list[str], choice: object) -> int:
 
 def walk(text: object, model_id: str | None = None, token: object = None) -> BlockWalk:
     """Follow one token of ``text`` through the encoder ``model_id`` (default MiniLM-L6). Cached per input."""
-    model_id = models.model_id_or_default("encoder", model_id)
+    model_id = registry.model_id_or_default("encoder", model_id)
     tokenized = tokenize(text, model_id)
     return _walk(check_text(text), model_id, pick_token(tokenized.tokens, token))
 
 
 @lru_cache(maxsize=8)
 def _walk(text: str, model_id: str, index: int) -> BlockWalk:
-    loaded = models.load("encoder", model_id)
+    loaded = registry.load("encoder", model_id)
     tokenized = _tokenize(text, model_id)
     base = loaded.model.base
     config = loaded.config
@@ -313,135 +312,3 @@ def trace(base: nn.Module, ids: torch.Tensor, segments: torch.Tensor,
         hidden.append(x)
     hidden_states = torch.cat(hidden).float().cpu().numpy()  # (L+1, T, H)
     return steps, hidden_states, np.stack(weights)
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Parameter counts from a shape (seed §11: the Transformer base)
-
-
-@dataclass(frozen=True)
-class TransformerShape:
-    """The numbers that fix a Transformer's size. Encoder-only models (BERT) have no decoder layers."""
-
-    name: str
-    encoder_layers: int  # N
-    decoder_layers: int
-    d_model: int
-    heads: int  # h; each head has d_k = d_model / h
-    d_ff: int  # the FFN's inner width
-    vocab_size: int
-    shared_embeddings: bool = True  # source, target and pre-softmax weights are one matrix (Vaswani et al. §3.4)
-    learned_positions: int = 0  # rows of a learned position table (BERT); 0 = sinusoidal, no parameters
-    segment_vocab: int = 0  # BERT's segment (A/B) embeddings
-    embedding_norm: bool = False  # BERT normalises the summed embeddings
-    pooler: bool = False  # BERT's tanh(W h_[CLS] + b)
-
-    @property
-    def d_head(self) -> int:
-        return self.d_model // self.heads
-
-
-# The seed's Transformer base (§11; Vaswani et al. 2017, Table 3): every count below is computed from these.
-TRANSFORMER_BASE = dict(name="Transformer base", encoder_layers=6, decoder_layers=6, d_model=512, heads=8, d_ff=2048,
-                        vocab_size=37000, shared_embeddings=True)
-TRANSFORMER_BIG = dict(TRANSFORMER_BASE, name="Transformer big", d_model=1024, heads=16, d_ff=4096)
-MAX_SHAPE = dict(encoder_layers=128, decoder_layers=128, d_model=16384, heads=256, d_ff=65536, vocab_size=1_000_000)
-
-
-def transformer_shape(config: dict) -> TransformerShape:
-    """A checked TransformerShape from a plain config (the preset, or the numbers a learner typed)."""
-    values = dict(config)
-    for key, limit in MAX_SHAPE.items():
-        value = values.get(key)
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise UserInputError(f"Enter a whole number for {key.replace('_', ' ')}.")
-        low = 0 if key.endswith("_layers") else 1
-        if not low <= value <= limit:
-            raise UserInputError(f"{key.replace('_', ' ').capitalize()} must be between {low} and {limit:,}; "
-                                 f"it is {value:,}.")
-        values[key] = value
-    if values["encoder_layers"] + values["decoder_layers"] == 0:
-        raise UserInputError("A Transformer needs at least one encoder or decoder layer.")
-    if values["d_model"] % values["heads"]:
-        raise UserInputError(f"d_model = {values['d_model']} does not split into {values['heads']} heads: the heads "
-                             f"share d_model equally, so it must be a multiple of the head count.")
-    return TransformerShape(**values)
-
-
-def encoder_shape(config, name: str, pooler: bool = True) -> TransformerShape:
-    """The shape of a BERT-family encoder from its config (core.bert.BertConfig)."""
-    return TransformerShape(name=name, encoder_layers=config.num_hidden_layers, decoder_layers=0,
-                            d_model=config.hidden_size, heads=config.num_attention_heads,
-                            d_ff=config.intermediate_size, vocab_size=config.vocab_size, shared_embeddings=True,
-                            learned_positions=config.max_position_embeddings,
-                            segment_vocab=config.type_vocab_size if config.model_type != "distilbert" else 0,
-                            embedding_norm=True, pooler=pooler and config.model_type != "distilbert")
-
-
-@dataclass
-class ParamRow:
-    group: str  # "embeddings", "encoder layer", "decoder layer", "output"
-    part: str  # "self-attention", "FFN", ...
-    formula: str  # the count in symbols
-    each: int  # parameters in one copy
-    copies: int  # how many layers have it
-
-    @property
-    def total(self) -> int:
-        return self.each * self.copies
-
-
-@dataclass
-class ParamCount:
-    shape: TransformerShape
-    rows: list[ParamRow]
-
-    @property
-    def total(self) -> int:
-        return sum(row.total for row in self.rows)
-
-    def group_total(self, group: str) -> int:
-        return sum(row.total for row in self.rows if row.group == group)
-
-
-def parameter_count(shape: TransformerShape) -> ParamCount:
-    """Exact counts per sub-layer. Linear(a, b) has a·b weights + b biases; LayerNorm(d) has 2d (gain and bias).
-
-    Attention: W_Q, W_K, W_V are d × d (h heads of d × d_k side by side) and W_O is d × d: 4d² + 4d. Cross-attention
-    has the same four matrices (queries from the decoder, keys and values from the encoder's output)."""
-    d, f, V, N, M = shape.d_model, shape.d_ff, shape.vocab_size, shape.encoder_layers, shape.decoder_layers
-    attention = 4 * d * d + 4 * d
-    ffn = 2 * d * f + f + d
-    rows: list[ParamRow] = []
-    if shape.shared_embeddings or not (N and M):
-        label = "token embeddings (shared by encoder, decoder and output)" if N and M else "token embeddings"
-        rows.append(ParamRow("embeddings", label, "V·d", V * d, 1))
-    else:
-        rows += [ParamRow("embeddings", "source token embeddings", "V·d", V * d, 1),
-                 ParamRow("embeddings", "target token embeddings", "V·d", V * d, 1)]
-    if shape.learned_positions:
-        rows.append(ParamRow("embeddings", "position embeddings (learned)", "P·d", shape.learned_positions * d, 1))
-    else:
-        rows.append(ParamRow("embeddings", "positional encoding (sin/cos, fixed)", "0", 0, 1))
-    if shape.segment_vocab:
-        rows.append(ParamRow("embeddings", "segment embeddings", "S·d", shape.segment_vocab * d, 1))
-    if shape.embedding_norm:
-        rows.append(ParamRow("embeddings", "embedding LayerNorm", "2d", 2 * d, 1))
-    if N:
-        rows += [ParamRow("encoder layer", "self-attention", "4d² + 4d", attention, N),
-                 ParamRow("encoder layer", "FFN", "2·d·d_ff + d_ff + d", ffn, N),
-                 ParamRow("encoder layer", "2 LayerNorms", "2·2d", 4 * d, N)]
-    if M:
-        rows += [ParamRow("decoder layer", "masked self-attention", "4d² + 4d", attention, M),
-                 ParamRow("decoder layer", "cross-attention (encoder–decoder)", "4d² + 4d", attention, M),
-                 ParamRow("decoder layer", "FFN", "2·d·d_ff + d_ff + d", ffn, M),
-                 ParamRow("decoder layer", "3 LayerNorms", "3·2d", 6 * d, M)]
-        if shape.shared_embeddings:
-            rows.append(ParamRow("output", "pre-softmax linear (tied to the embeddings)", "0", 0, 1))
-        else:
-            rows.append(ParamRow("output", "pre-softmax linear (no bias)", "V·d", V * d, 1))
-    if shape.pooler:
-        rows.append(ParamRow("output", "pooler tanh(W h_[CLS] + b)", "d² + d", d * d + d, 1))
-    return ParamCount(shape, rows)

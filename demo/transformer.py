@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 from gradio.context import Context
 
+from core import registry
+from core import param_count as pc
 from core import transformer as tr
 from core.errors import ModelUnavailableError, UserInputError
 from demo.common import friendly_errors, model_picker, whole_number
@@ -40,7 +42,7 @@ BLOCK_PRESETS = {
 BLOCK_DEFAULT = BLOCK_PRESETS["bank in two contexts"]
 
 ENCODER_PRESET = "the loaded encoder's config (checkpoint picker)"
-BASE_PRESETS = {"the seed's Transformer-base": tr.TRANSFORMER_BASE, "Transformer big": tr.TRANSFORMER_BIG,
+BASE_PRESETS = {"the seed's Transformer-base": pc.TRANSFORMER_BASE, "Transformer big": pc.TRANSFORMER_BIG,
                 ENCODER_PRESET: None}
 SHAPE_FIELDS = ("encoder_layers", "decoder_layers", "d_model", "heads", "d_ff", "vocab_size")
 
@@ -197,12 +199,12 @@ def _shape_config(values: tuple, shared: bool) -> dict:
     return config
 
 
-def params_table(count: tr.ParamCount) -> pd.DataFrame:
+def params_table(count: pc.ParamCount) -> pd.DataFrame:
     return pd.DataFrame([[row.group, row.part, row.formula, row.each, row.copies, row.total] for row in count.rows]
                         + [["total", "", "", "", "", count.total]], columns=PARAM_HEADERS)
 
 
-def params_figure(count: tr.ParamCount):
+def params_figure(count: pc.ParamCount):
     rows = [row for row in count.rows if row.total]
     labels = [f"{row.group}: {row.part}" for row in rows]
     return bar(labels, [row.total / 1e6 for row in rows],
@@ -211,7 +213,7 @@ def params_figure(count: tr.ParamCount):
                highlight=[row.group == "embeddings" for row in rows])
 
 
-def params_summary(count: tr.ParamCount) -> str:
+def params_summary(count: pc.ParamCount) -> str:
     s = count.shape
     d = s.d_model
     lines_ = [f"**{s.name}:** N = {s.encoder_layers} encoder + {s.decoder_layers} decoder layers · d_model = {d} · "
@@ -223,12 +225,12 @@ def params_summary(count: tr.ParamCount) -> str:
               f"One attention sub-layer: W_Q, W_K, W_V, W_O are {d} × {d} each (the {s.heads} heads' "
               f"{d} × {s.d_head} slices side by side), 4·{d}² + 4·{d} = {4 * d * d + 4 * d:,}. One FFN: "
               f"2·{d}·{s.d_ff} + {s.d_ff} + {d} = {2 * d * s.d_ff + s.d_ff + d:,}."]
-    if s.name == tr.TRANSFORMER_BASE["name"]:
+    if s.name == pc.TRANSFORMER_BASE["name"]:
         lines_.append("The paper (Vaswani et al. 2017, Table 3) rounds the base model to 65M.")
     return "\n\n".join(lines_)
 
 
-def _params_outputs(count: tr.ParamCount):
+def _params_outputs(count: pc.ParamCount):
     return params_summary(count), params_table(count), params_figure(count)
 
 
@@ -236,7 +238,7 @@ def _params_outputs(count: tr.ParamCount):
 def base_params(encoder_layers, decoder_layers, d_model, heads, d_ff, vocab_size, shared: bool):
     """Count the parameters of the Transformer these numbers describe."""
     values = (encoder_layers, decoder_layers, d_model, heads, d_ff, vocab_size)
-    return _params_outputs(tr.parameter_count(tr.transformer_shape(_shape_config(values, shared))))
+    return _params_outputs(pc.parameter_count(pc.transformer_shape(_shape_config(values, shared))))
 
 
 @friendly_errors
@@ -245,14 +247,12 @@ def base_preset(preset: str, model_id: str):
     if preset not in BASE_PRESETS:
         raise UserInputError(f"Pick one of the presets: {', '.join(BASE_PRESETS)}.")
     if preset == ENCODER_PRESET:
-        from core import models
-
-        loaded = models.load("encoder", models.model_id_or_default("encoder", model_id))
+        loaded = registry.load("encoder", registry.model_id_or_default("encoder", model_id))
         has_pooler = getattr(loaded.model.base, "pooler", None) is not None  # as the checkpoint file has it
-        shape = tr.encoder_shape(loaded.config, loaded.files.model_id, pooler=has_pooler)
+        shape = pc.encoder_shape(loaded.config, loaded.files.model_id, pooler=has_pooler)
     else:
-        shape = tr.transformer_shape(BASE_PRESETS[preset])
-    count = tr.parameter_count(shape)
+        shape = pc.transformer_shape(BASE_PRESETS[preset])
+    count = pc.parameter_count(shape)
     return (*[getattr(shape, field) for field in SHAPE_FIELDS], shape.shared_embeddings, *_params_outputs(count))
 
 
@@ -310,7 +310,7 @@ def build_block_view():
 
 
 def build_base_numbers_view(picker: gr.Dropdown) -> None:
-    base = tr.TRANSFORMER_BASE
+    base = pc.TRANSFORMER_BASE
     with gr.Tab("Transformer-base numbers") as tab:
         gr.Markdown(r"Every count is computed from the shape. A linear map from $a$ to $b$ numbers has $a \cdot b$ "
                     r"weights and $b$ biases; a LayerNorm of width $d$ has $2d$ (gain and bias). So one attention "

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from core import param_count as pc
 from core import transformer as tr
-from core.checkpoint import MINILM_ID, resolve
+from core.registry import MINILM_ID, resolve
 from core.errors import UserInputError
 
 TOL = 1e-5
@@ -87,9 +88,9 @@ def test_minilm_walk_equals_transformers_hooks_at_every_layer_norm(minilm_refere
 
 
 def test_minilm_final_state_equals_our_encoders_own_output():
-    from core import models
+    from core import registry
 
-    loaded = models.load("encoder", MINILM_ID)
+    loaded = registry.load("encoder", MINILM_ID)
     tokenized = tr.tokenize(SENTENCE)
     with torch.inference_mode():  # the fused attention path (no probabilities), as the other tabs run it
         out = loaded.model(torch.tensor([tokenized.ids]), output_attentions=False)
@@ -222,7 +223,7 @@ def numel(module: torch.nn.Module) -> int:
 
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor")
 def test_transformer_base_counts_equal_torch_nn_transformer_submodules():
-    count = tr.parameter_count(tr.transformer_shape(tr.TRANSFORMER_BASE))
+    count = pc.parameter_count(pc.transformer_shape(pc.TRANSFORMER_BASE))
     shape = count.shape
     assert (shape.encoder_layers, shape.decoder_layers, shape.d_model, shape.heads, shape.d_head, shape.d_ff,
             shape.vocab_size) == (6, 6, 512, 8, 64, 2048, 37000)
@@ -247,27 +248,28 @@ def test_transformer_base_counts_equal_torch_nn_transformer_submodules():
 
 
 def test_transformer_big_is_about_the_papers_213m():
-    count = tr.parameter_count(tr.transformer_shape(tr.TRANSFORMER_BIG))
+    count = pc.parameter_count(pc.transformer_shape(pc.TRANSFORMER_BIG))
     assert count.total == 214_245_376 and abs(count.total - 213e6) / 213e6 < 0.01
 
 
 def test_unshared_embeddings_add_a_target_table_and_an_output_projection():
-    shared = tr.parameter_count(tr.transformer_shape(tr.TRANSFORMER_BASE)).total
-    separate = tr.parameter_count(tr.transformer_shape(dict(tr.TRANSFORMER_BASE, shared_embeddings=False))).total
+    shared = pc.parameter_count(pc.transformer_shape(pc.TRANSFORMER_BASE)).total
+    separate = pc.parameter_count(pc.transformer_shape(dict(pc.TRANSFORMER_BASE, shared_embeddings=False))).total
     assert separate - shared == 2 * 37000 * 512
 
 
 def test_minilm_count_equals_transformers_bert_model_and_the_file(minilm_reference):
-    from core import models
-    from core.checkpoint import load_state_dict
+    from core import registry
+    from core.registry import load_state_dict
 
-    loaded = models.load("encoder", MINILM_ID)
-    count = tr.parameter_count(tr.encoder_shape(loaded.config, "MiniLM-L6"))
+    loaded = registry.load("encoder", MINILM_ID)
+    count = pc.parameter_count(pc.encoder_shape(loaded.config, "MiniLM-L6"))
     rows = {(row.group, row.part): row for row in count.rows}
     layer = minilm_reference.encoder.layer[0]
     assert rows["encoder layer", "self-attention"].each == numel(layer.attention.self) + numel(layer.attention.output.dense)
     assert rows["encoder layer", "FFN"].each == numel(layer.intermediate) + numel(layer.output.dense)
     assert count.total == numel(minilm_reference) == 22_713_216
+    assert count.total == pc.parameter_breakdown(loaded.config, pooler=True)["total"]  # the masked-LM tab's card
     file_total = sum(t.numel() for k, t in load_state_dict(resolve(MINILM_ID).weights).items()
                      if not k.endswith("position_ids"))
     assert count.total == file_total
@@ -283,4 +285,4 @@ def test_minilm_count_equals_transformers_bert_model_and_the_file(minilm_referen
 ])
 def test_impossible_shapes_are_clear_errors(change, match):
     with pytest.raises(UserInputError, match=match):
-        tr.transformer_shape(dict(tr.TRANSFORMER_BASE, **change))
+        pc.transformer_shape(dict(pc.TRANSFORMER_BASE, **change))

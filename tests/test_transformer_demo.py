@@ -5,8 +5,9 @@ import pytest
 
 gr = pytest.importorskip("gradio")
 
+from core import param_count as pc  # noqa: E402
 from core import transformer as tr  # noqa: E402
-from core.checkpoint import MINILM_ID  # noqa: E402
+from core.registry import MINILM_ID  # noqa: E402
 from demo import transformer as tab  # noqa: E402
 from demo.figures import HIGHLIGHT  # noqa: E402
 
@@ -96,7 +97,7 @@ def test_unknown_block_preset_is_a_clear_error():
 def test_the_seeds_transformer_base_preset_is_computed_from_its_config():
     *numbers, shared, summary, table, figure = tab.base_preset("the seed's Transformer-base", MINILM_ID)
     assert numbers == [6, 6, 512, 8, 2048, 37000] and shared is True
-    count = tr.parameter_count(tr.transformer_shape(tr.TRANSFORMER_BASE))
+    count = pc.parameter_count(pc.transformer_shape(pc.TRANSFORMER_BASE))
     assert table["parameters (all)"].iloc[-1] == count.total == 63_082_496
     assert "63,082,496" in summary and "8 heads × d_k = 64" in summary and "1,050,624" in summary
     assert np.isclose(sum(figure.data[0].x), count.total / 1e6)
