@@ -158,7 +158,7 @@ def parameter_count(shape: TransformerShape) -> ParamCount:
     ffn = 2 * d * f + f + d
     rows: list[ParamRow] = []
     if shape.shared_embeddings or not (N and M):
-        label = "token embeddings (shared by encoder, decoder and output)" if N and M else "token embeddings"
+        label = "token embeddings (shared: encoder, decoder, output)" if N and M else "token embeddings"
         rows.append(ParamRow("embeddings", label, "V·d", V * d, 1))
     else:
         rows += [ParamRow("embeddings", "source token embeddings", "V·d", V * d, 1),

@@ -44,6 +44,8 @@ BLOCK_DEFAULT = BLOCK_PRESETS["bank in two contexts"]
 ENCODER_PRESET = "the loaded encoder's config (checkpoint picker)"
 BASE_PRESETS = {"the seed's Transformer-base": pc.TRANSFORMER_BASE, "Transformer big": pc.TRANSFORMER_BIG,
                 ENCODER_PRESET: None}
+PAPER_COUNTS = {pc.TRANSFORMER_BASE["name"]: "65M", pc.TRANSFORMER_BIG["name"]: "213M"}  # Vaswani et al., Table 3
+PAPER_NOTE = "The paper (Vaswani et al. 2017, Table 3) gives {paper} for the {name}, rounded."
 SHAPE_FIELDS = ("encoder_layers", "decoder_layers", "d_model", "heads", "d_ff", "vocab_size")
 
 STEP_HEADERS = ["layer", "step", "equation", "shape", "axes", "‖vector‖", "first values"]
@@ -88,7 +90,7 @@ def residual_figure(walk: tr.BlockWalk):
         "‖Attn(x) W_O‖ what attention adds": gap + list(walk.attention_update),
         "‖FFN(x')‖ what the FFN adds": gap + list(walk.ffn_update),
     }, f"“{walk.token}”: the residual stream and what each sub-layer adds", x_title="layer (0 = embeddings)",
-        y_title="L2 norm")
+        y_title="L2 norm", height=520, legend_below=True)
 
 
 def movement_figure(walk: tr.BlockWalk):
@@ -102,7 +104,7 @@ def movement_figure(walk: tr.BlockWalk):
     if other is not None:
         series[f"cos with the other “{walk.token}” (token {other})"] = walk.cosine_with(other)
     return lines(range(walk.layers + 1), series, f"“{walk.token}”: how far each layer moves the vector",
-                 x_title="layer (0 = embeddings)", y_title="cosine / relative change")
+                 x_title="layer (0 = embeddings)", y_title="cosine / relative change", height=520, legend_below=True)
 
 
 def attention_figure(walk: tr.BlockWalk, layer: int):
@@ -193,20 +195,25 @@ def block_preset(model_id: str, preset: str, progress=gr.Progress()):
 
 
 def _shape_config(values: tuple, shared: bool) -> dict:
-    config = {"name": "your Transformer", "shared_embeddings": bool(shared)}
+    """The typed numbers as a config, named after the preset they equal (if any)."""
+    config = {"shared_embeddings": bool(shared)}
     for field, value in zip(SHAPE_FIELDS, values):
         config[field] = whole_number(value, field.replace("_", " "), minimum=0)
-    return config
+    same = [preset for preset in BASE_PRESETS.values()
+            if preset and all(preset[key] == config[key] for key in (*SHAPE_FIELDS, "shared_embeddings"))]
+    return dict(config, name=same[0]["name"] if same else "your Transformer")
 
 
 def params_table(count: pc.ParamCount) -> pd.DataFrame:
-    return pd.DataFrame([[row.group, row.part, row.formula, row.each, row.copies, row.total] for row in count.rows]
-                        + [["total", "", "", "", "", count.total]], columns=PARAM_HEADERS)
+    """One row per sub-layer kind; counts printed with thousands separators (the table is for reading)."""
+    return pd.DataFrame([[row.group, row.part, row.formula, f"{row.each:,}", row.copies, f"{row.total:,}"]
+                         for row in count.rows] + [["total", "", "", "", "", f"{count.total:,}"]],
+                        columns=PARAM_HEADERS)
 
 
 def params_figure(count: pc.ParamCount):
     rows = [row for row in count.rows if row.total]
-    labels = [f"{row.group}: {row.part}" for row in rows]
+    labels = [f"{row.group.removesuffix(' layer')} · {row.part}" for row in rows]
     return bar(labels, [row.total / 1e6 for row in rows],
                f"{count.shape.name}: parameters per sub-layer, all layers (total {count.total / 1e6:.1f}M)",
                value_title="parameters (millions)", value_format=".2f",
@@ -225,8 +232,8 @@ def params_summary(count: pc.ParamCount) -> str:
               f"One attention sub-layer: W_Q, W_K, W_V, W_O are {d} × {d} each (the {s.heads} heads' "
               f"{d} × {s.d_head} slices side by side), 4·{d}² + 4·{d} = {4 * d * d + 4 * d:,}. One FFN: "
               f"2·{d}·{s.d_ff} + {s.d_ff} + {d} = {2 * d * s.d_ff + s.d_ff + d:,}."]
-    if s.name == pc.TRANSFORMER_BASE["name"]:
-        lines_.append("The paper (Vaswani et al. 2017, Table 3) rounds the base model to 65M.")
+    if s.name in PAPER_COUNTS:
+        lines_.append(PAPER_NOTE.format(name=s.name, paper=PAPER_COUNTS[s.name]))
     return "\n\n".join(lines_)
 
 
@@ -324,11 +331,10 @@ def build_base_numbers_view(picker: gr.Dropdown) -> None:
             shared = gr.Checkbox(True, label="shared embeddings (source = target = output)")
         count_button = gr.Button("Count the parameters", variant="primary")
         summary = gr.Markdown()
-        with gr.Row():
-            table = gr.Dataframe(headers=PARAM_HEADERS, interactive=False, wrap=True, max_height=520,
-                                 label="Parameters per sub-layer")
-            figure = gr.Plot(empty_figure("Press “Count the parameters”."))
-    outputs = [summary, table, figure]
+        figure = gr.Plot(empty_figure("Press “Count the parameters”."))
+        table = gr.Dataframe(headers=PARAM_HEADERS, interactive=False, wrap=True, max_height=560,
+                             label="Parameters per sub-layer")
+    outputs = [summary, table, figure]  # the order _params_outputs returns them in
     count_button.click(base_params, [*numbers, shared], outputs, api_name="transformer_base_params")
     tab.select(base_params, [*numbers, shared], outputs, api_name="transformer_base_open",
                api_visibility="undocumented")

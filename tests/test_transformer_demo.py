@@ -98,18 +98,20 @@ def test_the_seeds_transformer_base_preset_is_computed_from_its_config():
     *numbers, shared, summary, table, figure = tab.base_preset("the seed's Transformer-base", MINILM_ID)
     assert numbers == [6, 6, 512, 8, 2048, 37000] and shared is True
     count = pc.parameter_count(pc.transformer_shape(pc.TRANSFORMER_BASE))
-    assert table["parameters (all)"].iloc[-1] == count.total == 63_082_496
+    assert table["parameters (all)"].iloc[-1] == f"{count.total:,}" == "63,082,496"
     assert "63,082,496" in summary and "8 heads × d_k = 64" in summary and "1,050,624" in summary
     assert np.isclose(sum(figure.data[0].x), count.total / 1e6)
     # the same numbers typed in give the same table
     again = tab.base_params(*numbers, shared)
-    assert again[1].equals(table)
+    assert again[1].equals(table) and again[0] == summary and "65M" in summary
+    other = tab.base_params(6, 6, 512, 8, 1024, 37000, True)[0]
+    assert other.startswith("**your Transformer:**") and "65M" not in other
 
 
 def test_the_loaded_encoders_config_preset():
     *numbers, shared, summary, table, figure = tab.base_preset(tab.ENCODER_PRESET, MINILM_ID)
     assert numbers == [6, 0, 384, 12, 1536, 30522]
-    assert table["parameters (all)"].iloc[-1] == 22_713_216 and has_data(figure)
+    assert table["parameters (all)"].iloc[-1] == "22,713,216" and has_data(figure)
 
 
 @pytest.mark.parametrize("values,match", [
@@ -142,7 +144,7 @@ def test_every_event_is_prefixed_and_the_views_draw_when_opened():
     summary, *_ = opened.fn(*values)
     assert "“bank”" in summary
     base = deps["transformer_base_open"]
-    assert base.fn(*[component.value for component in base.inputs])[1]["parameters (all)"].iloc[-1] == 63_082_496
+    assert base.fn(*[component.value for component in base.inputs])[1]["parameters (all)"].iloc[-1] == "63,082,496"
 
 
 def test_latex_is_rendered_not_shown_raw():
