@@ -107,6 +107,8 @@ class BlockWalk:
 # ------------------------------------------------------------------------------------------------------------------
 # The pieces of one block, whatever the family calls them
 
+ACTIVATION_NAMES = {"gelu": "GELU", "gelu_new": "GELU (tanh)", "gelu_pytorch_tanh": "GELU (tanh)", "relu": "ReLU"}
+
 
 @dataclass
 class BlockParts:
@@ -211,23 +213,19 @@ def pick_token(tokens: list[str], choice: object) -> int:
 
 def walk(text: object, model_id: str | None = None, token: object = None) -> BlockWalk:
     """Follow one token of ``text`` through the encoder ``model_id`` (default MiniLM-L6). Cached per input."""
-    model_id = registry.model_id_or_default("encoder", model_id)
-    tokenized = tokenize(text, model_id)
-    return _walk(check_text(text), model_id, pick_token(tokenized.tokens, token))
+    text, model_id = check_text(text), registry.model_id_or_default("encoder", model_id)
+    return _walk(text, model_id, pick_token(_tokenize(text, model_id).tokens, token))
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=4)  # the layer slider redraws from here; each entry holds (L+1, T, H) hidden states
 def _walk(text: str, model_id: str, index: int) -> BlockWalk:
     loaded = registry.load("encoder", model_id)
     tokenized = _tokenize(text, model_id)
-    base = loaded.model.base
     config = loaded.config
     ids = torch.tensor([tokenized.ids], device=loaded.device)  # (1, T)
     segments = torch.tensor([tokenized.segment_ids], device=loaded.device)  # (1, T)
     with torch.inference_mode():
-        result = trace(base, ids, segments, index)
-    T, H, A = ids.shape[1], config.hidden_size, config.num_attention_heads
-    steps, hidden, probs = result
+        steps, hidden, probs = trace(loaded.model.base, ids, segments, index)
     x = hidden[:, index]  # (L+1, H)
     norms = np.linalg.norm(x, axis=1)
     ln_after_attention = np.stack([s.vector for s in steps if s.key == "ln1"])  # (L, H) x'
@@ -241,8 +239,8 @@ def _walk(text: str, model_id: str, index: int) -> BlockWalk:
         attention_moved=np.linalg.norm(x_mid - x_in, axis=1) / norms[:-1],
         ffn_moved=np.linalg.norm(x_out - x_mid, axis=1) / np.linalg.norm(x_mid, axis=1),
         attention_update_relative=attn_add / norms[:-1], ffn_update_relative=ffn_add / np.linalg.norm(x_mid, axis=1),
-        layers=config.num_hidden_layers, hidden_size=H, heads=A, intermediate_size=config.intermediate_size,
-        activation=config.hidden_act, truncation=tokenized.truncation, badge=loaded.badge,
+        layers=config.num_hidden_layers, hidden_size=config.hidden_size, heads=config.num_attention_heads,
+        intermediate_size=config.intermediate_size, activation=config.hidden_act, truncation=tokenized.truncation, badge=loaded.badge,
     )
 
 
@@ -252,7 +250,8 @@ def trace(base: nn.Module, ids: torch.Tensor, segments: torch.Tensor,
 
     Returns the steps (token ``index``'s slices), every token's hidden states (L+1, T, H) and the token's attention
     weights (L, A, T). Equals ``base(ids)`` exactly up to float rounding (tests/test_transformer.py)."""
-    T = ids.shape[1]
+    T, A = ids.shape[1], base.config.num_attention_heads
+    act = ACTIVATION_NAMES.get(base.config.hidden_act, base.config.hidden_act)
     steps: list[Step] = []
 
     def keep(layer, key, name, equation, dims, tensor, vector=None, norm=True):
@@ -266,16 +265,14 @@ def trace(base: nn.Module, ids: torch.Tensor, segments: torch.Tensor,
     keep(0, "token", "token embedding", "E_token[id]", "T × H", parts["token"])
     if "segment" in parts:
         keep(0, "segment", "segment embedding", "E_segment[A or B]", "T × H", parts["segment"])
-    keep(0, "position", "position embedding", "E_position[t] (learned)", "T × H",
-         parts["position"].expand_as(parts["token"]))
+    keep(0, "position", "position embedding", "E_position[t]", "T × H", parts["position"].expand_as(parts["token"]))
     summed = sum(parts.values())  # (1, T, H)
-    keep(0, "sum", "sum of embeddings", "token + segment + position", "T × H", summed)
+    keep(0, "sum", "sum of embeddings", " + ".join(parts), "T × H", summed)
     x = emb.LayerNorm(summed)  # (1, T, H)
     keep(0, "ln", "embedding LayerNorm", "x₀ = LayerNorm(sum)", "T × H", x)
     hidden, weights = [x], []
     for number, layer in enumerate(encoder_layers(base), start=1):
         p = block_parts(layer)
-        A = base.config.num_attention_heads
         hs = x.shape[-1] // A
 
         def heads(t: torch.Tensor) -> torch.Tensor:
@@ -302,7 +299,7 @@ def trace(base: nn.Module, ids: torch.Tensor, segments: torch.Tensor,
         inner = p.ffn_in(x)  # (1, T, 4H)
         keep(number, "ffn1", "FFN: x W₁ + b₁", "h = x' W₁ + b₁", "T × 4H", inner)
         activated = p.activation(inner)  # (1, T, 4H)
-        keep(number, "gelu", "GELU", "g = GELU(h)", "T × 4H", activated)
+        keep(number, "act", act, f"g = {act}(h)", "T × 4H", activated)
         outer = p.ffn_out(activated)  # (1, T, H)
         keep(number, "ffn2", "FFN: g W₂ + b₂", "FFN(x') = g W₂ + b₂", "T × H", outer)
         added = x + outer

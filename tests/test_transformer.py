@@ -130,7 +130,7 @@ def test_every_step_has_the_shape_the_equations_say():
     expected = {"q": ((A, T, d_k), (A, d_k)), "k": ((A, T, d_k), (A, d_k)), "v": ((A, T, d_k), (A, d_k)),
                 "probs": ((A, T, T), (A, T)), "heads": ((A, T, d_k), (A, d_k)), "concat": ((T, H), (H,)),
                 "wo": ((T, H), (H,)), "add1": ((T, H), (H,)), "ln1": ((T, H), (H,)), "ffn1": ((T, I), (I,)),
-                "gelu": ((T, I), (I,)), "ffn2": ((T, H), (H,)), "add2": ((T, H), (H,)), "ln2": ((T, H), (H,))}
+                "act": ((T, I), (I,)), "ffn2": ((T, H), (H,)), "add2": ((T, H), (H,)), "ln2": ((T, H), (H,))}
     for layer in range(1, 7):
         steps = walk.layer_steps(layer)
         assert [s.key for s in steps] == list(expected)
@@ -152,7 +152,7 @@ def test_steps_chain_into_each_other_as_the_equations_say():
         assert np.allclose(previous + s["wo"], s["add1"], atol=1e-5)
         assert np.allclose(s["ln1"] + s["ffn2"], s["add2"], atol=1e-5)
         gelu = 0.5 * s["ffn1"] * (1 + np.vectorize(math.erf)(s["ffn1"] / math.sqrt(2)))
-        assert np.allclose(gelu, s["gelu"], atol=1e-5)
+        assert np.allclose(gelu, s["act"], atol=1e-5)
         for step in walk.layer_steps(layer):
             assert step.norm is None if step.key == "probs" else step.norm == pytest.approx(np.linalg.norm(step.vector))
 
