@@ -65,6 +65,13 @@ def test_every_block_preset_runs(preset):
     assert token["value"] in token["choices"]
 
 
+def test_the_pronoun_preset_shows_a_head_that_links_it_to_animal():
+    _, _, token, layer, *_, attn, _ = tab.block_preset(MINILM_ID, "it: what does the pronoun look at?")
+    z = np.array(attn.data[0].z)  # (heads, tokens) in layer 4
+    assert token["value"] == "10 · it" and layer["value"] == 4
+    assert z[:, 2].max() > 0.5 and list(attn.data[0].x)[2].endswith("animal")
+
+
 def test_over_long_text_says_it_was_cut():
     summary, *_ = tab.block(MINILM_ID, "the whale " * 300, 1, 1)
     assert "Truncated" in summary and "512 tokens" in summary
