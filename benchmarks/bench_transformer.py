@@ -64,7 +64,7 @@ def run(quick: bool = False) -> list[dict]:
     # matrices, and OpenMP threads waiting on each other), so both are measured, for ours and the reference alike.
     for threads in sorted({default_threads, 1}, reverse=True):
         torch.set_num_threads(threads)
-        label = f"{threads} thread{'s' * (threads > 1)}"
+        label = f"{threads} thr"
         for name, fn, goal in (("block handler + 4 figures + table", handler, "≤ 300 ms"),
                                ("walk only, no figures", walk_only, "")):
             ours_s, ref_s = paired_median_seconds(fn, forward, repeats, warmup=2)
