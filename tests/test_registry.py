@@ -52,6 +52,12 @@ def probabilities(loaded) -> list[tuple[str, float]]:
     return [(c.token, c.probability) for c in mlm.fill_mask(loaded, TEXT, top_k=5).blanks[0].candidates]
 
 
+def same(got, expected) -> bool:
+    """Same tokens in the same order, probabilities equal to float32 rounding (storage layout may differ)."""
+    return ([t for t, _ in got] == [t for t, _ in expected]
+            and [p for _, p in got] == pytest.approx([p for _, p in expected], rel=1e-5))
+
+
 def in_thread(fn, *args):
     """Run fn in a thread; returns (thread, box) where box gets 'value' or 'error'."""
     box: dict = {}
@@ -83,7 +89,7 @@ def test_download_then_offline_restart_predicts_from_cache(server, mlm_folder, m
     before = len(server.requests)
     offline = registry.load("mlm", REPO)
     assert offline is not online and "from Hugging Face cache" in offline.badge
-    assert probabilities(offline) == expected
+    assert same(probabilities(offline), expected)
     assert len(server.requests) == before  # offline: not one request
 
 
@@ -104,7 +110,7 @@ def test_hub_down_predictions_from_cache(server, mlm_folder):
     registry.clear_cache()
     loaded = registry.load("mlm", REPO)
     assert "from Hugging Face cache" in loaded.badge
-    assert probabilities(loaded) == expected
+    assert same(probabilities(loaded), expected)
 
 
 def test_snapshot_from_huggingface_hub_download_is_used_offline(server, mlm_folder, monkeypatch):
@@ -298,9 +304,9 @@ def sharded_folder(tmp_path_factory, mlm_folder):
 
 def test_sharded_weights_load_locally_and_from_the_hub(server, sharded_folder, mlm_folder):
     expected = probabilities(registry.load("mlm", str(mlm_folder)))
-    assert probabilities(registry.load("mlm", str(sharded_folder))) == expected
+    assert same(probabilities(registry.load("mlm", str(sharded_folder))), expected)
     server.add_repo("tiny-org/sharded", sharded_folder)
-    assert probabilities(registry.load("mlm", "tiny-org/sharded")) == expected
+    assert same(probabilities(registry.load("mlm", "tiny-org/sharded")), expected)
     shards = json.loads((sharded_folder / "model.safetensors.index.json").read_text())["weight_map"].values()
     assert all(server.count(name, "GET") >= 1 for name in set(shards))
 
