@@ -382,7 +382,7 @@ def from_pretrained(model_id, model_class: type[nn.Module], device: torch.device
 # ------------------------------------------------------------------------------------------------------------------
 # Tasks: which checkpoint and class each tab uses, loaded lazily and kept in a bounded LRU cache.
 
-TASKS = ("encoder", "mlm", "ner", "qa")
+TASKS = ("encoder", "mlm", "ner", "qa")  # BERT's; a family's ``classes`` may add its own (an unknown one: ValueError)
 
 # task -> (default, alternatives). The first entry is the online default.
 CHECKPOINTS: dict[str, list[str]] = {
@@ -441,8 +441,8 @@ def load(task: str, model_id: str | None = None, progress: Progress | None = Non
 
     ``progress(fraction, message)`` hears download progress. Raises ModelUnavailableError (offline / not
     downloaded / Hub trouble) or UserInputError (wrong kind of checkpoint, too large)."""
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; one of {TASKS}")
+    if not any(task in family.classes for family in FAMILIES.values()):
+        raise ValueError(f"unknown task {task!r}; one of {sorted({t for f in FAMILIES.values() for t in f.classes})}")
     files = resolve(model_id_or_default(task, model_id), "model", progress)  # no lock held: may download
     key = (task, str(files.directory))
     with _lock:
