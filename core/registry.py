@@ -426,8 +426,9 @@ TOKENIZER_CACHE = 16
 def model_class_for(task: str, config, keys: set[str]) -> type[nn.Module]:
     """The class whose parameters match this task and this file."""
     family = family_of({"model_type": config.model_type}, config.model_type)
-    if task not in family.classes:
-        raise ValueError(f"unknown task {task!r}; one of {sorted(family.classes)}")
+    if task not in family.classes:  # e.g. a BERT checkpoint picked for a GPT view
+        raise UserInputError(f"A '{config.model_type}' checkpoint cannot be used here; pick one of this view's "
+                             "suggested checkpoints.")
     return family.classes[task](config, keys)
 
 
