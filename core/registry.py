@@ -58,7 +58,7 @@ PACKAGED_MODELS = {
 NETWORK_PROBE_SECONDS = 2.0
 _PROBE_CACHE_SECONDS = 30.0
 GB = 1e9
-LOOPBACK_NAMES = ("localhost", "")
+LOOPBACK_NAMES = ("localhost",)  # and any loopback address; "" or 0.0.0.0 bind every interface
 
 Progress = Callable[[float, str], None]  # progress(fraction, message): gr.Progress in the demo, or anything
 
@@ -199,6 +199,8 @@ class CheckpointFiles:
 def resolve(model_id: str, need: str = "model", progress: Progress | None = None) -> CheckpointFiles:
     """Find the files ``need`` asks for locally, or download them when online. Raises ModelUnavailableError
     (not here, offline, Hub trouble) or UserInputError (an id or checkpoint this app refuses)."""
+    if need not in NEEDS:
+        raise ValueError(f"need is one of {NEEDS}, not {need!r}")
     typed = str(model_id or "").strip()
     if not typed:
         raise ModelUnavailableError("No model id was given. Enter a Hugging Face id such as bert-base-uncased.")
