@@ -24,7 +24,9 @@ import csv
 import hashlib
 import io
 import re
+import threading
 import unicodedata
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -306,3 +308,32 @@ def _accuracy(head: nn.Linear, x: torch.Tensor, y: np.ndarray) -> float:
 
 def baselines(data: Split) -> list[Baseline]:
     return [majority_baseline(data), ngram_baseline(data), glove_baseline(data)]
+
+
+_baseline_cache: OrderedDict[str, list[Baseline]] = OrderedDict()
+_baseline_lock = threading.Lock()
+
+
+def cached_baselines(data: Split, size: int = 8) -> list[Baseline]:
+    """baselines(data), remembered for the last few splits (the data view shows them on every open)."""
+    key = data.fingerprint
+    with _baseline_lock:
+        if key in _baseline_cache:
+            _baseline_cache.move_to_end(key)
+            return _baseline_cache[key]
+    found = baselines(data)
+    with _baseline_lock:
+        _baseline_cache[key] = found
+        while len(_baseline_cache) > size:
+            _baseline_cache.popitem(last=False)
+    return found
+
+
+def check_sentence(text: str | None) -> str:
+    """A sentence to classify with every trained model."""
+    text = " ".join(normalize_text(text or "").split())
+    if not text:
+        raise UserInputError("The sentence is empty. Type a sentence to classify.")
+    if len(text) > MAX_SENTENCE_CHARS:
+        raise UserInputError(f"The sentence has {len(text):,} characters; at most {MAX_SENTENCE_CHARS} here.")
+    return text

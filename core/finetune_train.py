@@ -165,7 +165,7 @@ def _train(data, head_steps, unfrozen, epochs, budget_seconds, cancel, with_base
     started = time.perf_counter()
     notes: list[str] = []
     yield Progress("baselines", 0.0, "baselines: majority, n-grams, GloVe", [], [])
-    found = finetune.baselines(data) if with_baselines else [finetune.majority_baseline(data)]
+    found = finetune.cached_baselines(data) if with_baselines else [finetune.majority_baseline(data)]
     yield Progress("encode", 0.05, f"MiniLM reads {len(data.train) + len(data.test)} sentences (frozen)", [], [])
     n_train = len(data.train)
     enc = encode([e.text for e in data.train + data.test], unfrozen)

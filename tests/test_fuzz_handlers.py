@@ -34,7 +34,7 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database
 
 # Handlers that train for up to minutes by design: their inputs are sliders and radios that Gradio bounds, and their
 # bad-input paths are covered by their tabs' own tests.
-LONG_RUNNING = {"lstm_train", "embeddings_train"}
+LONG_RUNNING = {"lstm_train", "embeddings_train", "classify_train"}
 
 INTERNAL = re.compile(re.escape(INTERNAL_ERROR).replace(r"\{name\}", ".*"))
 
