@@ -103,13 +103,14 @@ def _fields(line: str) -> list[str] | None:
 def parse_labelled(text: str | None, source: str = "the pasted lines") -> list[Example]:
     """``label<TAB>sentence`` (or ``label,sentence``) lines → examples. Blank lines and ``#`` comments are skipped,
     and so is a header row (``label<TAB>sentence``). Malformed lines are named by number."""
-    text = normalize_text(text or "")
+    # \r\n and a lone \r end a line too (normalize_text would drop a bare \r as a control character).
+    text = normalize_text((text or "").replace("\r\n", "\n").replace("\r", "\n"))
     examples, problems = [], []
-    for number, raw in enumerate(text.splitlines(), 1):  # splitlines: \r\n, \r and \n all end a line
+    for number, raw in enumerate(text.split("\n"), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        parts = _fields(line)
+        parts = _fields(raw)
         if parts is None:
             problems.append(f"line {number}: no tab (or comma) between the label and the sentence")
             continue
