@@ -218,6 +218,31 @@ def ngrams(text: str, n_max: int = 2) -> list[str]:
     return [" ".join(tokens[i:i + n]) for n in range(1, n_max + 1) for i in range(len(tokens) - n + 1)]
 
 
+_threads_lock = threading.Lock()
+_threads_users = 0
+_threads_saved = 1
+
+
+class one_cpu_thread:
+    """torch.set_num_threads(1) while any run trains; the old count comes back when the last one ends. Small ops
+    gain nothing from more threads, the float sums repeat exactly, and a shared machine keeps its other core."""
+
+    def __enter__(self):
+        global _threads_users, _threads_saved
+        with _threads_lock:
+            if _threads_users == 0:
+                _threads_saved = torch.get_num_threads()
+                torch.set_num_threads(1)
+            _threads_users += 1
+
+    def __exit__(self, *exc):
+        global _threads_users
+        with _threads_lock:
+            _threads_users -= 1
+            if _threads_users == 0:
+                torch.set_num_threads(_threads_saved)
+
+
 def fit_logistic(features: torch.Tensor, y: np.ndarray, classes: int, seed: int, l2: float = 1e-3,
                  steps: int = 200, lr: float = 0.05) -> nn.Linear:
     """Softmax regression by full-batch Adam on mean cross-entropy + λ‖W‖²; deterministic for a seed."""
@@ -225,11 +250,12 @@ def fit_logistic(features: torch.Tensor, y: np.ndarray, classes: int, seed: int,
     head = nn.Linear(features.shape[1], classes)
     optimizer = torch.optim.Adam(head.parameters(), lr=lr)
     target = torch.as_tensor(y)
-    for _ in range(steps):
-        optimizer.zero_grad()
-        loss = nn.functional.cross_entropy(head(features), target) + l2 * head.weight.square().sum()
-        loss.backward()
-        optimizer.step()
+    with one_cpu_thread():
+        for _ in range(steps):
+            optimizer.zero_grad()
+            loss = nn.functional.cross_entropy(head(features), target) + l2 * head.weight.square().sum()
+            loss.backward()
+            optimizer.step()
     return head.eval()
 
 

@@ -157,7 +157,7 @@ def train(data: finetune.Split, head_steps: int = DEFAULT_HEAD_STEPS, unfrozen: 
           cancel: threading.Event | None = None, with_baselines: bool = True) -> Iterator[Progress | Outcome]:
     """Yields Progress updates, then one Outcome. Raises Cancelled when ``cancel`` is set."""
     head_steps, unfrozen, epochs = check_settings(head_steps, unfrozen, epochs)
-    with one_cpu_thread():
+    with finetune.one_cpu_thread():
         yield from _train(data, head_steps, unfrozen, epochs, budget_seconds, cancel, with_baselines)
 
 
@@ -267,32 +267,7 @@ def _check(cancel: threading.Event | None) -> None:
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# One CPU thread while training; one run (and one result) per browser session
-
-_threads_lock = threading.Lock()
-_threads_users = 0
-_threads_saved = 1
-
-
-class one_cpu_thread:
-    """torch.set_num_threads(1) while any run trains; the old count comes back when the last one ends. Small ops
-    gain nothing from more threads, the float sums repeat exactly, and a shared machine keeps its other core."""
-
-    def __enter__(self):
-        global _threads_users, _threads_saved
-        with _threads_lock:
-            if _threads_users == 0:
-                _threads_saved = torch.get_num_threads()
-                torch.set_num_threads(1)
-            _threads_users += 1
-
-    def __exit__(self, *exc):
-        global _threads_users
-        with _threads_lock:
-            _threads_users -= 1
-            if _threads_users == 0:
-                torch.set_num_threads(_threads_saved)
-
+# One run (and one result) per browser session
 
 class SessionRuns:
     """The training slot and the latest result of each browser session (bounded). Starting a run cancels the
