@@ -22,13 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core import models
+from core import registry
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import normalize_text
 from core.tokenizer import WordPieceEncoding
 
-SST2_ID, MRPC_ID, DIANPING_ID, SIMILARITY_ZH_ID, COLA_ID = models.CHECKPOINTS["classify"]
+SST2_ID, MRPC_ID, DIANPING_ID, SIMILARITY_ZH_ID, COLA_ID = registry.CHECKPOINTS["classify"]
 
 # Display names for checkpoints whose config.json only says LABEL_0 / LABEL_1 (from the dataset's convention).
 KNOWN_LABELS = {
@@ -115,13 +115,13 @@ def input_layout(text_a: str | None, text_b: str | None = None, model_id: str | 
     stands in when the checkpoint is not here). Returns the encoding and a line naming the tokenizer."""
     pair = bool(text_b) if pair is None else pair
     text_a, text_b = check_texts(text_a, text_b, pair)
-    model_id = models.model_id_or_default("classify", model_id)
+    model_id = registry.model_id_or_default("classify", model_id)
     try:
-        tokenizer, _ = models.tokenizer(model_id)
+        tokenizer, _ = registry.tokenizer(model_id)
         source = f"Tokens from the tokenizer of {model_id}"
     except (ModelUnavailableError, UserInputError):
-        tokenizer, _ = models.tokenizer(models.OFFLINE_ENCODER)
-        source = (f"{model_id} is not available here, so the tokens come from {models.OFFLINE_ENCODER}'s "
+        tokenizer, _ = registry.tokenizer(registry.OFFLINE_ENCODER)
+        source = (f"{model_id} is not available here, so the tokens come from {registry.OFFLINE_ENCODER}'s "
                   "tokenizer (bert-base-uncased's vocabulary; [UNK] marks characters it lacks)")
     return _encode(tokenizer, text_a, text_b, max_length), source
 
@@ -131,7 +131,7 @@ def classify(text_a: str | None, text_b: str | None = None, model_id: str | None
     """Run a *ForSequenceClassification checkpoint on one sentence or a pair; everything the tab shows."""
     pair = bool(text_b) if pair is None else pair
     text_a, text_b = check_texts(text_a, text_b, pair)
-    loaded = models.load("classify", model_id)
+    loaded = registry.load("classify", model_id)
     encoding = _encode(loaded.tokenizer, text_a, text_b, max_length)
     model = loaded.model
     with torch.inference_mode():
@@ -152,8 +152,3 @@ def classify(text_a: str | None, text_b: str | None = None, model_id: str | None
         vector=vector[0].float().cpu().numpy(), weight=model.classifier.weight.detach().float().cpu().numpy(),
         bias=model.classifier.bias.detach().float().cpu().numpy(), logits=logits.cpu().numpy(),
         probs=probs.cpu().numpy(), labels=labels, label_note=note, function=function, badge=loaded.badge)
-
-
-def fetch_hint(model_id: str) -> str:
-    """What to run so the checkpoint is here next time (the Hub is not reachable from this process)."""
-    return f"Fetch it once with `hf download {model_id}` on a machine with network access, then restart the app."

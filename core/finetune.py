@@ -304,7 +304,7 @@ def ngram_baseline(data: Split, max_vocab: int = 20_000) -> Baseline:
 
 
 def glove_baseline(data: Split) -> Baseline:
-    from core.word2vec import load_glove
+    from core.embeddings import load_glove
 
     glove = load_glove()
     found = total = 0

@@ -23,11 +23,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from core import finetune, models
-from core.bert import additive_attention_mask
-from core.checkpoint import MINILM_ID
+from core import finetune, registry
+from core.nets.bert import additive_attention_mask
+from core.registry import MINILM_ID
 from core.errors import UserInputError
-from core.word2vec import pca
+from core.embeddings import pca
 
 DEFAULT_HEAD_STEPS = 150  # full-batch Adam steps for the head on frozen features
 DEFAULT_LAYERS = 1  # top layers unfrozen in stage (b)
@@ -56,7 +56,7 @@ def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def encode(texts: list[str], unfrozen: int, batch: int = 64) -> Encoded:
-    loaded = models.load("encoder", MINILM_ID)
+    loaded = registry.load("encoder", MINILM_ID)
     tokenizer, encoder = loaded.tokenizer, loaded.model.base
     encodings = [tokenizer.encode(text, max_length=finetune.MAX_TOKENS) for text in texts]
     width = max(len(e) for e in encodings)
@@ -195,7 +195,7 @@ def _train(data, head_steps, unfrozen, epochs, budget_seconds, cancel, with_base
         head_accuracy = _accuracy(head(enc.frozen[n_train:]), y_test)
 
     # (b) unfreeze the top k layers; start from the trained head.
-    encoder = models.load("encoder", MINILM_ID).model.base
+    encoder = registry.load("encoder", MINILM_ID).model.base
     first = len(encoder.encoder.layer) - unfrozen
     tuned = TopLayers(list(encoder.encoder.layer[first:]), head, first)
     tuned.train()

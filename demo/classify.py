@@ -90,8 +90,7 @@ def _summary(result: classify.ClassifyResult, expected: str = "") -> tuple[str, 
 
 
 def _no_model(model_id: str, exc: ModelUnavailableError) -> str:
-    return (f"**Model not available.** {exc}  \n{classify.fetch_hint(model_id)}  \nThe input layout below works "
-            "without it.")
+    return f"**Model not available.** {exc}  \nThe input layout below works without it."
 
 
 @friendly_errors

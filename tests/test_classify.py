@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from core import classify, finetune, finetune_train, models
+from core import classify, finetune, finetune_train, registry
 from core.errors import ModelUnavailableError, UserInputError
 
 LABELS = {0: "negative", 1: "positive", 2: "neutral"}
@@ -85,7 +85,7 @@ def test_bad_inputs_and_wrong_checkpoints_get_clear_messages(tiny_checkpoint, fo
 
 
 def test_generic_labels_get_dataset_names_only_for_known_checkpoints():
-    from core.bert import BertConfig
+    from core.nets.bert import BertConfig
 
     generic = BertConfig.from_dict({"id2label": {"0": "LABEL_0", "1": "LABEL_1"}})
     assert classify.label_names(classify.MRPC_ID, generic)[0] == ["not paraphrase", "paraphrase"]
@@ -210,7 +210,7 @@ def test_same_seed_same_accuracy_and_it_beats_the_majority(small_split, outcome)
 def test_frozen_vectors_equal_sentence_transformers_mean_pooling(small_split):
     import transformers
 
-    from core.checkpoint import MINILM_ID, resolve
+    from core.registry import MINILM_ID, resolve
 
     texts = [e.text for e in small_split.test[:5]]
     ours = finetune_train.encode(texts, 1).frozen
@@ -225,7 +225,7 @@ def test_frozen_vectors_equal_sentence_transformers_mean_pooling(small_split):
 
 
 def test_weight_change_and_projections(outcome):
-    encoder = models.load("encoder", finetune_train.MINILM_ID).model.base
+    encoder = registry.load("encoder", finetune_train.MINILM_ID).model.base
     top = encoder.encoder.layer[-1]
     expected = float((outcome.tuned.layers[0].attention.self.query.weight - top.attention.self.query.weight).norm()
                      / top.attention.self.query.weight.norm())
