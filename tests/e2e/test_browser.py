@@ -108,6 +108,10 @@ def _qa(page):
     click_button(page, "Seed 001: what makes it fall?")  # offline: the input layout, and a note about the model
 
 
+def _classify(page):
+    click_button(page, "English twin (MRPC paraphrase)")  # offline: the pair layout, and how to get the model
+
+
 BLOCK = "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' block ')][1]"  # the Gradio component around it
 
 SCENARIOS: dict[str, Scenario] = {
@@ -125,6 +129,9 @@ SCENARIOS: dict[str, Scenario] = {
     # Offline the layout view runs on MiniLM's tokenizer: [CLS] question [SEP] context [SEP].
     "qa": Scenario(_qa, plots=0, texts=["[CLS]", "[SEP]", "precipitation"],
                    frame=lambda page: page.locator(".textfield").filter(has_text="[SEP]")),
+    # Offline: [CLS] A [SEP] B [SEP] on MiniLM's tokenizer, and which checkpoint to fetch.
+    "classify": Scenario(_classify, plots=0, texts=["[CLS]", "[SEP]", "hf download"],
+                         frame=lambda page: page.locator(".textfield").filter(has_text="[SEP]")),
 }
 
 
