@@ -213,7 +213,7 @@ ALLOWED = (UserInputError, ModelUnavailableError)
 
 
 def core_calls():
-    from core import attention, embeddings, lstm, mlm, ner, ngram, qa, textio, tokenizer
+    from core import attention, classify, embeddings, finetune, lstm, mlm, ner, ngram, qa, textio, tokenizer
     from core.registry import MINILM_ID, resolve
 
     wordpiece = tokenizer.WordPieceTokenizer.from_directory(resolve(MINILM_ID).directory)
@@ -239,6 +239,11 @@ def core_calls():
         "qa.input_layout": (qa.input_layout, st.tuples(text, text, st.sampled_from([MINILM_ID, "", "\x00", "../x"]),
                                                        st.one_of(st.none(), st.integers(-5, 600)),
                                                        st.one_of(st.none(), st.integers(-5, 600)))),
+        "classify.input_layout": (classify.input_layout, st.tuples(
+            text, st.one_of(st.none(), text), st.sampled_from([MINILM_ID, "", "\x00", "../x"]),
+            st.one_of(st.none(), st.integers(-5, 600)), st.booleans())),
+        "finetune.parse_labelled": (finetune.parse_labelled, st.tuples(st.one_of(st.none(), text))),
+        "finetune.check_sentence": (finetune.check_sentence, st.tuples(st.one_of(st.none(), text))),
     }
 
 
