@@ -291,16 +291,20 @@ def build() -> None:
             with gr.Row():
                 preset_buttons = [gr.Button(p[0], size="sm") for p in PRESETS]
             summary = gr.Markdown()
+            gr.Markdown("**1. The input:** `[CLS] A [SEP] B [SEP]`, with segment ids")
+            layout_note = gr.Markdown()
+            layout = gr.HighlightedText(label="What the model reads (colour = segment id)", color_map=SEGMENT_COLORS,
+                                        show_legend=True, show_inline_category=False)
+            with gr.Accordion("Token table", open=False):
+                layout_table = gr.Dataframe(headers=["position", "token", "segment id", "part"], label="Tokens",
+                                            interactive=False, max_height=320)
+            gr.Markdown("**2. The probabilities:** P = softmax(W v + b), one row of W per label")
             with gr.Row():
                 probs = gr.Plot(label="Probability per label")
                 logits = gr.Dataframe(headers=["label", "W_c · v", "b_c", "logit", "probability"],
                                       label="Logits, term by term", interactive=False)
+            gr.Markdown("**3. The vector the classifier reads (v) and its weights (W)**")
             vector = gr.Plot(label="The sentence vector v and the classifier's W")
-            layout_note = gr.Markdown()
-            layout = gr.HighlightedText(label="What the model reads (colour = segment id)", color_map=SEGMENT_COLORS,
-                                        show_legend=True, show_inline_category=False)
-            layout_table = gr.Dataframe(headers=["position", "token", "segment id", "part"], label="Tokens",
-                                        interactive=False, max_height=320)
         with gr.Tab("Fine-tune MiniLM yourself") as tune_tab:
             gr.Markdown("Train a classifier on MiniLM-L6's real pre-trained weights, offline: **(a)** a linear head "
                         "on frozen sentence vectors, then **(b)** the head plus the top layer(s) of the encoder. The "
