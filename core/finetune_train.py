@@ -270,11 +270,15 @@ def _check(cancel: threading.Event | None) -> None:
 # One run (and one result) per browser session
 
 class SessionRuns:
-    """The training slot and the latest result of each browser session (bounded). Starting a run cancels the
-    session's previous run, so a second click replaces the first instead of queueing behind it."""
+    """Each browser session's run and latest result (bounded), and the machine's training slots.
 
-    def __init__(self, max_sessions: int = 32):
+    Starting a run cancels the session's previous run at once, so a second click replaces the first instead of
+    queueing behind it; the UI event itself is not queue-limited, and at most ``slots`` runs train at a time (the
+    others wait, cancellable, for a slot)."""
+
+    def __init__(self, max_sessions: int = 32, slots: int = 2):
         self.max_sessions = max_sessions
+        self.slots = threading.Semaphore(slots)
         self._lock = threading.Lock()
         self._running: dict[str, threading.Event] = {}
         self._results: OrderedDict[str, Outcome] = OrderedDict()
@@ -311,9 +315,15 @@ def run_for_session(session: str, data: finetune.Split, progress: Callable[[Prog
     event = RUNS.start(session)
     outcome = None
     try:
-        for update in train(data, cancel=event, **settings):
-            if isinstance(update, Outcome):
-                outcome = update
-            yield update
+        while not RUNS.slots.acquire(timeout=0.5):
+            _check(event)
+            yield Progress("waiting", 0.0, "waiting for a free training slot (other learners are training)", [], [])
+        try:
+            for update in train(data, cancel=event, **settings):
+                if isinstance(update, Outcome):
+                    outcome = update
+                yield update
+        finally:
+            RUNS.slots.release()
     finally:
         RUNS.finish(session, event, outcome)

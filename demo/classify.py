@@ -211,7 +211,7 @@ def train(dataset, pasted, upload, seed, head_steps, unfrozen, epochs, request: 
                 return
             progress(update.fraction, desc=update.message)
             steps = len(update.head_losses) + len(update.layer_losses)
-            if steps - shown >= 10 or update.stage in ("baselines", "encode"):
+            if steps - shown >= 10 or update.stage in ("waiting", "baselines", "encode"):
                 shown = steps
                 yield update.message, loss_figure(update.head_losses, update.layer_losses), gr.skip()
     except finetune_train.Cancelled:
@@ -360,9 +360,9 @@ def build() -> None:
     tune_tab.select(show_data, data_inputs, data_outputs, api_name="classify_data")
     dataset.change(show_data, data_inputs, data_outputs, api_name="classify_data_change")
     upload.upload(show_data, data_inputs, data_outputs, api_name="classify_upload")
-    # trigger_mode="multiple": a second click starts a new run, which cancels this session's first one.
+    # A second click starts a new run at once (trigger_mode="multiple", no queue limit), which cancels this
+    # session's first one; core bounds how many runs train at a time (finetune_train.RUNS.slots).
     train_button.click(train, [*data_inputs, head_steps, unfrozen, epochs], [status, loss, accuracy],
-                       api_name="classify_train", concurrency_id="classify_train", concurrency_limit=2,
-                       trigger_mode="multiple")
+                       api_name="classify_train", concurrency_limit=None, trigger_mode="multiple")
     predict_button.click(predict, [sentence], [side_by_side], api_name="classify_predict")
     change_tab.select(show_changes, data_inputs, [change_note, projection, weights], api_name="classify_changed")

@@ -264,3 +264,23 @@ def test_a_second_run_from_the_same_session_cancels_the_first(small_split):
 def test_settings_out_of_range_are_refused(small_split):
     with pytest.raises(UserInputError, match="unfrozen layers"):
         next(finetune_train.train(small_split, unfrozen=7))
+
+
+def test_runs_wait_for_a_free_slot_and_can_be_replaced_while_waiting(small_split):
+    runs = finetune_train.SessionRuns(slots=1)
+    original, finetune_train.RUNS = finetune_train.RUNS, runs
+    try:
+        runs.slots.acquire()  # another learner is training
+        waiting = finetune_train.run_for_session("s2", small_split, head_steps=5, unfrozen=1, epochs=1,
+                                                 with_baselines=False)
+        assert next(waiting).stage == "waiting"
+        replacement = finetune_train.run_for_session("s2", small_split, head_steps=5, unfrozen=1, epochs=1,
+                                                     with_baselines=False)
+        assert next(replacement).stage == "waiting"
+        with pytest.raises(finetune_train.Cancelled):
+            next(waiting)
+        runs.slots.release()
+        assert isinstance(list(replacement)[-1], finetune_train.Outcome)
+    finally:
+        finetune_train.RUNS = original
+
