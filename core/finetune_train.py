@@ -66,11 +66,12 @@ def encode(texts: list[str], unfrozen: int, batch: int = 64) -> Encoded:
         ids[row, :len(e)], mask[row, :len(e)] = torch.tensor(e.ids), 1
     unknown = sum(e.tokens.count(tokenizer.unk_token) for e in encodings)
     inputs, pooled = [], []
-    with torch.inference_mode():
+    with torch.inference_mode():  # on the registry's device; training then runs on CPU copies
         for start in range(0, len(texts), batch):
-            out = encoder(ids[start:start + batch], mask[start:start + batch], None, False)
-            inputs.append(out.hidden_states[len(encoder.encoder.layer) - unfrozen])  # (B, T, H)
-            pooled.append(mean_pool(out.last_hidden_state, mask[start:start + batch]))
+            rows, rows_mask = ids[start:start + batch].to(loaded.device), mask[start:start + batch].to(loaded.device)
+            out = encoder(rows, rows_mask, None, False)
+            inputs.append(out.hidden_states[len(encoder.encoder.layer) - unfrozen].float().cpu())  # (B, T, H)
+            pooled.append(mean_pool(out.last_hidden_state, rows_mask).float().cpu())
     return Encoded(ids, mask, torch.cat(inputs).clone(), torch.cat(pooled).clone(), unknown)
 
 
@@ -79,8 +80,8 @@ class TopLayers(nn.Module):
 
     def __init__(self, layers: list[nn.Module], head: nn.Linear, first_index: int):
         super().__init__()
-        self.layers = nn.ModuleList(copy.deepcopy(layer) for layer in layers)
-        self.head = copy.deepcopy(head)
+        self.layers = nn.ModuleList(copy.deepcopy(layer).float().cpu() for layer in layers)
+        self.head = copy.deepcopy(head).cpu()
         self.first_index = first_index  # index of the first copied layer in the full model
 
     def sentence_vectors(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -250,7 +251,8 @@ def weight_change(original: list[nn.Module], tuned: TopLayers, first: int) -> li
         after_params = dict(after.named_parameters())
         for name, param in before.named_parameters():
             if name.endswith("weight") and param.dim() == 2:
-                delta = (after_params[name].detach() - param.detach()).norm() / param.detach().norm()
+                before_weight = param.detach().float().cpu()
+                delta = (after_params[name].detach() - before_weight).norm() / before_weight.norm()
                 rows.append((f"layer {first + offset}: {name.removesuffix('.weight')}", float(delta)))
     return rows
 

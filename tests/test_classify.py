@@ -228,7 +228,8 @@ def test_frozen_vectors_equal_sentence_transformers_mean_pooling(small_split):
 def test_weight_change_and_projections(outcome):
     encoder = registry.load("encoder", finetune_train.MINILM_ID).model.base
     top = encoder.encoder.layer[-1]
-    tuned_query, query = outcome.tuned.layers[0].attention.self.query.weight.detach(), top.attention.self.query.weight
+    tuned_query = outcome.tuned.layers[0].attention.self.query.weight.detach()
+    query = top.attention.self.query.weight.detach()
     expected = float((tuned_query - query).norm() / query.norm())
     changes = dict(outcome.weight_change)
     assert changes["layer 5: attention.self.query"] == pytest.approx(expected, rel=1e-5)

@@ -75,6 +75,15 @@ def test_bad_pasted_data_names_the_line():
         classify.show_data(classify.MY_DATA, "positive\tgood\npositive\tfine\n", None, 0)
 
 
+def test_training_on_malformed_or_one_class_data_is_refused_before_it_starts():
+    with pytest.raises(gr.Error, match="line 3"):
+        list(classify.train(classify.MY_DATA, "positive\tgood\nnegative\tbad\nno tab\n", None, 0, 10, 1, 1))
+    with pytest.raises(gr.Error, match="at least two classes"):
+        list(classify.train(classify.MY_DATA, "positive\tgood\npositive\tfine\n", None, 0, 10, 1, 1))
+    with pytest.raises(gr.Error, match="epochs"):
+        list(classify.train(finetune.DEFAULT_DATASET, "", None, 0, 10, 1, 99))
+
+
 def test_predict_before_training_asks_to_train():
     with pytest.raises(gr.Error, match="Train first"):
         classify.predict("hello", FakeRequest("never-trained"))
