@@ -165,6 +165,12 @@ def show_data(dataset, pasted, upload, seed):
     return _data_summary(data, name), _baseline_rows(finetune.cached_baselines(data)), sample
 
 
+@friendly_errors
+def show_upload(pasted, upload, seed):
+    """An upload switches the data choice to the learner's own data and shows it."""
+    return (MY_DATA, *show_data(MY_DATA, pasted, upload, seed))
+
+
 def loss_figure(head_losses: list[float], layer_losses: list[float]) -> go.Figure:
     if not head_losses:
         return empty_figure("Train to see the loss curves.")
@@ -360,8 +366,8 @@ def build() -> None:
     data_inputs = [dataset, pasted, upload, seed]
     data_outputs = [data_note, accuracy, sample]
     tune_tab.select(show_data, data_inputs, data_outputs, api_name="classify_data")
-    dataset.change(show_data, data_inputs, data_outputs, api_name="classify_data_change")
-    upload.upload(show_data, data_inputs, data_outputs, api_name="classify_upload")
+    dataset.input(show_data, data_inputs, data_outputs, api_name="classify_data_change")
+    upload.upload(show_upload, [pasted, upload, seed], [dataset, *data_outputs], api_name="classify_upload")
     # A second click starts a new run at once (trigger_mode="multiple", no queue limit), which cancels this
     # session's first one; core bounds how many runs train at a time (finetune_train.RUNS.slots).
     train_button.click(train, [*data_inputs, head_steps, unfrozen, epochs], [status, loss, accuracy],

@@ -68,6 +68,14 @@ def test_data_view_shows_split_and_baselines():
     assert len(sample) == 8
 
 
+def test_an_upload_switches_to_my_data(tmp_path):
+    upload = tmp_path / "mine.csv"
+    upload.write_text("label,sentence\n" + "".join(f"{'ab'[i % 2]},sentence number {i}\n" for i in range(12)),
+                      encoding="utf-8")
+    dataset, note, rows, sample = classify.show_upload("", str(upload), 0)
+    assert dataset == classify.MY_DATA and "your uploaded file" in note and "8 training and 4 held-out" in note  # 6 per label, 2 held out each
+
+
 def test_bad_pasted_data_names_the_line():
     with pytest.raises(gr.Error, match="line 2"):
         classify.show_data(classify.MY_DATA, "positive\tgood\nno separator here\n", None, 0)
