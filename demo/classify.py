@@ -11,7 +11,7 @@ from gradio.context import Context
 from core import classify, finetune, finetune_train
 from core.errors import ModelUnavailableError, UserInputError
 from demo.common import friendly_errors, model_picker
-from demo.figures import COLORWAY, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
+from demo.figures import COLORWAY, bar, empty_figure, heatmap, styled, subplot_grid
 
 TITLE = "Classification & fine-tuning"
 

@@ -73,7 +73,8 @@ def test_an_upload_switches_to_my_data(tmp_path):
     upload.write_text("label,sentence\n" + "".join(f"{'ab'[i % 2]},sentence number {i}\n" for i in range(12)),
                       encoding="utf-8")
     dataset, note, rows, sample = classify.show_upload("", str(upload), 0)
-    assert dataset == classify.MY_DATA and "your uploaded file" in note and "8 training and 4 held-out" in note  # 6 per label, 2 held out each
+    assert dataset == classify.MY_DATA and "your uploaded file" in note
+    assert "8 training and 4 held-out" in note  # 6 per label: round(6 × 0.25) = 2 held out of each
 
 
 def test_bad_pasted_data_names_the_line():
