@@ -52,9 +52,25 @@ def _bert_qa(config, keys):
     return distilbert.DistilBertForQuestionAnswering if distil else bert.BertForQuestionAnswering
 
 
+def _bert_classify(config, keys):
+    if not any(k.startswith("classifier.") for k in keys):
+        raise UserInputError("This checkpoint has no sequence-classification head (classifier.*). Choose a "
+                             "fine-tuned classifier such as distilbert-base-uncased-finetuned-sst-2-english.")
+    if any("TokenClassification" in name for name in config.architectures):
+        raise UserInputError("This checkpoint tags tokens (its config says TokenClassification); sentence "
+                             "classification needs a *ForSequenceClassification checkpoint. Try the NER tab.")
+    if config.model_type == "distilbert":
+        return distilbert.DistilBertForSequenceClassification
+    if not any(k.endswith("pooler.dense.weight") for k in keys):
+        raise UserInputError("This BERT checkpoint has a classifier but no pooler, so it is not a "
+                             "BertForSequenceClassification (it may tag tokens: try the NER tab).")
+    return bert.BertForSequenceClassification
+
+
 _BERT = Family(
     parse_config=bert.BertConfig.from_dict, normalize_keys=bert.normalize_state_dict,
-    classes={"encoder": lambda config, keys: bert.Encoder, "mlm": _bert_mlm, "ner": _bert_ner, "qa": _bert_qa},
+    classes={"encoder": lambda config, keys: bert.Encoder, "mlm": _bert_mlm, "ner": _bert_ner, "qa": _bert_qa,
+             "classify": _bert_classify},
     base=bert.Encoder, tokenizer=WordPieceTokenizer.from_directory,
     tokenizer_files=("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"),
 )

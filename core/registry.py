@@ -384,7 +384,7 @@ def from_pretrained(model_id, model_class: type[nn.Module], device: torch.device
 # ------------------------------------------------------------------------------------------------------------------
 # Tasks: which checkpoint and class each tab uses, loaded lazily and kept in a bounded LRU cache.
 
-TASKS = ("encoder", "mlm", "ner", "qa")  # BERT's; a family's ``classes`` may add its own (an unknown one: ValueError)
+TASKS = ("encoder", "mlm", "ner", "qa", "classify")  # BERT's; another family may bring its own
 
 # task -> (default, alternatives). The first entry is the online default.
 CHECKPOINTS: dict[str, list[str]] = {
@@ -392,6 +392,10 @@ CHECKPOINTS: dict[str, list[str]] = {
     "mlm": ["bert-base-uncased", "distilbert-base-uncased", "bert-base-chinese"],
     "ner": ["dslim/bert-base-NER"],
     "qa": ["distilbert-base-cased-distilled-squad", "deepset/bert-base-cased-squad2"],
+    # Single sentence (SST-2 sentiment, Dianping reviews), pairs (MRPC paraphrase, Chinese similarity), CoLA.
+    "classify": ["distilbert-base-uncased-finetuned-sst-2-english", "textattack/bert-base-uncased-MRPC",
+                 "uer/roberta-base-finetuned-dianping-chinese", "IDEA-CCNL/Erlangshen-Roberta-110M-Similarity",
+                 "textattack/bert-base-uncased-CoLA"],
 }
 # The checkpoint each task falls back to for the views that need only a tokenizer and an encoder (offline).
 OFFLINE_ENCODER = MINILM_ID

@@ -65,6 +65,7 @@ MAIN_ENDPOINTS = {
     "mlm": "/mlm_inputs",
     "ner": "/ner_tag",
     "qa": "/qa_layout",
+    "classify": "/classify_run",
 }
 
 
@@ -184,3 +185,15 @@ def test_qa_layout_is_cls_question_sep_context_sep(client):
     assert [row[2] for row in rows(table)] == reference
     assert [row[3] for row in rows(table)] == encoded["token_type_ids"]
     assert "not available" in note  # offline: it says whose tokenizer it used instead
+
+
+def test_classify_offline_shows_the_pair_layout_and_how_to_get_the_model(client):
+    a, b = "I like you very much.", "I am very fond of you."
+    summary, probs, vector, logits, layout, note, table = client.predict(
+        model_id="textattack/bert-base-uncased-MRPC", task="sentence pair", text_a=a, text_b=b, max_length=128,
+        api_name="/classify_run")
+    encoded = reference_tokenizer()(a, b)
+    assert [row[1] for row in rows(table)] == reference_tokenizer().convert_ids_to_tokens(encoded["input_ids"])
+    assert [row[2] for row in rows(table)] == encoded["token_type_ids"]
+    assert "hf download textattack/bert-base-uncased-MRPC" in summary
+

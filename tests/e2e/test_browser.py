@@ -113,6 +113,13 @@ def _qa(page):
     click_button(page, "Seed 001: what makes it fall?")  # offline: the input layout, and a note about the model
 
 
+def _classify(page):
+    click_button(page, "English twin (MRPC paraphrase)")  # offline: the pair layout, and how to get the model
+    page.get_by_text("hf download").filter(visible=True).first.wait_for()
+    open_tab(page, "Fine-tune MiniLM yourself")  # then fine-tune MiniLM offline (~20 s on 2 cores)
+    click_button(page, "Train")
+
+
 BLOCK = "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' block ')][1]"  # the Gradio component around it
 
 SCENARIOS: dict[str, Scenario] = {
@@ -132,6 +139,8 @@ SCENARIOS: dict[str, Scenario] = {
     # Offline the layout view runs on MiniLM's tokenizer: [CLS] question [SEP] context [SEP].
     "qa": Scenario(_qa, plots=0, texts=["[CLS]", "[SEP]", "precipitation"],
                    frame=lambda page: page.locator(".textfield").filter(has_text="[SEP]")),
+    # Offline: the pair layout says which checkpoint to fetch; fine-tuning MiniLM runs and reports accuracies.
+    "classify": Scenario(_classify, plots=1, texts=["Done", "MiniLM frozen + head (a)"]),
 }
 
 
