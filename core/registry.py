@@ -208,11 +208,11 @@ def resolve(model_id: str, need: str = "model", progress: Progress | None = None
     local = _local_folder(typed)
     if local is not None:
         return _checked(typed, local, "local folder", need)
-    if not hub.HUB_ID.fullmatch(typed):
-        raise UserInputError(f"'{shown}' is not a Hugging Face model id (like bert-base-uncased or "
-                             "dslim/bert-base-NER)." if local_models_allowed() else
-                             "This server does not open folders on its disk. Enter a Hugging Face model id such "
-                             "as bert-base-uncased.")
+    if not hub.HUB_ID.fullmatch(typed):  # unavailable, so the views that can fall back to MiniLM-L6 still do
+        raise ModelUnavailableError(f"'{shown}' is neither a folder on this machine nor a Hugging Face model id "
+                                    "(like bert-base-uncased or dslim/bert-base-NER)." if local_models_allowed() else
+                                    "This server does not open folders on its disk. Enter a Hugging Face model id "
+                                    "such as bert-base-uncased.")
     packaged = PACKAGED_MODELS.get(typed)
     if packaged and importlib.util.find_spec(packaged[0]) is not None:
         directory = Path(importlib.util.find_spec(packaged[0]).origin).parent / packaged[1]

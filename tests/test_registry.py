@@ -402,7 +402,7 @@ def test_local_folders_only_on_loopback_or_under_models_dir(mlm_folder, monkeypa
     registry.configure(host="0.0.0.0")
     messages = set()
     for typed in (str(mlm_folder), "/etc", "/no/such/folder", "~", "../../x"):
-        with pytest.raises(UserInputError) as info:
+        with pytest.raises(ModelUnavailableError) as info:
             registry.resolve(typed)
         messages.add(str(info.value))
     assert messages == {"This server does not open folders on its disk. Enter a Hugging Face model id such as "
@@ -411,7 +411,7 @@ def test_local_folders_only_on_loopback_or_under_models_dir(mlm_folder, monkeypa
     registry.configure(models_dir=mlm_folder.parent)
     files = registry.resolve(mlm_folder.name)
     assert files.source == "local folder" and files.name == mlm_folder.name
-    with pytest.raises(UserInputError):
+    with pytest.raises(ModelUnavailableError, match="does not open folders"):
         registry.resolve(str(mlm_folder))  # a full path is still refused on a public host
 
     monkeypatch.setattr(registry, "settings", registry.Settings())
