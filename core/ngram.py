@@ -20,7 +20,9 @@ Two conventions for sentence boundaries (they change the counts and |V|, so the 
   len(nltk.lm.Vocabulary).
 
 Counting is integer-encoded and vectorised: each k-gram is the pair (rank of its (k-1)-gram prefix, last token),
-packed into one int64, so one np.unique per order both counts the k-grams and sorts them by context.
+packed into one int64, so one np.unique per order both counts the k-grams and sorts them by context. Scoring is
+array lookups too: NgramModel.chain finds every position's context and (context, token) by np.searchsorted in those
+sorted keys, so a batch of sentences (score_batch) or a long text costs a few numpy calls, not a loop per token.
 """
 from __future__ import annotations
 
@@ -243,14 +245,8 @@ class NgramModel:
     # -- counts ---------------------------------------------------------------------------------------------------
     def _rank(self, ids: list[int]) -> int | None:
         """Rank of a gram among the distinct grams of its order, or None if it never occurred."""
-        rank = 0
-        for k, token in enumerate(ids):
-            key = rank * self.base + token
-            i = int(np.searchsorted(self.keys[k], key))
-            if i == len(self.keys[k]) or self.keys[k][i] != key:
-                return None
-            rank = i
-        return rank
+        rank = int(self._gram_ranks(np.array(ids, np.int64).reshape(1, -1))[0])
+        return None if rank < 0 else rank
 
     def _followers(self, ids: list[int], continuation: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Tokens seen right after the context and their counts (raw, or Kneser-Ney continuation counts)."""
@@ -271,38 +267,12 @@ class NgramModel:
     def distribution(self, context, smoothing: Smoothing = "mle", k: float = 1.0) -> np.ndarray:
         """P(w | context) for every w in V, plus one last entry: the probability of a token outside V
         (or, with boundaries on, of <UNK>).  # (|V| + 1,)"""
-        return self._estimate(self._ids(self._context(context)), np.arange(self.base), smoothing, k)
+        ids = np.array(self._ids(self._context(context)), np.int64)
+        return self._estimate_many(np.tile(ids, (self.base, 1)), np.arange(self.base), smoothing, k)[0]
 
     def prob(self, word: str, context=(), smoothing: Smoothing = "mle", k: float = 1.0) -> float:
-        return float(self._estimate(self._ids(self._context(context)), np.array(self._ids([word])), smoothing, k)[0])
-
-    def _estimate(self, ids: list[int], targets: np.ndarray, smoothing: Smoothing, k: float) -> np.ndarray:
-        """P(target | context) for an array of target ids (all of V, or just one when scoring)."""
-        if smoothing == "kneser_ney":
-            return self._kneser_ney(ids, targets)
-        words, counts = self._followers(ids)
-        count, total = _lookup(words, counts, targets), counts.sum()
-        if smoothing == "mle":  # an unseen context has no MLE (0/0); like NLTK, every word gets 0
-            return count / total if total else np.zeros(len(targets))
-        if smoothing == "add_k":
-            if k <= 0:
-                raise UserInputError(f"k must be positive for add-k smoothing (got {k}).")
-            return (count + k) / (total + k * self.vocab_size)
-        raise UserInputError(f"Unknown smoothing {smoothing!r}; choose one of {', '.join(SMOOTHINGS)}.")
-
-    def _kneser_ney(self, ids: list[int], targets: np.ndarray, d: float = KN_DISCOUNT) -> np.ndarray:
-        """Interpolated Kneser-Ney, from the bottom up:
-        P(w | c) = max(c(c w) - d, 0) / Σ_w c(c w) + d · N1+(c •) / Σ_w c(c w) · P(w | c minus its first token),
-        with raw counts c at the model's order n, continuation counts N1+(• c w) below it, and 1/|V| at the bottom.
-        A context never seen is skipped (its whole mass goes to the shorter context)."""
-        p = np.full(len(targets), 1.0 / self.vocab_size)
-        for j in range(len(ids) + 1):
-            words, counts = self._followers(ids[len(ids) - j:], continuation=j + 1 < self.n)
-            total = counts.sum()
-            if total:
-                alpha = np.maximum(_lookup(words, counts, targets) - d, 0) / total
-                p = alpha + d * np.count_nonzero(counts) / total * p
-        return p
+        ids = np.array(self._ids(self._context(context)), np.int64).reshape(1, -1)  # (1, context length)
+        return float(self._estimate_many(ids, np.array(self._ids([word])), smoothing, k)[0][0])
 
     # -- many positions at once (scoring) -----------------------------------------------------------------------
     def chain(self, ids: np.ndarray, positions: np.ndarray, starts: np.ndarray, smoothing: Smoothing = "mle",
@@ -353,10 +323,15 @@ class NgramModel:
         return count, np.where(rank >= 0, sums[seen], 0), np.where(rank >= 0, distinct[seen], 0)
 
     def _estimate_many(self, context: np.ndarray, targets: np.ndarray, smoothing: Smoothing, k: float):
-        """_estimate and _kneser_ney for many (context, target) rows of one context length at once."""
+        """P(target | context) for many (context, target) rows of one context length, under one smoothing.
+
+        Interpolated Kneser-Ney, from the bottom up:
+        P(w | c) = max(c(c w) - d, 0) / Σ_w c(c w) + d · N1+(c •) / Σ_w c(c w) · P(w | c minus its first token),
+        with raw counts c at the model's order n, continuation counts N1+(• c w) below it, and 1/|V| at the bottom.
+        A context never seen is skipped (its whole mass goes to the shorter context)."""
         length = context.shape[1]
         count, total, _ = self._follow(self._gram_ranks(context), targets, length)
-        if smoothing == "mle":
+        if smoothing == "mle":  # an unseen context has no MLE (0/0); like NLTK, every word gets 0
             p = np.divide(count, total, out=np.zeros(len(targets)), where=total > 0)
         elif smoothing == "add_k":
             if k <= 0:
@@ -364,7 +339,7 @@ class NgramModel:
             p = (count + k) / (total + k * self.vocab_size)
         elif smoothing == "kneser_ney":
             d, p = KN_DISCOUNT, np.full(len(targets), 1.0 / self.vocab_size)
-            for j in range(length + 1):  # the same bottom-up recursion as _kneser_ney, over the context's suffixes
+            for j in range(length + 1):  # the context's suffixes, shortest first
                 c, t, n1 = self._follow(self._gram_ranks(context[:, length - j:]), targets, j, j + 1 < self.n)
                 safe = np.maximum(t, 1)
                 p = np.where(t > 0, np.maximum(c - d, 0) / safe + d * n1 / safe * p, p)
