@@ -26,6 +26,7 @@ sorted keys, so a batch of sentences (score_batch) or a long text costs a few nu
 """
 from __future__ import annotations
 
+import copy
 import math
 import re
 from dataclasses import dataclass, field
@@ -219,6 +220,15 @@ class NgramModel:
             self.keys.append(keys)
             self.counts.append(counts)
         self.continuation.append(np.zeros(0, np.int64))  # the top order has no continuation counts
+
+    def lower_order(self, n: int) -> "NgramModel":
+        """This model as an order-n one (n ≤ self.n), sharing its arrays. Without boundary padding the k-gram counts
+        do not depend on the order they were counted for, so one count pass serves every n (the ladder's rungs)."""
+        if self.boundaries or not 1 <= n <= self.n:
+            raise ValueError(f"lower_order needs boundaries off and 1 ≤ n ≤ {self.n} (got n = {n})")
+        lower = copy.copy(self)
+        lower.n, lower.keys, lower.counts, lower.continuation = n, self.keys[:n], self.counts[:n], self.continuation[:n]
+        return lower
 
     # -- vocabulary -----------------------------------------------------------------------------------------------
     def pad(self, tokens: list[str]) -> list[str]:
