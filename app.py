@@ -22,10 +22,11 @@ import gradio as gr  # noqa: E402
 from core import checkpoint, models  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, device_label, set_device
 from core.limits import MAX_UPLOAD_BYTES
-from demo import attention, embeddings, figures, lstm, mlm, ner, ngram, qa
+from demo import attention, embeddings, figures, lstm, mlm, ner, ngram, overview, qa
 
-# The history, in order: statistics → static vectors → recurrence → attention → BERT and its tasks.
-TABS = [ngram, embeddings, lstm, attention, mlm, ner, qa]
+# The overview first (timeline and ladder), then the history in order: statistics → static vectors → recurrence →
+# attention → BERT and its tasks.
+TABS = [overview, ngram, embeddings, lstm, attention, mlm, ner, qa]
 
 INTRO = (
     "# PLM Explorer\n"

@@ -23,6 +23,7 @@ outside V); the ladder names these characters per rung and shows what they cost.
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
@@ -134,9 +135,17 @@ def recurrent_rungs() -> list[Rung]:
     ]
 
 
-@lru_cache(maxsize=1)
+_LOADING = threading.Lock()
+
+
 def rungs() -> tuple[Rung, ...]:
-    """Every rung, bottom to top (loaded once per process)."""
+    """Every rung, bottom to top, loaded once per process (a lock, so that users arriving together count once)."""
+    with _LOADING:
+        return _rungs()
+
+
+@lru_cache(maxsize=1)
+def _rungs() -> tuple[Rung, ...]:
     return tuple(ngram_rungs() + recurrent_rungs())
 
 
