@@ -16,7 +16,7 @@ from collections import Counter
 import torch
 
 from benchmarks.common import median_seconds, paired_median_seconds, print_table, row
-from core import ladder, rnn
+from core import ladder, lstm
 
 TEXT = ("Call me Ishmael. Some years ago—never mind how long precisely—having little or no money in my purse, and "
         "nothing particular to interest me on shore, I thought I would sail about a little and see the watery part "
@@ -32,7 +32,7 @@ def _dict_trigram_add_one(train: str):
                          for i in range(2, len(text))]
 
 
-def _torch_reference(model: rnn.RecurrentLM):
+def _torch_reference(model: lstm.RecurrentLM):
     cls = torch.nn.LSTM if model.kind == "lstm" else torch.nn.RNN
     ref = cls(model.cell.U.in_features, model.cell.hidden_size, batch_first=True)
     with torch.no_grad():
@@ -60,7 +60,7 @@ def run(quick: bool = False) -> list[dict]:
         ours, ref = paired_median_seconds(lambda: rungs["ngram-3-add_k"].log2_probs(sample),
                                           lambda: dict_model(sample), repeats=repeats)
         rows.append(row(f"ladder: 3-gram add-one rung vs a Python dict walk, {name}", ours, ref, "s", goal))
-    models = rnn.shipped_models()
+    models = lstm.shipped_models()
     ids = torch.tensor([models.vocab.encode(text)[0]])
     for kind in ("rnn", "lstm"):
         reference = _torch_reference(getattr(models, kind))

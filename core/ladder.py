@@ -13,10 +13,10 @@ so every rung starts at the second character and all rows line up. The rungs:
 
 - n-gram, n = 1..5, add-one and interpolated Kneser-Ney (core/ngram.py), counted over the characters of the training
   split as one stream (spaces included, contexts cross sentence ends, like the neural models' training windows);
-- the vanilla RNN and the LSTM of the RNN & LSTM tab (core/rnn.py, assets/rnn/), P = softmax(head(h_t));
+- the vanilla RNN and the LSTM of the RNN & LSTM tab (core/lstm.py, assets/rnn/), P = softmax(head(h_t));
 - the char-GPT of the Transformer & GPT tab, when it is shipped.
 
-All of them are trained on the same split of Moby-Dick (core.rnn.split_text: the last 5% is held out). A character
+All of them are trained on the same split of Moby-Dick (core.lstm.split_text: the last 5% is held out). A character
 outside a rung's vocabulary is what that rung scores as its <unk> (the RNNs' <unk> id, the n-gram's empty slot
 outside V); the ladder names these characters per rung and shows what they cost.
 """
@@ -32,7 +32,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from core import rnn
+from core import lstm
 from core.corpora import load_corpus
 from core.device import get_device
 from core.errors import ModelUnavailableError, UserInputError
@@ -63,7 +63,7 @@ class Rung:
 
 def training_split() -> tuple[str, str]:
     """(training text, held-out text) of Moby-Dick: the RNN & LSTM tab's split, shared by every rung."""
-    return rnn.split_text(load_corpus("moby_dick"))
+    return lstm.split_text(load_corpus("moby_dick"))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -86,9 +86,9 @@ def _ngram_scorer(model: NgramModel, smoothing: str) -> Callable[[str], np.ndarr
     return log2_probs
 
 
-def _recurrent_scorer(model: rnn.RecurrentLM, vocab: rnn.Vocab) -> Callable[[str], np.ndarray]:
+def _recurrent_scorer(model: lstm.RecurrentLM, vocab: lstm.Vocab) -> Callable[[str], np.ndarray]:
     def log2_probs(text: str) -> np.ndarray:
-        """The RNN tab's own computation (core.rnn.inspect): forward_fused, softmax, P of the next token."""
+        """The RNN tab's own computation (core.lstm.inspect): forward_fused, softmax, P of the next token."""
         x = torch.tensor([vocab.encode(text)[0]], device=get_device())  # (1, T)
         with torch.inference_mode():
             probs = model.forward_fused(x).logits[0].softmax(-1)  # (T, V)
@@ -123,7 +123,7 @@ def ngram_rungs() -> list[Rung]:
 
 
 def recurrent_rungs() -> list[Rung]:
-    models = rnn.shipped_models()
+    models = lstm.shipped_models()
     vocabulary = frozenset(models.vocab.tokens[1:])  # tokens[0] is <unk>
     return [
         Rung("rnn", "vanilla RNN", "RNN", "h_t = tanh(U x_t + W h_{t−1} + b); P(c_{t+1} | c_≤t) = softmax(V h_t + b_V)",
@@ -184,7 +184,7 @@ class LadderScore:
 
 def prepare(text: str, max_chars: int = MAX_CHARS) -> str:
     """The learner's text as every rung reads it; a clear message when it cannot be scored."""
-    text = rnn.clean_text(text or "").strip()
+    text = lstm.clean_text(text or "").strip()
     if len(text) < 2:
         raise UserInputError("Type a text of at least two characters: each model predicts every character from "
                              "the ones before it, e.g. 'Call me Ishmael.'")

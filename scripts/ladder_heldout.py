@@ -3,7 +3,7 @@
     python scripts/ladder_heldout.py                       # about a minute on one core
     python scripts/ladder_heldout.py --out /tmp/heldout.json
 
-For each rung: bits per character and perplexity on the whole held-out split (core.rnn.split_text, the last 5%, read
+For each rung: bits per character and perplexity on the whole held-out split (core.lstm.split_text, the last 5%, read
 as one stream), the same on its first SUBSET_CHARS characters (tests/test_ladder.py recomputes that figure),
 parameters (weights, or stored counts for an n-gram), and training time and data. Training time is CPU time on one
 thread, measured here: the n-gram's counting pass at its order, and for the neural models a timed run of their own
@@ -22,7 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import ladder, rnn  # noqa: E402
+from core import ladder, lstm  # noqa: E402
 from core.ngram import NgramModel  # noqa: E402
 
 TIMED_STEPS = 20  # neural training steps timed per model (after 3 warm-up steps)
@@ -36,9 +36,9 @@ def cpu_seconds(fn) -> float:
 
 def recurrent_step_seconds(kind: str, train: str) -> float:
     """CPU seconds per training step of the shipped configuration (batch 32 × 100 characters)."""
-    models = rnn.shipped_models()
-    model = rnn.RecurrentLM(kind, len(models.vocab))
-    steps = rnn.train_steps(model, rnn.corpus_ids(train, models.vocab), steps=TIMED_STEPS + 3)
+    models = lstm.shipped_models()
+    model = lstm.RecurrentLM(kind, len(models.vocab))
+    steps = lstm.train_steps(model, lstm.corpus_ids(train, models.vocab), steps=TIMED_STEPS + 3)
     for _ in range(3):
         next(steps)
     return cpu_seconds(lambda: [None for _ in steps]) / TIMED_STEPS
@@ -53,7 +53,7 @@ def training_facts(train: str) -> dict[str, tuple[float, str, str]]:
         for smoothing in ("add_k", "kneser_ney"):
             facts[f"ngram-{n}-{smoothing}"] = (seconds, f"one counting pass of all 1..{n}-grams, timed here",
                                               f"{chars}, counted once")
-    info = rnn.shipped_models().info
+    info = lstm.shipped_models().info
     for kind in ("rnn", "lstm"):
         steps, per_step = info[kind]["steps"], recurrent_step_seconds(kind, train)
         seen = steps * info["batch_size"] * info["seq_len"]
@@ -82,7 +82,7 @@ def main() -> None:
                          subset_bits_per_char=subset))
         print(f"{rung.name:22s} {bits_per_char:.4f} bits/char  (subset {subset:.4f})  {rung.parameters:>9,} "
               f"{rung.parameters_kind}  {seconds:8.1f} s", flush=True)
-    split = dict(corpus="moby_dick", split="core.rnn.split_text: the last 5% of the cleaned text is held out",
+    split = dict(corpus="moby_dick", split="core.lstm.split_text: the last 5% of the cleaned text is held out",
                  training_chars=len(train), held_out_chars=len(held), subset_chars=ladder.SUBSET_CHARS,
                  scored="every character after the first, each predicted from all the characters before it",
                  written_by="scripts/ladder_heldout.py", date=datetime.date.today().isoformat(),

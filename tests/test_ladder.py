@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from core import ladder, rnn
+from core import ladder, lstm
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.ngram import NgramModel
@@ -39,8 +39,8 @@ def test_every_shipped_character_model_is_a_rung(rungs):
 
 def test_split_is_the_rnn_tabs_split(split):
     train, held = split
-    assert (train, held) == rnn.split_text(load_corpus("moby_dick"))
-    assert held == rnn.held_out_text()
+    assert (train, held) == lstm.split_text(load_corpus("moby_dick"))
+    assert held == lstm.held_out_text()
     assert len(held) / (len(train) + len(held)) == pytest.approx(0.05, abs=1e-3)
 
 
@@ -77,9 +77,9 @@ def test_trigram_add_one_rung_by_hand(rungs, split):
 
 @pytest.mark.parametrize("kind", ["rnn", "lstm"])
 def test_recurrent_rungs_equal_the_rnn_tabs_inspect(rungs, kind):
-    models = rnn.shipped_models()
+    models = lstm.shipped_models()
     text = ladder.prepare(TEXT)
-    expected = [-math.log2(p) for p in rnn.inspect(models, text).actual_prob[kind]]
+    expected = [-math.log2(p) for p in lstm.inspect(models, text).actual_prob[kind]]
     got = ladder.score_rung(rungs[kind], text)
     assert got.total_bits == pytest.approx(sum(expected), abs=1e-6)
     # and the model's plain step-by-step forward pass (not the fused one the tab uses), float32
@@ -148,7 +148,7 @@ def test_parameters_count_what_is_stored(rungs):
     distinct = [len(keys) for keys in counts.keys]
     assert rungs["ngram-3-add_k"].parameters == sum(distinct[:3])
     assert rungs["ngram-3-kneser_ney"].parameters == sum(distinct[:3]) + sum(distinct[:2])
-    models = rnn.shipped_models()
+    models = lstm.shipped_models()
     V, E, H = len(models.vocab), 32, 128
     assert rungs["rnn"].parameters == V * E + (E * H + H) + H * H + (H * V + V)
     assert rungs["lstm"].parameters == V * E + 4 * (E * H + H) + 4 * H * H + (H * V + V)
