@@ -23,12 +23,13 @@ windows forget** (the neural n-gram), **recurrences vanish** (RNN → LSTM), and
 once** (Transformer, GPT, BERT). Follow the timeline from left to right; each step opens its tab.
 """
 
-# (when, name, what it brought, tab, preset) in historical order
+# (when, name, what it brought, tab, preset) in the lessons' order (the seed's): recurrent networks are older
+# than word2vec, but recurrent language models and ELMo came after the fixed-window NNLM
 TIMELINE = [
     ("§2.1 · 1948 → 1990s", "n-gram", "counts of the last n−1 words", "ngram", "seed-bigram"),
     ("2003", "NNLM", "words as dense vectors, a fixed window", "embeddings", "nnlm"),
     ("2013", "word2vec", "embeddings from context, fast", "embeddings", "word2vec"),
-    ("1990 / 1997", "RNN / LSTM", "a memory of everything read, gated", "lstm", "gates"),
+    ("LSTM 1997 · RNN LM 2010", "RNN / LSTM", "a memory of everything read, gated", "lstm", "gates"),
     ("2014–15", "attention", "look back at every position", "attention", "thinking-machines"),
     ("2017", "Transformer", "attention only, all positions at once", "transformer", "one-block"),
     ("2018", "ELMo / GPT / BERT", "pre-train once, fine-tune for every task", "mlm", "fill-mask"),
@@ -181,7 +182,7 @@ def build() -> None:
     held_note = gr.Markdown()
     with gr.Row():
         held_plot = gr.Plot(empty_figure("The held-out ladder appears when the page has loaded."), show_label=False)
-    held_table = gr.Dataframe(headers=HELD_OUT_HEADERS, interactive=False, wrap=True, max_height=520,
+    held_table = gr.Dataframe(headers=HELD_OUT_HEADERS, interactive=False, wrap=True, max_height=900,
                               datatype=["str", "number", "number", "str", "str", "str", "str", "markdown"])
 
     gr.Markdown(f"### 2 · Every model on your text\nType up to {ladder.MAX_CHARS} characters, or pick a preset: "
