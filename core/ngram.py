@@ -258,15 +258,13 @@ class NgramModel:
         rank = int(self._gram_ranks(np.array(ids, np.int64).reshape(1, -1))[0])
         return None if rank < 0 else rank
 
-    def _followers(self, ids: list[int], continuation: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Tokens seen right after the context and their counts (raw, or Kneser-Ney continuation counts)."""
-        rank = self._rank(ids)
-        keys = self.keys[len(ids)]
+    def _followers(self, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Tokens seen right after the context and their counts."""
+        rank, keys = self._rank(ids), self.keys[len(ids)]
         if rank is None:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         lo, hi = np.searchsorted(keys, [rank * self.base, (rank + 1) * self.base])
-        counts = self.continuation[len(ids)] if continuation else self.counts[len(ids)]
-        return keys[lo:hi] % self.base, counts[lo:hi]
+        return keys[lo:hi] % self.base, self.counts[len(ids)][lo:hi]
 
     def count(self, gram) -> int:
         """How often a gram (a tuple of up to n tokens) occurs in the (padded) corpus."""
@@ -304,9 +302,8 @@ class NgramModel:
         """Rank of each row's gram among the distinct grams of its order; -1 where it never occurred.  # (R,)"""
         rank = np.zeros(len(grams), np.int64)  # the empty gram has rank 0
         for k in range(grams.shape[1]):
-            key = rank * self.base + grams[:, k]
-            i = np.minimum(np.searchsorted(self.keys[k], key), len(self.keys[k]) - 1)
-            rank = np.where((rank >= 0) & (self.keys[k][i] == key), i, -1)
+            i, found = _find(self.keys[k], rank * self.base + grams[:, k])
+            rank = np.where((rank >= 0) & found, i, -1)
         return rank
 
     def _context_sums(self, order: int, continuation: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -323,11 +320,9 @@ class NgramModel:
 
     def _follow(self, rank: np.ndarray, targets: np.ndarray, order: int, continuation: bool = False):
         """c(context target), Σ_w c(context w), N1+(context •) for contexts of length order given by rank."""
-        keys = self.keys[order]
-        key = rank * self.base + targets
-        i = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+        i, found = _find(self.keys[order], rank * self.base + targets)
         counts = (self.continuation if continuation else self.counts)[order]
-        count = np.where((rank >= 0) & (keys[i] == key), counts[i], 0)
+        count = np.where((rank >= 0) & found, counts[i], 0)
         sums, distinct = self._context_sums(order, continuation)
         seen = np.maximum(rank, 0)
         return count, np.where(rank >= 0, sums[seen], 0), np.where(rank >= 0, distinct[seen], 0)
@@ -464,7 +459,11 @@ class NgramModel:
         return result
 
 
-def _lookup(words: np.ndarray, counts: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """counts[i] where words[i] == target, else 0, for each target (words is sorted)."""
-    i = np.minimum(np.searchsorted(words, targets), max(len(words) - 1, 0))
-    return np.where(words[i] == targets, counts[i], 0) if len(words) else np.zeros(len(targets), np.int64)
+def _find(keys: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(where each key is or would be in the sorted keys, whether it is there). The queries are searched in sorted
+    order: each binary search then starts where the last one ended and touches memory the last one just read."""
+    order = np.argsort(key)
+    i = np.empty(len(key), np.int64)
+    i[order] = np.searchsorted(keys, key[order])
+    i = np.minimum(i, len(keys) - 1)
+    return i, keys[i] == key

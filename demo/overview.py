@@ -63,7 +63,7 @@ STRIP_CAP_BITS = 12  # cells above this share the top colour (an unknown charact
 
 HELD_OUT_HEADERS = ["model", "bits/char", "perplexity", "parameters", "training (CPU)", "training data",
                     "scored by", "tab"]
-TEXT_HEADERS = ["model", "total bits", "bits/char", "outside its vocabulary (scored as <unk>)", "tab"]
+TEXT_HEADERS = ["model", "total bits", "bits/char", "outside its vocabulary (scored as <unk>)", "scored by", "tab"]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -122,13 +122,14 @@ def ladder_view(result: ladder.LadderScore):
                            "Surprisal of each character, −log₂ P in bits (bright: the model did not expect it)",
                            zmin=0, zmax=STRIP_CAP_BITS, x_title="character", y_title="model", annotate=False,
                            value_format=".1f", height=140 + 30 * len(names))
+    strip_figure.update_xaxes(tickangle=0)  # characters read upright
     totals = [score.total_bits for score in result.scores]
     best = int(np.argmin(totals))
     totals_figure = bar(names, totals, "Total bits for your text (lower: predicted better)", value_title="bits",
                         highlight=[i == best for i in range(len(names))], value_format=".1f")
     table = [[score.rung.name, round(score.total_bits, 2), round(score.bits_per_char, 3),
               ", ".join(f"'{ch}' (character {i + 1}): {bits:.1f} bits" for i, ch, bits in score.unknown) or "none",
-              _tab_link(score.rung.tab)] for score in result.scores]
+              score.rung.equation, _tab_link(score.rung.tab)] for score in result.scores]
     unknown = {}
     for score in result.scores:
         if score.unknown_chars:
@@ -180,8 +181,7 @@ def build() -> None:
 
     gr.Markdown("### 1 · Every model on the same held-out text")
     held_note = gr.Markdown()
-    with gr.Row():
-        held_plot = gr.Plot(empty_figure("The held-out ladder appears when the page has loaded."), show_label=False)
+    held_plot = gr.Plot(empty_figure("The held-out ladder appears when the page has loaded."), show_label=False)
     held_table = gr.Dataframe(headers=HELD_OUT_HEADERS, interactive=False, wrap=True, max_height=900,
                               datatype=["str", "number", "number", "str", "str", "str", "str", "markdown"])
 
@@ -195,10 +195,9 @@ def build() -> None:
     preset_note = gr.Markdown()
     summary = gr.Markdown()
     strip_plot = gr.Plot(empty_figure("The surprisal strip appears when the page has loaded."), show_label=False)
-    with gr.Row():
-        totals_plot = gr.Plot(empty_figure("Total bits per model appear here."), show_label=False)
-        text_table = gr.Dataframe(headers=TEXT_HEADERS, interactive=False, wrap=True,
-                                  datatype=["str", "number", "number", "str", "markdown"])
+    totals_plot = gr.Plot(empty_figure("Total bits per model appear here."), show_label=False)
+    text_table = gr.Dataframe(headers=TEXT_HEADERS, interactive=False, wrap=True, max_height=900,
+                              datatype=["str", "number", "number", "str", "str", "markdown"])
 
     ladder_outputs = [summary, strip_plot, totals_plot, text_table]
     gr.on(None, first_open, None, [timeline_plot, held_note, held_table, held_plot], api_name="overview_open")
