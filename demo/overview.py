@@ -130,7 +130,10 @@ def ladder_view(result: ladder.LadderScore):
                            "Surprisal of each character, −log₂ P in bits (bright: the model did not expect it)",
                            zmin=0, zmax=STRIP_CAP_BITS, x_title="character", y_title="model", annotate=False,
                            value_format=".1f", height=140 + 30 * len(names))
-    strip_figure.update_xaxes(tickangle=0)  # characters read upright
+    # Characters read upright, every one of them while they fit (hover names each cell in any case).
+    every = len(result.text) <= 200
+    strip_figure.update_xaxes(tickangle=0, dtick=1 if every else None,
+                              tickfont=dict(size=12 if len(result.text) <= 100 else 9) if every else None)
     totals = [score.total_bits for score in result.scores]
     best = int(np.argmin(totals))
     totals_figure = bar(names, totals, "Total bits for your text (lower: predicted better)", value_title="bits",
