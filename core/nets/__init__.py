@@ -1,0 +1,1 @@
+"""nn.Module code only, one file per model family; submodule names equal checkpoint keys."""
