@@ -13,7 +13,7 @@ RNN & LSTM tab's Moby-Dick split and character vocabulary, so their held-out los
 
     held-out loss = mean over positions t of −ln p(x_{t+1} | x_{≤t})      (nats/char; ÷ ln 2 for bits/char)
 
-computed on the same 64 consecutive 200-character windows as core/rnn.py's ``evaluate``; every window is read
+computed on the same 64 consecutive 200-character windows as core/lstm.py's ``evaluate``; every window is read
 from its first character, as the recurrent models read it from a zero state. The context is 128 characters, so a
 window's last 72 are read with a sliding window (at least 64 characters of context each).
 """
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -29,24 +28,21 @@ from typing import Iterator
 
 import torch
 import torch.nn.functional as F
-from tokenizers import Tokenizer
 
-from core.checkpoint import CheckpointFiles, load_state_dict, resolve
+from core import registry
 from core.device import get_device
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_TEXT_CHARS
 from core.nets.gpt import GPT, GPTConfig, from_state_dict, to_gpt2_state_dict
 from core.paths import ASSETS_DIR
-from core.rnn import UNK, Vocab, clean_text
+from core.lstm import UNK, Vocab, clean_text
 from core.textio import normalize_text
-from core.tokenizer import WordPieceTokenizer
+from core.tokenizer import ByteBPETokenizer, CausalEncoding, WordPieceGPTTokenizer
 
 GPT_ASSETS = ASSETS_DIR / "gpt"
 CHAR_GPT_ID = "char-gpt"
-CHINESE_GPT2_ID = "uer/gpt2-chinese-cluecorpussmall"
-GPT2_IDS = ("gpt2", "distilgpt2", CHINESE_GPT2_ID)
-MODEL_CHOICES = (CHAR_GPT_ID, *GPT2_IDS)
-MAX_LOADED = 3  # models kept in memory at once (the char-GPT always stays)
+CHINESE_GPT2_ID = registry.CHECKPOINTS["causal-lm"][2]  # uer/gpt2-chinese-cluecorpussmall
+MODEL_CHOICES = (CHAR_GPT_ID, *registry.CHECKPOINTS["causal-lm"])
 MAX_TOKENS = 512  # text read at once, in tokens (also capped by each model's context)
 MAX_MAP_TOKENS = 128  # attention maps beyond this are unreadable
 MAX_GENERATE = 500  # tokens one generation may add
@@ -67,7 +63,7 @@ def save_char_gpt(model: GPT, vocab: Vocab, info: dict, directory: Path = GPT_AS
 
 def load_char_gpt(directory: Path = GPT_ASSETS) -> tuple[GPT, Vocab, dict]:
     config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    model = from_state_dict(GPTConfig.from_dict(config), load_state_dict(directory / "char_gpt.safetensors"))
+    model = from_state_dict(GPTConfig.from_dict(config), registry.load_state_dict(directory / "char_gpt.safetensors"))
     return model.to(get_device()), Vocab(config["level"], config["tokens"]), config.get("info", {})
 
 
@@ -77,10 +73,19 @@ def shipped_char_gpt() -> tuple[GPT, Vocab, dict]:
     return load_char_gpt(GPT_ASSETS)
 
 
+def held_out_losses() -> dict[str, float]:
+    """Held-out nats/char of the shipped char-GPT, RNN and LSTM: one split, one vocabulary, the same windows."""
+    from core.lstm import RNN_ASSETS
+
+    rnn_info = json.loads((RNN_ASSETS / "config.json").read_text(encoding="utf-8"))["info"]
+    return {"char-GPT": shipped_char_gpt()[2]["held_out"]["loss_nats"],
+            "RNN": rnn_info["rnn"]["held_out_loss_nats"], "LSTM": rnn_info["lstm"]["held_out_loss_nats"]}
+
+
 @torch.inference_mode()
 def evaluate(model: GPT, data: torch.Tensor, seq_len: int = 200, max_windows: int = 64) -> float:
     """Mean next-character cross-entropy (nats) on the first max_windows consecutive windows of data: the windows
-    of core/rnn.py's evaluate. A window longer than the context is read in strides of half the context (the
+    of core/lstm.py's evaluate. A window longer than the context is read in strides of half the context (the
     standard sliding-window evaluation), so every position keeps at least context/2 characters of its window."""
     n = min(max_windows, (len(data) - 1) // seq_len)
     device = model.lm_head.weight.device
@@ -98,14 +103,7 @@ def evaluate(model: GPT, data: torch.Tensor, seq_len: int = 200, max_windows: in
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Tokenisers: characters (char-GPT), byte-level BPE (gpt2, distilgpt2), BERT WordPiece (the Chinese GPT-2)
-
-
-@dataclass
-class Encoded:
-    ids: list[int]
-    pieces: list[str]  # what each id reads as, for the figures
-    unknown: list[str]  # input characters the vocabulary lacks (read as <unk> / [UNK])
+# The char-GPT's tokens: characters (GPT-2's byte-level BPE and WordPiece wrappers live in core/tokenizer.py)
 
 
 class CharTokenizer:
@@ -117,54 +115,13 @@ class CharTokenizer:
         self.vocab = vocab
         self.banned = [0]  # never write <unk>
 
-    def encode(self, text: str) -> Encoded:
+    def encode(self, text: str) -> CausalEncoding:
         ids, pieces, unknown = self.vocab.encode(text)
-        return Encoded(ids, [UNK if i == 0 else p for i, p in zip(ids, pieces)], unknown)
+        return CausalEncoding(ids, [UNK if i == 0 else p for i, p in zip(ids, pieces)], unknown)
 
     def piece(self, token_id: int) -> str:
         return self.vocab.tokens[token_id]
 
-
-class ByteBPETokenizer:
-    """GPT-2's byte-level BPE from tokenizer.json: every string encodes, so nothing is ever unknown."""
-
-    kind = "byte-level BPE"
-
-    def __init__(self, backend: Tokenizer):
-        self.backend = backend
-        self.backend.no_truncation()
-        self.banned: list[int] = []
-
-    def encode(self, text: str) -> Encoded:
-        ids = self.backend.encode(text, add_special_tokens=False).ids
-        return Encoded(ids, [self.piece(i) for i in ids], [])
-
-    def piece(self, token_id: int) -> str:
-        return self.backend.decode([token_id], skip_special_tokens=False)  # "Ġgood" reads as " good"
-
-
-class WordPieceGPTTokenizer:
-    """A BERT vocabulary used left to right (uer/gpt2-chinese-cluecorpussmall): [CLS] starts the text, as in its
-    training data; no [SEP], since the text goes on."""
-
-    kind = "WordPiece"
-
-    def __init__(self, wordpiece: WordPieceTokenizer):
-        self.wordpiece = wordpiece
-        self.cls_id = wordpiece.token_to_id(wordpiece.cls_token)
-        specials = (wordpiece.cls_token, wordpiece.sep_token, wordpiece.pad_token, wordpiece.mask_token,
-                    wordpiece.unk_token)
-        self.banned = [i for i in map(wordpiece.token_to_id, specials) if i is not None]
-
-    def encode(self, text: str) -> Encoded:
-        encoding = self.wordpiece.encode(text, max_length=MAX_TEXT_CHARS * 4)
-        ids = [self.cls_id] + encoding.ids[1:-1]  # drop the trailing [SEP]
-        unk = self.wordpiece.token_to_id(self.wordpiece.unk_token)
-        unknown = [text[a:b] for i, (a, b) in zip(encoding.ids[1:-1], encoding.offsets[1:-1]) if i == unk]
-        return Encoded(ids, [self.piece(i) for i in ids], list(dict.fromkeys(unknown)))
-
-    def piece(self, token_id: int) -> str:
-        return self.wordpiece.id_to_token(token_id)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -191,53 +148,15 @@ class LoadedGPT:
                 f"from {self.source} · {self.model.lm_head.weight.device.type}")
 
 
-def from_pretrained(files: CheckpointFiles) -> tuple[GPT, CharTokenizer | ByteBPETokenizer | WordPieceGPTTokenizer]:
-    """A GPT-2 checkpoint's model (strict load) and tokenizer: tokenizer.json (byte-level BPE) or vocab.txt."""
-    model_type = files.config.get("model_type")
-    if model_type != "gpt2":
-        raise UserInputError(f"'{files.model_id}' is a '{model_type}' checkpoint; this view runs GPT-2 checkpoints "
-                             f"(model_type gpt2), such as {', '.join(GPT2_IDS)}.")
-    try:
-        config = GPTConfig.from_dict(files.config)
-    except ValueError as exc:
-        raise UserInputError(f"'{files.model_id}' cannot run here: {exc}.") from exc
-    try:
-        model = from_state_dict(config, load_state_dict(files.weights))
-    except RuntimeError as exc:
-        raise ModelUnavailableError(f"'{files.model_id}' does not hold GPT-2 weights that fit its config.json "
-                                    f"({str(exc).splitlines()[0]}).") from exc
-    if (files.directory / "tokenizer.json").is_file():
-        tokenizer = ByteBPETokenizer(Tokenizer.from_file(str(files.directory / "tokenizer.json")))
-    elif (files.directory / "vocab.txt").is_file():
-        tokenizer = WordPieceGPTTokenizer(WordPieceTokenizer.from_directory(files.directory))
-    else:
-        raise ModelUnavailableError(f"'{files.model_id}' has neither tokenizer.json nor vocab.txt.")
-    return model, tokenizer
-
-
-_loaded: dict[str, LoadedGPT] = {}
-_lock = threading.Lock()
-
-
 def load(model_id: str | None = None) -> LoadedGPT:
-    """The char-GPT (default), or a GPT-2 checkpoint by Hub id or local folder; each loaded once, at most
-    MAX_LOADED kept. Raises ModelUnavailableError offline, naming the id and how to download it."""
+    """The char-GPT (default), or a GPT-2 checkpoint by Hub id or local folder through the registry (loaded once).
+    Raises ModelUnavailableError offline, naming the id and how to download it."""
     model_id = str(model_id or "").strip() or CHAR_GPT_ID
-    with _lock:
-        if model_id in _loaded:
-            return _loaded[model_id]
     if model_id == CHAR_GPT_ID:
         model, vocab, info = shipped_char_gpt()
-        loaded = LoadedGPT(model_id, model, CharTokenizer(vocab), "assets/gpt (trained by scripts/train_gpt.py)",
-                           info)
-    else:
-        files = resolve(model_id)
-        model, tokenizer = from_pretrained(files)
-        loaded = LoadedGPT(model_id, model.to(get_device()), tokenizer, files.source)
-    with _lock:
-        if len(_loaded) >= MAX_LOADED:
-            _loaded.pop(next(k for k in _loaded if k != CHAR_GPT_ID))
-        return _loaded.setdefault(model_id, loaded)
+        return LoadedGPT(model_id, model, CharTokenizer(vocab), "assets/gpt (trained by scripts/train_gpt.py)", info)
+    loaded = registry.load("causal-lm", model_id)
+    return LoadedGPT(model_id, loaded.model, loaded.tokenizer, loaded.files.source)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -254,7 +173,7 @@ def check_temperature(temperature: float, top_k: int | None) -> None:
         raise UserInputError("Top-k must be at least 1 (0 or empty means: no top-k cut).")
 
 
-def encode_text(loaded: LoadedGPT, text: str, room: int = 0) -> Encoded:
+def encode_text(loaded: LoadedGPT, text: str, room: int = 0) -> CausalEncoding:
     """Validate and encode the learner's text; ``room`` positions must stay free in the context (for generation)."""
     text = clean_text(text or "") if isinstance(loaded.tokenizer, CharTokenizer) else normalize_text(text or "")
     if not text.strip():
@@ -404,7 +323,7 @@ class GptVsBert:
 
 def split_at_blank(text: str) -> tuple[str, str]:
     """(left of the blank, the text with the blank written as [MASK]); exactly one blank ("__" or [MASK])."""
-    from core.fill_mask import BLANK, HOW_TO_BLANK
+    from core.mlm import BLANK, HOW_TO_BLANK
 
     text = normalize_text(text or "").strip()
     if not text:
@@ -422,7 +341,7 @@ def gpt_vs_bert(text: str, gpt_id: str | None = None, bert_id: str = "bert-base-
     """The causal LM's next-token distribution from the left context, beside the masked LM's at the blank.
 
     Offline, a GPT-2 id falls back to the char-GPT (its next character) and the BERT side says what to fetch."""
-    from core import fill_mask, models
+    from core import mlm, registry
 
     left, masked = split_at_blank(text)
     if not left.strip():
@@ -441,7 +360,7 @@ def gpt_vs_bert(text: str, gpt_id: str | None = None, bert_id: str = "bert-base-
         gpt_note = " ".join(filter(None, [gpt_note, str(exc)]))
     bert, bert_note = None, None
     try:
-        result = fill_mask.fill_mask(models.load("mlm", bert_id), masked, top_k)
+        result = mlm.fill_mask(registry.load("mlm", bert_id), masked, top_k)
         bert = [(c.text, c.probability) for c in result.blanks[0].candidates]
     except ModelUnavailableError as exc:
         bert_note = f"The masked-LM side needs {bert_id}. {exc}"

@@ -83,11 +83,11 @@ def _shown(piece: str) -> str:
 
 def _badge(model_id: str) -> str:
     loaded = gpt.load(model_id)
+    model_id = loaded.model_id
     text = f"**Model:** {loaded.badge}"
-    held = loaded.info.get("held_out", {})
-    if held:
-        text += (f" · held-out loss {held['loss_nats']:.3f} nats/char ({held['bits_per_char']:.2f} bits/char); "
-                 f"RNN & LSTM tab: see its badge")
+    if model_id == gpt.CHAR_GPT_ID:
+        losses = " · ".join(f"{name} {loss:.3f}" for name, loss in gpt.held_out_losses().items())
+        text += f"\n\n**Held-out Moby-Dick, nats/char** (same split, characters and windows): {losses}"
     return text
 
 

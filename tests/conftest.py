@@ -82,7 +82,7 @@ def tiny_gpt2_checkpoint(tmp_path_factory):
     import transformers
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from core.checkpoint import MINILM_ID, resolve
+    from core.registry import MINILM_ID, resolve
 
     made = {}
 

@@ -8,11 +8,13 @@ import shutil
 import pytest
 import torch
 
-from core.checkpoint import load_state_dict
+from core.registry import load_state_dict
 from core.errors import ModelUnavailableError, UserInputError
 from core.nets.gpt import GPT, GPTConfig, causal_attention, from_state_dict, normalize_state_dict, to_gpt2_state_dict
 
 TOL = 1e-5
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # two threads on a busy 2-core machine spin-wait badly
 
 
 def reference(folder):
@@ -158,7 +160,7 @@ def test_sliding_window_evaluate_matches_a_position_by_position_forward():
 def test_shipped_char_gpt_held_out_loss_is_recomputed_from_the_file():
     from core.corpora import load_corpus
     from core.gpt import GPT_ASSETS, evaluate, load_char_gpt
-    from core.rnn import RNN_ASSETS, corpus_ids, split_text
+    from core.lstm import RNN_ASSETS, corpus_ids, split_text
 
     model, vocab, info = load_char_gpt(GPT_ASSETS)
     rnn_tokens = json.loads((RNN_ASSETS / "config.json").read_text(encoding="utf-8"))["tokens"]
@@ -190,8 +192,8 @@ def test_next_token_applies_temperature_and_top_k():
     from core import gpt
 
     loaded = gpt.load(gpt.CHAR_GPT_ID)
-    text = "Call me Ishmael. Some years ag"
-    with torch.inference_mode():
+    text = "The White Wha"
+    with torch.no_grad():
         logits = loaded.model(torch.tensor([loaded.tokenizer.encode(text).ids])).logits[0, -1]
     logits[0] = float("-inf")  # <unk> is never proposed
     result = gpt.next_token(None, text, temperature=0.5, top_k=5)
@@ -200,7 +202,7 @@ def test_next_token_applies_temperature_and_top_k():
     assert [t for t, _ in result.candidates] == [loaded.tokenizer.piece(i) for i in kept.indices.tolist()]
     assert [p for _, p in result.candidates] == pytest.approx(want.tolist(), abs=1e-6)
     assert [p for _, p in result.raw_top] == pytest.approx(logits.softmax(-1)[kept.indices].tolist(), abs=1e-6)
-    assert result.candidates[0][0] == "o"  # "ag" → "ago": the text's own next letter
+    assert result.candidates[0][0] == "l"  # "Wha" → "Whale"
 
 
 def test_generation_with_and_without_kv_cache_is_the_same_text():

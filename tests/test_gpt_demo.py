@@ -18,7 +18,7 @@ def test_next_token_bar_and_table():
     assert fig.data[0].y[0] == "l"  # "Wha" → "Whale"
     assert [r[1] for r in rows] == pytest.approx(list(probs), abs=1e-4)
     assert [r[1] for r in rows] == pytest.approx([r[2] for r in rows], abs=1e-4)  # τ = 1, no cut: the same numbers
-    assert "char-gpt" in note and "held-out loss" in note
+    assert "char-gpt" in note and "LSTM 1.577" in note and "RNN 1.563" in note
 
 
 def test_top_k_renormalises_and_temperature_sharpens():
@@ -84,5 +84,9 @@ def test_built_sub_tabs_are_named_and_fill_on_open():
             "transformer_gpt_generate_open", "transformer_gpt_attention_open", "transformer_gpt_vs_bert_open"} <= names
     assert all(name.startswith("transformer_") for name in names if name)
     opened = next(dep for dep in blocks.fns.values() if dep.api_name == "transformer_gpt_next_load")
-    note, fig, rows = opened.fn(*[c.value for c in opened.inputs])  # the default preset, as on first open
-    assert len(rows) == 15 and fig.data[0].y[0] == "e"  # "...little or no mon" → "money"
+    values = [c.value for c in opened.inputs]
+    note, fig, rows = opened.fn(*values)  # the default preset, as on first open
+    assert values[:2] == [CHAR, gpt.NEXT_EXAMPLES[0][1]]
+    want = core_gpt.next_token(CHAR, gpt.NEXT_EXAMPLES[0][1])
+    assert [r[0] for r in rows] == [t.replace(" ", "␣") for t, _ in want.candidates]
+    assert [r[1] for r in rows] == pytest.approx([p for _, p in want.candidates], abs=1e-4)
