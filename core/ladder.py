@@ -14,7 +14,8 @@ so every rung starts at the second character and all rows line up. The rungs:
 - n-gram, n = 1..5, add-one and interpolated Kneser-Ney (core/ngram.py), counted over the characters of the training
   split as one stream (spaces included, contexts cross sentence ends, like the neural models' training windows);
 - the vanilla RNN and the LSTM of the RNN & LSTM tab (core/lstm.py, assets/rnn/), P = softmax(head(h_t));
-- the char-GPT of the Transformer & GPT tab, when it is shipped.
+- the char-GPT of the Transformer & GPT tab (core/gpt.py, assets/gpt/), on the RNN's vocabulary; its context is
+  128 characters, so a longer text is read in sliding windows exactly as core.gpt.evaluate reads held-out text.
 
 All of them are trained on the same split of Moby-Dick (core.lstm.split_text: the last 5% is held out). A character
 outside a rung's vocabulary is what that rung scores as its <unk> (the RNNs' <unk> id, the n-gram's empty slot
@@ -98,6 +99,29 @@ def _recurrent_scorer(model: lstm.RecurrentLM, vocab: lstm.Vocab) -> Callable[[s
     return log2_probs
 
 
+def _gpt_scorer(model, vocab: lstm.Vocab, batch: int = 64) -> Callable[[str], np.ndarray]:
+    def log2_probs(text: str) -> np.ndarray:
+        """The char-GPT's own forward pass. Its context is n_positions characters; a longer text is read as
+        core.gpt.evaluate reads held-out text: the first window whole, then strides of half the context, each
+        position predicted with at least context/2 characters before it. Windows run in batches."""
+        ids = torch.tensor(vocab.encode(text)[0], device=model.lm_head.weight.device)  # (T,)
+        x, targets, context = ids[:-1], ids[1:], model.config.n_positions  # predict characters 2..T from 1..T-1
+        starts, keep = [0], [min(context, len(x))]  # window start, and how many of its last positions are new
+        while starts[-1] + context < len(x):
+            end = min(starts[-1] + context + context // 2, len(x))
+            starts.append(end - context)
+            keep.append(end - (starts[-2] + context))
+        width = min(context, len(x))
+        windows = torch.stack([x[s:s + width] for s in starts])  # (W, width)
+        with torch.inference_mode():
+            logits = torch.cat([model(chunk).logits for chunk in windows.split(batch)])  # (W, width, V)
+            picked = torch.cat([row[width - k:] for row, k in zip(logits, keep)])  # (T-1, V)
+            p = picked.softmax(-1)[torch.arange(len(targets)), targets]  # (T-1,)
+        return np.log2(np.asarray(p.tolist(), dtype=np.float64))
+
+    return log2_probs
+
+
 KN_EQUATION = ("P(c | h) = max(count(h c) − d, 0) / count(h •) + d · N₁₊(h •) / count(h •) · P_KN(c | h minus its "
                "first character), d = 0.75, h = {context}")
 ADD_K_EQUATION = "P(c | h) = (count(h c) + k) / (count(h •) + k·|V|), k = {k:g}, h = {context}"
@@ -144,9 +168,20 @@ def rungs() -> tuple[Rung, ...]:
         return _rungs()
 
 
+def gpt_rungs() -> list[Rung]:
+    from core import gpt  # the Transformer & GPT tab's module (loads the tokenisers it also serves)
+
+    model, vocab, _ = gpt.shipped_char_gpt()
+    equation = ("h⁰ = token + position embedding; per layer: h += Attention(LN(h)) with softmax(QKᵀ/√d + causal "
+                "mask)V, h += MLP(LN(h)); P(c_{{t+1}} | c_≤t) = softmax(W_e LN(h_t)), context {context} characters")
+    return [Rung("gpt", "char-GPT", "Transformer", equation.format(context=model.config.n_positions),
+                 "?tab=transformer&preset=char-gpt", frozenset(vocab.tokens[1:]), _gpt_scorer(model.eval(), vocab),
+                 model.num_parameters())]
+
+
 @lru_cache(maxsize=1)
 def _rungs() -> tuple[Rung, ...]:
-    return tuple(ngram_rungs() + recurrent_rungs())
+    return tuple(ngram_rungs() + recurrent_rungs() + gpt_rungs())
 
 
 # ----------------------------------------------------------------------------------------------------------------

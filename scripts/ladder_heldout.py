@@ -6,8 +6,9 @@
 For each rung: bits per character and perplexity on the whole held-out split (core.lstm.split_text, the last 5%, read
 as one stream), the same on its first SUBSET_CHARS characters (tests/test_ladder.py recomputes that figure),
 parameters (weights, or stored counts for an n-gram), and training time and data. Training time is CPU time on one
-thread, measured here: the n-gram's counting pass at its order, and for the neural models a timed run of their own
-training steps, multiplied by the number of steps they were trained for (their scripts did not record it).
+thread: the n-gram's counting pass at its order, measured here; for the RNN and LSTM, whose script did not record it,
+a timed run of their own training steps multiplied by the number of steps they were trained for; for the char-GPT,
+what scripts/train_gpt.py recorded.
 """
 from __future__ import annotations
 
@@ -60,6 +61,14 @@ def training_facts(train: str) -> dict[str, tuple[float, str, str]]:
         facts[kind] = (steps * per_step, f"{steps:,} Adam steps × {per_step:.3f} s per step (timed here)",
                        f"{chars}: {steps:,} steps × {info['batch_size']} windows × {info['seq_len']} characters "
                        f"= {seen / 1e6:.1f}M characters read")
+    from core import gpt
+
+    info = gpt.shipped_char_gpt()[2]
+    seen = info["steps"] * info["batch_size"] * info["seq_len"]
+    facts["gpt"] = (info["train_cpu_seconds"], f"recorded by scripts/train_gpt.py ({info['steps']:,} AdamW steps, "
+                                               f"{info['threads']} thread)",
+                    f"{chars}: {info['steps']:,} steps × {info['batch_size']} windows × {info['seq_len']} characters "
+                    f"= {seen / 1e6:.1f}M characters read")
     return facts
 
 

@@ -32,7 +32,7 @@ def split():
 def test_every_shipped_character_model_is_a_rung(rungs):
     assert [key for key in rungs if key.startswith("ngram")] == [
         f"ngram-{n}-{s}" for n in range(1, 6) for s in ("add_k", "kneser_ney")]
-    assert {"rnn", "lstm"} <= set(rungs)
+    assert list(rungs)[-3:] == ["rnn", "lstm", "gpt"]
     for rung in rungs.values():
         assert rung.equation and rung.tab.startswith("?tab=")
 
@@ -88,6 +88,26 @@ def test_recurrent_rungs_equal_the_rnn_tabs_inspect(rungs, kind):
         logp = getattr(models, kind)(ids).logits[0].log_softmax(-1)  # (T, V)
     reference = -logp[torch.arange(len(text) - 1), ids[0, 1:]].double() / math.log(2)
     np.testing.assert_allclose(got.bits, reference.numpy(), atol=2e-4)
+
+
+def test_gpt_rung_equals_the_char_gpts_forward_pass(rungs):
+    """Within its 128-character context: the model's own logits, one forward pass. Beyond it: the sliding windows
+    of core.gpt.evaluate (the tab's held-out loss), whose mean cross-entropy × characters is the rung's total."""
+    from core import gpt
+
+    model, vocab, _ = gpt.shipped_char_gpt()
+    short = ladder.prepare(TEXT)[:100]
+    ids = torch.tensor([vocab.encode(short)[0]])
+    with torch.inference_mode():
+        probs = model(ids).logits[0].softmax(-1)[torch.arange(len(short) - 1), ids[0, 1:]]  # (T-1,)
+    got = ladder.score_rung(rungs["gpt"], short)
+    assert got.total_bits == pytest.approx(sum(-math.log2(p) for p in probs.tolist()), abs=1e-6)
+    long = ladder.prepare(TEXT + " " + TEXT)[:ladder.MAX_CHARS]
+    assert len(long) > 2 * model.config.n_positions
+    ids = torch.tensor(vocab.encode(long)[0])
+    nats = gpt.evaluate(model, ids, seq_len=len(long) - 1, max_windows=1)
+    got = ladder.score_rung(rungs["gpt"], long)
+    assert got.total_bits == pytest.approx(nats * (len(long) - 1) / math.log(2), rel=1e-6)
 
 
 def test_rows_are_aligned_and_unknown_characters_are_named_with_their_cost(rungs):
@@ -152,3 +172,6 @@ def test_parameters_count_what_is_stored(rungs):
     V, E, H = len(models.vocab), 32, 128
     assert rungs["rnn"].parameters == V * E + (E * H + H) + H * H + (H * V + V)
     assert rungs["lstm"].parameters == V * E + 4 * (E * H + H) + 4 * H * H + (H * V + V)
+    C, L, P = 96, 4, 128  # char-GPT: width, layers, context; the output layer is tied to the token embedding
+    per_layer = 2 * 2 * C + (C * 3 * C + 3 * C) + (C * C + C) + (C * 4 * C + 4 * C) + (4 * C * C + C)
+    assert rungs["gpt"].parameters == V * C + P * C + L * per_layer + 2 * C
