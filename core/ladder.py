@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
@@ -87,11 +88,27 @@ def _ngram_scorer(model: NgramModel, smoothing: str) -> Callable[[str], np.ndarr
     return log2_probs
 
 
+@contextmanager
+def _one_cpu_thread():
+    """Run a small model's forward pass on one CPU thread. Its ~300 steps are tiny ops; with two threads each one
+    also hands work to the other thread, and on a busy shared CPU that took the RNN 3.2 s instead of 19 ms for 300
+    characters (measured). torch keeps the count per calling thread (OpenMP), and this puts it back afterwards."""
+    if get_device().type != "cpu":
+        yield
+        return
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
 def _recurrent_scorer(model: lstm.RecurrentLM, vocab: lstm.Vocab) -> Callable[[str], np.ndarray]:
     def log2_probs(text: str) -> np.ndarray:
         """The RNN tab's own computation (core.lstm.inspect): forward_fused, softmax, P of the next token."""
         x = torch.tensor([vocab.encode(text)[0]], device=get_device())  # (1, T)
-        with torch.inference_mode():
+        with torch.inference_mode(), _one_cpu_thread():
             probs = model.forward_fused(x).logits[0].softmax(-1)  # (T, V)
             p = probs[torch.arange(x.shape[1] - 1), x[0, 1:]]  # (T-1,)
         return np.log2(np.asarray(p.tolist(), dtype=np.float64))
@@ -113,7 +130,7 @@ def _gpt_scorer(model, vocab: lstm.Vocab, batch: int = 64) -> Callable[[str], np
             keep.append(end - (starts[-2] + context))
         width = min(context, len(x))
         windows = torch.stack([x[s:s + width] for s in starts])  # (W, width)
-        with torch.inference_mode():
+        with torch.inference_mode(), _one_cpu_thread():
             logits = torch.cat([model(chunk).logits for chunk in windows.split(batch)])  # (W, width, V)
             picked = torch.cat([row[width - k:] for row, k in zip(logits, keep)])  # (T-1, V)
             p = picked.softmax(-1)[torch.arange(len(targets)), targets]  # (T-1,)
