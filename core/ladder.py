@@ -151,7 +151,8 @@ def ngram_rungs() -> list[Rung]:
     for n in NGRAM_ORDERS:
         model = counts.lower_order(n)
         stored = int(sum(map(len, model.keys)))  # one count per distinct k-gram, k = 1..n
-        context = f"the previous {n - 1} characters" if n > 1 else "the empty context (unigram)"
+        context = {1: "the empty context (unigram)", 2: "the previous character"}.get(
+            n, f"the previous {n - 1} characters")
         for smoothing, label, equation, continuation in (
                 ("add_k", "add-one", ADD_K_EQUATION.format(k=ADD_K, context=context), 0),
                 ("kneser_ney", "Kneser-Ney", KN_EQUATION.format(context=context),

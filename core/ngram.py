@@ -460,10 +460,14 @@ class NgramModel:
 
 
 def _find(keys: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(where each key is or would be in the sorted keys, whether it is there). The queries are searched in sorted
-    order: each binary search then starts where the last one ended and touches memory the last one just read."""
-    order = np.argsort(key)
-    i = np.empty(len(key), np.int64)
-    i[order] = np.searchsorted(keys, key[order])
+    """(where each key is or would be in the sorted keys, whether it is there). A few queries into a big table are
+    searched in sorted order, so each binary search starts where the last one ended, in memory it just read (200
+    sentences' trigrams: 5.0 -> 4.3 ms); many queries are not worth the sort (59k characters: 2x slower sorted)."""
+    if len(key) * 8 < len(keys):
+        order = np.argsort(key)
+        i = np.empty(len(key), np.int64)
+        i[order] = np.searchsorted(keys, key[order])
+    else:
+        i = np.searchsorted(keys, key)
     i = np.minimum(i, len(keys) - 1)
     return i, keys[i] == key
