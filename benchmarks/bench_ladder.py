@@ -4,7 +4,7 @@ There is no outside reference for the whole ladder, so each rung's row is set ag
 for that kind of model, measured alternately in the same run: the n-gram rungs against a plain Python dict of
 counts (a per-token walk; at 300 characters numpy's per-call overhead is comparable, on the held-out split the
 arrays win), the recurrent rungs against torch.nn.RNN / nn.LSTM holding the same
-weights. The last row is the absolute time of the whole ladder (every rung, models already loaded).
+weights (the rungs run on one CPU thread, the references on torch's default count). The last row is the absolute time of the whole ladder (every rung, models already loaded).
 
     python -m benchmarks.bench_ladder [--quick]
 """
