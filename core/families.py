@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 from core.errors import ModelUnavailableError, UserInputError
-from core.nets import bert, distilbert
-from core.tokenizer import WordPieceTokenizer
+from core.nets import bert, distilbert, gpt
+from core.tokenizer import ByteBPETokenizer, WordPieceGPTTokenizer, WordPieceTokenizer
 from core.weights import CheckpointMismatchError, raise_if_mismatched
 
 
@@ -74,7 +74,32 @@ _BERT = Family(
     base=bert.Encoder, tokenizer=WordPieceTokenizer.from_directory,
     tokenizer_files=("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"),
 )
-FAMILIES: dict[str, Family] = {"bert": _BERT, "distilbert": _BERT}
+
+
+def _gpt_config(raw: dict) -> gpt.GPTConfig:
+    try:
+        return gpt.GPTConfig.from_dict(raw)
+    except ValueError as exc:  # a GPT-2 option core/nets/gpt.py does not implement
+        raise ModelUnavailableError(f"This GPT-2 checkpoint cannot be run here: {exc}.") from None
+
+
+def _gpt_tokenizer(directory: Path) -> ByteBPETokenizer | WordPieceGPTTokenizer:
+    """tokenizer.json (byte-level BPE: gpt2, distilgpt2) or only a BERT vocab.txt (uer/gpt2-chinese-...)."""
+    if (directory / "tokenizer.json").is_file():
+        from tokenizers import Tokenizer
+
+        return ByteBPETokenizer(Tokenizer.from_file(str(directory / "tokenizer.json")))
+    if (directory / "vocab.txt").is_file():
+        return WordPieceGPTTokenizer(WordPieceTokenizer.from_directory(directory))
+    raise FileNotFoundError("neither tokenizer.json nor vocab.txt")
+
+
+_GPT2 = Family(
+    parse_config=_gpt_config, normalize_keys=lambda state, model: gpt.normalize_state_dict(state),
+    classes={"causal-lm": lambda config, keys: gpt.GPT}, base=gpt.GPT, tokenizer=_gpt_tokenizer,
+    tokenizer_files=("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"),
+)
+FAMILIES: dict[str, Family] = {"bert": _BERT, "distilbert": _BERT, "gpt2": _GPT2}
 
 
 def family_of(config: dict, model_id: str) -> Family:
@@ -98,6 +123,23 @@ def estimated_bytes(config: dict, model_id: str) -> int:
     return 4 * sum(p.numel() for p in skeleton.parameters())
 
 
+def shared_parameters(model: nn.Module) -> list[list[str]]:
+    """Groups of names that share one parameter (tied weights), the name that owns it first."""
+    groups: dict[int, list[str]] = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        groups.setdefault(id(p), []).append(name)
+    return [names for names in groups.values() if len(names) > 1]
+
+
+def tie(model: nn.Module, groups: list[list[str]]) -> None:
+    """Make every name of a group point at its first name's parameter again (after to_empty or an assign load)."""
+    for first, *others in groups:
+        param = model.get_parameter(first)
+        for name in others:
+            owner, _, attr = name.rpartition(".")
+            setattr(model.get_submodule(owner), attr, param)
+
+
 def _normalizer(model: nn.Module) -> Callable[[dict, nn.Module], dict]:
     config = getattr(model, "config", None)
     family = FAMILIES.get(getattr(config, "model_type", "bert"))
@@ -106,6 +148,7 @@ def _normalizer(model: nn.Module) -> Callable[[dict, nn.Module], dict]:
 
 def load_checkpoint_into(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
     """Normalise keys, check every shape, then ``load_state_dict(strict=True)``; mismatches raise with the key names."""
+    groups = shared_parameters(model)
     state = _normalizer(model)(state, model)
     tied = raise_if_mismatched(model, {k: v.shape for k, v in state.items()})
     expected = model.state_dict()
@@ -115,5 +158,4 @@ def load_checkpoint_into(model: nn.Module, state: dict[str, torch.Tensor]) -> No
     leftover = [k for k in result.missing_keys if k not in tied]
     if leftover or result.unexpected_keys:  # cannot happen after the checks above; kept as the strictness proof
         raise CheckpointMismatchError(f"missing {leftover}, unexpected {result.unexpected_keys}")
-    if hasattr(model, "tie_weights"):
-        model.tie_weights()
+    tie(model, groups)  # assign=True replaced the owners; the tied names follow them again

@@ -43,7 +43,7 @@ from core import hub
 from core.device import get_device
 from core.errors import ModelUnavailableError, UserInputError
 from core.families import (FAMILIES, Family, estimated_bytes, family_of,  # noqa: F401 - FAMILIES is the table
-                           load_checkpoint_into)
+                           load_checkpoint_into, shared_parameters, tie)
 from core.nets import bert
 from core.weights import (PYTORCH_BIN, SAFETENSORS, WEIGHT_FILES, CheckpointMismatchError,  # noqa: F401
                           find_weights_file, load_state_dict, raise_if_mismatched, shard_names, shard_paths,
@@ -363,11 +363,12 @@ def build(files: CheckpointFiles, pick: Callable[[Any, set[str]], type[nn.Module
     try:
         with torch.device("meta"):
             skeleton = model_class(config)
-        raise_if_mismatched(skeleton, {k: torch.Size(v) for k, v in family.normalize_keys(shapes, skeleton).items()})
+        placeholders = {k: torch.empty(shape, device="meta") for k, shape in shapes.items()}  # shapes, no data
+        raise_if_mismatched(skeleton, {k: v.shape for k, v in family.normalize_keys(placeholders, skeleton).items()})
         # Memory for the weights only: no random initialisation, since the strict load overwrites every tensor.
+        groups = shared_parameters(skeleton)
         model = skeleton.to_empty(device="cpu")
-        if hasattr(model, "tie_weights"):
-            model.tie_weights()  # to_empty gives shared parameters separate storage; tie them again
+        tie(model, groups)  # to_empty gives shared parameters separate storage
         load_checkpoint_into(model, load_state_dict(weights, shown))
     except CheckpointMismatchError as exc:
         raise ModelUnavailableError(f"'{shown}' could not be loaded as {model_class.__name__}: {exc}") from exc
@@ -384,7 +385,7 @@ def from_pretrained(model_id, model_class: type[nn.Module], device: torch.device
 # ------------------------------------------------------------------------------------------------------------------
 # Tasks: which checkpoint and class each tab uses, loaded lazily and kept in a bounded LRU cache.
 
-TASKS = ("encoder", "mlm", "ner", "qa", "classify")  # BERT's; another family may bring its own
+TASKS = ("encoder", "mlm", "ner", "qa", "causal-lm", "classify")  # each family's ``classes`` says which it runs
 
 # task -> (default, alternatives). The first entry is the online default.
 CHECKPOINTS: dict[str, list[str]] = {
@@ -392,6 +393,7 @@ CHECKPOINTS: dict[str, list[str]] = {
     "mlm": ["bert-base-uncased", "distilbert-base-uncased", "bert-base-chinese"],
     "ner": ["dslim/bert-base-NER"],
     "qa": ["distilbert-base-cased-distilled-squad", "deepset/bert-base-cased-squad2"],
+    "causal-lm": ["gpt2", "distilgpt2", "uer/gpt2-chinese-cluecorpussmall"],
     # Single sentence (SST-2 sentiment, Dianping reviews), pairs (MRPC paraphrase, Chinese similarity), CoLA.
     "classify": ["distilbert-base-uncased-finetuned-sst-2-english", "textattack/bert-base-uncased-MRPC",
                  "uer/roberta-base-finetuned-dianping-chinese", "IDEA-CCNL/Erlangshen-Roberta-110M-Similarity",
@@ -429,11 +431,12 @@ _key_locks: dict[tuple[str, str], threading.Lock] = {}
 TOKENIZER_CACHE = 16
 
 
-def model_class_for(task: str, config, keys: set[str]) -> type[nn.Module]:
-    """The class whose parameters match this task and this file."""
-    family = family_of({"model_type": config.model_type}, config.model_type)
+def model_class_for(task: str, config, keys: set[str], family: Family | None = None) -> type[nn.Module]:
+    """The class whose parameters match this task and this file (``family``: from the config's model_type)."""
+    model_type = getattr(config, "model_type", "?")
+    family = family or family_of({"model_type": model_type}, model_type)
     if task not in family.classes:  # e.g. a BERT checkpoint picked for a GPT view
-        raise UserInputError(f"A '{config.model_type}' checkpoint cannot be used here; pick one of this view's "
+        raise UserInputError(f"A '{model_type}' checkpoint cannot be used here; pick one of this view's "
                              "suggested checkpoints.")
     return family.classes[task](config, keys)
 
@@ -461,7 +464,7 @@ def load(task: str, model_id: str | None = None, progress: Progress | None = Non
         with _lock:
             if key in _cache:
                 return _cache[key]
-        model = build(files, lambda config, keys: model_class_for(task, config, keys))
+        model = build(files, lambda config, keys: model_class_for(task, config, keys, files.family))
         nbytes = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
         loaded = LoadedModel(task, model, _tokenizer_for(files), files, next(model.parameters()).device, nbytes)
         with _lock:
