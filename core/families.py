@@ -142,14 +142,16 @@ def tie(model: nn.Module, groups: list[list[str]]) -> None:
 
 def _normalizer(model: nn.Module) -> Callable[[dict, nn.Module], dict]:
     config = getattr(model, "config", None)
-    family = FAMILIES.get(getattr(config, "model_type", "bert"))
+    family = _GPT2 if isinstance(model, gpt.GPT) else FAMILIES.get(getattr(config, "model_type", "bert"))
     return family.normalize_keys if family else bert.normalize_state_dict
 
 
-def load_checkpoint_into(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
-    """Normalise keys, check every shape, then ``load_state_dict(strict=True)``; mismatches raise with the key names."""
+def load_checkpoint_into(model: nn.Module, state: dict[str, torch.Tensor],
+                         normalize: Callable[[dict, nn.Module], dict] | None = None) -> None:
+    """Normalise keys (``normalize``: the family's; default from the model's config), check every shape, then a
+    strict load; mismatches raise with the key names."""
     groups = shared_parameters(model)
-    state = _normalizer(model)(state, model)
+    state = (normalize or _normalizer(model))(state, model)
     tied = raise_if_mismatched(model, {k: v.shape for k, v in state.items()})
     expected = model.state_dict()
     state = {k: v.to(expected[k].dtype) for k, v in state.items() if k not in tied}  # fp16 files load as fp32

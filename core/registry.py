@@ -209,7 +209,7 @@ def resolve(model_id: str, need: str = "model", progress: Progress | None = None
     if local is not None:
         return _checked(typed, local, "local folder", need)
     if not hub.HUB_ID.fullmatch(typed):  # unavailable, so the views that can fall back to MiniLM-L6 still do
-        raise ModelUnavailableError(f"'{shown}' is neither a folder on this machine nor a Hugging Face model id "
+        raise ModelUnavailableError(f"'{shown}' is not on this machine, and it is not a Hugging Face model id "
                                     "(like bert-base-uncased or dslim/bert-base-NER)." if local_models_allowed() else
                                     "This server does not open folders on its disk. Enter a Hugging Face model id "
                                     "such as bert-base-uncased.")
@@ -369,7 +369,7 @@ def build(files: CheckpointFiles, pick: Callable[[Any, set[str]], type[nn.Module
         groups = shared_parameters(skeleton)
         model = skeleton.to_empty(device="cpu")
         tie(model, groups)  # to_empty gives shared parameters separate storage
-        load_checkpoint_into(model, load_state_dict(weights, shown))
+        load_checkpoint_into(model, load_state_dict(weights, shown), family.normalize_keys)
     except CheckpointMismatchError as exc:
         raise ModelUnavailableError(f"'{shown}' could not be loaded as {model_class.__name__}: {exc}") from exc
     model.checkpoint = files
