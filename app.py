@@ -22,7 +22,7 @@ import gradio as gr  # noqa: E402
 from core import registry  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, device_label, set_device
 from core.limits import MAX_UPLOAD_BYTES
-from demo import attention, embeddings, figures, lstm, mlm, ner, ngram, qa
+from demo import attention, embeddings, figures, lstm, mlm, ner, ngram, qa, serving
 
 # The history, in order: statistics → static vectors → recurrence → attention → BERT and its tasks.
 TABS = [ngram, embeddings, lstm, attention, mlm, ner, qa]
@@ -49,7 +49,8 @@ def app_status() -> str:
 
 def build_app() -> gr.Blocks:
     """The whole UI: one gr.Tab per demo module. Importing this builds nothing; call it."""
-    with gr.Blocks(title="PLM Explorer") as app:
+    # delete_cache: uploads and generated files are removed once an hour old (checked every 10 minutes).
+    with gr.Blocks(title="PLM Explorer", delete_cache=serving.DELETE_CACHE) as app:
         gr.Markdown(INTRO)
         gr.Markdown(f"<span class='badge'>device: {device_label()} · "
                     f"{'offline' if registry.is_offline() else 'online'}</span>")
@@ -60,9 +61,10 @@ def build_app() -> gr.Blocks:
             status = gr.Markdown()
             gr.Button("Refresh", size="sm").click(app_status, outputs=status, api_name="app_status")
     # A slow tab (BERT on CPU) must not starve the quick ones: each event gets its own small concurrency
-    # budget, and the queue bounds how much work can pile up.
-    app.queue(default_concurrency_limit=4, max_size=256)
-    return app
+    # budget, and the queue bounds how much work can pile up; serving caps each session at 8 waiting events, so
+    # one client cannot fill the queue, and turns malformed API calls into short messages.
+    app.queue(default_concurrency_limit=4, max_size=serving.QUEUE_MAX_SIZE)
+    return serving.serve(app)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

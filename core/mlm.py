@@ -33,6 +33,7 @@ BLANK = re.compile(r"\[mask\]|_+", re.IGNORECASE)  # "[MASK]", "[mask]" and runs
 MAX_TOP_K = 50
 MASK_RATE, MASK_SHARE, RANDOM_SHARE = 0.15, 0.8, 0.1  # BERT's corruption: 15% chosen; 80/10/10 of those
 MAX_DRAWS = 100_000
+DRAW_CHUNK = 2048  # draws simulated at once in bert_masking: bounds its memory
 HOW_TO_BLANK = ("Put [MASK] (or _) where the missing word goes, for example \"my dog is [MASK] .\", or pick a word "
                 "and click 'Mask this word'.")
 
@@ -316,23 +317,38 @@ def bert_masking(tokenizer: WordPieceTokenizer, text: str, seed: int = 0, draws:
     encoding = encode(tokenizer, with_mask_tokens(clean_text(text), tokenizer.mask_token))
     candidates = np.array([i for i, special in enumerate(encoding.special_tokens_mask) if not special])
     n_chosen = max(1, round(len(candidates) * MASK_RATE))
+    # Counted chunk by chunk, so memory stays O(tokens) (DRAW_CHUNK rows at a time) at any number of draws. The
+    # generator is read in the same order as one (draws, candidates) array, then one (draws, n) array, would read
+    # it, so a seed gives the same result as drawing everything at once (tests/test_mlm.py checks this).
     rng = np.random.default_rng(seed)
-    order = np.argpartition(rng.random((draws, len(candidates))), n_chosen - 1, axis=1)[:, :n_chosen]  # (draws, n)
-    chosen = candidates[order]  # (draws, n) token positions
-    u = rng.random((draws, n_chosen))  # (draws, n) decides 80 / 10 / 10
-    action = np.where(u < MASK_SHARE, MASK, np.where(u < MASK_SHARE + RANDOM_SHARE, RANDOM, UNCHANGED))
+    by_position = np.zeros(len(encoding), dtype=np.int64)
+    first_chosen = None
+    for start in range(0, draws, DRAW_CHUNK):
+        rows = min(DRAW_CHUNK, draws - start)
+        order = np.argpartition(rng.random((rows, len(candidates))), n_chosen - 1, axis=1)[:, :n_chosen]
+        chosen = candidates[order]  # (rows, n) token positions
+        by_position += np.bincount(chosen.ravel(), minlength=len(encoding))
+        first_chosen = chosen[0] if first_chosen is None else first_chosen
+    action_counts = np.zeros(3, dtype=np.int64)
+    first_action = None
+    for start in range(0, draws, DRAW_CHUNK):
+        rows = min(DRAW_CHUNK, draws - start)
+        u = rng.random((rows, n_chosen))  # (rows, n) decides 80 / 10 / 10
+        action = np.where(u < MASK_SHARE, MASK, np.where(u < MASK_SHARE + RANDOM_SHARE, RANDOM, UNCHANGED))
+        action_counts += [(action == a).sum() for a in (MASK, RANDOM, UNCHANGED)]
+        first_action = action[0] if first_action is None else first_action
     vocabulary = replacement_ids(tokenizer)
-    random_ids = vocabulary[rng.integers(len(vocabulary), size=(draws, n_chosen))]  # (draws, n)
+    random_ids = vocabulary[rng.integers(len(vocabulary), size=n_chosen)]  # (n,): only the first draw is shown
 
     actions, corrupted = [KEEP] * len(encoding), list(encoding.tokens)
-    for position, act, random_id in zip(chosen[0], action[0], random_ids[0]):
+    for position, act, random_id in zip(first_chosen, first_action, random_ids):
         actions[position] = int(act)
         if act == MASK:
             corrupted[position] = tokenizer.mask_token
         elif act == RANDOM:
             corrupted[position] = tokenizer.id_to_token(int(random_id))
-    counts = {ACTION_NAMES[a]: int((action == a).sum()) for a in (MASK, RANDOM, UNCHANGED)}
-    by_position = np.bincount(chosen.ravel(), minlength=len(encoding)).tolist()
+    counts = {ACTION_NAMES[a]: int(n) for a, n in zip((MASK, RANDOM, UNCHANGED), action_counts)}
+    by_position = by_position.tolist()
     return MaskingResult(encoding.tokens, corrupted, actions, seed, draws, n_chosen, len(candidates), counts,
                          by_position)
 
