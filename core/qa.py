@@ -171,6 +171,7 @@ def default_lengths(tokenizer: WordPieceTokenizer, max_seq_len: int | None, doc_
     return max_seq_len, doc_stride
 
 
+MAX_WINDOWERS = 8
 _windowers: dict[int, tuple[Tokenizer, Tokenizer, threading.Lock]] = {}
 _windowers_lock = threading.Lock()
 
@@ -183,6 +184,8 @@ def _windower(tokenizer: WordPieceTokenizer) -> tuple[Tokenizer, threading.Lock]
             entry = _windowers[id(tokenizer.backend)] = (tokenizer.backend,
                                                          Tokenizer.from_str(tokenizer.backend.to_str()),
                                                          threading.Lock())
+            while len(_windowers) > MAX_WINDOWERS:  # one per tokenizer in use; the oldest go
+                del _windowers[next(iter(_windowers))]
     return entry[1], entry[2]
 
 

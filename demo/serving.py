@@ -19,6 +19,9 @@ import gradio as gr
 from gradio.blocks import _get_api_parameter_name
 from gradio.utils import get_function_params
 
+from core import jobs
+from demo.common import TRAIN_QUEUE
+
 MAX_EVENTS_PER_SESSION = 8  # queued or running events one browser session may hold
 QUEUE_MAX_SIZE = 1024  # the whole queue; one session fills at most MAX_EVENTS_PER_SESSION of it
 # Gradio keeps the files it cached (uploads, generated files) until the server stops unless told otherwise;
@@ -29,6 +32,7 @@ SESSION_BUSY = ("You already have {waiting} requests waiting. Wait for them to f
                 "sending more.")
 WRONG_ARITY = "This endpoint takes {expected} values ({names}); the request sent {got}."
 BAD_VALUE = "The value given for “{name}” could not be used: {reason}"
+REPLACED_IN_QUEUE = "This training run was replaced by a newer one from the same page before it started."
 _REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>")
 
 
@@ -155,6 +159,8 @@ def limit_sessions(app: gr.Blocks, limit: int = MAX_EVENTS_PER_SESSION) -> None:
     @functools.wraps(push)
     async def fair_push(body, request, username=None):
         session = getattr(body, "session_hash", None)
+        if session and _is_training(app, body):
+            await replace_training(queue, session)
         if session:
             waiting = session_events(queue, session)
             if waiting >= limit:
@@ -162,6 +168,30 @@ def limit_sessions(app: gr.Blocks, limit: int = MAX_EVENTS_PER_SESSION) -> None:
         return await push(body, request, username)
 
     queue.push = fair_push
+
+
+def _is_training(app: gr.Blocks, body) -> bool:
+    fn = app.fns.get(body.fn_index) if isinstance(getattr(body, "fn_index", None), int) else None
+    return fn is not None and fn.concurrency_id == TRAIN_QUEUE["concurrency_id"]
+
+
+async def replace_training(queue, session: str) -> int:
+    """A new training run from ``session`` replaces its older ones: the running one is told to stop (it ends at its
+    next step with a message), queued ones leave the queue with the same message. Returns how many were replaced."""
+    from gradio.server_messages import ProcessCompletedMessage
+    from gradio.utils import error_payload
+
+    stale = [event for event in queue.event_queue_per_concurrency_id.get(TRAIN_QUEUE["concurrency_id"],
+                                                                          _NO_EVENTS).queue
+             if event.session_hash == session]
+    for event in stale:
+        await queue.remove_from_queue(event._id)
+        refused = gr.Error(REPLACED_IN_QUEUE, print_exception=False)
+        queue.send_message(event, ProcessCompletedMessage(output=error_payload(refused, True), success=False))
+    return len(stale) + int(jobs.TRAINING.cancel(session))
+
+
+_NO_EVENTS = type("NoEvents", (), {"queue": ()})()
 
 
 def serve(app: gr.Blocks) -> gr.Blocks:
