@@ -358,3 +358,40 @@ def test_tab_builds_with_its_api_names():
     names = {fn.api_name for fn in blocks.fns.values()}
     assert {"mlm_fill", "mlm_words", "mlm_mask_word", "mlm_compare", "mlm_inputs", "mlm_masking", "mlm_nsp",
             "mlm_card", "mlm_bank"} <= names
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Dynamic batching (issue 21 §8): requests read together in one padded pass give what they give one at a time
+
+
+BATCH_TEXTS = ["my dog is [MASK] .", "the man went to the [MASK] to buy a gallon of milk .", "no blank here",
+               "paris is the [MASK] of france , and [MASK] is the capital of germany .", "[MASK] !"]
+
+
+def test_batched_fill_mask_equals_one_at_a_time(mlm_folder):
+    loaded = registry.load("mlm", mlm_folder)
+    batched = fm.fill_mask_batch(loaded, [(text, 5) for text in BATCH_TEXTS])
+    for text, got in zip(BATCH_TEXTS, batched):
+        if "[MASK]" not in text:
+            assert isinstance(got, UserInputError) and "no blank" in str(got)
+            continue
+        alone = fm.fill_mask(loaded, text, 5)
+        assert got.filled == alone.filled and got.tokens == alone.tokens
+        for mine, ref in zip(got.blanks, alone.blanks):
+            assert [c.token for c in mine.candidates] == [c.token for c in ref.candidates]
+            assert [c.probability for c in mine.candidates] == pytest.approx(
+                [c.probability for c in ref.candidates], abs=1e-5)
+
+
+def test_batched_handler_gives_each_request_its_own_answer(pretraining_folder):
+    from demo import mlm
+
+    notices, filled, figures, tables = mlm.fill_batch([pretraining_folder] * 3, [BATCH_TEXTS[0], "no blank here",
+                                                                                 BATCH_TEXTS[1]], [4, 4, 3])
+    assert len(notices) == len(filled) == len(figures) == len(tables) == 3
+    assert "cannot be filled in" in notices[1] and "no blank" in notices[1] and tables[1] == []
+    for i, (text, k) in enumerate([(BATCH_TEXTS[0], 4), (BATCH_TEXTS[1], 3)]):
+        alone = mlm.fill(pretraining_folder, text, k, progress=noop_progress)
+        j = 0 if i == 0 else 2
+        assert filled[j] == alone[1] and notices[j] == alone[0]
+        assert [row[:3] for row in tables[j]] == [row[:3] for row in alone[3]]
