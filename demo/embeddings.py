@@ -9,7 +9,7 @@ from core import jobs
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.textio import read_text_upload
-from demo.common import TRAIN_QUEUE, friendly_errors, stopped_note, training_run
+from demo.common import TRAIN_QUEUE, friendly_errors, stopped_note, training_run, whole_number
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
 
 TITLE = "Word embeddings"
@@ -128,7 +128,8 @@ def analogy(a: str, b: str, c: str, topn: float, progress=gr.Progress()):
     words = [(w or "").strip().lower() for w in (a, b, c)]
     if not all(words):
         raise UserInputError("Fill in all three words, for example: king − man + woman.")
-    found = glove.most_similar([words[0], words[2]], [words[1]], topn=int(topn))
+    found = glove.most_similar([words[0], words[2]], [words[1]],
+                               topn=whole_number(topn, "the number of neighbours", 1))  # NaN from an API client
     title = f"{words[0]} − {words[1]} + {words[2]} ≈ ?"
     fig = bar([n.word for n in found], [n.score for n in found], title, value_title="cosine similarity",
               highlight=[i == 0 for i in range(len(found))])

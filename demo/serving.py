@@ -5,9 +5,11 @@
 * **API errors.** Gradio's own messages for a malformed API call name Python objects
   (``<gradio.components.dropdown.Dropdown object at 0x…>``, ``Original error: TypeError``). ``guard_api`` checks the
   number of values first and, when a value cannot be read, says which parameter (by its API name) and what it wants.
-* **Queue fairness.** ``SessionLimit`` caps the events one browser session (``gr.Request.session_hash``) may have
-  queued or running; beyond the cap the request is refused at once with a clear message, so one client cannot fill
-  the shared queue and other users are always admitted (Gradio's queue itself only has a global ``max_size``).
+* **Queue fairness.** ``limit_sessions`` caps the events one browser session (``session_hash``) may have waiting or
+  running at MAX_EVENTS_PER_SESSION; beyond it the request is refused at once with SESSION_BUSY, so one client cannot
+  fill the shared queue and other users are always admitted (Gradio's queue itself only has a global ``max_size``).
+  A new training run from a session replaces that session's queued and running ones (``replace_training``).
+* **Uploads.** DELETE_CACHE goes to gr.Blocks(delete_cache=...): Gradio deletes cached uploads once that old.
 """
 from __future__ import annotations
 
