@@ -386,7 +386,7 @@ def build() -> None:
             text.change(word_choices, text, word, api_name="mlm_words")
             mask_button.click(mask_chosen_word, [text, word], text, api_name="mlm_mask_word")
             # batch=True: requests that arrive together (a class pressing Fill at once) share one forward pass;
-            # benchmarks/bench_batching.py measures the throughput against fill (unbatched).
+            # benchmarks/batching.py measures the throughput against fill (unbatched).
             fill_button.click(fill_batch, [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
                               api_name="mlm_fill", concurrency_id="bert", concurrency_limit=4, batch=True,
                               max_batch_size=fm.FILL_BATCH)

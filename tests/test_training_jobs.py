@@ -1,6 +1,6 @@
 """Training fairness (issue 21 §1): a work budget per run, one run per browser session, a bounded concurrency group.
 
-Time is faked (core.jobs reads time.monotonic): nothing here asserts on wall time. benchmarks/bench_training.py
+Time is faked (core.jobs reads time.monotonic): nothing here asserts on wall time. benchmarks/training_budget.py
 measures real runs at the sliders' maxima."""
 from __future__ import annotations
 

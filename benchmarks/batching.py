@@ -7,7 +7,7 @@ group of 4. 16 gradio_client users call one endpoint for a phase of --seconds, t
 unbatched one. The model is BERT-base's architecture (BertConfig() defaults, 110 M parameters) with random weights
 written by transformers in a temporary folder: the Hub is unreachable here, and weights do not change the cost.
 
-    python benchmarks/bench_batching.py --users 16 --seconds 20 --rounds 3
+    python benchmarks/batching.py --users 16 --seconds 20 --rounds 3
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Calls the tabs' handlers as the app does (word2vec: skip-gram, 200 dimensions, w
 on Moby-Dick; RNN/LSTM: word level, 5,000 steps, the time-limit slider at its maximum) and prints the wall time from
 the click to the returned model, the steps done and why the run stopped.
 
-    python benchmarks/bench_training.py
+    python benchmarks/training_budget.py
 """
 from __future__ import annotations
 
