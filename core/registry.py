@@ -37,8 +37,8 @@ from torch import nn
 
 from core.device import get_device
 from core.errors import ModelUnavailableError, UserInputError
-from core.nets import bert, distilbert
-from core.tokenizer import WordPieceTokenizer
+from core.nets import bert, distilbert, gpt
+from core.tokenizer import ByteBPETokenizer, WordPieceGPTTokenizer, WordPieceTokenizer
 
 SAFETENSORS = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -280,7 +280,7 @@ def from_pretrained(model_id, model_class: type[nn.Module], device: torch.device
 # ------------------------------------------------------------------------------------------------------------------
 # Tasks: which checkpoint and class each tab uses, loaded lazily, once per process.
 
-TASKS = ("encoder", "mlm", "ner", "qa", "classify")
+TASKS = ("encoder", "mlm", "ner", "qa", "causal-lm", "classify")
 
 # task -> (default, alternatives). The first entry is the online default.
 CHECKPOINTS: dict[str, list[str]] = {
@@ -288,6 +288,7 @@ CHECKPOINTS: dict[str, list[str]] = {
     "mlm": ["bert-base-uncased", "distilbert-base-uncased", "bert-base-chinese"],
     "ner": ["dslim/bert-base-NER"],
     "qa": ["distilbert-base-cased-distilled-squad", "deepset/bert-base-cased-squad2"],
+    "causal-lm": ["gpt2", "distilgpt2", "uer/gpt2-chinese-cluecorpussmall"],
     # Single sentence (SST-2 sentiment, Dianping reviews), pairs (MRPC paraphrase, Chinese similarity), CoLA.
     "classify": ["distilbert-base-uncased-finetuned-sst-2-english", "textattack/bert-base-uncased-MRPC",
                  "uer/roberta-base-finetuned-dianping-chinese", "IDEA-CCNL/Erlangshen-Roberta-110M-Similarity",
@@ -301,7 +302,7 @@ OFFLINE_ENCODER = MINILM_ID
 class LoadedModel:
     task: str
     model: nn.Module
-    tokenizer: WordPieceTokenizer
+    tokenizer: WordPieceTokenizer | ByteBPETokenizer | WordPieceGPTTokenizer  # the last two: "causal-lm"
     files: CheckpointFiles
     device: torch.device
 
@@ -389,6 +390,11 @@ def load(task: str, model_id: str | None = None) -> LoadedModel:
         if key in _cache:
             return _cache[key]
         files = resolve(model_id)
+        if task == "causal-lm":
+            model, tokenizer = load_gpt2(files)
+            with _lock:
+                loaded = _cache[key] = LoadedModel(task, model.to(get_device()), tokenizer, files, get_device())
+            return loaded
         config = bert.BertConfig.from_dict(files.config)
         state = load_state_dict(files.weights)
         model_class = model_class_for(task, config, set(state))
@@ -405,6 +411,28 @@ def load(task: str, model_id: str | None = None) -> LoadedModel:
             while len(_cache) > MAX_LOADED_MODELS:
                 del _cache[next(iter(_cache))]  # the least recently used
         return loaded
+
+
+def load_gpt2(files: CheckpointFiles) -> tuple[gpt.GPT, ByteBPETokenizer | WordPieceGPTTokenizer]:
+    """The GPT-2 family (model_type "gpt2"): core/nets/gpt.py after its key normalisation (Conv1D weights
+    transposed, mask buffers dropped), and the tokenizer the repo ships: tokenizer.json (byte-level BPE: gpt2,
+    distilgpt2) or only a BERT vocab.txt (uer/gpt2-chinese-cluecorpussmall)."""
+    model_type = files.config.get("model_type")
+    if model_type != "gpt2":
+        raise UserInputError(f"'{files.model_id}' is a '{model_type}' checkpoint; the GPT views run GPT-2 checkpoints "
+                             f"(model_type gpt2), such as {', '.join(CHECKPOINTS['causal-lm'])}.")
+    try:
+        model = gpt.from_state_dict(gpt.GPTConfig.from_dict(files.config), load_state_dict(files.weights))
+    except (ValueError, RuntimeError) as exc:
+        raise ModelUnavailableError(f"'{files.model_id}' could not be loaded as GPT-2: "
+                                    f"{str(exc).splitlines()[0]}") from exc
+    if (files.directory / "tokenizer.json").is_file():
+        from tokenizers import Tokenizer
+
+        return model.eval(), ByteBPETokenizer(Tokenizer.from_file(str(files.directory / "tokenizer.json")))
+    if (files.directory / "vocab.txt").is_file():
+        return model.eval(), WordPieceGPTTokenizer(WordPieceTokenizer.from_directory(files.directory))
+    raise ModelUnavailableError(f"'{files.model_id}' has neither tokenizer.json nor vocab.txt.")
 
 
 def tokenizer(model_id: str) -> tuple[WordPieceTokenizer, CheckpointFiles]:

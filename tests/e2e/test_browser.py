@@ -77,6 +77,10 @@ class Scenario:
     opens_with_result: bool = False  # the tab draws its default result when opened, so plots are there before `run`
 
 
+def _overview(page):
+    click_text(page, "A quote that closes far away")  # a preset: sets the text and scores it with every model
+
+
 def _ngram(page):
     click_text(page, "Seed: P(词性 | 的) = 2/3 (MLE, word tokens)")  # a preset: sets every input and runs
 
@@ -123,6 +127,10 @@ def _classify(page):
 BLOCK = "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' block ')][1]"  # the Gradio component around it
 
 SCENARIOS: dict[str, Scenario] = {
+    # Opens filled (timeline, held-out ladder, the first preset's strip); the preset swaps in another text.
+    "overview": Scenario(_overview, plots=4, texts=["closing quote after"], opens_with_result=True,
+                         frame=lambda page: page.get_by_text("Surprisal of each character").locator(
+                             "xpath=ancestor::div[contains(@class, 'js-plotly-plot')][1]")),
     # Seed §2.1: count(的, 词性) / count(的) = 2 / 3.
     "ngram": Scenario(_ngram, plots=1, texts=["2 / 3"]),
     # GloVe 6B 50d: king − man + woman ≈ queen.
