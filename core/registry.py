@@ -319,7 +319,7 @@ class LoadedModel:
 
 
 # Bounded: a learner can type any number of checkpoint ids; the least recently used model is dropped beyond these.
-MAX_LOADED_MODELS = 6  # the default checkpoints of every task fit, plus a couple the learner picked
+MAX_LOADED_MODELS = 8  # the default checkpoint of each of the 6 tasks, plus two the learner picked (≤ ~3.5 GB)
 MAX_TOKENIZERS = 16
 _cache: dict[tuple[str, str], LoadedModel] = {}  # in use order, most recent last
 _tokenizers: dict[str, tuple[WordPieceTokenizer, CheckpointFiles]] = {}
