@@ -6,7 +6,7 @@ ratio = ours / reference (below 1 is faster). Our forward always computes and re
 hidden state (what the tab draws); transformers is timed twice: as it runs by default (SDPA, no maps) and asked for
 the same outputs (output_attentions / output_hidden_states, which need its eager attention).
 
-    python benchmarks/bench_gpt.py [--quick]
+    python benchmarks/bench_gpt.py [--quick] [--threads N]
 """
 from __future__ import annotations
 
@@ -60,5 +60,7 @@ def run(quick: bool = False) -> list[dict]:
 
 
 if __name__ == "__main__":
-    print(f"torch threads: {torch.get_num_threads()}")
+    if "--threads" in sys.argv:
+        torch.set_num_threads(int(sys.argv[sys.argv.index("--threads") + 1]))
+    print(f"torch threads: {torch.get_num_threads()}", flush=True)
     print_table(run(quick="--quick" in sys.argv))
