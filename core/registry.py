@@ -280,7 +280,7 @@ def from_pretrained(model_id, model_class: type[nn.Module], device: torch.device
 # ------------------------------------------------------------------------------------------------------------------
 # Tasks: which checkpoint and class each tab uses, loaded lazily, once per process.
 
-TASKS = ("encoder", "mlm", "ner", "qa", "causal-lm")
+TASKS = ("encoder", "mlm", "ner", "qa", "causal-lm", "classify")
 
 # task -> (default, alternatives). The first entry is the online default.
 CHECKPOINTS: dict[str, list[str]] = {
@@ -289,6 +289,10 @@ CHECKPOINTS: dict[str, list[str]] = {
     "ner": ["dslim/bert-base-NER"],
     "qa": ["distilbert-base-cased-distilled-squad", "deepset/bert-base-cased-squad2"],
     "causal-lm": ["gpt2", "distilgpt2", "uer/gpt2-chinese-cluecorpussmall"],
+    # Single sentence (SST-2 sentiment, Dianping reviews), pairs (MRPC paraphrase, Chinese similarity), CoLA.
+    "classify": ["distilbert-base-uncased-finetuned-sst-2-english", "textattack/bert-base-uncased-MRPC",
+                 "uer/roberta-base-finetuned-dianping-chinese", "IDEA-CCNL/Erlangshen-Roberta-110M-Similarity",
+                 "textattack/bert-base-uncased-CoLA"],
 }
 # The checkpoint each task falls back to for the views that need only a tokenizer and an encoder (offline).
 OFFLINE_ENCODER = MINILM_ID
@@ -344,6 +348,19 @@ def model_class_for(task: str, config: bert.BertConfig, keys: set[str]) -> type[
             raise UserInputError("This checkpoint has no question-answering head (qa_outputs.*). Choose a "
                                  "SQuAD checkpoint such as distilbert-base-cased-distilled-squad.")
         return distilbert.DistilBertForQuestionAnswering if distil else bert.BertForQuestionAnswering
+    if task == "classify":
+        if not any(k.startswith("classifier.") for k in keys):
+            raise UserInputError("This checkpoint has no sequence-classification head (classifier.*). Choose a "
+                                 "fine-tuned classifier such as distilbert-base-uncased-finetuned-sst-2-english.")
+        if any("TokenClassification" in name for name in config.architectures):
+            raise UserInputError("This checkpoint tags tokens (its config says TokenClassification); sentence "
+                                 "classification needs a *ForSequenceClassification checkpoint. Try the NER tab.")
+        if distil:
+            return distilbert.DistilBertForSequenceClassification
+        if not any(k.endswith("pooler.dense.weight") for k in keys):
+            raise UserInputError("This BERT checkpoint has a classifier but no pooler, so it is not a "
+                                 "BertForSequenceClassification (it may tag tokens: try the NER tab).")
+        return bert.BertForSequenceClassification
     raise ValueError(f"unknown task {task!r}; one of {TASKS}")
 
 
