@@ -107,7 +107,8 @@ def evaluate(model: GPT, data: torch.Tensor, seq_len: int = 200, max_windows: in
 
 
 class CharTokenizer:
-    """One id per character; characters outside Moby-Dick's 77 become <unk>, as for the RNN and LSTM."""
+    """One id per character; characters outside the vocabulary (Moby-Dick's 76 + <unk>) become <unk>, as for the
+    RNN and LSTM."""
 
     kind = "characters"
 
@@ -173,21 +174,21 @@ def check_temperature(temperature: float, top_k: int | None) -> None:
         raise UserInputError("Top-k must be at least 1 (0 or empty means: no top-k cut).")
 
 
-def encode_text(loaded: LoadedGPT, text: str, room: int = 0) -> CausalEncoding:
-    """Validate and encode the learner's text; ``room`` positions must stay free in the context (for generation)."""
+def encode_text(loaded: LoadedGPT, text: str) -> CausalEncoding:
+    """Validate and encode the learner's text: not empty, within the context, not all unknown characters."""
     text = clean_text(text or "") if isinstance(loaded.tokenizer, CharTokenizer) else normalize_text(text or "")
     if not text.strip():
         raise UserInputError("The text is empty. Type the start of a sentence, e.g. 'Call me Ishmael. '")
     if len(text) > MAX_TEXT_CHARS:
         raise UserInputError(f"The text has {len(text):,} characters; the limit is {MAX_TEXT_CHARS:,}. Shorten it.")
     encoded = loaded.tokenizer.encode(text)
-    limit = min(loaded.context, MAX_TOKENS) - room
+    limit = min(loaded.context, MAX_TOKENS)
     if len(encoded.ids) > limit:
         raise UserInputError(f"The text is {len(encoded.ids)} tokens long; {loaded.model_id} reads at most {limit} "
                              f"here (its context is {loaded.context}). Shorten it.")
     if encoded.unknown and all(p in (UNK, "[UNK]") for p in encoded.pieces if p != "[CLS]"):
         raise UserInputError(f"{loaded.model_id} knows none of these characters: {' '.join(encoded.unknown[:20])}. "
-                             f"The char-GPT reads only the 77 characters of Moby-Dick; try English text, or a "
+                             f"The char-GPT reads only the 76 characters of Moby-Dick; try English text, or a "
                              f"GPT-2 checkpoint.")
     return encoded
 

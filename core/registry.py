@@ -68,7 +68,7 @@ class Settings:
     """The app's flags (``configure``): size cap, model cache bounds, which local folders may be opened."""
 
     max_model_bytes: float = 2 * GB  # --max-model-gb: download size and fp32 parameter bytes
-    cache_models: int = 4  # --cache-models
+    cache_models: int = 8  # --cache-models: the default checkpoint of each of the 6 tasks, plus two picks
     cache_bytes: float = 3 * GB  # --cache-gb
     host: str = "127.0.0.1"  # --host: local folders are opened only on a loopback server ...
     models_dir: Path | None = None  # ... or under --models-dir
@@ -459,6 +459,9 @@ def load(task: str, model_id: str | None = None, progress: Progress | None = Non
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
+        if len(_key_locks) > 4 * settings.cache_models:  # forget locks of checkpoints nobody is loading now
+            for stale in [k for k, lock in _key_locks.items() if k not in _cache and not lock.locked()]:
+                del _key_locks[stale]
         key_lock = _key_locks.setdefault(key, threading.Lock())
     with key_lock:  # one build per checkpoint (CPU work only); other checkpoints build in parallel
         with _lock:

@@ -186,14 +186,18 @@ def _presets(examples: list[list], inputs: list, outputs: list, fn, name: str) -
     presets.load_input_event.then(fn, inputs, outputs, api_name=f"{name}_preset_run")
 
 
-def build() -> None:
-    """The GPT sub-tabs; each shows its first preset's result when it is opened."""
-    gr.Markdown(INTRO)
-    model = gr.Dropdown(list(gpt.MODEL_CHOICES), value=gpt.CHAR_GPT_ID, label="GPT model", allow_custom_value=True,
-                        info="char-gpt is bundled; GPT-2 ids need a download once (hf download <id>) or a local "
-                             "folder with config.json, weights and tokenizer files.")
+def _model_picker() -> gr.Dropdown:
+    return gr.Dropdown(list(gpt.MODEL_CHOICES), value=gpt.CHAR_GPT_ID, label="GPT model", allow_custom_value=True,
+                       info="char-gpt is bundled; GPT-2 ids need a download once (hf download <id>) or a local "
+                            "folder with config.json, weights and tokenizer files.")
 
-    with gr.Tab("Next token") as next_tab:
+
+def build() -> None:
+    """The GPT sub-tabs, to be called inside the tab's gr.Tabs(); each view shows its first preset's result when
+    its sub-tab is opened (its .select event), and computes nothing before."""
+    with gr.Tab("GPT: next token") as next_tab:
+        gr.Markdown(INTRO)
+        model = _model_picker()
         with gr.Row():
             text = gr.Textbox(label="Text so far", value=NEXT_EXAMPLES[0][1], lines=2, scale=4)
             with gr.Column(scale=1):
@@ -210,7 +214,8 @@ def build() -> None:
         text.submit(next_token, next_inputs, next_outputs, api_name="transformer_gpt_next_submit")
         next_tab.select(next_token, next_inputs, next_outputs, api_name="transformer_gpt_next_open")
 
-    with gr.Tab("Generate") as generate_tab:
+    with gr.Tab("GPT: generate") as generate_tab:
+        gen_model = _model_picker()
         with gr.Row():
             prompt = gr.Textbox(label="Prompt", value=GENERATE_EXAMPLES[0][1], scale=3)
             length = gr.Slider(1, gpt.MAX_GENERATE, value=200, step=1, label="tokens to generate")
@@ -222,13 +227,14 @@ def build() -> None:
         gen_text = gr.Textbox(label="Prompt + generated text", lines=6)
         gen_steps = gr.Dataframe(headers=["step", "token", "p(token)", "top 3 at this step"], interactive=False,
                                  max_height=360)
-        gen_inputs = [model, prompt, length, gen_temperature, gen_top_k, seed]
+        gen_inputs = [gen_model, prompt, length, gen_temperature, gen_top_k, seed]
         gen_outputs = [gen_text, gen_steps, gen_note]
         _presets(GENERATE_EXAMPLES, gen_inputs, gen_outputs, generate, "transformer_gpt_generate")
         gen_button.click(generate, gen_inputs, gen_outputs, api_name="transformer_gpt_generate")
         generate_tab.select(generate, gen_inputs, gen_outputs, api_name="transformer_gpt_generate_open")
 
-    with gr.Tab("Causal attention") as attention_tab:
+    with gr.Tab("GPT: causal attention") as attention_tab:
+        att_model = _model_picker()
         with gr.Row():
             att_text = gr.Textbox(label=f"Text (up to {gpt.MAX_MAP_TOKENS} tokens)", value=ATTENTION_EXAMPLES[0][1],
                                   scale=3)
@@ -239,7 +245,7 @@ def build() -> None:
         with gr.Row():
             att_plot = gr.Plot(empty_figure("The attention map appears here."))
             att_mean = gr.Plot(empty_figure("The mean over heads appears here."))
-        att_inputs, att_outputs = [model, att_text, layer, head], [att_note, att_plot, att_mean]
+        att_inputs, att_outputs = [att_model, att_text, layer, head], [att_note, att_plot, att_mean]
         _presets(ATTENTION_EXAMPLES, att_inputs, att_outputs, attention, "transformer_gpt_attention")
         att_button.click(attention, att_inputs, att_outputs, api_name="transformer_gpt_attention")
         attention_tab.select(attention, att_inputs, att_outputs, api_name="transformer_gpt_attention_open")
@@ -264,8 +270,3 @@ def build() -> None:
         _presets(VS_EXAMPLES, vs_inputs, vs_outputs, gpt_vs_bert, "transformer_gpt_vs_bert")
         vs_button.click(gpt_vs_bert, vs_inputs, vs_outputs, api_name="transformer_gpt_vs_bert")
         vs_tab.select(gpt_vs_bert, vs_inputs, vs_outputs, api_name="transformer_gpt_vs_bert_open")
-
-    # The first sub-tab is already showing when the page opens: fill it then (the others fill when selected).
-    root = gr.context.Context.root_block
-    if root is not None:
-        root.load(next_token, next_inputs, next_outputs, api_name="transformer_gpt_next_load")

@@ -13,6 +13,7 @@ from core import registry
 from core import param_count as pc
 from core import transformer as tr
 from core.errors import ModelUnavailableError, UserInputError
+from demo import gpt
 from demo.common import friendly_errors, model_picker, whole_number
 from demo.figures import bar, empty_figure, heatmap, lines
 
@@ -275,6 +276,7 @@ def build() -> None:
     with gr.Tabs():
         block_tab, block_inputs, block_outputs = build_block_view()
         build_base_numbers_view(block_inputs[0])
+        gpt.build()  # the GPT views: next token, generation, causal attention, GPT vs BERT
     for trigger, name in ((opened, "transformer_block_open"), (block_tab, "transformer_block_view")):
         if trigger is not None:
             trigger.select(block, block_inputs, block_outputs, api_name=name, api_visibility="undocumented",

@@ -58,6 +58,7 @@ def reference_tokenizer():
 # One test per tab; MAIN_ENDPOINTS says which endpoint stands for the tab.
 
 MAIN_ENDPOINTS = {
+    "overview": "/overview_score",
     "ngram": "/ngram_counts",
     "embeddings": "/embeddings_analogy",
     "lstm": "/lstm_generate",
@@ -75,6 +76,22 @@ def test_every_tab_has_a_main_endpoint_in_the_api(client):
     tabs = [module.__name__.rsplit(".", 1)[-1] for module in app.TABS]
     assert sorted(MAIN_ENDPOINTS) == sorted(tabs), "add the new tab's main endpoint (and a test) here"
     assert all(MAIN_ENDPOINTS[tab] in named for tab in tabs)
+
+
+def test_overview_ladder_through_the_api_equals_core(client):
+    """The ladder scores one text through every rung; the API's totals are core.ladder's (whose rungs are checked
+    against each tab's own model and a hand count in tests/test_ladder.py)."""
+    from core import ladder
+
+    text = "Call me Ishmael."
+    summary, strip, totals, table = client.predict(text, api_name="/overview_score")
+    expected = {score.rung.name: score.total_bits for score in ladder.score_text(text).scores}
+    got = {row[0]: row[1] for row in rows(table)}
+    assert got.keys() == expected.keys() and len(got) >= 13
+    for name, bits in expected.items():
+        assert math.isclose(got[name], round(bits, 2), abs_tol=0.011), name
+    assert len(figure(strip)["data"][0]["x"]) == len(text)  # one cell per character, aligned across rungs
+    assert "16 characters" in summary
 
 
 def test_transformer_base_parameters_from_the_seed_shape(client):

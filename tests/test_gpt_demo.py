@@ -76,14 +76,14 @@ def test_bad_input_gets_a_clear_message(call, message):
 
 def test_built_sub_tabs_are_named_and_fill_on_open():
     with gr.Blocks() as blocks:
-        with gr.Tab("Transformer & GPT"):
+        with gr.Tab("Transformer & GPT"), gr.Tabs():
             gpt.build()
     names = {dep.api_name for dep in blocks.fns.values()}
     assert {"transformer_gpt_next", "transformer_gpt_generate", "transformer_gpt_attention",
-            "transformer_gpt_vs_bert", "transformer_gpt_next_load", "transformer_gpt_next_open",
+            "transformer_gpt_vs_bert", "transformer_gpt_next_open",
             "transformer_gpt_generate_open", "transformer_gpt_attention_open", "transformer_gpt_vs_bert_open"} <= names
     assert all(name.startswith("transformer_") for name in names if name)
-    opened = next(dep for dep in blocks.fns.values() if dep.api_name == "transformer_gpt_next_load")
+    opened = next(dep for dep in blocks.fns.values() if dep.api_name == "transformer_gpt_next_open")
     values = [c.value for c in opened.inputs]
     note, fig, rows = opened.fn(*values)  # the default preset, as on first open
     assert values[:2] == [CHAR, gpt.NEXT_EXAMPLES[0][1]]

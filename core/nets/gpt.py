@@ -82,7 +82,7 @@ def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple
     q holds the last T_q positions of a sequence whose first T_k - T_q positions are already in k and v (the cache),
     so query i sits at absolute position T_k - T_q + i and may read keys 0 … T_k - T_q + i."""
     T_q, T_k = q.size(-2), k.size(-2)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(k.size(-1))  # (B, nh, T_q, T_k)
+    scores = (q / math.sqrt(k.size(-1))) @ k.transpose(-2, -1)  # (B, nh, T_q, T_k); scaling q is the cheaper side
     if T_q > 1:  # one new query (cached generation) is the last position: nothing lies in its future
         future = torch.ones(T_q, T_k, dtype=torch.bool, device=q.device).triu(T_k - T_q + 1)  # (T_q, T_k)
         scores = scores.masked_fill(future, float("-inf"))  # (B, nh, T_q, T_k)
