@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import math
+import re
 import threading
 import time
 import unicodedata
@@ -298,8 +299,8 @@ class Word2VecConfig:
     min_count: int = 5  # rarer words are dropped: too few examples to learn from
     epochs: int = 3
     subsample: float = 1e-3  # t in the keep probability (√(f/t) + 1)·t/f of frequent words
-    batch_size: int = 2048
-    lr: float = 0.01
+    batch_size: int = 2048  # pairs per step: few Python steps, and a batch's (B, 1+K, D) rows still fit in L2
+    lr: float = 0.025  # word2vec's starting learning rate for plain SGD, decayed linearly to 1e-4
     seed: int = 0
 
     def check(self) -> None:
@@ -322,15 +323,19 @@ class TrainedWord2Vec:
     seconds: float
 
 
+_CORPUS_WORD_RE = re.compile(r"\w+(?:['’]\w+)*")  # tokenizer._WORD_RE without its punctuation branch
+_NOT_A_WORD_RE = re.compile(r"[_'’]+")  # \w is a letter, digit or '_': a run of underscores has no letter
+
+
 def corpus_tokens(text: str) -> list[str]:
-    """Lower-case words without punctuation. Unsegmented CJK runs (no spaces) are split into characters."""
+    """Lower-case words without punctuation (the word tokens of core.tokenizer.word_tokens that hold a letter or
+    digit). Unsegmented CJK runs (no spaces) are split into characters."""
     tokens = []
-    for token in word_tokens(text, lowercase=True):
-        if not any(ch.isalnum() for ch in token):
-            continue
-        if len(token) > 4 and all(unicodedata.name(ch, "").startswith("CJK") for ch in token):
+    for token in _CORPUS_WORD_RE.findall(text.lower()):
+        if len(token) > 4 and not token.isascii() and all(
+                unicodedata.name(ch, "").startswith("CJK") for ch in token):
             tokens.extend(token)
-        else:
+        elif not _NOT_A_WORD_RE.fullmatch(token):
             tokens.append(token)
     return tokens
 
@@ -340,27 +345,64 @@ class SkipGramNS(nn.Module):
 
     Loss per pair (Mikolov et al. 2013, eq. 4): −log σ(u_o·v_c) − Σ_k log σ(−u_k·v_c), with k noise words u_k.
     For CBOW, v_c is the mean of the context words' input vectors and o is the centre word.
+    Training is plain SGD on sparse rows, as in word2vec and gensim: a batch touches a few thousand rows of each
+    table, and ``sgd_step`` writes the gradient into only those rows (``index_add_``), never the whole (V, D) table.
     """
 
     def __init__(self, vocab_size: int, dim: int):
         super().__init__()
         self.pad = vocab_size  # CBOW pads short contexts with this row, which stays zero
-        self.inp = nn.Embedding(vocab_size + 1, dim, padding_idx=self.pad)
-        self.out = nn.Embedding(vocab_size, dim)
+        self.inp = nn.Embedding(vocab_size + 1, dim, padding_idx=self.pad, sparse=True)
+        self.out = nn.Embedding(vocab_size, dim, sparse=True)
         nn.init.uniform_(self.inp.weight, -0.5 / dim, 0.5 / dim)  # word2vec's initialisation
         nn.init.zeros_(self.out.weight)
         with torch.no_grad():
             self.inp.weight[self.pad].zero_()
 
-    def forward(self, inputs: torch.Tensor, targets: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    def scores(self, inputs: torch.Tensor, targets: torch.Tensor, noise: torch.Tensor):
+        """z = ±u·v_c for the true word (+) and each noise word (−), with the pieces the gradient reuses."""
         if inputs.dim() == 1:  # skip-gram: one centre word per pair
-            h = self.inp(inputs)  # (B, D)
+            h, count = self.inp(inputs), None  # (B, D)
         else:  # CBOW: mean of the (padded) context words
             count = (inputs != self.pad).sum(1, keepdim=True).clamp(min=1)  # (B, 1)
             h = self.inp(inputs).sum(1) / count  # (B, D)
-        pos = (h * self.out(targets)).sum(-1)  # (B,)
-        neg = torch.bmm(self.out(noise), h.unsqueeze(2)).squeeze(2)  # (B, K)
-        return -(F.logsigmoid(pos) + F.logsigmoid(-neg).sum(-1)).mean()
+        words = torch.cat([targets.unsqueeze(1), noise], 1)  # (B, 1+K): the true word, then the noise words
+        u = self.out(words)  # (B, 1+K, D)
+        sign = torch.ones(1, words.shape[1], device=h.device)
+        sign[0, 1:] = -1  # σ(u_o·v_c) for the true word, σ(−u_k·v_c) for noise
+        z = torch.linalg.vecdot(u, h.unsqueeze(1)) * sign  # (B, 1+K)
+        return z, sign, h, u, words, count
+
+    def forward(self, inputs: torch.Tensor, targets: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        """Mean negative-sampling loss over the batch."""
+        z = self.scores(inputs, targets, noise)[0]
+        return -F.logsigmoid(z).sum(1).mean()
+
+    @torch.no_grad()
+    def sgd_step(self, inputs: torch.Tensor, targets: torch.Tensor, noise: torch.Tensor, lr: float) -> torch.Tensor:
+        """One SGD step on the summed loss of the batch (each pair moves its rows as one word2vec update would);
+        returns that summed loss. The gradient is written out by hand: ∂(−log σ(z))/∂s = −σ(−z)·sign for a score
+        s = u·v_c, so ∂/∂v_c = Σ_j g_j u_j and ∂/∂u_j = g_j v_c (checked against autograd in the tests)."""
+        z, sign, h, u, words, count = self.scores(inputs, targets, noise)
+        loss = -F.logsigmoid(z).sum()
+        g = torch.sigmoid(-z).mul_(sign).mul_(lr)  # (B, 1+K): −lr · ∂loss/∂s
+        grad_h = torch.linalg.vecdot(u, g.unsqueeze(2), dim=1)  # (B, D) Σ_j g_j u_j
+        self.out.weight.index_add_(0, words.view(-1), (g.unsqueeze(2) * h.unsqueeze(1)).view(-1, h.shape[1]))
+        if count is None:
+            self.inp.weight.index_add_(0, inputs, grad_h)
+        else:  # each context word gets its share of the mean's gradient; the padding row is put back to zero
+            share = (grad_h / count).unsqueeze(1).expand(-1, inputs.shape[1], -1)  # (B, 2w, D)
+            self.inp.weight.index_add_(0, inputs.reshape(-1), share.reshape(-1, h.shape[1]))
+            self.inp.weight[self.pad].zero_()
+        return loss
+
+
+def unigram_table(counts: np.ndarray, size: int = 1_000_000) -> np.ndarray:
+    """word2vec's noise table: word i fills a share count_i^¾ / Σ count^¾ of the slots, so a uniform slot is a
+    draw from the unigram^¾ distribution (one array lookup per noise word instead of a multinomial)."""
+    weights = counts**0.75
+    slots = np.maximum(1, np.round(weights / weights.sum() * size)).astype(np.int64)  # (V,) every word can be drawn
+    return np.repeat(np.arange(len(counts), dtype=np.int64), slots)  # (≈size,)
 
 
 def _examples(ids: np.ndarray, window: int, cbow: bool, pad: int, rng: np.random.Generator):
@@ -424,7 +466,7 @@ def build_corpus(text: str, min_count: int) -> Corpus:
     tokens = corpus_tokens(text)
     cut = max(0, len(tokens) - MAX_TRAIN_TOKENS)
     counts = Counter(tokens[:MAX_TRAIN_TOKENS])
-    vocab = [w for w, c in sorted(counts.items(), key=lambda item: (-item[1], item[0])) if c >= min_count]
+    vocab = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
     if len(vocab) < 10:
         raise UserInputError(
             f"Only {len(vocab)} distinct words occur at least {min_count} times in this text. "
@@ -456,21 +498,20 @@ def train_word2vec(
 def _fit(corpus: Corpus, config: Word2VecConfig, device: torch.device, progress) -> tuple[SkipGramNS, list, list]:
     freq = corpus.counts / corpus.counts.sum()  # (V,)
     keep_prob = np.minimum(1.0, (np.sqrt(freq / config.subsample) + 1) * config.subsample / freq)  # (V,)
-    noise = torch.tensor(freq**0.75, dtype=torch.float)  # noise distribution: unigram^(3/4)
+    table = unigram_table(corpus.counts)  # noise distribution: unigram^(3/4)
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     model = SkipGramNS(len(corpus.vocab), config.dim).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     cbow = config.architecture == "cbow"
-    # An estimate of the steps for the progress bar (subsampling and windows are random).
+    # An estimate of the steps for the progress bar and the learning-rate decay (subsampling and windows are random).
     kept = float(keep_prob[corpus.ids].sum())
     per_position = 1 if cbow else (config.window + 1)  # skip-gram makes 2·E[b] = window + 1 pairs per position
     total_steps = config.epochs * max(1, math.ceil(kept * per_position / config.batch_size))
     log_every = max(1, total_steps // 100)
-    loss_steps, losses, running, step = [], [], torch.zeros((), device=device), 0
+    loss_steps, losses, running, seen, step = [], [], torch.zeros((), device=device), 0, 0
 
-    def record(epoch: int) -> None:  # mean loss since the last record, and a progress update
-        losses.append(running.item() / (step - (loss_steps[-1] if loss_steps else 0)))
+    def record(epoch: int) -> None:  # mean loss per example since the last record, and a progress update
+        losses.append(running.item() / max(seen, 1))
         loss_steps.append(step)
         running.zero_()
         if progress:
@@ -479,19 +520,19 @@ def _fit(corpus: Corpus, config: Word2VecConfig, device: torch.device, progress)
     for epoch in range(config.epochs):
         ids = corpus.ids[rng.random(len(corpus.ids)) < keep_prob[corpus.ids]]  # subsample anew each epoch
         inputs, targets = _examples(ids, config.window, cbow, model.pad, rng)
-        order = torch.from_numpy(rng.permutation(len(targets)))
-        inputs, targets = torch.from_numpy(inputs)[order].to(device), torch.from_numpy(targets)[order].to(device)
+        order = rng.permutation(len(targets))
+        noise = table[rng.integers(0, len(table), size=(len(targets), config.negatives))]  # (N, K) all at once
+        inputs, targets = torch.from_numpy(inputs[order]).to(device), torch.from_numpy(targets[order]).to(device)
+        noise = torch.from_numpy(noise).to(device)
         for start in range(0, len(targets), config.batch_size):
-            x, y = inputs[start:start + config.batch_size], targets[start:start + config.batch_size]
-            k = torch.multinomial(noise, len(y) * config.negatives, replacement=True).view(len(y), -1).to(device)
-            loss = model(x, y, k)  # (B, K) noise words
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            running += loss.detach()  # no .item() per step: it would sync a GPU every step
+            batch = slice(start, start + config.batch_size)
+            lr = config.lr * max(1e-4 / 0.025, 1 - step / total_steps)  # word2vec's linear decay
+            running += model.sgd_step(inputs[batch], targets[batch], noise[batch], lr)  # no .item(): no GPU sync
+            seen += len(targets[batch])
             step += 1
             if step % log_every == 0:
                 record(epoch)
+                seen = 0
     if not loss_steps or loss_steps[-1] != step:
         record(config.epochs - 1)
     return model, loss_steps, losses
