@@ -19,7 +19,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000")
 
 import gradio as gr  # noqa: E402
 
-from core import checkpoint, models  # noqa: E402
+from core import registry  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, device_label, set_device
 from core.limits import MAX_UPLOAD_BYTES
 from demo import attention, embeddings, figures, lstm, mlm, ner, ngram, qa
@@ -42,8 +42,8 @@ CSS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "s
 
 def app_status() -> str:
     """Where models run and which checkpoints this process has loaded (and from where)."""
-    lines = [f"- device: **{device_label()}**", f"- network: **{'offline' if checkpoint.is_offline() else 'online'}**"]
-    lines += [f"- {badge}" for badge in models.loaded_models()] or ["- no BERT-family model loaded yet"]
+    lines = [f"- device: **{device_label()}**", f"- network: **{'offline' if registry.is_offline() else 'online'}**"]
+    lines += [f"- {badge}" for badge in registry.loaded_models()] or ["- no BERT-family model loaded yet"]
     return "\n".join(lines)
 
 
@@ -52,7 +52,7 @@ def build_app() -> gr.Blocks:
     with gr.Blocks(title="PLM Explorer") as app:
         gr.Markdown(INTRO)
         gr.Markdown(f"<span class='badge'>device: {device_label()} · "
-                    f"{'offline' if checkpoint.is_offline() else 'online'}</span>")
+                    f"{'offline' if registry.is_offline() else 'online'}</span>")
         for module in TABS:
             with gr.Tab(module.TITLE):
                 module.build()
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.offline:
-        checkpoint.set_offline(True)
+        registry.set_offline(True)
     set_device(args.device)
     app = build_app()
     app.launch(

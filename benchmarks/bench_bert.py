@@ -11,8 +11,8 @@ import tempfile
 import torch
 
 from benchmarks.common import paired_median_seconds, print_table, row
-from core import bert
-from core.checkpoint import MINILM_ID, resolve
+from core.nets import bert
+from core.registry import MINILM_ID, resolve
 from core.device import get_device
 
 SEQ_LEN = 128

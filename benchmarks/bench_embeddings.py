@@ -17,7 +17,7 @@ import torch
 from gensim.models import KeyedVectors, Word2Vec
 
 from benchmarks.common import paired_median_seconds, print_table, row
-from core import word2vec as w2v
+from core import embeddings as w2v
 from core.corpora import load_corpus
 from core.paths import REPO_ROOT
 

@@ -13,8 +13,8 @@ import tempfile
 import torch
 
 from benchmarks.common import paired_median_seconds, print_table, row
-from core import models, ner
-from core.checkpoint import MINILM_ID, resolve
+from core import ner, registry
+from core.registry import MINILM_ID, resolve
 from core.corpora import load_corpus
 from core.limits import MAX_TEXT_CHARS
 
@@ -49,7 +49,7 @@ def run(quick: bool = False) -> list[dict]:
     with tempfile.TemporaryDirectory() as root:
         for size, repeats in (("tiny", 5 if quick else 30), ("bert-base", 2 if quick else 10)):
             folder = write_checkpoint(f"{root}/{size}", size)
-            loaded = models.load("ner", folder)
+            loaded = registry.load("ner", folder)
             pipe = transformers.pipeline("token-classification", model=folder, tokenizer=folder, device=loaded.device)
             tokens = len(ner.encode(loaded.tokenizer, short).tokens)
             ours, theirs = paired_median_seconds(lambda: ner.entities(ner.tag(short, folder), "simple"),

@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from benchmarks.common import paired_median_seconds, print_table, row
-from core import models, qa
-from core.checkpoint import MINILM_ID, resolve
+from core import qa, registry
+from core.registry import MINILM_ID, resolve
 
 QUESTION = "Where do water droplets collide with ice crystals?"
 
@@ -111,7 +111,7 @@ def run(quick: bool = False) -> list[dict]:
     with tempfile.TemporaryDirectory() as root:
         for size, repeats in (("tiny", 5 if quick else 30), ("bert-base", 2 if quick else 10)):
             folder = write_checkpoint(f"{root}/{size}", size)
-            loaded = models.load("qa", folder)
+            loaded = registry.load("qa", folder)
             reference = TransformersQA(folder, loaded.device)
             ours, theirs = paired_median_seconds(lambda: qa.answer(QUESTION, context, folder),
                                                  lambda: reference(QUESTION, context), repeats)

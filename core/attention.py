@@ -17,8 +17,8 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from core import models
-from core.bert import sinusoidal_table
+from core import registry
+from core.nets.distilbert import sinusoidal_table
 from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import normalize_text
@@ -363,12 +363,12 @@ def extract_attention(text: str, pair: str | None = None, model_id: str | None =
     if len(text) + len(pair or "") > MAX_TEXT_CHARS:
         raise UserInputError(f"The text is {len(text) + len(pair or ''):,} characters; the limit is "
                              f"{MAX_TEXT_CHARS:,}. Paste a shorter passage.")
-    return _extract(text, pair, models.model_id_or_default("encoder", model_id))
+    return _extract(text, pair, registry.model_id_or_default("encoder", model_id))
 
 
 @lru_cache(maxsize=4)
 def _extract(text: str, pair: str | None, model_id: str) -> AttentionMaps:
-    loaded = models.load("encoder", model_id)
+    loaded = registry.load("encoder", model_id)
     max_length = min(loaded.tokenizer.model_max_length, loaded.config.max_position_embeddings, MAX_MODEL_TOKENS)
     enc = loaded.tokenizer.encode(text, pair, max_length=max_length)
     if not any(m == 0 for m in enc.special_tokens_mask):

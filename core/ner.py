@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from core import models
+from core import registry
 from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import normalize_text
@@ -147,7 +147,7 @@ def _decoder(tokenizer: WordPieceTokenizer) -> Callable[[list[str]], str]:
 def tag(text: str, model_id: str | None = None, stride: int = DEFAULT_STRIDE, max_length: int | None = None,
         progress: Callable[[float, str], None] | None = None) -> TaggedText:
     """Run the token classifier over the text, windows batched. Raises ModelUnavailableError / UserInputError."""
-    loaded = models.load("ner", model_id)
+    loaded = registry.load("ner", model_id)
     config, tokenizer = loaded.config, loaded.tokenizer
     encoded = encode(tokenizer, text, min(max_length or tokenizer.model_max_length, config.max_position_embeddings),
                      stride)

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from tokenizers import Encoding, Tokenizer
 
-from core import models
+from core import registry
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import normalize_text
@@ -211,13 +211,13 @@ def input_layout(question: str, context: str, model_id: str | None = None, max_s
     Uses the checkpoint's tokenizer when its files are here, else MiniLM-L6's (bert-base-uncased's vocabulary).
     Returns the windows and a line naming the tokenizer used."""
     question, context, _ = check_inputs(question, context)
-    model_id = models.model_id_or_default("qa", model_id)
+    model_id = registry.model_id_or_default("qa", model_id)
     try:
-        tokenizer, _ = models.tokenizer(model_id)
+        tokenizer, _ = registry.tokenizer(model_id)
         source = f"Tokens from the tokenizer of {model_id}"
     except (ModelUnavailableError, UserInputError):
-        tokenizer, _ = models.tokenizer(models.OFFLINE_ENCODER)
-        source = (f"{model_id} is not available here, so the tokens come from {models.OFFLINE_ENCODER}'s "
+        tokenizer, _ = registry.tokenizer(registry.OFFLINE_ENCODER)
+        source = (f"{model_id} is not available here, so the tokens come from {registry.OFFLINE_ENCODER}'s "
                   "tokenizer (bert-base-uncased's vocabulary; [UNK] marks characters it lacks)")
     max_seq_len, doc_stride = default_lengths(tokenizer, max_seq_len, doc_stride)
     return make_windows(tokenizer, question, context, max_seq_len, doc_stride), source
@@ -255,7 +255,7 @@ def _char_span(window: Window, i: int, j: int) -> tuple[int, int]:
     return start, end
 
 
-def _logits(loaded: models.LoadedModel, windows: list[Window],
+def _logits(loaded: registry.LoadedModel, windows: list[Window],
             progress: Callable[[float, str], None] | None) -> list[tuple[np.ndarray, np.ndarray]]:
     """Start and end logits of every window. Windows of equal length (all but the last, usually) share a batch,
     so no padding and no attention mask are needed and the fused attention kernel stays on its fast path."""
@@ -291,7 +291,7 @@ def answer(question: str, context: str, model_id: str | None = None, *, top_k: i
         raise UserInputError(f"The maximum answer length must be at least 1 token (got {max_answer_len}).")
     top_k, max_answer_len = int(top_k), int(max_answer_len)
     question, context, notes = check_inputs(question, context)
-    loaded = models.load("qa", model_id)
+    loaded = registry.load("qa", model_id)
     tokenizer = loaded.tokenizer
     max_seq_len, doc_stride = default_lengths(tokenizer, max_seq_len, doc_stride,
                                               loaded.config.max_position_embeddings)

@@ -97,7 +97,7 @@ def whole_number(value: object, name: str, minimum: int = 0) -> int:
 
 def model_picker(task: str, label: str = "Checkpoint") -> gr.Dropdown:
     """A dropdown of the task's known checkpoints that also accepts any Hub id or local folder."""
-    from core.models import CHECKPOINTS
+    from core.registry import CHECKPOINTS
 
     return gr.Dropdown(choices=CHECKPOINTS[task], value=CHECKPOINTS[task][0], label=label, allow_custom_value=True,
                        info="A Hugging Face id or a local folder with config.json and weights.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import gradio as gr
 import numpy as np
 
-from core import word2vec as w2v
+from core import embeddings as w2v
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.textio import read_text_upload

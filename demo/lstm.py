@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core import rnn
+from core import lstm
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
 from demo.common import friendly_errors
@@ -62,17 +62,17 @@ ELMO_EXAMPLES = [
 # Helpers
 
 
-def _models(state: rnn.ModelSet | None) -> rnn.ModelSet:
+def _models(state: lstm.ModelSet | None) -> lstm.ModelSet:
     if state is not None:
         return state
     try:
-        return rnn.shipped_models()
+        return lstm.shipped_models()
     except FileNotFoundError as exc:
         raise ModelUnavailableError("The shipped RNN/LSTM weights are missing from assets/rnn/. Recreate them with "
                                     "`python scripts/train_rnn.py`, or train in this tab's Train view.") from exc
 
 
-def _badge(models: rnn.ModelSet, retrained: bool) -> str:
+def _badge(models: lstm.ModelSet, retrained: bool) -> str:
     where = "retrained in this session" if retrained else "shipped checkpoints (assets/rnn/)"
     cfg = models.lstm.config
     text = (f"**Models:** {where} · {models.vocab.level}-level, vocabulary {len(models.vocab):,} · "
@@ -127,10 +127,10 @@ def _unit_heatmap(values: np.ndarray, tokens: list[str], count: int, title: str,
 
 
 @friendly_errors
-def inspect_text(text: str, signal: str, units: float, state: rnn.ModelSet | None = None):
+def inspect_text(text: str, signal: str, units: float, state: lstm.ModelSet | None = None):
     """Gates/cell heatmaps for the LSTM, the RNN's hidden state, and next-token predictions per position."""
     models = _models(state)
-    result = rnn.inspect(models, text)
+    result = lstm.inspect(models, text)
     key = SIGNALS.get(signal)
     if key is None:
         raise UserInputError(f"Pick one of: {', '.join(SIGNALS)}.")
@@ -154,12 +154,12 @@ def inspect_text(text: str, signal: str, units: float, state: rnn.ModelSet | Non
 
 
 @friendly_errors
-def measure_gradients(length: float, text: str, state: rnn.ModelSet | None = None):
+def measure_gradients(length: float, text: str, state: lstm.ModelSet | None = None):
     """‖∂loss_T/∂h_t‖ vs T−t for both models on held-out text, and the forget-gate products on the learner's text."""
     models = _models(state)
     length = int(_number(length, "The sequence length", 10, 200))
-    windows = rnn.corpus_windows(models.vocab, length)
-    norms = {"RNN": rnn.gradient_norms(models.rnn, windows), "LSTM": rnn.gradient_norms(models.lstm, windows)}
+    windows = lstm.corpus_windows(models.vocab, length)
+    norms = {"RNN": lstm.gradient_norms(models.rnn, windows), "LSTM": lstm.gradient_norms(models.lstm, windows)}
     distance = list(range(length))
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
                         subplot_titles=("Vanilla RNN", "LSTM"))
@@ -174,10 +174,10 @@ def measure_gradients(length: float, text: str, state: rnn.ModelSet | None = Non
     grad_fig = styled(fig, f"Gradient reaching h_t from the loss at step T (mean of {len(windows)} held-out windows)",
                       420)
 
-    ids, tokens, unknown = rnn.encode_prompt(models.vocab, text)
+    ids, tokens, unknown = lstm.encode_prompt(models.vocab, text)
     if len(ids) < 2:
         raise UserInputError("The forget-gate text needs at least two tokens.")
-    prods = np.array(rnn.forget_products(models.lstm, ids))  # (T, H), row d = distance d
+    prods = np.array(lstm.forget_products(models.lstm, ids))  # (T, H), row d = distance d
     longest = np.argsort(prods[-1])[::-1][:4]
     series = {"median over units": np.median(prods, axis=1).tolist()}
     series.update({f"unit {u}": prods[:, u].tolist() for u in longest})
@@ -199,15 +199,15 @@ def measure_gradients(length: float, text: str, state: rnn.ModelSet | None = Non
 
 
 @friendly_errors
-def generate_both(prompt: str, length: float, temperature: float, seed: float, state: rnn.ModelSet | None = None):
+def generate_both(prompt: str, length: float, temperature: float, seed: float, state: lstm.ModelSet | None = None):
     """Sample a continuation from each model with the same temperature and seed."""
     models = _models(state)
-    unknown = rnn.encode_prompt(models.vocab, prompt)[2]
+    unknown = lstm.encode_prompt(models.vocab, prompt)[2]
     sep = "" if models.vocab.level == "char" else " "
-    length = int(_number(length, "Length", 1, rnn.MAX_GENERATE))
+    length = int(_number(length, "Length", 1, lstm.MAX_GENERATE))
     temperature = _number(temperature, "Temperature", 0.05, 3)
     seed = int(_number(seed, "The seed", 0, 2**32 - 1))
-    outputs = [rnn.clean_text(prompt) + sep + rnn.generate(model, models.vocab, prompt, length, temperature, seed)
+    outputs = [lstm.clean_text(prompt) + sep + lstm.generate(model, models.vocab, prompt, length, temperature, seed)
                for model in (models.rnn, models.lstm)]
     return outputs[0], outputs[1], _unknown_note(unknown)
 
@@ -219,17 +219,17 @@ def compare_contexts(word: str, first: str, second: str, third: str):
     sentences = [s for s in (first, second, third) if (s or "").strip()]
     if len(sentences) < 2:
         raise UserInputError("Give at least two sentences that contain the word.")
-    vectors = [rnn.context_vector(models, s, word) for s in sentences]
+    vectors = [lstm.context_vector(models, s, word) for s in sentences]
     labels = [f"S{k + 1}" for k in range(len(vectors))]
-    sims = np.array([[rnn.cosine(a.context, b.context) for b in vectors] for a in vectors])
+    sims = np.array([[lstm.cosine(a.context, b.context) for b in vectors] for a in vectors])
     fig = heatmap(sims, labels, labels, f"What the context added to '{word.strip()}': cosine similarity",
                   zmin=-1, zmax=1, colorscale="RdBu_r", value_format=".3f", height=380)
     rows = []
     for a in range(len(vectors)):
         for b in range(a + 1, len(vectors)):
             va, vb = vectors[a], vectors[b]
-            rows.append([f"{labels[a]} vs {labels[b]}", round(rnn.cosine(va.both, vb.both), 3),
-                         round(rnn.cosine(va.context, vb.context), 3)])
+            rows.append([f"{labels[a]} vs {labels[b]}", round(lstm.cosine(va.both, vb.both), 3),
+                         round(lstm.cosine(va.context, vb.context), 3)])
     note = "\n".join(f"- **{label}**: {v.sentence[:v.span[0]]}**{v.sentence[v.span[0]:v.span[1]]}**"
                      f"{v.sentence[v.span[1]:]}" for label, v in zip(labels, vectors))
     return note, fig, rows
@@ -243,19 +243,19 @@ def train_models(level: str, steps: float, seconds: float, progress=gr.Progress(
     steps = int(_number(steps, "Steps", 10, 5000))
     seconds = _number(seconds, "The time limit", 10, 600)
     progress(0, desc="building the vocabulary")
-    train_text, held_text = rnn.split_text(load_corpus("moby_dick"))
-    vocab = rnn.Vocab.build(train_text, level, min_count=10 if level == "char" else 3)
+    train_text, held_text = lstm.split_text(load_corpus("moby_dick"))
+    vocab = lstm.Vocab.build(train_text, level, min_count=10 if level == "char" else 3)
     history = {"RNN": [], "LSTM": []}
     models = None
-    for step, rnn_loss, lstm_loss, models in rnn.train_pair(vocab, train_text, steps=steps, seconds=seconds,
+    for step, rnn_loss, lstm_loss, models in lstm.train_pair(vocab, train_text, steps=steps, seconds=seconds,
                                                             seq_len=64):
         history["RNN"].append(rnn_loss)
         history["LSTM"].append(lstm_loss)
         progress(step / steps, desc=f"step {step}/{steps}")
         if step % 10 == 0 or step == steps:
             yield _loss_figure(history, level), f"Training… step {step}/{steps}", gr.skip()
-    held = rnn.corpus_ids(held_text, vocab)
-    models.info = {name: {"steps": len(history["RNN"]), "held_out_loss_nats": rnn.evaluate(getattr(models, name), held)}
+    held = lstm.corpus_ids(held_text, vocab)
+    models.info = {name: {"steps": len(history["RNN"]), "held_out_loss_nats": lstm.evaluate(getattr(models, name), held)}
                    for name in ("rnn", "lstm")}
     yield _loss_figure(history, level), _badge(models, retrained=True), models
 
@@ -278,14 +278,14 @@ def build() -> None:
     gr.Markdown(INTRO)
     models = gr.State(None)  # None: the shipped checkpoints; a ModelSet after "Train"
     try:
-        badge_text = _badge(rnn.shipped_models(), retrained=False)
+        badge_text = _badge(lstm.shipped_models(), retrained=False)
     except FileNotFoundError:
         badge_text = "**Models:** the shipped weights are missing; run `python scripts/train_rnn.py` or use Train."
     badge = gr.Markdown(badge_text)
 
     with gr.Tab("Gates & predictions"):
         with gr.Row():
-            text = gr.Textbox(label=f"Text (up to {rnn.MAX_PROMPT_CHARS} characters)", lines=2, scale=4,
+            text = gr.Textbox(label=f"Text (up to {lstm.MAX_PROMPT_CHARS} characters)", lines=2, scale=4,
                               value=INSPECT_EXAMPLES[0][0])
             with gr.Column(scale=1):
                 signal = gr.Dropdown(list(SIGNALS), value="forget gate f", label="LSTM signal to show")
@@ -321,7 +321,7 @@ def build() -> None:
     with gr.Tab("Generate"):
         with gr.Row():
             prompt = gr.Textbox(label="Prompt", value="Call me Ishmael. ", scale=3)
-            gen_length = gr.Slider(1, rnn.MAX_GENERATE, value=200, step=1, label="tokens to generate")
+            gen_length = gr.Slider(1, lstm.MAX_GENERATE, value=200, step=1, label="tokens to generate")
             temperature = gr.Slider(0.05, 2.0, value=0.8, step=0.05, label="temperature")
             seed = gr.Number(value=0, precision=0, minimum=0, maximum=2**32 - 1, label="seed")
         gen_button = gr.Button("Generate with both", variant="primary")

@@ -5,9 +5,9 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from core import fill_mask as fm
-from core import models
-from core.checkpoint import MINILM_ID
+from core import mlm as fm
+from core import registry
+from core.registry import MINILM_ID
 from core.errors import ModelUnavailableError, UserInputError
 from demo.common import friendly_errors, model_picker, whole_number
 from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
@@ -65,9 +65,9 @@ PIECE_NOTE = ("The real bert-base-uncased vocabulary keeps *playing* whole; the 
 # Loading, with the reason shown when the checkpoint cannot be had
 
 
-def load_mlm(model_id: str, progress: gr.Progress) -> models.LoadedModel:
+def load_mlm(model_id: str, progress: gr.Progress) -> registry.LoadedModel:
     progress(0.1, desc=f"Loading {model_id} (first use only)…")
-    return models.load("mlm", model_id)
+    return registry.load("mlm", model_id)
 
 
 def unavailable(exc: ModelUnavailableError) -> str:
@@ -76,7 +76,7 @@ def unavailable(exc: ModelUnavailableError) -> str:
             "vocabulary), and the *Model card* works from the published configs.")
 
 
-def badge(loaded: models.LoadedModel, fallback_reason: str | None = None) -> str:
+def badge(loaded: registry.LoadedModel, fallback_reason: str | None = None) -> str:
     line = f"<span class='badge'>{loaded.badge}</span>"
     if fallback_reason:
         line += (f"\n\nThe picked checkpoint is not available ({fallback_reason}) This view uses **MiniLM-L6** "
@@ -134,7 +134,7 @@ def word_list(text: str) -> list[tuple[str, int]]:
     """(label, index) for each word of the text; the word boundaries are BERT's, whatever the vocabulary."""
     if not (text or "").strip():
         return []
-    tokenizer, _ = models.tokenizer(MINILM_ID)
+    tokenizer, _ = registry.tokenizer(MINILM_ID)
     return [(f"{w.text}  (word {i + 1})", i) for i, w in enumerate(fm.words_of(tokenizer, text))]
 
 
@@ -148,7 +148,7 @@ def word_choices(text: str):
 def mask_chosen_word(text: str, index):
     if index is None:
         raise UserInputError("Pick a word from the list first.")
-    tokenizer, _ = models.tokenizer(MINILM_ID)
+    tokenizer, _ = registry.tokenizer(MINILM_ID)
     return fm.mask_word(tokenizer, text, int(index))
 
 
@@ -218,9 +218,9 @@ def masking(model_id: str, text: str, seed: float, draws: float):
     fm.clean_text(text)
     note = ""
     try:
-        tokenizer, _ = models.tokenizer(model_id)
+        tokenizer, _ = registry.tokenizer(model_id)
     except ModelUnavailableError:
-        tokenizer, _ = models.tokenizer(MINILM_ID)  # same WordPiece vocabulary as bert-base-uncased
+        tokenizer, _ = registry.tokenizer(MINILM_ID)  # same WordPiece vocabulary as bert-base-uncased
         note = f"\n\n*{model_id} is not on this machine; tokenised with MiniLM-L6's (bert-base-uncased's) vocabulary.*"
     result = fm.bert_masking(tokenizer, text, whole_number(seed, "the seed"), whole_number(draws, "the number of draws", 1))
     names = fm.ACTION_NAMES

@@ -5,8 +5,8 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from core import models, ner
-from core.checkpoint import MINILM_ID
+from core import ner, registry
+from core.registry import MINILM_ID
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
 from core.limits import MAX_TEXT_CHARS
@@ -157,9 +157,9 @@ def tag_text(text: str, model_id: str, strategy: str, progress=gr.Progress()):
 
 def _offline(text: str, model_id: str, exc: ModelUnavailableError):
     try:
-        tokenizer, files = models.tokenizer(model_id)
+        tokenizer, files = registry.tokenizer(model_id)
     except ModelUnavailableError:
-        tokenizer, files = models.tokenizer(MINILM_ID)
+        tokenizer, files = registry.tokenizer(MINILM_ID)
     encoded = ner.encode(tokenizer, text)
     note = (f"⚠️ **No tagger:** {exc}  \nThe tokenisation below still works: it uses the tokenizer of "
             f"`{files.model_id}`" + (" (MiniLM-L6, bert-base-uncased's vocabulary)." if files.model_id == MINILM_ID

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.corpora import load_corpus  # noqa: E402
 from core.device import get_device  # noqa: E402
-from core.rnn import (RNN_ASSETS, ModelSet, RecurrentLM, Vocab, corpus_ids, evaluate, save_models,  # noqa: E402
+from core.lstm import (RNN_ASSETS, ModelSet, RecurrentLM, Vocab, corpus_ids, evaluate, save_models,  # noqa: E402
                       split_text, train_steps)
 
 

@@ -36,7 +36,7 @@ def tiny_checkpoint(tmp_path_factory):
     import torch
     import transformers
 
-    from core.checkpoint import MINILM_ID, resolve
+    from core.registry import MINILM_ID, resolve
 
     made = {}
 

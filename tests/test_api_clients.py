@@ -49,7 +49,7 @@ def reference_tokenizer():
     """transformers' BERT tokenizer on the vocabulary the offline views use (MiniLM-L6 = bert-base-uncased's)."""
     import transformers
 
-    from core.checkpoint import MINILM_ID, resolve
+    from core.registry import MINILM_ID, resolve
 
     return transformers.BertTokenizerFast.from_pretrained(str(resolve(MINILM_ID).directory))
 
@@ -164,7 +164,7 @@ def test_ner_offline_still_tokenises_and_says_how_to_get_the_model(client):
     text = "My name is Wolfgang and I live in Berlin"
     out = client.predict(text=text, model_id="dslim/bert-base-NER", strategy="first", api_name="/ner_tag")
     note, tokens = out[0], out[-1]
-    assert "dslim/bert-base-NER" in note and "huggingface-cli download" in note
+    assert "dslim/bert-base-NER" in note and "hf download" in note
     expected = reference_tokenizer()(text, add_special_tokens=False)
     assert [row[2] for row in rows(tokens)] == expected["input_ids"]
 

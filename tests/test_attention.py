@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 
 from core import attention as att
-from core.checkpoint import MINILM_ID, resolve
+from core.registry import MINILM_ID, resolve
 from core.errors import UserInputError
 
 transformers = pytest.importorskip("transformers")

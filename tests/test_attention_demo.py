@@ -4,7 +4,7 @@ import pytest
 
 gr = pytest.importorskip("gradio")
 
-from core.checkpoint import MINILM_ID  # noqa: E402
+from core.registry import MINILM_ID  # noqa: E402
 from demo import attention as tab  # noqa: E402
 
 

@@ -1,11 +1,13 @@
-"""Parity of core/bert.py with Hugging Face transformers (test-only reference) on checkpoints it writes itself."""
+"""Parity of core/nets/bert.py and core/nets/distilbert.py with Hugging Face transformers (test-only reference) on checkpoints it writes itself."""
 import pytest
 import torch
 
 transformers = pytest.importorskip("transformers")
 
-from core import bert as ours  # noqa: E402
-from core.checkpoint import MINILM_ID, load_state_dict, resolve  # noqa: E402
+from core import param_count, registry  # noqa: E402
+from core.nets import bert as ours  # noqa: E402
+from core.nets import distilbert  # noqa: E402
+from core.registry import MINILM_ID, load_state_dict, resolve  # noqa: E402
 
 ATOL = 1e-5
 TINY_BERT = dict(vocab_size=99, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=37,
@@ -20,9 +22,9 @@ BERT_PAIRS = [
     ("BertForPreTraining", ours.BertForPreTraining),
 ]
 DISTIL_PAIRS = [
-    ("DistilBertForMaskedLM", ours.DistilBertForMaskedLM),
-    ("DistilBertForTokenClassification", ours.DistilBertForTokenClassification),
-    ("DistilBertForQuestionAnswering", ours.DistilBertForQuestionAnswering),
+    ("DistilBertForMaskedLM", distilbert.DistilBertForMaskedLM),
+    ("DistilBertForTokenClassification", distilbert.DistilBertForTokenClassification),
+    ("DistilBertForQuestionAnswering", distilbert.DistilBertForQuestionAnswering),
 ]
 
 
@@ -183,8 +185,8 @@ def test_loader_refuses_missing_unexpected_and_misshapen_keys(tmp_path, damage):
     else:
         state["classifier.weight"] = torch.zeros(7, 32)
     model = ours.BertForTokenClassification(ours.BertConfig.from_dict(reference.config.to_dict()))
-    with pytest.raises(ours.CheckpointMismatchError, match="layer.1.output.dense.weight|layer.9|classifier.weight"):
-        ours.load_checkpoint_into(model, state)
+    with pytest.raises(registry.CheckpointMismatchError, match="layer.1.output.dense.weight|layer.9|classifier.weight"):
+        registry.load_checkpoint_into(model, state)
 
 
 def test_real_minilm_hidden_states_match_transformers():
@@ -229,18 +231,18 @@ def test_parameter_breakdown_equals_module_count(kind):
     def count(model):
         return sum(p.numel() for p in model.parameters())
 
-    assert ours.parameter_breakdown(config)["total"] == count(base)
-    assert ours.parameter_breakdown(config, pooler=False, heads=("token_classification",))["total"] == count(token_cls)
+    assert param_count.parameter_breakdown(config)["total"] == count(base)
+    assert param_count.parameter_breakdown(config, pooler=False, heads=("token_classification",))["total"] == count(token_cls)
     if pretraining is not None:
-        assert ours.parameter_breakdown(config, heads=("mlm", "nsp"))["total"] == count(pretraining)
+        assert param_count.parameter_breakdown(config, heads=("mlm", "nsp"))["total"] == count(pretraining)
     if kind == "bert-base":
         assert count(base) == 109_482_240
 
 
 def test_seed_hand_formula_and_its_difference():
-    assert ours.seed_hand_count() == 108_808_704
-    breakdown = ours.parameter_breakdown(ours.BertConfig())
+    assert param_count.seed_hand_count() == 108_808_704
+    breakdown = param_count.parameter_breakdown(ours.BertConfig())
     linear_biases = breakdown["attention: Q, K, V, O biases"] + breakdown["feed-forward: biases"]
     assert linear_biases == 82_944
     assert breakdown["pooler"] == 590_592
-    assert breakdown["total"] - ours.seed_hand_count() == linear_biases + breakdown["pooler"]
+    assert breakdown["total"] - param_count.seed_hand_count() == linear_biases + breakdown["pooler"]

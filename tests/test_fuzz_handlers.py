@@ -136,9 +136,9 @@ def built_app() -> gr.Blocks:
     global _BLOCKS
     if _BLOCKS is None:
         import app
-        from core import checkpoint
+        from core import registry
 
-        checkpoint.set_offline(True)
+        registry.set_offline(True)
         _BLOCKS = app.build_app()
     return _BLOCKS
 
@@ -213,8 +213,8 @@ ALLOWED = (UserInputError, ModelUnavailableError)
 
 
 def core_calls():
-    from core import attention, fill_mask, ner, ngram, qa, rnn, textio, tokenizer, word2vec
-    from core.checkpoint import MINILM_ID, resolve
+    from core import attention, embeddings, lstm, mlm, ner, ngram, qa, textio, tokenizer
+    from core.registry import MINILM_ID, resolve
 
     wordpiece = tokenizer.WordPieceTokenizer.from_directory(resolve(MINILM_ID).directory)
     return {
@@ -227,14 +227,14 @@ def core_calls():
                                                                   st.one_of(st.none(), st.integers(-5, 600)))),
         "ngram.tokenize_sentences": (ngram.tokenize_sentences, st.tuples(text, st.sampled_from(["word", "char"]),
                                                                          st.booleans())),
-        "word2vec.parse_words": (word2vec.parse_words, st.tuples(text, st.one_of(st.none(), st.integers(-3, 50)))),
-        "rnn.clean_text": (rnn.clean_text, st.tuples(text)),
+        "embeddings.parse_words": (embeddings.parse_words, st.tuples(text, st.one_of(st.none(), st.integers(-3, 50)))),
+        "lstm.clean_text": (lstm.clean_text, st.tuples(text)),
         "attention.split_words": (attention.split_words, st.tuples(text)),
         "attention.as_matrix": (attention.as_matrix, st.tuples(matrix, st.just("Q"))),
         "attention.positional_encoding": (attention.positional_encoding,
                                           st.tuples(st.integers(-5, 600), st.integers(-5, 1100))),
         "attention.permutation_demo": (attention.permutation_demo, st.tuples(text, st.integers(-10, 10**6))),
-        "fill_mask.clean_text": (fill_mask.clean_text, st.tuples(st.one_of(st.none(), text))),
+        "mlm.clean_text": (mlm.clean_text, st.tuples(st.one_of(st.none(), text))),
         "ner.parse_word_tags": (ner.parse_word_tags, st.tuples(text)),
         "qa.input_layout": (qa.input_layout, st.tuples(text, text, st.sampled_from([MINILM_ID, "", "\x00", "../x"]),
                                                        st.one_of(st.none(), st.integers(-5, 600)),

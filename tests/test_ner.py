@@ -7,8 +7,8 @@ import gradio as gr
 import numpy as np
 import pytest
 
-from core import models, ner
-from core.checkpoint import MINILM_ID, resolve
+from core import ner, registry
+from core.registry import MINILM_ID, resolve
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_TEXT_CHARS
@@ -116,7 +116,7 @@ def test_windows_equal_fast_tokenizer_overflow(bert_dir):
     text = load_corpus("moby_dick")[20_000:23_000]
     hf = transformers.AutoTokenizer.from_pretrained(bert_dir)
     theirs = hf(text, truncation=True, max_length=64, stride=16, return_overflowing_tokens=True)["input_ids"]
-    tokenizer = models.load("ner", bert_dir).tokenizer
+    tokenizer = registry.load("ner", bert_dir).tokenizer
     encoded = ner.encode(tokenizer, text, max_length=64, stride=16)
     ids = [token.id for token in encoded.tokens]
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")

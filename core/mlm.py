@@ -19,13 +19,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from core import bert, models
-from core.checkpoint import MINILM_ID, resolve
+from core import registry
+from core.nets import bert, distilbert
+from core.param_count import parameter_breakdown, seed_hand_count
+from core.registry import MINILM_ID, resolve
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_MASKS, MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import normalize_text
 from core.tokenizer import WordPieceEncoding, WordPieceTokenizer
-from core.word2vec import GLOVE_NAME, cosine_matrix, load_glove
+from core.embeddings import GLOVE_NAME, cosine_matrix, load_glove
 
 BLANK = re.compile(r"\[mask\]|_+", re.IGNORECASE)  # "[MASK]", "[mask]" and runs of "_" all mean one blank
 MAX_TOP_K = 50
@@ -108,7 +110,7 @@ def encoder_of(model: nn.Module) -> nn.Module:
 def vocabulary_logits(model: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
     """The MLM head on some positions' final vectors: (M, H) → (M, V). Skipping the other positions saves T−M
     rows of the H×V product, which for a short sentence is a large part of the work."""
-    if isinstance(model, bert.DistilBertForMaskedLM):
+    if isinstance(model, distilbert.DistilBertForMaskedLM):
         return model.vocab_projector(model.vocab_layer_norm(model.act(model.vocab_transform(hidden))))
     if isinstance(model, (bert.BertForMaskedLM, bert.BertForPreTraining)):
         return model.cls.predictions(hidden)
@@ -141,7 +143,7 @@ class FillMaskResult:
 
 
 @torch.inference_mode()
-def fill_mask(loaded: models.LoadedModel, text: str, top_k: int = 5, pair: str | None = None) -> FillMaskResult:
+def fill_mask(loaded: registry.LoadedModel, text: str, top_k: int = 5, pair: str | None = None) -> FillMaskResult:
     """Top-k predictions for every [MASK] (and "_"/"[mask]") in ``text``: P(w | context) = softmax(W h_mask + b)."""
     if not 1 <= int(top_k) <= MAX_TOP_K:
         raise UserInputError(f"Ask for between 1 and {MAX_TOP_K} predictions per blank.")
@@ -181,7 +183,7 @@ def unknown_pieces(tokenizer: WordPieceTokenizer, encoding: WordPieceEncoding, t
 
 
 @torch.inference_mode()
-def next_sentence(loaded: models.LoadedModel, first: str, second: str) -> float:
+def next_sentence(loaded: registry.LoadedModel, first: str, second: str) -> float:
     """P(IsNext) for the pair "[CLS] first [SEP] second [SEP]" from the NSP head: softmax(W_nsp · pooler)[0]."""
     model = loaded.model
     if not isinstance(model, bert.BertForPreTraining):
@@ -215,7 +217,7 @@ def left_context(text: str, blank_number: int = 1) -> str:
     return text[:blanks[blank_number - 1].end()]
 
 
-def compare_contexts(loaded: models.LoadedModel, text: str, top_k: int = 5,
+def compare_contexts(loaded: registry.LoadedModel, text: str, top_k: int = 5,
                      blank_number: int = 1) -> ContextComparison:
     """Predict one blank from both sides (BERT) and from the left side only (what GPT conditions on)."""
     text = clean_text(text)
@@ -229,14 +231,14 @@ def compare_contexts(loaded: models.LoadedModel, text: str, top_k: int = 5,
 # Which model the offline-capable views use
 
 
-def model_for_views(model_id: str | None) -> tuple[models.LoadedModel, str | None]:
+def model_for_views(model_id: str | None) -> tuple[registry.LoadedModel, str | None]:
     """The picked MLM checkpoint if it can be had, else the packaged MiniLM-L6 encoder and the reason why.
 
     Tokenisation, embeddings and contextual vectors need only an encoder, so these views keep working offline."""
     try:
-        return models.load("mlm", model_id), None
+        return registry.load("mlm", model_id), None
     except ModelUnavailableError as exc:
-        return models.load("encoder", MINILM_ID), str(exc)
+        return registry.load("encoder", MINILM_ID), str(exc)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -256,7 +258,7 @@ class InputRepresentation:
 
 
 @torch.inference_mode()
-def input_representation(loaded: models.LoadedModel, text: str, pair: str | None = None) -> InputRepresentation:
+def input_representation(loaded: registry.LoadedModel, text: str, pair: str | None = None) -> InputRepresentation:
     tokenizer = loaded.tokenizer
     text = with_mask_tokens(clean_text(text), tokenizer.mask_token)
     pair = with_mask_tokens(clean_text(pair, "a second sentence"), tokenizer.mask_token) if pair else None
@@ -370,7 +372,7 @@ def find_word(encoding: WordPieceEncoding, sentence: str, word: str) -> list[int
 
 
 @torch.inference_mode()
-def contextual_vs_static(loaded: models.LoadedModel, word: str, sentences: list[str]) -> ContextualVsStatic:
+def contextual_vs_static(loaded: registry.LoadedModel, word: str, sentences: list[str]) -> ContextualVsStatic:
     word = clean_text(word, "a word")
     if len(word.split()) != 1:
         raise UserInputError("Type a single word, such as bank.")
@@ -422,7 +424,7 @@ class ModelCard:
 
 def model_card(model_id: str | None = None) -> ModelCard:
     """Counts for the checkpoint's config: its config.json if it can be resolved, else the known numbers."""
-    model_id = models.model_id_or_default("mlm", model_id)
+    model_id = registry.model_id_or_default("mlm", model_id)
     try:
         config, source = bert.BertConfig.from_dict(resolve(model_id).config), "the checkpoint's config.json"
     except ModelUnavailableError:
@@ -430,10 +432,10 @@ def model_card(model_id: str | None = None) -> ModelCard:
             raise
         config, source = KNOWN_CONFIGS[model_id], "its published config (not downloaded here)"
     distil = config.model_type == "distilbert"
-    breakdown = bert.parameter_breakdown(config, pooler=not distil)
-    with_heads = bert.parameter_breakdown(config, pooler=not distil, heads=("mlm",) if distil else ("mlm", "nsp"))
+    breakdown = parameter_breakdown(config, pooler=not distil)
+    with_heads = parameter_breakdown(config, pooler=not distil, heads=("mlm",) if distil else ("mlm", "nsp"))
     heads = {k: v for k, v in with_heads.items() if k.startswith("head:")}
-    hand = bert.seed_hand_count(V=config.vocab_size, P=config.max_position_embeddings, S=config.type_vocab_size,
+    hand = seed_hand_count(V=config.vocab_size, P=config.max_position_embeddings, S=config.type_vocab_size,
                                 H=config.hidden_size, L=config.num_hidden_layers, A=config.num_attention_heads)
     biases = breakdown["attention: Q, K, V, O biases"] + breakdown["feed-forward: biases"]
     return ModelCard(model_id, source, config, breakdown, heads, hand, biases, breakdown.get("pooler", 0))

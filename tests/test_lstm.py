@@ -1,11 +1,11 @@
-"""core/rnn.py: parity with torch.nn.LSTM / torch.nn.RNN, BPTT gradients, sampling, ELMo vectors, checkpoints."""
+"""core/lstm.py and core/nets/recurrent.py: parity with torch.nn.LSTM / torch.nn.RNN, BPTT gradients, sampling, ELMo vectors, checkpoints."""
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from core import rnn
+from core import lstm
 from core.errors import UserInputError
 
 CORPUS = "the cat sat on the mat. the dog sat on the log. a cat and a dog. " * 40
@@ -16,12 +16,12 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def vocab():
-    return rnn.Vocab.build(CORPUS, "char", min_count=1)
+    return lstm.Vocab.build(CORPUS, "char", min_count=1)
 
 
 def random_lm(kind, vocab_size=12, embed=5, hidden=7, seed=0):
     torch.manual_seed(seed)
-    model = rnn.RecurrentLM(kind, vocab_size, embed, hidden)
+    model = lstm.RecurrentLM(kind, vocab_size, embed, hidden)
     with torch.no_grad():
         for p in model.parameters():
             p.uniform_(-0.6, 0.6)  # larger than the default init so the nonlinearities are exercised
@@ -90,7 +90,7 @@ def test_fused_forward_equals_the_step_by_step_forward():
         assert fused.gates.keys() == stepwise.gates.keys()
         for name in fused.gates:
             torch.testing.assert_close(fused.gates[name], stepwise.gates[name], atol=1e-5, rtol=0)
-        assert (set(rnn.GATES) == set(fused.gates)) == (kind == "lstm")
+        assert (set(lstm.GATES) == set(fused.gates)) == (kind == "lstm")
 
 
 def test_rnn_matches_torch_nn_rnn():
@@ -108,7 +108,7 @@ def test_rnn_gradient_norms_match_hand_written_bptt():
     """§6.2: ∂L/∂h_{t-1} = Wᵀ (tanh′(z_t) ⊙ ∂L/∂h_t), starting from headᵀ (softmax − onehot) at t = T."""
     model = random_lm("rnn", seed=3)
     windows = torch.randint(0, 12, (4, 13), generator=torch.Generator().manual_seed(4))
-    ours = rnn.gradient_norms(model, windows)
+    ours = lstm.gradient_norms(model, windows)
     with torch.no_grad():
         W, head = model.cell.W.weight.numpy(), model.head.weight.numpy()
         norms = []
@@ -129,7 +129,7 @@ def test_rnn_gradient_norms_match_hand_written_bptt():
 def test_forget_products_are_cumulative_products_from_the_end():
     model = random_lm("lstm")
     ids = [1, 2, 3, 4, 5, 6]
-    prods = np.array(rnn.forget_products(model, ids))
+    prods = np.array(lstm.forget_products(model, ids))
     with torch.no_grad():
         f = model(torch.tensor([ids])).gates["forget"][0].numpy()
     T = len(ids)
@@ -141,29 +141,29 @@ def test_vocab_unknown_and_word_level(vocab):
     ids, tokens, unknown = vocab.encode("the  cat\nZé")
     assert tokens == list("the cat Zé") and unknown == ["Z", "é"]
     assert ids[-2:] == [0, 0] and vocab.decode(ids[:7]) == "the cat"
-    words = rnn.Vocab.build(CORPUS, "word", min_count=1)
+    words = lstm.Vocab.build(CORPUS, "word", min_count=1)
     ids, tokens, unknown = words.encode("The cat ate")
     assert tokens == ["the", "cat", "ate"] and unknown == ["ate"]
     assert words.decode(ids[:2]) == "the cat"
 
 
 def test_bad_input_is_refused(vocab):
-    model = rnn.RecurrentLM("lstm", len(vocab))
+    model = lstm.RecurrentLM("lstm", len(vocab))
     with pytest.raises(UserInputError, match="empty"):
-        rnn.generate(model, vocab, "   ", 5)
+        lstm.generate(model, vocab, "   ", 5)
     with pytest.raises(UserInputError, match="limit"):
-        rnn.encode_prompt(vocab, "a" * (rnn.MAX_PROMPT_CHARS + 1))
+        lstm.encode_prompt(vocab, "a" * (lstm.MAX_PROMPT_CHARS + 1))
     with pytest.raises(UserInputError, match="Length"):
-        rnn.generate(model, vocab, "the", rnn.MAX_GENERATE + 1)
+        lstm.generate(model, vocab, "the", lstm.MAX_GENERATE + 1)
     with pytest.raises(UserInputError, match="Temperature"):
-        rnn.generate(model, vocab, "the", 5, temperature=0)
+        lstm.generate(model, vocab, "the", 5, temperature=0)
 
 
 def test_generation_is_seeded_and_equals_torch_lstm_sampling(vocab):
     model = random_lm("lstm", vocab_size=len(vocab))
-    out = rnn.generate(model, vocab, "the cat", 40, temperature=0.7, seed=5)
-    assert out == rnn.generate(model, vocab, "the cat", 40, temperature=0.7, seed=5)
-    assert len(out) == 40 and out != rnn.generate(model, vocab, "the cat", 40, temperature=0.7, seed=6)
+    out = lstm.generate(model, vocab, "the cat", 40, temperature=0.7, seed=5)
+    assert out == lstm.generate(model, vocab, "the cat", 40, temperature=0.7, seed=5)
+    assert len(out) == 40 and out != lstm.generate(model, vocab, "the cat", 40, temperature=0.7, seed=6)
     # the same sampling loop on torch.nn.LSTM with the same weights and seed gives the same text
     ref, gen = torch_reference(model), torch.Generator().manual_seed(5)
     with torch.no_grad():
@@ -181,7 +181,7 @@ def test_generation_is_seeded_and_equals_torch_lstm_sampling(vocab):
 
 def test_training_lowers_the_loss_and_checkpoints_round_trip(vocab, tmp_path):
     losses = {"rnn": [], "lstm": []}
-    for step, rnn_loss, lstm_loss, models in rnn.train_pair(vocab, CORPUS, steps=60, seq_len=24, batch_size=16,
+    for step, rnn_loss, lstm_loss, models in lstm.train_pair(vocab, CORPUS, steps=60, seq_len=24, batch_size=16,
                                                             lr=1e-2):
         losses["rnn"].append(rnn_loss)
         losses["lstm"].append(lstm_loss)
@@ -189,21 +189,21 @@ def test_training_lowers_the_loss_and_checkpoints_round_trip(vocab, tmp_path):
     for name, values in losses.items():
         assert values[0] > 0.9 * uniform and np.mean(values[-10:]) < 0.6 * uniform, name
     models.lstm_backward = models.lstm
-    rnn.save_models(models, tmp_path)
-    loaded = rnn.load_models(tmp_path)
+    lstm.save_models(models, tmp_path)
+    loaded = lstm.load_models(tmp_path)
     assert loaded.vocab.tokens == vocab.tokens
     ids = torch.tensor([vocab.encode("the dog sat")[0]])
     with torch.no_grad():
         for name in ("rnn", "lstm", "lstm_backward"):
             torch.testing.assert_close(getattr(loaded, name)(ids).logits, getattr(models, name)(ids).logits)
-    held = rnn.corpus_ids(CORPUS[:500], vocab)
-    assert rnn.evaluate(models.lstm, held, seq_len=50) < 0.6 * uniform
+    held = lstm.corpus_ids(CORPUS[:500], vocab)
+    assert lstm.evaluate(models.lstm, held, seq_len=50) < 0.6 * uniform
 
 
 def test_context_vectors_concatenate_forward_and_backward_states(vocab):
     fwd, bwd = random_lm("lstm", len(vocab), seed=1), random_lm("lstm", len(vocab), seed=2)
-    models = rnn.ModelSet(vocab, random_lm("rnn", len(vocab)), fwd, bwd)
-    v = rnn.context_vector(models, "a cat sat on the mat", "Cat")
+    models = lstm.ModelSet(vocab, random_lm("rnn", len(vocab)), fwd, bwd)
+    v = lstm.context_vector(models, "a cat sat on the mat", "Cat")
     assert v.span == (2, 5) and v.both.shape == (14,)
     ids = torch.tensor([vocab.encode("a cat sat on the mat")[0]])
     with torch.no_grad():
@@ -212,19 +212,19 @@ def test_context_vectors_concatenate_forward_and_backward_states(vocab):
         alone = ids[:, 2:5]  # "cat"
         torch.testing.assert_close(v.static, torch.cat([fwd(alone).state[0][0], bwd(alone.flip(1)).state[0][0]]))
     torch.testing.assert_close(v.context, v.both - v.static)
-    same = rnn.context_vector(models, "a cat sat on the mat", "cat")
-    assert rnn.cosine(v.both, same.both) == pytest.approx(1.0)
+    same = lstm.context_vector(models, "a cat sat on the mat", "cat")
+    assert lstm.cosine(v.both, same.both) == pytest.approx(1.0)
     with pytest.raises(UserInputError, match="does not occur"):
-        rnn.context_vector(models, "a cat sat", "ca")
+        lstm.context_vector(models, "a cat sat", "ca")
 
 
 def test_shipped_checkpoints_load_and_show_vanishing_gradients():
-    models = rnn.shipped_models()
+    models = lstm.shipped_models()
     assert models.vocab.level == "char" and models.lstm_backward is not None
     for name in ("rnn", "lstm", "lstm_backward"):
         assert models.info[name]["held_out_loss_nats"] < 2.0  # uniform over 77 characters would be 4.34
-    windows = rnn.corpus_windows(models.vocab, 60, count=8)
-    decay = {name: np.array(rnn.gradient_norms(getattr(models, name), windows)) for name in ("rnn", "lstm")}
+    windows = lstm.corpus_windows(models.vocab, 60, count=8)
+    decay = {name: np.array(lstm.gradient_norms(getattr(models, name), windows)) for name in ("rnn", "lstm")}
     # relative gradient 40 steps back: the RNN's has fallen much further than the LSTM's
     rel = {name: d[40] / d[0] for name, d in decay.items()}
     assert rel["rnn"] < 0.01 * rel["lstm"], rel
@@ -234,7 +234,7 @@ def test_shipped_elmo_pair_separates_word_senses():
     """In each preset, sentences 1 and 3 use the word in the same sense: their context parts are the most alike."""
     from demo.lstm import ELMO_EXAMPLES
 
-    models = rnn.shipped_models()
+    models = lstm.shipped_models()
     for word, *sentences in ELMO_EXAMPLES:
-        a, b, c = (rnn.context_vector(models, s, word).context for s in sentences)
-        assert rnn.cosine(a, c) > max(rnn.cosine(a, b), rnn.cosine(b, c)), word
+        a, b, c = (lstm.context_vector(models, s, word).context for s in sentences)
+        assert lstm.cosine(a, c) > max(lstm.cosine(a, b), lstm.cosine(b, c)), word

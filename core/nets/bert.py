@@ -1,4 +1,4 @@
-"""BERT and DistilBERT, written out, returning every hidden state and every attention probability.
+"""BERT, written out, returning every hidden state and every attention probability.
 
 Built bottom-up like nanoGPT: config → self-attention → feed-forward → layer → encoder → model → task heads →
 ``from_pretrained``. Submodule names equal the Hugging Face checkpoint keys (``embeddings.word_embeddings``,
@@ -21,8 +21,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.checkpoint import CheckpointFiles, load_state_dict, resolve
-from core.device import get_device
 
 # ------------------------------------------------------------------------------------------------------------------
 # Config
@@ -336,13 +334,11 @@ class PretrainedMixin:
         return None
 
     @classmethod
-    def from_pretrained(cls, model_id: str, device: torch.device | str | None = None):
-        """Resolve ``model_id`` (local dir, package, cache or Hub), build the model and load its weights strictly."""
-        files = model_id if isinstance(model_id, CheckpointFiles) else resolve(model_id)
-        model = cls(BertConfig.from_dict(files.config))
-        load_checkpoint_into(model, load_state_dict(files.weights))
-        model.checkpoint = files
-        return model.to(device or get_device()).eval()
+    def from_pretrained(cls, model_id, device: torch.device | str | None = None):
+        """Load through the registry (the one loading path): resolve, check, build ``cls``, load strictly."""
+        from core import registry
+
+        return registry.from_pretrained(model_id, cls, device)
 
 
 class BertForMaskedLM(PretrainedMixin, nn.Module):
@@ -434,160 +430,6 @@ class BertForQuestionAnswering(PretrainedMixin, nn.Module):
         return SpanOutput(start, end, encoded)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# DistilBERT (names follow modeling_distilbert.py): 6 layers, no segment embeddings, no pooler.
-
-
-def sinusoidal_table(num_positions: int, dim: int) -> torch.Tensor:
-    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))  (seed §11)."""
-    position = torch.arange(num_positions, dtype=torch.float64)[:, None]  # (P, 1)
-    div = torch.pow(10000.0, torch.arange(0, dim, 2, dtype=torch.float64) / dim)  # (d/2,)
-    table = torch.zeros(num_positions, dim, dtype=torch.float64)
-    table[:, 0::2] = torch.sin(position / div)
-    table[:, 1::2] = torch.cos(position / div[: dim // 2])
-    return table.float()
-
-
-class DistilBertEmbeddings(nn.Module):
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        if config.sinusoidal_pos_embds:
-            self.position_embeddings.weight.data.copy_(sinusoidal_table(config.max_position_embeddings,
-                                                                        config.hidden_size))
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=1e-12)
-
-    def components(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None):
-        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
-        return {"token": self.word_embeddings(input_ids), "position": self.position_embeddings(positions)[None]}
-
-    def forward(self, input_ids, token_type_ids=None):
-        parts = self.components(input_ids)
-        return self.LayerNorm(parts["token"] + parts["position"])  # (B, T, H)
-
-
-class MultiHeadSelfAttention(nn.Module):
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.num_heads, self.head_size = config.num_attention_heads, config.head_size
-        self.q_lin = nn.Linear(config.hidden_size, config.hidden_size)
-        self.k_lin = nn.Linear(config.hidden_size, config.hidden_size)
-        self.v_lin = nn.Linear(config.hidden_size, config.hidden_size)
-        self.out_lin = nn.Linear(config.hidden_size, config.hidden_size)
-
-    def forward(self, x, additive_mask, need_probs):
-        B, T, H = x.shape
-
-        def heads(t):
-            return t.view(B, T, self.num_heads, self.head_size).transpose(1, 2)  # (B, A, T, hs)
-
-        context, probs = attention(heads(self.q_lin(x)), heads(self.k_lin(x)), heads(self.v_lin(x)),
-                                   additive_mask, need_probs)
-        return self.out_lin(context.transpose(1, 2).reshape(B, T, H)), probs
-
-
-class FFN(nn.Module):
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.lin1 = nn.Linear(config.hidden_size, config.intermediate_size)
-        self.lin2 = nn.Linear(config.intermediate_size, config.hidden_size)
-        self.act = ACTIVATIONS[config.hidden_act]
-
-    def forward(self, x):
-        return self.lin2(self.act(self.lin1(x)))
-
-
-class TransformerBlock(nn.Module):
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.attention = MultiHeadSelfAttention(config)
-        self.sa_layer_norm = nn.LayerNorm(config.hidden_size, eps=1e-12)
-        self.ffn = FFN(config)
-        self.output_layer_norm = nn.LayerNorm(config.hidden_size, eps=1e-12)
-
-    def forward(self, x, additive_mask, need_probs):
-        attended, probs = self.attention(x, additive_mask, need_probs)
-        x = self.sa_layer_norm(attended + x)
-        return self.output_layer_norm(self.ffn(x) + x), probs
-
-
-class Transformer(nn.Module):
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.layer = nn.ModuleList([TransformerBlock(config) for _ in range(config.num_hidden_layers)])
-
-
-class DistilBertModel(nn.Module):
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.embeddings = DistilBertEmbeddings(config)
-        self.transformer = Transformer(config)
-
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> EncoderOutput:
-        x = self.embeddings(input_ids)  # token_type_ids are ignored: DistilBERT has no segment embeddings
-        mask = additive_attention_mask(attention_mask, x.dtype)
-        hidden_states, attentions = [x], []
-        for layer in self.transformer.layer:
-            x, probs = layer(x, mask, output_attentions)
-            hidden_states.append(x)
-            if output_attentions:
-                attentions.append(probs)
-        return EncoderOutput(x, tuple(hidden_states), tuple(attentions), None)
-
-
-class DistilBertForMaskedLM(PretrainedMixin, nn.Module):
-    base_prefix = "distilbert"
-
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.distilbert = DistilBertModel(config)
-        self.vocab_transform = nn.Linear(config.hidden_size, config.hidden_size)
-        self.act = ACTIVATIONS[config.hidden_act]
-        self.vocab_layer_norm = nn.LayerNorm(config.hidden_size, eps=1e-12)
-        self.vocab_projector = nn.Linear(config.hidden_size, config.vocab_size)
-        self.tie_weights()
-
-    def output_embeddings(self):
-        return self.vocab_projector
-
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
-        encoded = self.distilbert(input_ids, attention_mask, None, output_attentions)
-        x = self.vocab_layer_norm(self.act(self.vocab_transform(encoded.last_hidden_state)))
-        return HeadOutput(self.vocab_projector(x), encoded)  # (B, T, V)
-
-
-class DistilBertForTokenClassification(PretrainedMixin, nn.Module):
-    base_prefix = "distilbert"
-
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.distilbert = DistilBertModel(config)
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
-        encoded = self.distilbert(input_ids, attention_mask, None, output_attentions)
-        return HeadOutput(self.classifier(encoded.last_hidden_state), encoded)
-
-
-class DistilBertForQuestionAnswering(PretrainedMixin, nn.Module):
-    base_prefix = "distilbert"
-
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.distilbert = DistilBertModel(config)
-        self.qa_outputs = nn.Linear(config.hidden_size, 2)
-
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> SpanOutput:
-        encoded = self.distilbert(input_ids, attention_mask, None, output_attentions)
-        start, end = self.qa_outputs(encoded.last_hidden_state).unbind(-1)
-        return SpanOutput(start, end, encoded)
-
-
 class Encoder(PretrainedMixin, nn.Module):
     """A bare encoder (BertModel or DistilBertModel) under its checkpoint prefix, for the attention views.
 
@@ -596,6 +438,8 @@ class Encoder(PretrainedMixin, nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
+        from core.nets.distilbert import DistilBertModel  # distilbert.py builds on this module
+
         self.base_prefix = "distilbert" if config.model_type == "distilbert" else "bert"
         base = DistilBertModel(config) if config.model_type == "distilbert" else BertModel(config)
         setattr(self, self.base_prefix, base)
@@ -613,10 +457,6 @@ class Encoder(PretrainedMixin, nn.Module):
 
 HEAD_KEY_PREFIXES = ("cls.", "classifier.", "qa_outputs.", "pre_classifier.", "vocab_transform.",
                      "vocab_layer_norm.", "vocab_projector.")
-
-
-class CheckpointMismatchError(RuntimeError):
-    """The checkpoint's tensors do not fit the model: missing or unexpected keys, or wrong shapes."""
 
 
 def normalize_state_dict(state: dict[str, torch.Tensor], model: nn.Module) -> dict[str, torch.Tensor]:
@@ -658,75 +498,3 @@ def normalize_state_dict(state: dict[str, torch.Tensor], model: nn.Module) -> di
         out.pop(decoder_key, None)  # tied: the embeddings are the decoder
         out.pop("cls.predictions.decoder.bias", None)  # old files keep a copy of cls.predictions.bias here
     return out
-
-
-def load_checkpoint_into(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
-    """Normalise keys, check every shape, then ``load_state_dict(strict=True)``; mismatches raise with the key names."""
-    state = normalize_state_dict(state, model)
-    expected = model.state_dict()
-    tied = {k for k, p in model.named_parameters(remove_duplicate=False)} - {k for k, _ in model.named_parameters()}
-    missing = sorted(set(expected) - set(state) - tied)
-    unexpected = sorted(set(state) - set(expected))
-    wrong_shape = sorted(f"{k}: file {tuple(state[k].shape)} vs model {tuple(expected[k].shape)}"
-                         for k in set(state) & set(expected) if state[k].shape != expected[k].shape)
-    if missing or unexpected or wrong_shape:
-        raise CheckpointMismatchError(
-            f"checkpoint does not fit {type(model).__name__}: missing {missing[:8]}, unexpected {unexpected[:8]}, "
-            f"wrong shapes {wrong_shape[:8]}"
-        )
-    for key in tied:
-        state.pop(key, None)
-    result = model.load_state_dict(state, strict=False)
-    leftover = [k for k in result.missing_keys if k not in tied]
-    if leftover or result.unexpected_keys:  # cannot happen after the checks above; kept as the strictness proof
-        raise CheckpointMismatchError(f"missing {leftover}, unexpected {result.unexpected_keys}")
-    if isinstance(model, PretrainedMixin):
-        model.tie_weights()
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Parameter counts, from a config alone
-
-
-def parameter_breakdown(config: BertConfig, pooler: bool = True, heads: tuple[str, ...] = ()) -> dict[str, int]:
-    """Exact parameter counts by part. ``heads`` ⊂ {"mlm", "nsp", "token_classification", "qa"}.
-
-    Every Linear(a, b) has a·b weights and b biases; every LayerNorm(H) has 2H. The MLM decoder weight is tied to
-    the word embeddings, so it adds only its V biases.
-    """
-    H, L, V, I = config.hidden_size, config.num_hidden_layers, config.vocab_size, config.intermediate_size
-    P, S = config.max_position_embeddings, config.type_vocab_size
-    distil = config.model_type == "distilbert"
-    parts = {
-        "embeddings: token": V * H,
-        "embeddings: segment": 0 if distil else S * H,
-        "embeddings: position": P * H,
-        "embeddings: LayerNorm": 2 * H,
-        "attention: Q, K, V, O weights": L * 4 * H * H,
-        "attention: Q, K, V, O biases": L * 4 * H,
-        "feed-forward: weights": L * 2 * H * I,
-        "feed-forward: biases": L * (I + H),
-        "LayerNorm (2 per layer)": L * 2 * 2 * H,
-    }
-    if pooler and not distil:
-        parts["pooler"] = H * H + H
-    if "mlm" in heads:
-        parts["head: masked LM (transform + LayerNorm + bias; decoder tied)"] = H * H + H + 2 * H + V
-    if "nsp" in heads:
-        parts["head: next-sentence prediction"] = 2 * H + 2
-    if "token_classification" in heads:
-        parts["head: token classifier"] = config.num_labels * (H + 1)
-    if "qa" in heads:
-        parts["head: span start/end"] = 2 * H + 2
-    parts["total"] = sum(parts.values())
-    return parts
-
-
-def seed_hand_count(V: int = 30522, P: int = 512, S: int = 2, H: int = 768, L: int = 12, A: int = 12) -> int:
-    """The seed post's hand formula for BERT-base (seed 001), term by term:
-
-    (V + P + S)·H  +  H·2  +  L·( H·H/A·3·A  +  H·H  +  H·4H·2  +  H·2·2 )
-    embeddings       emb LN     Q,K,V weights  W_O    FFN weights  2 LayerNorms
-    It leaves out the linear layers' biases and the pooler.
-    """
-    return (V + P + S) * H + H * 2 + L * (H * H // A * 3 * A + H * H + H * 4 * H * 2 + H * 2 * 2)

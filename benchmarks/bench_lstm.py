@@ -4,7 +4,7 @@ and fused), and the fused pass against the step loop while other Python threads 
 The reference is torch.nn.LSTM / torch.nn.RNN holding the same weights, driven by the same sampling loop, timed in
 the same process. ratio = ours / reference (below 1 is faster than the reference).
 
-    python benchmarks/bench_rnn.py [--quick]
+    python benchmarks/bench_lstm.py [--quick]
 """
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import paired_median_seconds  # noqa: E402
-from core import rnn  # noqa: E402
+from core import lstm  # noqa: E402
 
 PROMPT = "Call me Ishmael. "
 TOKENS = 200
 
 
-def torch_twin(model: rnn.RecurrentLM) -> torch.nn.Module:
+def torch_twin(model: lstm.RecurrentLM) -> torch.nn.Module:
     """torch.nn.LSTM / torch.nn.RNN with our weights (U → weight_ih, W → weight_hh, b → bias_ih, bias_hh = 0)."""
     cell = model.cell
     twin = (torch.nn.LSTM if model.kind == "lstm" else torch.nn.RNN)(cell.U.in_features, cell.hidden_size,
@@ -38,9 +38,9 @@ def torch_twin(model: rnn.RecurrentLM) -> torch.nn.Module:
 
 
 @torch.inference_mode()
-def reference_generate(model: rnn.RecurrentLM, twin: torch.nn.Module, vocab: rnn.Vocab, prompt: str, length: int,
+def reference_generate(model: lstm.RecurrentLM, twin: torch.nn.Module, vocab: lstm.Vocab, prompt: str, length: int,
                        temperature: float = 0.8, seed: int = 0) -> str:
-    """rnn.generate's loop with the recurrence done by torch's fused module."""
+    """lstm.generate's loop with the recurrence done by torch's fused module."""
     device = model.head.weight.device
     gen = torch.Generator(device=device).manual_seed(seed)
     y, state = twin(model.embed(torch.tensor([vocab.encode(prompt)[0]], device=device)))
@@ -55,18 +55,18 @@ def reference_generate(model: rnn.RecurrentLM, twin: torch.nn.Module, vocab: rnn
 
 
 def run(quick: bool = False) -> list[dict]:
-    models = rnn.shipped_models()
+    models = lstm.shipped_models()
     repeats = 3 if quick else 10
     rows = []
     for name in ("rnn", "lstm"):  # the LSTM's twin is reused below
         model = getattr(models, name)
         twin = torch_twin(model)
-        ours, ref = paired_median_seconds(lambda: rnn.generate(model, models.vocab, PROMPT, TOKENS, seed=0),
+        ours, ref = paired_median_seconds(lambda: lstm.generate(model, models.vocab, PROMPT, TOKENS, seed=0),
                                           lambda: reference_generate(model, twin, models.vocab, PROMPT, TOKENS),
                                           repeats, warmup=1)
         rows.append({"benchmark": f"generate {TOKENS} chars, {name.upper()}", "ours": ours, "reference": ref,
                      "ratio": ours / ref, "unit": "s", "goal": "≤ 0.5 s"})
-    text = rnn.held_out_text()[:rnn.MAX_PROMPT_CHARS]
+    text = lstm.held_out_text()[:lstm.MAX_PROMPT_CHARS]
     ids = torch.tensor([models.vocab.encode(text)[0]], device=models.lstm.head.weight.device)  # (1, T)
     with torch.inference_mode():
         ours, ref = paired_median_seconds(lambda: models.lstm(ids),

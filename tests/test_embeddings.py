@@ -1,4 +1,4 @@
-"""core.word2vec: the one-hot lookup, GloVe queries (parity with gensim's KeyedVectors), PCA and word2vec training."""
+"""core/embeddings.py: the one-hot lookup, GloVe queries (parity with gensim's KeyedVectors), PCA and word2vec training."""
 from __future__ import annotations
 
 import unicodedata
@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from gensim.models import KeyedVectors
 
-from core import word2vec as w2v
+from core import embeddings as w2v
 from core.errors import UserInputError
 
 
