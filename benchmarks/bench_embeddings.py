@@ -21,7 +21,7 @@ from core import embeddings as w2v
 from core.corpora import load_corpus
 from core.paths import REPO_ROOT
 
-LOAD_SNIPPET = ("import time; from core import word2vec as w; t = time.perf_counter(); w.load_glove(); "
+LOAD_SNIPPET = ("import time; from core import embeddings as w; t = time.perf_counter(); w.load_glove(); "
                 "print(time.perf_counter() - t)")
 
 
