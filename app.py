@@ -19,6 +19,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000")
 
 import gradio as gr  # noqa: E402
 
+import demo.common  # noqa: E402,F401 - before torch: on a ZeroGPU Space it imports `spaces` first (gpu_handler)
+
 from core import registry  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, device_label, set_device
 from core.limits import MAX_UPLOAD_BYTES

@@ -8,7 +8,7 @@ from core import embeddings as w2v
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.textio import read_text_upload
-from demo.common import friendly_errors
+from demo.common import friendly_errors, gpu_handler
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
 
 TITLE = "Word embeddings"
@@ -164,6 +164,7 @@ def static_vectors(word: str, first: str, second: str, progress=gr.Progress()):
 
 
 @friendly_errors
+@gpu_handler
 def train(source: str, upload: str | None, architecture: str, dim: float, window: float, epochs: float,
           min_count: float, progress=gr.Progress()):
     """Train word2vec; the model is kept in this browser session's state (never written to disk)."""
