@@ -17,7 +17,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import paired_median_seconds  # noqa: E402
+from benchmarks.common import paired_median_seconds, row  # noqa: E402
 from core import lstm  # noqa: E402
 
 PROMPT = "Call me Ishmael. "
@@ -84,9 +84,8 @@ def run(quick: bool = False) -> list[dict]:
             ours, ref = paired_median_seconds(lambda: models.lstm.forward_fused(many),
                                               lambda: models.lstm.head(twin(models.lstm.embed(many))[0]),
                                               3 if quick else 20, warmup=2)
-        rows.append({"benchmark": f"LSTM Gates view (forward_fused), {length} chars × {batch} text(s), all gates "
-                                  "(vs nn.LSTM)", "ours": ours, "reference": ref, "ratio": ours / ref, "unit": "s",
-                     "goal": "ratio ≤ 1.5"})
+        rows.append(row(f"LSTM Gates view (forward_fused), {length} chars × {batch} text(s), all gates (vs nn.LSTM)",
+                        ours, ref, "s", "ratio ≤ 1.5", target_ratio=1.5))
     # Under a loaded server: every torch call re-takes the GIL from busy threads. Reference: our step-by-step loop.
     short = ids[:, :31]
     with busy_python_threads(4), torch.inference_mode():

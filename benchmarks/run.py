@@ -119,6 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print_table(rows)
     print("\nratio = ours / reference, measured in this run (for times, < 1 means we are faster).")
+    checked = [r for r in rows if r.get("met") is not None]
+    if checked:
+        print(f"\nTargets (rows with a checkable goal): {sum(r['met'] for r in checked)} of {len(checked)} met")
+        for r in checked:
+            figure = f"ratio {r['ratio']:.3f}" if r.get("ratio") is not None else f"{fmt(r['ours'])} {r['unit']}"
+            print(f"  {met_label(r):<4} {r['module']:<11} {r['device']:<5} {r['benchmark'][:76]:<76} {figure:<14} "
+                  f"goal {r['goal']}")
     return 1 if any(r.get("failed") for r in rows) else 0
 
 
