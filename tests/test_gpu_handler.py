@@ -8,14 +8,15 @@ import sys
 
 import pytest
 
-from demo import attention, common, embeddings, lstm, mlm, ner, ngram, qa
+from demo import attention, common, embeddings, lstm, mlm, ner, ngram, qa, transformer
 from tests.live_app import ROOT
 
 MODEL_HANDLERS = [attention.explore, attention.show_head, embeddings.train, lstm.inspect_text,
                   lstm.measure_gradients, lstm.generate_both, lstm.compare_contexts, lstm.train_models, mlm.fill,
-                  mlm.compare, mlm.inputs, mlm.nsp, mlm.bank, ner.tag_text, qa.answer_question]
+                  mlm.compare, mlm.inputs, mlm.nsp, mlm.bank, ner.tag_text, qa.answer_question, transformer.block,
+                  transformer.block_layer, transformer.base_preset]
 NO_MODEL_HANDLERS = [ngram.show_counts, embeddings.neighbours, embeddings.one_hot_lookup, attention.multi_head,
-                     mlm.card, ner.convert_tags, qa.show_layout]
+                     mlm.card, ner.convert_tags, qa.show_layout, transformer.base_params]
 
 
 @pytest.mark.parametrize("handler", MODEL_HANDLERS, ids=lambda h: f"{h.__module__}.{h.__name__}")
