@@ -18,6 +18,7 @@ from gensim.models import KeyedVectors, Word2Vec
 
 from benchmarks.common import paired_median_seconds, print_table, row
 from core import embeddings as w2v
+from core.device import one_cpu_thread
 from core.corpora import load_corpus
 from core.paths import REPO_ROOT
 
@@ -100,7 +101,7 @@ def _train_rows(quick: bool) -> list[dict]:
     corpus = w2v.build_corpus(text, one.min_count)
     for epochs in (1, 3):
         config = w2v.Word2VecConfig(epochs=epochs)
-        with w2v._one_cpu_thread(torch.device("cpu")):
+        with one_cpu_thread(torch.device("cpu")):
             model = w2v._fit(corpus, config, torch.device("cpu"), None)[0]
         ours_loss = _held_out_loss(corpus, corpus.vocab, model.inp.weight.detach()[:-1].numpy(),
                                    model.out.weight.detach().numpy())

@@ -86,7 +86,8 @@ def print_table(rows: list[dict]) -> None:
     for r in rows:
         ratio = f"{r['ratio']:.3f}" if r.get("ratio") is not None else "-"
         print(f"{r['module']:<11} {r['device']:<6} {r['benchmark'][:76]:<76} {fmt(r['ours']):>10} "
-              f"{fmt(r.get('reference')):>10} {ratio:>7}  {r.get('unit', ''):<10} {met_label(r):<4} {r.get('goal', '')}")
+              f"{fmt(r.get('reference')):>10} {ratio:>7}  {r.get('unit', ''):<10} {met_label(r):<4} "
+              f"{r.get('goal', '')}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,6 @@ import threading
 import time
 import unicodedata
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -27,7 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from core.device import get_device
+from core.device import get_device, one_cpu_thread
 from core.errors import ModelUnavailableError, UserInputError
 from core.nets.word2vec import SkipGramNS, unigram_table
 from core.tokenizer import word_tokens
@@ -361,34 +360,6 @@ def _examples(ids: np.ndarray, window: int, cbow: bool, pad: int, rng: np.random
     return np.concatenate(centres), np.concatenate(contexts)
 
 
-_threads_lock = threading.Lock()
-_threads_users = 0
-_threads_saved = 1
-
-
-@contextmanager
-def _one_cpu_thread(device: torch.device):
-    """Run CPU training on one thread. Its ops are small (a batch of ~1k rows), so extra threads only add
-    synchronisation; on a busy shared CPU their spin-waiting made a Moby-Dick run over 10× slower. The old count
-    comes back when the last concurrent training ends."""
-    global _threads_users, _threads_saved
-    if device.type != "cpu":
-        yield
-        return
-    with _threads_lock:
-        if _threads_users == 0:
-            _threads_saved = torch.get_num_threads()
-            torch.set_num_threads(1)
-        _threads_users += 1
-    try:
-        yield
-    finally:
-        with _threads_lock:
-            _threads_users -= 1
-            if _threads_users == 0:
-                torch.set_num_threads(_threads_saved)
-
-
 @dataclass
 class Corpus:
     ids: np.ndarray  # (N,) token ids in text order, rare words removed
@@ -422,7 +393,7 @@ def train_word2vec(
     started = time.perf_counter()
     corpus = build_corpus(text, config.min_count)
     device = get_device()
-    with _one_cpu_thread(device):
+    with one_cpu_thread(device):
         model, loss_steps, losses = _fit(corpus, config, device, progress)
     vectors = model.inp.weight.detach()[: len(corpus.vocab)].cpu().numpy()  # (V, D): the input table is kept
     name = f"your {'CBOW' if config.architecture == 'cbow' else 'skip-gram'} word2vec"
