@@ -25,12 +25,12 @@ import demo.common  # noqa: E402,F401 - before torch: on a ZeroGPU Space it impo
 from core import registry  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, device_label, set_device
 from core.limits import MAX_UPLOAD_BYTES
-from demo import attention, embeddings, figures, lstm, mlm, ner, ngram, qa, transformer
+from demo import attention, classify, embeddings, figures, lstm, mlm, ner, ngram, overview, qa, transformer
 from demo.i18n import I18N, TOGGLE_JS, LanguageMiddleware, label, language_of, text
 
-# The history, in order: statistics → static vectors → recurrence → attention → the Transformer and GPT → BERT and
-# its tasks.
-TABS = [ngram, embeddings, lstm, attention, transformer, mlm, ner, qa]
+# The overview first (timeline and ladder), then the history in order: statistics → static vectors → recurrence →
+# attention → the Transformer and GPT → BERT and its tasks.
+TABS = [overview, ngram, embeddings, lstm, attention, transformer, mlm, ner, qa, classify]
 
 LANGUAGE_CHOICES = ["English", "中文"]
 

@@ -37,8 +37,8 @@ from torch import nn
 
 from core.device import get_device
 from core.errors import ModelUnavailableError, UserInputError
-from core.nets import bert, distilbert
-from core.tokenizer import WordPieceTokenizer
+from core.nets import bert, distilbert, gpt
+from core.tokenizer import ByteBPETokenizer, WordPieceGPTTokenizer, WordPieceTokenizer
 
 SAFETENSORS = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -280,7 +280,7 @@ def from_pretrained(model_id, model_class: type[nn.Module], device: torch.device
 # ------------------------------------------------------------------------------------------------------------------
 # Tasks: which checkpoint and class each tab uses, loaded lazily, once per process.
 
-TASKS = ("encoder", "mlm", "ner", "qa")
+TASKS = ("encoder", "mlm", "ner", "qa", "causal-lm", "classify")
 
 # task -> (default, alternatives). The first entry is the online default.
 CHECKPOINTS: dict[str, list[str]] = {
@@ -288,6 +288,11 @@ CHECKPOINTS: dict[str, list[str]] = {
     "mlm": ["bert-base-uncased", "distilbert-base-uncased", "bert-base-chinese"],
     "ner": ["dslim/bert-base-NER"],
     "qa": ["distilbert-base-cased-distilled-squad", "deepset/bert-base-cased-squad2"],
+    "causal-lm": ["gpt2", "distilgpt2", "uer/gpt2-chinese-cluecorpussmall"],
+    # Single sentence (SST-2 sentiment, Dianping reviews), pairs (MRPC paraphrase, Chinese similarity), CoLA.
+    "classify": ["distilbert-base-uncased-finetuned-sst-2-english", "textattack/bert-base-uncased-MRPC",
+                 "uer/roberta-base-finetuned-dianping-chinese", "IDEA-CCNL/Erlangshen-Roberta-110M-Similarity",
+                 "textattack/bert-base-uncased-CoLA"],
 }
 # The checkpoint each task falls back to for the views that need only a tokenizer and an encoder (offline).
 OFFLINE_ENCODER = MINILM_ID
@@ -297,7 +302,7 @@ OFFLINE_ENCODER = MINILM_ID
 class LoadedModel:
     task: str
     model: nn.Module
-    tokenizer: WordPieceTokenizer
+    tokenizer: WordPieceTokenizer | ByteBPETokenizer | WordPieceGPTTokenizer  # the last two: "causal-lm"
     files: CheckpointFiles
     device: torch.device
 
@@ -343,6 +348,19 @@ def model_class_for(task: str, config: bert.BertConfig, keys: set[str]) -> type[
             raise UserInputError("This checkpoint has no question-answering head (qa_outputs.*). Choose a "
                                  "SQuAD checkpoint such as distilbert-base-cased-distilled-squad.")
         return distilbert.DistilBertForQuestionAnswering if distil else bert.BertForQuestionAnswering
+    if task == "classify":
+        if not any(k.startswith("classifier.") for k in keys):
+            raise UserInputError("This checkpoint has no sequence-classification head (classifier.*). Choose a "
+                                 "fine-tuned classifier such as distilbert-base-uncased-finetuned-sst-2-english.")
+        if any("TokenClassification" in name for name in config.architectures):
+            raise UserInputError("This checkpoint tags tokens (its config says TokenClassification); sentence "
+                                 "classification needs a *ForSequenceClassification checkpoint. Try the NER tab.")
+        if distil:
+            return distilbert.DistilBertForSequenceClassification
+        if not any(k.endswith("pooler.dense.weight") for k in keys):
+            raise UserInputError("This BERT checkpoint has a classifier but no pooler, so it is not a "
+                                 "BertForSequenceClassification (it may tag tokens: try the NER tab).")
+        return bert.BertForSequenceClassification
     raise ValueError(f"unknown task {task!r}; one of {TASKS}")
 
 
@@ -365,6 +383,11 @@ def load(task: str, model_id: str | None = None) -> LoadedModel:
         if key in _cache:
             return _cache[key]
         files = resolve(model_id)
+        if task == "causal-lm":
+            model, tokenizer = load_gpt2(files)
+            with _lock:
+                loaded = _cache[key] = LoadedModel(task, model.to(get_device()), tokenizer, files, get_device())
+            return loaded
         config = bert.BertConfig.from_dict(files.config)
         state = load_state_dict(files.weights)
         model_class = model_class_for(task, config, set(state))
@@ -379,6 +402,28 @@ def load(task: str, model_id: str | None = None) -> LoadedModel:
             tokenizer, _ = _tokenizer_for(files)
             loaded = _cache[key] = LoadedModel(task, model, tokenizer, files, device)
         return loaded
+
+
+def load_gpt2(files: CheckpointFiles) -> tuple[gpt.GPT, ByteBPETokenizer | WordPieceGPTTokenizer]:
+    """The GPT-2 family (model_type "gpt2"): core/nets/gpt.py after its key normalisation (Conv1D weights
+    transposed, mask buffers dropped), and the tokenizer the repo ships: tokenizer.json (byte-level BPE: gpt2,
+    distilgpt2) or only a BERT vocab.txt (uer/gpt2-chinese-cluecorpussmall)."""
+    model_type = files.config.get("model_type")
+    if model_type != "gpt2":
+        raise UserInputError(f"'{files.model_id}' is a '{model_type}' checkpoint; the GPT views run GPT-2 checkpoints "
+                             f"(model_type gpt2), such as {', '.join(CHECKPOINTS['causal-lm'])}.")
+    try:
+        model = gpt.from_state_dict(gpt.GPTConfig.from_dict(files.config), load_state_dict(files.weights))
+    except (ValueError, RuntimeError) as exc:
+        raise ModelUnavailableError(f"'{files.model_id}' could not be loaded as GPT-2: "
+                                    f"{str(exc).splitlines()[0]}") from exc
+    if (files.directory / "tokenizer.json").is_file():
+        from tokenizers import Tokenizer
+
+        return model.eval(), ByteBPETokenizer(Tokenizer.from_file(str(files.directory / "tokenizer.json")))
+    if (files.directory / "vocab.txt").is_file():
+        return model.eval(), WordPieceGPTTokenizer(WordPieceTokenizer.from_directory(files.directory))
+    raise ModelUnavailableError(f"'{files.model_id}' has neither tokenizer.json nor vocab.txt.")
 
 
 def tokenizer(model_id: str) -> tuple[WordPieceTokenizer, CheckpointFiles]:

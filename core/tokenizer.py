@@ -1,4 +1,5 @@
-"""Tokenisers: simple word and character splitting for the n-gram and LSTM tabs, and BERT's WordPiece.
+"""Tokenisers: simple word and character splitting for the n-gram and LSTM tabs, BERT's WordPiece, and GPT-2's
+byte-level BPE (or a BERT vocabulary read left to right, as the Chinese GPT-2 does).
 
 WordPiece runs on the Rust ``tokenizers`` library. It is built either from a checkpoint's ``tokenizer.json`` or, for
 repos that only ship ``vocab.txt``, from the vocabulary plus ``tokenizer_config.json`` (``do_lower_case``,
@@ -15,7 +16,7 @@ from tokenizers import Encoding, Tokenizer, decoders, normalizers, pre_tokenizer
 from tokenizers.models import WordPiece
 
 from core.errors import UserInputError
-from core.limits import MAX_MODEL_TOKENS
+from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 
 # ----------------------------------------------------------------------------------------------------------------
 # Word and character tokens (n-gram, word2vec, RNN/LSTM tabs)
@@ -218,6 +219,61 @@ def build_wordpiece(
     backend.add_special_tokens([token for token in (pad_token, unk_token, cls_token, sep_token, mask_token)
                                 if token in vocab])
     return backend
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# GPT-2's tokenisers: byte-level BPE (gpt2, distilgpt2) and a BERT vocabulary read left to right (Chinese GPT-2)
+
+
+@dataclass
+class CausalEncoding:
+    """Text as a causal LM reads it, left to right."""
+
+    ids: list[int]
+    pieces: list[str]  # what each id reads as, for the figures
+    unknown: list[str]  # input characters the vocabulary lacks (read as <unk> / [UNK])
+
+
+class ByteBPETokenizer:
+    """GPT-2's byte-level BPE from tokenizer.json: every string encodes, so nothing is ever unknown."""
+
+    kind = "byte-level BPE"
+
+    def __init__(self, backend: Tokenizer):
+        self.backend = backend
+        self.backend.no_truncation()
+        self.banned: list[int] = []
+
+    def encode(self, text: str) -> CausalEncoding:
+        ids = self.backend.encode(text, add_special_tokens=False).ids
+        return CausalEncoding(ids, [self.piece(i) for i in ids], [])
+
+    def piece(self, token_id: int) -> str:
+        return self.backend.decode([token_id], skip_special_tokens=False)  # "Ġgood" reads as " good"
+
+
+class WordPieceGPTTokenizer:
+    """A BERT vocabulary used left to right (uer/gpt2-chinese-cluecorpussmall): [CLS] starts the text, as in its
+    training data; no [SEP], since the text goes on."""
+
+    kind = "WordPiece"
+
+    def __init__(self, wordpiece: WordPieceTokenizer):
+        self.wordpiece = wordpiece
+        self.cls_id = wordpiece.token_to_id(wordpiece.cls_token)
+        specials = (wordpiece.cls_token, wordpiece.sep_token, wordpiece.pad_token, wordpiece.mask_token,
+                    wordpiece.unk_token)
+        self.banned = [i for i in map(wordpiece.token_to_id, specials) if i is not None]
+
+    def encode(self, text: str) -> CausalEncoding:
+        encoding = self.wordpiece.encode(text, max_length=MAX_TEXT_CHARS * 4)
+        ids = [self.cls_id] + encoding.ids[1:-1]  # drop the trailing [SEP]
+        unk = self.wordpiece.token_to_id(self.wordpiece.unk_token)
+        unknown = [text[a:b] for i, (a, b) in zip(encoding.ids[1:-1], encoding.offsets[1:-1]) if i == unk]
+        return CausalEncoding(ids, [self.piece(i) for i in ids], list(dict.fromkeys(unknown)))
+
+    def piece(self, token_id: int) -> str:
+        return self.wordpiece.id_to_token(token_id)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

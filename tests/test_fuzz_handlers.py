@@ -34,7 +34,7 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database
 
 # Handlers that train for up to minutes by design: their inputs are sliders and radios that Gradio bounds, and their
 # bad-input paths are covered by their tabs' own tests.
-LONG_RUNNING = {"lstm_train", "embeddings_train"}
+LONG_RUNNING = {"lstm_train", "embeddings_train", "classify_train"}
 
 INTERNAL = re.compile(re.escape(INTERNAL_ERROR).replace(r"\{name\}", ".*"))
 
@@ -213,7 +213,8 @@ ALLOWED = (UserInputError, ModelUnavailableError)
 
 
 def core_calls():
-    from core import attention, embeddings, lstm, mlm, ner, ngram, param_count, qa, textio, tokenizer, transformer
+    from core import (attention, classify, embeddings, finetune, lstm, mlm, ner, ngram, param_count, qa, textio,
+                      tokenizer, transformer)
     from core.registry import MINILM_ID, resolve
 
     wordpiece = tokenizer.WordPieceTokenizer.from_directory(resolve(MINILM_ID).directory)
@@ -245,6 +246,11 @@ def core_calls():
                                                          st.one_of(st.none(), text, numbers))),
         "param_count.transformer_shape": (param_count.transformer_shape, st.tuples(st.fixed_dictionaries(
             {"name": text, **{key: numbers for key in param_count.MAX_SHAPE}}))),
+        "classify.input_layout": (classify.input_layout, st.tuples(
+            text, st.one_of(st.none(), text), st.sampled_from([MINILM_ID, "", "\x00", "../x"]),
+            st.one_of(st.none(), st.integers(-5, 600)), st.booleans())),
+        "finetune.parse_labelled": (finetune.parse_labelled, st.tuples(st.one_of(st.none(), text))),
+        "finetune.check_sentence": (finetune.check_sentence, st.tuples(st.one_of(st.none(), text))),
     }
 
 

@@ -44,6 +44,7 @@ class BertConfig:
     sinusoidal_pos_embds: bool = False
     num_labels: int = 2
     id2label: dict[int, str] = field(default_factory=dict)
+    problem_type: str | None = None  # "multi_label_classification" makes the pipeline use a sigmoid
     architectures: list[str] = field(default_factory=list)
     tie_word_embeddings: bool = True
 
@@ -406,15 +407,21 @@ class BertForTokenClassification(PretrainedMixin, nn.Module):
 
 
 class BertForSequenceClassification(PretrainedMixin, nn.Module):
+    """softmax(W · pooled + b) over the labels: the [CLS] vector, pooled, read by one linear layer (seed §14)."""
+
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
         self.bert = BertModel(config, add_pooling_layer=True)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
 
+    def sentence_vector(self, encoded: EncoderOutput) -> torch.Tensor:
+        """The vector the classifier's W reads: the pooled [CLS] vector tanh(W_p h_[CLS] + b_p)."""
+        return encoded.pooler_output  # (B, H)
+
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
         encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
-        return HeadOutput(self.classifier(encoded.pooler_output), encoded)  # (B, C)
+        return HeadOutput(self.classifier(self.sentence_vector(encoded)), encoded)  # (B, C)
 
 
 class BertForQuestionAnswering(PretrainedMixin, nn.Module):
