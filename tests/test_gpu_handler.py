@@ -8,15 +8,18 @@ import sys
 
 import pytest
 
-from demo import attention, common, embeddings, lstm, mlm, ner, ngram, qa, transformer
+from demo import attention, classify, common, embeddings, gpt, lstm, mlm, ner, ngram, overview, qa, transformer
 from tests.live_app import ROOT
 
 MODEL_HANDLERS = [attention.explore, attention.show_head, embeddings.train, lstm.inspect_text,
                   lstm.measure_gradients, lstm.generate_both, lstm.compare_contexts, lstm.train_models, mlm.fill,
                   mlm.compare, mlm.inputs, mlm.nsp, mlm.bank, ner.tag_text, qa.answer_question, transformer.block,
-                  transformer.block_layer, transformer.base_preset]
+                  transformer.block_layer, transformer.base_preset, overview.score_text, overview.run_preset,
+                  classify.classify_text, classify.train, classify.predict, gpt.next_token, gpt.generate,
+                  gpt.attention, gpt.gpt_vs_bert]
 NO_MODEL_HANDLERS = [ngram.show_counts, embeddings.neighbours, embeddings.one_hot_lookup, attention.multi_head,
-                     mlm.card, ner.convert_tags, qa.show_layout, transformer.base_params]
+                     mlm.card, ner.convert_tags, qa.show_layout, transformer.base_params,
+                     overview.first_open, classify.show_data]
 
 
 @pytest.mark.parametrize("handler", MODEL_HANDLERS, ids=lambda h: f"{h.__module__}.{h.__name__}")
