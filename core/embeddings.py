@@ -320,6 +320,8 @@ class TrainedWord2Vec:
     tokens: int  # corpus tokens used (after dropping rare words)
     cut_tokens: int  # tokens left out because the corpus was longer than MAX_TRAIN_TOKENS
     seconds: float
+    stopped: str | None = None  # why training ended early (core.jobs.BUDGET / REPLACED), None if it ran to the end
+    steps_planned: int = 0
 
 
 _CORPUS_WORD_RE = re.compile(r"\w+(?:['’]\w+)*")  # tokenizer._WORD_RE without its punctuation branch
@@ -386,22 +388,26 @@ def train_word2vec(
     text: str,
     config: Word2VecConfig | None = None,
     progress: Callable[[float, str], None] | None = None,
+    stop: Callable[[], str | None] | None = None,
 ) -> TrainedWord2Vec:
-    """Train word2vec on a text; ``progress(fraction, message)`` is called as training goes."""
+    """Train word2vec on a text; ``progress(fraction, message)`` is called as training goes. ``stop()`` is asked
+    every step: a reason (core.jobs.Budget.stop_reason) ends training there, keeping the model trained so far."""
     config = config or Word2VecConfig()
     config.check()
     started = time.perf_counter()
     corpus = build_corpus(text, config.min_count)
     device = get_device()
     with one_cpu_thread(device):
-        model, loss_steps, losses = _fit(corpus, config, device, progress)
+        model, loss_steps, losses, stopped, planned = _fit(corpus, config, device, progress, stop)
     vectors = model.inp.weight.detach()[: len(corpus.vocab)].cpu().numpy()  # (V, D): the input table is kept
     name = f"your {'CBOW' if config.architecture == 'cbow' else 'skip-gram'} word2vec"
     return TrainedWord2Vec(WordVectors(corpus.vocab, vectors, name), config, loss_steps, losses,
-                           tokens=len(corpus.ids), cut_tokens=corpus.cut_tokens, seconds=time.perf_counter() - started)
+                           tokens=len(corpus.ids), cut_tokens=corpus.cut_tokens, seconds=time.perf_counter() - started,
+                           stopped=stopped, steps_planned=planned)
 
 
-def _fit(corpus: Corpus, config: Word2VecConfig, device: torch.device, progress) -> tuple[SkipGramNS, list, list]:
+def _fit(corpus: Corpus, config: Word2VecConfig, device: torch.device, progress,
+         stop=None) -> tuple[SkipGramNS, list, list, str | None, int]:
     freq = corpus.counts / corpus.counts.sum()  # (V,)
     keep_prob = np.minimum(1.0, (np.sqrt(freq / config.subsample) + 1) * config.subsample / freq)  # (V,)
     table = unigram_table(corpus.counts)  # noise distribution: unigram^(3/4)
@@ -423,7 +429,10 @@ def _fit(corpus: Corpus, config: Word2VecConfig, device: torch.device, progress)
         if progress:
             progress(min(step / total_steps, 0.99), f"epoch {epoch + 1}/{config.epochs} · loss {losses[-1]:.3f}")
 
+    stopped = None
     for epoch in range(config.epochs):
+        if stopped:
+            break
         ids = corpus.ids[rng.random(len(corpus.ids)) < keep_prob[corpus.ids]]  # subsample anew each epoch
         inputs, targets = _examples(ids, config.window, cbow, model.pad, rng)
         order = rng.permutation(len(targets))
@@ -439,6 +448,9 @@ def _fit(corpus: Corpus, config: Word2VecConfig, device: torch.device, progress)
             if step % log_every == 0:
                 record(epoch)
                 seen = 0
+            stopped = stop() if stop is not None else None
+            if stopped:
+                break
     if not loss_steps or loss_steps[-1] != step:
         record(config.epochs - 1)
-    return model, loss_steps, losses
+    return model, loss_steps, losses, stopped, total_steps

@@ -318,7 +318,10 @@ class LoadedModel:
                 f"{self.device.type} · {str(dtype).removeprefix('torch.')}")
 
 
-_cache: dict[tuple[str, str], LoadedModel] = {}
+# Bounded: a learner can type any number of checkpoint ids; the least recently used model is dropped beyond these.
+MAX_LOADED_MODELS = 8  # the default checkpoint of each of the 6 tasks, plus two the learner picked (≤ ~3.5 GB)
+MAX_TOKENIZERS = 16
+_cache: dict[tuple[str, str], LoadedModel] = {}  # in use order, most recent last
 _tokenizers: dict[str, tuple[WordPieceTokenizer, CheckpointFiles]] = {}
 _lock = threading.Lock()  # guards the dicts; loading itself holds only the per-checkpoint lock
 _key_locks: dict[tuple[str, str], threading.Lock] = {}
@@ -377,7 +380,11 @@ def load(task: str, model_id: str | None = None) -> LoadedModel:
     key = (task, model_id)
     with _lock:
         if key in _cache:
+            _cache[key] = _cache.pop(key)  # most recently used last
             return _cache[key]
+        if len(_key_locks) > 4 * MAX_LOADED_MODELS:  # forget locks of checkpoints nobody is loading now
+            for stale in [k for k, lock in _key_locks.items() if k not in _cache and not lock.locked()]:
+                del _key_locks[stale]
         key_lock = _key_locks.setdefault(key, threading.Lock())
     with key_lock:  # one load per checkpoint; other checkpoints (other tabs) load in parallel
         if key in _cache:
@@ -401,6 +408,8 @@ def load(task: str, model_id: str | None = None) -> LoadedModel:
         with _lock:
             tokenizer, _ = _tokenizer_for(files)
             loaded = _cache[key] = LoadedModel(task, model, tokenizer, files, device)
+            while len(_cache) > MAX_LOADED_MODELS:
+                del _cache[next(iter(_cache))]  # the least recently used
         return loaded
 
 
@@ -440,6 +449,8 @@ def _tokenizer_for(files: CheckpointFiles) -> tuple[WordPieceTokenizer, Checkpoi
         except FileNotFoundError as exc:
             raise ModelUnavailableError(f"'{files.model_id}' has no tokenizer files ({exc}).") from exc
         _tokenizers[str(files.directory)] = cached
+        while len(_tokenizers) > MAX_TOKENIZERS:
+            del _tokenizers[next(iter(_tokenizers))]
     return cached
 
 

@@ -145,20 +145,15 @@ class WordPieceTokenizer:
         return self.backend.encode(_encodable(text), add_special_tokens=False).tokens
 
     def encode(self, text: str, pair: str | None = None, max_length: int | None = None) -> WordPieceEncoding:
-        """Encode a text or a pair with [CLS]/[SEP]; if too long, drop tokens from the longer segment first
-        (the "longest_first" strategy) and report what was cut."""
+        """Encode a text or a pair with [CLS]/[SEP]; if too long, cut it as ``truncation="longest_first"`` does
+        (see ``longest_first``) and report what was cut."""
         max_length = max_length or self.model_max_length
         first = self.backend.encode(_encodable(text), add_special_tokens=False)
         second = self.backend.encode(_encodable(pair), add_special_tokens=False) if pair is not None else None
         budget = max_length - self.backend.num_special_tokens_to_add(second is not None)
         if budget < 0:
             raise ValueError(f"max_length {max_length} leaves no room for the special tokens")
-        keep_first, keep_second = len(first), len(second) if second is not None else 0
-        while keep_first + keep_second > budget:  # longest_first: trim the longer side one token at a time
-            if keep_first >= keep_second:
-                keep_first -= 1
-            else:
-                keep_second -= 1
+        keep_first, keep_second = longest_first(len(first), len(second) if second is not None else 0, budget)
         truncation = None
         removed = (len(first) - keep_first) + ((len(second) - keep_second) if second is not None else 0)
         if removed:
@@ -184,6 +179,22 @@ class WordPieceTokenizer:
             special_tokens_mask=list(merged.special_tokens_mask),
             truncation=truncation,
         )
+
+
+def longest_first(n_first: int, n_second: int, budget: int) -> tuple[int, int]:
+    """How many tokens of each segment ``longest_first`` truncation keeps, as the Rust tokenizers library decides
+    (tokenizers/src/utils/truncation.rs): if only the longer segment must shrink, it gives up tokens until the pair
+    fits; if both must, each keeps half the budget and an odd token goes to the segment that was longer to begin
+    with (to the second one when they were equally long)."""
+    if n_first + n_second <= budget:
+        return n_first, n_second
+    if n_second == 0:
+        return min(n_first, budget), 0
+    shorter, longer = sorted((n_first, n_second))
+    longer = shorter if shorter > budget else max(shorter, budget - shorter)
+    if shorter + longer > budget:
+        shorter, longer = budget // 2, budget // 2 + budget % 2
+    return (longer, shorter) if n_first > n_second else (shorter, longer)
 
 
 def build_wordpiece(

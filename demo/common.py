@@ -2,6 +2,7 @@
 one-round-trip input preprocessing for events with many inputs."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
@@ -9,6 +10,7 @@ import os
 
 import gradio as gr
 
+from core import jobs
 from core.errors import ModelUnavailableError, UserInputError
 
 log = logging.getLogger("plm_explorer")
@@ -129,3 +131,35 @@ def model_picker(task: str, label: str = "Checkpoint") -> gr.Dropdown:
 
     return gr.Dropdown(choices=CHECKPOINTS[task], value=CHECKPOINTS[task][0], label=label, allow_custom_value=True,
                        info="A Hugging Face id or a local folder with config.json and weights.")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Training runs (core/jobs.py): a work budget each, one at a time per browser session, on the "train" concurrency
+# group (at most TRAIN_CONCURRENCY runs at once across all users, so light tabs keep the other core).
+
+TRAIN_QUEUE = dict(concurrency_id="train", concurrency_limit=1)  # pass to .click(**TRAIN_QUEUE) for every trainer
+TRAINING_STOPPED = {
+    jobs.BUDGET: ("Stopped after {seconds:.0f} s, the time one training run may take on this shared server; the "
+                  "model trained so far ({done:,} of {planned:,} steps) is kept and used below. Fewer epochs, a "
+                  "smaller window or fewer dimensions finish in time."),
+    jobs.REPLACED: ("Stopped after {done:,} of {planned:,} steps because you started a newer run; this one's model "
+                    "is not kept."),
+}
+
+
+@contextlib.contextmanager
+def training_run(request: gr.Request | None, seconds: float = jobs.TRAIN_SECONDS):
+    """The run's jobs.Budget for a trainer: starting cancels this browser session's previous run."""
+    owner = getattr(request, "session_hash", None)
+    budget = jobs.TRAINING.start(owner, seconds)
+    try:
+        yield budget
+    finally:
+        jobs.TRAINING.finish(owner, budget)
+
+
+def stopped_note(reason: str | None, seconds: float, done: int, planned: int) -> str:
+    """Why a training run ended early, for the learner ("" if it ran to the end)."""
+    if not reason:
+        return ""
+    return TRAINING_STOPPED[reason].format(seconds=seconds, done=done, planned=planned)

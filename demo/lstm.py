@@ -8,10 +8,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core import lstm
+from core import jobs, lstm
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import friendly_errors, gpu_handler
+from demo.common import TRAIN_QUEUE, friendly_errors, gpu_handler, stopped_note, training_run
 from demo.figures import COLORWAY, empty_figure, heatmap, lines, styled
 
 TITLE = "RNN & LSTM"
@@ -241,28 +241,41 @@ def compare_contexts(word: str, first: str, second: str, third: str):
 
 @friendly_errors
 @gpu_handler
-def train_models(level: str, steps: float, seconds: float, progress=gr.Progress()):
-    """Retrain an RNN and an LSTM from scratch on Moby-Dick, streaming the loss curves; the result is this session's."""
+def train_models(level: str, steps: float, seconds: float, progress=gr.Progress(), request: gr.Request = None):
+    """Retrain an RNN and an LSTM from scratch on Moby-Dick, streaming the loss curves; the result is this session's.
+    The run stops at its time limit (at most the server's budget, core.jobs) or when this session starts another."""
     if level not in ("char", "word"):
         raise UserInputError("Choose character-level or word-level.")
     steps = int(_number(steps, "Steps", 10, 5000))
-    seconds = _number(seconds, "The time limit", 10, 600)
+    seconds = _number(seconds, "The time limit", 10, jobs.TRAIN_SECONDS)
+    with training_run(request, seconds) as budget:
+        yield from _train(level, steps, budget, progress)
+
+
+def _train(level: str, steps: int, budget: jobs.Budget, progress):
     progress(0, desc="building the vocabulary")
     train_text, held_text = lstm.split_text(load_corpus("moby_dick"))
     vocab = lstm.Vocab.build(train_text, level, min_count=10 if level == "char" else 3)
     history = {"RNN": [], "LSTM": []}
     models = None
-    for step, rnn_loss, lstm_loss, models in lstm.train_pair(vocab, train_text, steps=steps, seconds=seconds,
+    stopped = None
+    for step, rnn_loss, lstm_loss, models in lstm.train_pair(vocab, train_text, steps=steps, seconds=budget.seconds,
                                                             seq_len=64):
         history["RNN"].append(rnn_loss)
         history["LSTM"].append(lstm_loss)
         progress(step / steps, desc=f"step {step}/{steps}")
         if step % 10 == 0 or step == steps:
             yield _loss_figure(history, level), f"Training… step {step}/{steps}", gr.skip()
+        stopped = budget.stop_reason()
+        if stopped:
+            break
+    if stopped == jobs.REPLACED:
+        raise UserInputError(stopped_note(stopped, budget.elapsed, len(history["RNN"]), steps))
     held = lstm.corpus_ids(held_text, vocab)
     models.info = {name: {"steps": len(history["RNN"]), "held_out_loss_nats": lstm.evaluate(getattr(models, name), held)}
                    for name in ("rnn", "lstm")}
-    yield _loss_figure(history, level), _badge(models, retrained=True), models
+    note = stopped_note(stopped, budget.elapsed, len(history["RNN"]), steps)
+    yield _loss_figure(history, level), _badge(models, retrained=True) + (f"\n\n{note}" if note else ""), models
 
 
 def _loss_figure(history: dict[str, list[float]], level: str):
@@ -370,10 +383,11 @@ def build() -> None:
         with gr.Row():
             level = gr.Radio([("characters", "char"), ("words", "word")], value="char", label="tokens")
             steps = gr.Slider(10, 5000, value=600, step=10, label="steps (batch 32 × 64 tokens)")
-            seconds = gr.Slider(10, 600, value=100, step=10, label="time limit (seconds)")
+            seconds = gr.Slider(10, jobs.TRAIN_SECONDS, value=jobs.TRAIN_SECONDS, step=10, label="time limit (seconds)",
+                                info="At most the server's budget for one training run.")
         with gr.Row():
             train_button = gr.Button("Train", variant="primary")
             reset_button = gr.Button("Back to the shipped models")
         loss_plot = gr.Plot(empty_figure("The loss curves appear here while training."))
-        train_button.click(train_models, [level, steps, seconds], [loss_plot, badge, models], api_name="lstm_train", concurrency_id="train", concurrency_limit=1)
+        train_button.click(train_models, [level, steps, seconds], [loss_plot, badge, models], api_name="lstm_train", **TRAIN_QUEUE)
         reset_button.click(use_shipped, None, [badge, models], api_name="lstm_reset")

@@ -9,7 +9,7 @@ from core import mlm as fm
 from core import registry
 from core.registry import MINILM_ID
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import friendly_errors, gpu_handler, model_picker, whole_number
+from demo.common import INTERNAL_ERROR, friendly_errors, gpu_handler, log, model_picker, whole_number
 from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
 
 TITLE = "BERT masked LM"
@@ -124,11 +124,48 @@ def fill(model_id: str, text: str, top_k: float, progress=gr.Progress()):
     except ModelUnavailableError as exc:
         return unavailable(exc), "", empty_figure("No masked-LM checkpoint loaded"), []
     result = fm.fill_mask(loaded, text, int(top_k))
+    return _fill_outputs(loaded, result, int(top_k))
+
+
+def _fill_outputs(loaded: registry.LoadedModel, result: fm.FillMaskResult, top_k: int):
     filled = (f"**Filled in:** {result.filled}" + ("\n\nEach blank is predicted on its own from the same pass, "
                                                    "not jointly." if len(result.blanks) > 1 else "")
               + (f"\n\nNot in the vocabulary, read as [UNK]: {', '.join(result.unknown)}" if result.unknown else ""))
-    title = f"Top {int(top_k)} for each blank · {loaded.files.model_id}"
+    title = f"Top {top_k} for each blank · {loaded.files.model_id}"
     return badge(loaded), filled, blank_figure(result.blanks, title), candidate_rows(result.blanks)
+
+
+FILL_REFUSED = "**This sentence cannot be filled in.** {message}"
+
+
+def fill_batch(model_ids: list, texts: list, top_ks: list) -> tuple[list, list, list, list]:
+    """``fill`` for a batch of requests (wired with batch=True: Gradio gathers concurrent requests into one call,
+    and the model reads them in one padded forward pass). Each request's own problem (no blank, too long, model not
+    available) is shown in its notice instead of failing the other requests of the batch."""
+    outputs: list[tuple] = [None] * len(texts)  # type: ignore[list-item]
+    groups: dict[str, list[int]] = {}
+    for index, model_id in enumerate(model_ids):
+        groups.setdefault(registry.model_id_or_default("mlm", model_id), []).append(index)
+    for model_id, indices in groups.items():
+        try:
+            loaded = registry.load("mlm", model_id)
+            results = fm.fill_mask_batch(loaded, [(texts[i], top_ks[i]) for i in indices])
+        except ModelUnavailableError as exc:
+            results, loaded = [exc] * len(indices), None
+        except Exception as exc:  # noqa: BLE001 - shown per request, never as a traceback
+            results, loaded = [exc] * len(indices), None
+        for i, result in zip(indices, results):
+            if isinstance(result, ModelUnavailableError):
+                outputs[i] = (unavailable(result), "", empty_figure("No masked-LM checkpoint loaded"), [])
+            elif isinstance(result, Exception):
+                if not isinstance(result, UserInputError):
+                    log.error("fill-mask batch failed", exc_info=result)
+                message = str(result) if isinstance(result, UserInputError) else INTERNAL_ERROR.format(
+                    name=type(result).__name__)
+                outputs[i] = (FILL_REFUSED.format(message=message), "", empty_figure(message), [])
+            else:
+                outputs[i] = _fill_outputs(loaded, result, int(top_ks[i]))
+    return tuple(list(column) for column in zip(*outputs))
 
 
 def word_list(text: str) -> list[tuple[str, int]]:
@@ -353,8 +390,11 @@ def build() -> None:
                                           label="Top-k per blank", scale=2)
             text.change(word_choices, text, word, api_name="mlm_words")
             mask_button.click(mask_chosen_word, [text, word], text, api_name="mlm_mask_word")
-            fill_button.click(fill, [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
-                              api_name="mlm_fill", concurrency_id="bert", concurrency_limit=4)
+            # batch=True: requests that arrive together (a class pressing Fill at once) share one forward pass;
+            # benchmarks/batching.py measures the throughput against fill (unbatched).
+            fill_button.click(fill_batch, [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
+                              api_name="mlm_fill", concurrency_id="bert", concurrency_limit=4, batch=True,
+                              max_batch_size=fm.FILL_BATCH)
 
         with gr.Tab("Both sides vs left only"):
             gr.Markdown("The same blank, predicted from the whole sentence (BERT) and from the words before it "

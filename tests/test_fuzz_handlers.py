@@ -200,7 +200,10 @@ def test_handler_survives_bad_input(api_name, tmp_path_factory):
                 args.append(preprocess_payload(component, value))
             except Exception:  # noqa: BLE001 - Gradio refused the payload before our handler runs
                 return
-        check_outcome(lambda: dep.fn(*args))
+        if dep.batch:  # batch=True handlers take a list per input (Gradio gathers requests) and return lists
+            check_outcome(lambda: dep.fn(*[[arg] for arg in args]))
+        else:
+            check_outcome(lambda: dep.fn(*args))
 
     run()
 
