@@ -46,6 +46,8 @@ steady_malloc()  # before torch and gradio allocate anything
 import gradio as gr  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
 
+import demo.common  # noqa: E402,F401 - before torch: on a ZeroGPU Space it imports `spaces` first (gpu_handler)
+
 from core import registry  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, device_label, set_device
 from core.limits import MAX_UPLOAD_BYTES

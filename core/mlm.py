@@ -419,7 +419,7 @@ class ContextualVsStatic:
 
 
 def glove_vector(word: str) -> tuple[np.ndarray, str]:
-    """The word's GloVe 6B 50d vector, via core.word2vec (one table lookup, the same for every sentence)."""
+    """The word's GloVe 6B 50d vector, via core.embeddings (one table lookup, the same for every sentence)."""
     return load_glove().vector(word), GLOVE_NAME
 
 

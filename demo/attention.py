@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from core import attention as att
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import friendly_errors, model_picker, whole_number
+from demo.common import friendly_errors, gpu_handler, model_picker, whole_number
 from demo.figures import (COLORWAY, DIVERGING_SCALE, SEQUENTIAL_SCALE, empty_figure, heatmap, lines, styled,
                           subplot_grid, unique_labels)
 
@@ -405,6 +405,7 @@ def _model_unavailable(exc: ModelUnavailableError):
 
 
 @friendly_errors
+@gpu_handler
 def explore(model_id: str, text: str, pair: str, layer: float, head: float, hide_special: bool,
             progress=gr.Progress()):
     """Run the encoder once; draw the chosen layer/head, the head average and the full layer × head grid."""
@@ -420,6 +421,7 @@ def explore(model_id: str, text: str, pair: str, layer: float, head: float, hide
 
 
 @friendly_errors
+@gpu_handler
 def show_head(model_id: str, text: str, pair: str, layer: float, head: float, hide_special: bool):
     """Redraw the chosen layer/head and the head average (the maps are cached: no new forward pass)."""
     maps = att.extract_attention(text, pair, model_id)

@@ -10,7 +10,7 @@ from gradio.context import Context
 
 from core import classify, finetune, finetune_train
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import friendly_errors, model_picker
+from demo.common import friendly_errors, gpu_handler, model_picker
 from demo.figures import COLORWAY, bar, empty_figure, heatmap, styled, subplot_grid
 
 TITLE = "Classification & fine-tuning"
@@ -94,6 +94,7 @@ def _no_model(model_id: str, exc: ModelUnavailableError) -> str:
 
 
 @friendly_errors
+@gpu_handler
 def classify_text(model_id, task, text_a, text_b, max_length, expected=""):
     pair = task == "sentence pair"
     model_id = str(model_id or "").strip() or classify.SST2_ID
@@ -198,6 +199,7 @@ def _session(request: gr.Request | None) -> str:
 
 
 @friendly_errors
+@gpu_handler
 def train(dataset, pasted, upload, seed, head_steps, unfrozen, epochs, request: gr.Request = None,
           progress=gr.Progress()):
     data, name = _split(dataset, pasted, upload, seed)
@@ -225,6 +227,7 @@ def train(dataset, pasted, upload, seed, head_steps, unfrozen, epochs, request: 
 
 
 @friendly_errors
+@gpu_handler
 def predict(sentence, request: gr.Request = None):
     outcome = finetune_train.RUNS.result(_session(request))
     if outcome is None:

@@ -6,6 +6,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import os
 
 import gradio as gr
 
@@ -24,6 +25,33 @@ def _to_gradio_error(exc: Exception) -> gr.Error:
         return gr.Error(str(exc), print_exception=False)
     log.exception("handler failed")
     return gr.Error(INTERNAL_ERROR.format(name=type(exc).__name__), print_exception=False)
+
+
+def _space_gpu_decorator():
+    """``spaces.GPU`` on a Hugging Face Space (SPACE_ID is set there) that has the ``spaces`` package; elsewhere none.
+
+    On ZeroGPU hardware (SPACES_ZERO_GPU=true) spaces.GPU attaches a GPU for the length of each call: models load and
+    move to the GPU inside the call, which is where every handler loads them (core.registry and the tab modules load
+    lazily, on first use, onto core.device.get_device()). On a Space without ZeroGPU, spaces.GPU returns the function
+    unchanged, and off a Space the package is not even imported."""
+    if not os.environ.get("SPACE_ID"):
+        return None
+    try:
+        import spaces
+    except ImportError:
+        return None
+    return spaces.GPU
+
+
+_SPACE_GPU = _space_gpu_decorator()
+
+
+def gpu_handler(fn):
+    """Mark an event handler that runs a model: on a ZeroGPU Space it runs with a GPU attached (spaces.GPU), on any
+    other machine it is ``fn`` itself. ``runs_model`` lets a test check that every model handler carries it."""
+    wrapped = _SPACE_GPU(fn) if _SPACE_GPU is not None else fn
+    wrapped.runs_model = True
+    return wrapped
 
 
 def friendly_errors(fn):

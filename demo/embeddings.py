@@ -9,7 +9,7 @@ from core import jobs
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.textio import read_text_upload
-from demo.common import TRAIN_QUEUE, friendly_errors, stopped_note, training_run, whole_number
+from demo.common import TRAIN_QUEUE, friendly_errors, gpu_handler, stopped_note, training_run, whole_number
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
 
 TITLE = "Word embeddings"
@@ -166,6 +166,7 @@ def static_vectors(word: str, first: str, second: str, progress=gr.Progress()):
 
 
 @friendly_errors
+@gpu_handler
 def train(source: str, upload: str | None, architecture: str, dim: float, window: float, epochs: float,
           min_count: float, progress=gr.Progress(), request: gr.Request = None):
     """Train word2vec; the model is kept in this browser session's state (never written to disk). A run has a

@@ -10,7 +10,7 @@ import numpy as np
 
 from core import gpt
 from core.errors import UserInputError
-from demo.common import friendly_errors
+from demo.common import friendly_errors, gpu_handler
 from demo.figures import bar, empty_figure, heatmap
 
 INTRO = r"""
@@ -96,6 +96,7 @@ def _badge(model_id: str) -> str:
 
 
 @friendly_errors
+@gpu_handler
 def next_token(model_id: str, text: str, temperature: float, top_k: float):
     """The next-token distribution after the text, with temperature and top-k applied."""
     result = gpt.next_token(model_id, text, _temperature(temperature), _top_k(top_k))
@@ -112,6 +113,7 @@ def next_token(model_id: str, text: str, temperature: float, top_k: float):
 
 
 @friendly_errors
+@gpu_handler
 def generate(model_id: str, prompt: str, length: float, temperature: float, top_k: float, seed: float):
     """Sample token by token; the text and the table of steps grow as it goes."""
     length = int(_number(length, "Length", 1, gpt.MAX_GENERATE))
@@ -130,6 +132,7 @@ def generate(model_id: str, prompt: str, length: float, temperature: float, top_
 
 
 @friendly_errors
+@gpu_handler
 def attention(model_id: str, text: str, layer: float, head: float):
     """One layer and head's causal attention map, and the mean over that layer's heads."""
     result = gpt.attention_maps(model_id, text)
@@ -155,6 +158,7 @@ def attention(model_id: str, text: str, layer: float, head: float):
 
 
 @friendly_errors
+@gpu_handler
 def gpt_vs_bert(text: str, gpt_id: str, bert_id: str):
     """The causal LM's next-token distribution from the left context, beside the masked LM's at the blank."""
     bert_id = str(bert_id or "").strip() or "bert-base-uncased"

@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 from core import jobs, lstm
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import TRAIN_QUEUE, friendly_errors, stopped_note, training_run
+from demo.common import TRAIN_QUEUE, friendly_errors, gpu_handler, stopped_note, training_run
 from demo.figures import COLORWAY, empty_figure, heatmap, lines, styled
 
 TITLE = "RNN & LSTM"
@@ -127,6 +127,7 @@ def _unit_heatmap(values: np.ndarray, tokens: list[str], count: int, title: str,
 
 
 @friendly_errors
+@gpu_handler
 def inspect_text(text: str, signal: str, units: float, state: lstm.ModelSet | None = None):
     """Gates/cell heatmaps for the LSTM, the RNN's hidden state, and next-token predictions per position."""
     models = _models(state)
@@ -154,6 +155,7 @@ def inspect_text(text: str, signal: str, units: float, state: lstm.ModelSet | No
 
 
 @friendly_errors
+@gpu_handler
 def measure_gradients(length: float, text: str, state: lstm.ModelSet | None = None):
     """‖∂loss_T/∂h_t‖ vs T−t for both models on held-out text, and the forget-gate products on the learner's text."""
     models = _models(state)
@@ -199,6 +201,7 @@ def measure_gradients(length: float, text: str, state: lstm.ModelSet | None = No
 
 
 @friendly_errors
+@gpu_handler
 def generate_both(prompt: str, length: float, temperature: float, seed: float, state: lstm.ModelSet | None = None):
     """Sample a continuation from each model with the same temperature and seed."""
     models = _models(state)
@@ -213,6 +216,7 @@ def generate_both(prompt: str, length: float, temperature: float, seed: float, s
 
 
 @friendly_errors
+@gpu_handler
 def compare_contexts(word: str, first: str, second: str, third: str):
     """Cosine similarity of one word's ELMo-style vector (forward ⊕ backward LSTM states) across sentences."""
     models = _models(None)  # the shipped pair: a retrained session has no backward LSTM
@@ -236,6 +240,7 @@ def compare_contexts(word: str, first: str, second: str, third: str):
 
 
 @friendly_errors
+@gpu_handler
 def train_models(level: str, steps: float, seconds: float, progress=gr.Progress(), request: gr.Request = None):
     """Retrain an RNN and an LSTM from scratch on Moby-Dick, streaming the loss curves; the result is this session's.
     The run stops at its time limit (at most the server's budget, core.jobs) or when this session starts another."""

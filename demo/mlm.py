@@ -9,7 +9,7 @@ from core import mlm as fm
 from core import registry
 from core.registry import MINILM_ID
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import INTERNAL_ERROR, friendly_errors, log, model_picker, whole_number
+from demo.common import INTERNAL_ERROR, friendly_errors, gpu_handler, log, model_picker, whole_number
 from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
 
 TITLE = "BERT masked LM"
@@ -119,6 +119,7 @@ def candidate_rows(blanks: list[fm.Blank]) -> list[list]:
 
 
 @friendly_errors
+@gpu_handler
 def fill(model_id: str, text: str, top_k: float, progress=gr.Progress()):
     """→ notice, filled sentence, figure, table."""
     fm.clean_text(text)  # empty text: say so before any loading
@@ -198,6 +199,7 @@ def mask_chosen_word(text: str, index):
 
 
 @friendly_errors
+@gpu_handler
 def compare(model_id: str, text: str, top_k: float, progress=gr.Progress()):
     """→ notice, explanation, bidirectional figure, left-only figure."""
     fm.clean_text(text)
@@ -221,6 +223,7 @@ def compare(model_id: str, text: str, top_k: float, progress=gr.Progress()):
 
 
 @friendly_errors
+@gpu_handler
 def inputs(model_id: str, text: str, pair: str, progress=gr.Progress()):
     """→ notice, highlighted tokens, token table, 4 heatmaps."""
     fm.clean_text(text)
@@ -290,6 +293,7 @@ def masking(model_id: str, text: str, seed: float, draws: float):
 
 
 @friendly_errors
+@gpu_handler
 def nsp(model_id: str, first: str, second: str, progress=gr.Progress()):
     """→ notice, figure, filled pair."""
     fm.clean_text(first, "the first sentence")
@@ -340,6 +344,7 @@ def card(model_id: str):
 
 
 @friendly_errors
+@gpu_handler
 def bank(model_id: str, word: str, first: str, second: str, third: str, progress=gr.Progress()):
     """→ notice, contextual figure, static figure, explanation."""
     progress(0.1, desc="Loading the encoder and GloVe…")

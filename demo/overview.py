@@ -9,7 +9,7 @@ import gradio as gr
 import numpy as np
 
 from core import ladder
-from demo.common import friendly_errors
+from demo.common import friendly_errors, gpu_handler
 from demo.figures import bar, empty_figure, heatmap, timeline
 
 TITLE = "Overview"
@@ -159,12 +159,14 @@ def ladder_view(result: ladder.LadderScore):
 
 
 @friendly_errors
+@gpu_handler
 def score_text(text: str):
     """The learner's text through every rung."""
     return ladder_view(ladder.score_text(text))
 
 
 @friendly_errors
+@gpu_handler
 def run_preset(label: str):
     """One of PRESETS by its label: the text, what to look at, and the ladder on it."""
     for name, text, note in PRESETS:
@@ -180,7 +182,7 @@ def first_open():
 
 
 @friendly_errors
-def first_ladder():
+def first_ladder():  # run_preset carries gpu_handler (no nested GPU calls)
     """The first preset through every rung, on opening (the first call loads the models: a few seconds)."""
     return run_preset(PRESETS[0][0])
 

@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 from core import qa
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
-from demo.common import friendly_errors, model_picker
+from demo.common import friendly_errors, gpu_handler, model_picker
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, styled
 
 TITLE = "QA"
@@ -194,6 +194,7 @@ def _no_model(exc: ModelUnavailableError):
 
 
 @friendly_errors
+@gpu_handler
 def answer_question(model_id, question, context, max_answer_len, top_k, doc_stride, max_seq_len, no_answer,
                     expected="", progress=gr.Progress()):
     progress(0, desc="loading the model (first use) and reading the context")

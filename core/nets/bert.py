@@ -138,10 +138,10 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, additive_mask: 
     """
     if not need_probs:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=additive_mask), None
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, A, T, T)
+    scores = (q * (1.0 / math.sqrt(q.shape[-1]))) @ k.transpose(-2, -1)  # (B, A, T, T); scaling q is T/hs x less work
     if additive_mask is not None:
-        scores = scores + additive_mask  # 0 where attending is allowed, a large negative number where not
-    probs = scores.softmax(dim=-1)  # (B, A, T, T), each row sums to 1
+        scores += additive_mask  # in place: 0 where attending is allowed, a large negative number where not
+    probs = scores.softmax(dim=-1)  # (B, A, T, T), each row sums to 1: the one softmax, returned as it is
     return probs @ v, probs  # (B, A, T, hs)
 
 
@@ -241,8 +241,10 @@ class BertPooler(nn.Module):
 
 
 def additive_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-    """(B, T) of 1/0 → (B, 1, 1, T) of 0/most-negative, broadcast over heads and query positions."""
-    if attention_mask is None:
+    """(B, T) of 1/0 → (B, 1, 1, T) of 0/most-negative, broadcast over heads and query positions. None when every
+    position may be attended to (a pad-free batch): adding zeros changes nothing, and without a mask SDPA can use its
+    fastest kernel."""
+    if attention_mask is None or bool(attention_mask.all()):
         return None
     return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
 
