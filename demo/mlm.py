@@ -142,10 +142,12 @@ def _fill_outputs(loaded: registry.LoadedModel, result: fm.FillMaskResult, top_k
 FILL_REFUSED = "**This sentence cannot be filled in.** {message}"
 
 
-def fill_batch(model_ids: list, texts: list, top_ks: list) -> tuple[list, list, list, list]:
+def fill_batch(model_id: list, text: list, top_k: list) -> tuple[list, list, list, list]:
     """``fill`` for a batch of requests (wired with batch=True: Gradio gathers concurrent requests into one call,
     and the model reads them in one padded forward pass). Each request's own problem (no blank, too long, model not
-    available) is shown in its notice instead of failing the other requests of the batch."""
+    available) is shown in its notice instead of failing the other requests of the batch. The parameters keep
+    ``fill``'s names (each a list here), since they are the endpoint's parameter names for API clients."""
+    model_ids, texts, top_ks = model_id, text, top_k
     outputs: list[tuple] = [None] * len(texts)  # type: ignore[list-item]
     groups: dict[str, list[int]] = {}
     for index, model_id in enumerate(model_ids):
