@@ -123,3 +123,13 @@ def tiny_gpt2_checkpoint(tmp_path_factory):
         return folder
 
     return make
+
+
+def run_async(coroutine):
+    """asyncio.run in a thread of its own: the browser tests' Playwright (sync API) keeps an event loop running in the
+    main thread for the whole session, and asyncio.run refuses to start beside it."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

@@ -4,7 +4,6 @@ API calls go through the built app's own ``process_api`` (what Gradio's routes c
 exactly what a client receives."""
 from __future__ import annotations
 
-import asyncio
 import time
 import types
 
@@ -14,6 +13,7 @@ from gradio.state_holder import SessionState
 from gradio.utils import error_payload
 
 from demo import serving
+from tests.conftest import run_async
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def app():
 
 def call(app, api_name: str, inputs: list):
     fn = next(f for f in app.fns.values() if f.api_name == api_name)
-    return asyncio.run(app.process_api(fn, inputs, state=SessionState(app)))
+    return run_async(app.process_api(fn, inputs, state=SessionState(app)))
 
 
 def client_message(app, api_name: str, inputs: list) -> str:
@@ -102,17 +102,17 @@ def test_one_session_cannot_hold_more_than_eight_events_and_others_are_admitted(
     serving.limit_sessions(blocks, limit=8)
     push = blocks._queue.push
     body = lambda session: types.SimpleNamespace(session_hash=session)  # noqa: E731
-    results = [asyncio.run(push(body("greedy"), None)) for _ in range(20)]
+    results = [run_async(push(body("greedy"), None)) for _ in range(20)]
     accepted = [r for r in results if r[0]]
     refused = [r for r in results if not r[0]]
     assert len(accepted) == 7  # 1 running + 7 waiting = 8
     assert refused[0] == (False, "You already have 8 requests waiting. Wait for them to finish (or reload the page) "
                                  "before sending more.", "error")
-    assert asyncio.run(push(body("other"), None))[0]  # another user is admitted
-    assert asyncio.run(push(body("newcomer"), None))[0]
+    assert run_async(push(body("other"), None))[0]  # another user is admitted
+    assert run_async(push(body("newcomer"), None))[0]
     blocks._queue.active_jobs[0] = None  # greedy's running event ends: one more place
-    assert asyncio.run(push(body("greedy"), None))[0]
-    assert not asyncio.run(push(body("greedy"), None))[0]
+    assert run_async(push(body("greedy"), None))[0]
+    assert not run_async(push(body("greedy"), None))[0]
 
 
 def test_the_app_caps_sessions_through_its_real_queue(app):

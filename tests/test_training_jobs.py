@@ -4,7 +4,6 @@ Time is faked (core.jobs reads time.monotonic): nothing here asserts on wall tim
 measures real runs at the sliders' maxima."""
 from __future__ import annotations
 
-import asyncio
 import types
 
 import gradio as gr
@@ -12,6 +11,7 @@ import pytest
 
 from core import jobs
 from core import embeddings as w2v
+from tests.conftest import run_async
 
 
 class FakeClock:
@@ -146,7 +146,7 @@ def test_queued_runs_of_the_session_are_replaced_by_a_new_one():
     queue.remove_from_queue = remove_from_queue
     queue.send_message = lambda e, message: sent.append((e.session_hash, message))
     running = jobs.TRAINING.start("s1")
-    replaced = asyncio.run(serving.replace_training(queue, "s1"))
+    replaced = run_async(serving.replace_training(queue, "s1"))
     assert replaced == 3 and [e.session_hash for e in waiting] == ["s2"]
     assert running.stop_reason() == jobs.REPLACED
     assert [s for s, _ in sent] == ["s1", "s1"]
