@@ -22,7 +22,7 @@ import gradio as gr  # noqa: E402
 from core import registry  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, device_label, set_device
 from core.limits import MAX_UPLOAD_BYTES
-from demo import attention, embeddings, figures, lstm, mlm, ner, ngram, qa
+from demo import attention, embeddings, figures, lstm, mlm, ner, ngram, presets, qa
 
 # The history, in order: statistics → static vectors → recurrence → attention → BERT and its tasks.
 TABS = [ngram, embeddings, lstm, attention, mlm, ner, qa]
@@ -40,6 +40,11 @@ THEME = gr.themes.Soft(primary_hue="blue", neutral_hue="slate",
 CSS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "style.css")
 
 
+def tab_id(module) -> str:
+    """A tab's id in URLs (?tab=attention) and gr.Tabs: its demo module's name."""
+    return module.__name__.rsplit(".", 1)[-1]
+
+
 def app_status() -> str:
     """Where models run and which checkpoints this process has loaded (and from where)."""
     lines = [f"- device: **{device_label()}**", f"- network: **{'offline' if registry.is_offline() else 'online'}**"]
@@ -53,9 +58,13 @@ def build_app() -> gr.Blocks:
         gr.Markdown(INTRO)
         gr.Markdown(f"<span class='badge'>device: {device_label()} · "
                     f"{'offline' if registry.is_offline() else 'online'}</span>")
-        for module in TABS:
-            with gr.Tab(module.TITLE):
-                module.build()
+        collector = presets.Registry()
+        with gr.Tabs() as tabs:
+            for module in TABS:
+                with gr.Tab(module.TITLE, id=tab_id(module)) as tab, collector.tab(tab_id(module), tab):
+                    module.build()
+        # Content on first open: each tab computes its default preset when selected; ?tab=…&preset=… deep-links.
+        collector.wire(app, tabs)
         with gr.Accordion("Status: device and loaded models", open=False):
             status = gr.Markdown()
             gr.Button("Refresh", size="sm").click(app_status, outputs=status, api_name="app_status")

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from core import attention as att
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import friendly_errors, model_picker, whole_number
+from demo.common import TABLE_BUTTONS, friendly_errors, model_picker, whole_number
 from demo.figures import (COLORWAY, DIVERGING_SCALE, SEQUENTIAL_SCALE, empty_figure, heatmap, lines, styled,
                           subplot_grid, unique_labels)
 
@@ -432,7 +432,7 @@ def show_head(model_id: str, text: str, pair: str, layer: float, head: float, hi
 
 def _matrix_input(label: str, value: np.ndarray | None = None) -> gr.Dataframe:
     return gr.Dataframe(None if value is None else _frame(value, "d"), label=label, type="array", datatype="number",
-                        interactive=True, max_height=220, wrap=False)
+                        interactive=True, max_height=220, wrap=False, buttons=TABLE_BUTTONS)
 
 
 def build() -> None:
@@ -463,11 +463,11 @@ def build() -> None:
         compute_button = gr.Button("Compute", variant="primary")
         arithmetic = gr.Markdown()
         with gr.Row():
-            fig_scores = gr.Plot(empty_figure("Press “Compute”."))
-            fig_scaled = gr.Plot(empty_figure("Scaled scores appear here."))
+            fig_scores = gr.Plot(empty_figure("Press “Compute”."), show_label=False)
+            fig_scaled = gr.Plot(empty_figure("Scaled scores appear here."), show_label=False)
         with gr.Row():
-            fig_probs = gr.Plot(empty_figure("Softmax weights appear here."))
-            fig_out = gr.Plot(empty_figure("Outputs appear here."))
+            fig_probs = gr.Plot(empty_figure("Softmax weights appear here."), show_label=False)
+            fig_out = gr.Plot(empty_figure("Outputs appear here."), show_label=False)
         step_inputs = [tokens, mode, Q, K, V, x, W_Q, W_K, W_V, score, causal]
         step_outputs = [arithmetic, fig_scores, fig_scaled, fig_probs, fig_out]
         mode.change(toggle_mode, mode, [qkv_group, x_group], api_name="attention_mode", api_visibility="undocumented")
@@ -491,9 +491,9 @@ def build() -> None:
         gr.Examples([["i have a dream", 512, 8, False], ["Thinking Machines", 512, 8, False],
                      ["the cat sat on the mat", 256, 4, True]], inputs=[mh_sentence, d_model, heads, mh_causal])
         mh_summary = gr.Markdown()
-        shapes = gr.Dataframe(headers=["step", "equation", "shape"], interactive=False, label="Every shape on the way")
-        heads_plot = gr.Plot(empty_figure("Press the button to see each head's attention."))
-        concat_plot = gr.Plot(empty_figure("The concatenated heads appear here."))
+        shapes = gr.Dataframe(headers=["step", "equation", "shape"], interactive=False, label="Every shape on the way", buttons=TABLE_BUTTONS)
+        heads_plot = gr.Plot(empty_figure("Press the button to see each head's attention."), show_label=False)
+        concat_plot = gr.Plot(empty_figure("The concatenated heads appear here."), show_label=False)
         mh_button.click(multi_head, [mh_sentence, d_model, heads, mh_causal],
                         [mh_summary, shapes, heads_plot, concat_plot], api_name="attention_multihead")
 
@@ -506,8 +506,8 @@ def build() -> None:
             pe_dim = gr.Slider(4, 512, value=128, step=2, label="d_model")
             dims = gr.Textbox(value="0, 1, 10, 11, 60", label="dimensions to plot (up to 8)")
         pe_button = gr.Button("Draw the positional encoding", variant="primary")
-        pe_heat = gr.Plot(empty_figure("Press the button."))
-        pe_lines = gr.Plot(empty_figure("Curves appear here."))
+        pe_heat = gr.Plot(empty_figure("Press the button."), show_label=False)
+        pe_lines = gr.Plot(empty_figure("Curves appear here."), show_label=False)
         pe_button.click(positional, [positions, pe_dim, dims], [pe_heat, pe_lines], api_name="attention_pe")
 
         gr.Markdown("#### Without positions, word order is invisible\nOne attention layer with random weights reads "
@@ -520,8 +520,8 @@ def build() -> None:
                     inputs=[perm_sentence, perm_seed])
         perm_summary = gr.Markdown()
         perm_table = gr.Dataframe(headers=["slot", "word", "was at", "change without PE", "change with PE"],
-                                  interactive=False)
-        perm_plot = gr.Plot(empty_figure("Press the button."))
+                                  interactive=False, buttons=TABLE_BUTTONS)
+        perm_plot = gr.Plot(empty_figure("Press the button."), show_label=False)
         perm_button.click(permutation, [perm_sentence, perm_seed], [perm_summary, perm_table, perm_plot],
                           api_name="attention_permutation")
 
@@ -544,9 +544,9 @@ def build() -> None:
         gr.Examples(MODEL_EXAMPLES, inputs=[text, pair])
         notice = gr.Markdown()
         with gr.Row():
-            head_plot = gr.Plot(empty_figure("Press “Show attention”."))
-            mean_plot = gr.Plot(empty_figure("The head average appears here."))
-        grid_plot = gr.Plot(empty_figure("The layer × head grid appears here."))
+            head_plot = gr.Plot(empty_figure("Press “Show attention”."), show_label=False)
+            mean_plot = gr.Plot(empty_figure("The head average appears here."), show_label=False)
+        grid_plot = gr.Plot(empty_figure("The layer × head grid appears here."), show_label=False)
         model_inputs = [picker, text, pair, layer, head, hide]
         model_outputs = [notice, head_plot, mean_plot, grid_plot, layer, head]
         run_button.click(explore, model_inputs, model_outputs, api_name="attention_model", concurrency_id="bert", concurrency_limit=4)

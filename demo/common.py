@@ -101,3 +101,8 @@ def model_picker(task: str, label: str = "Checkpoint") -> gr.Dropdown:
 
     return gr.Dropdown(choices=CHECKPOINTS[task], value=CHECKPOINTS[task][0], label=label, allow_custom_value=True,
                        info="A Hugging Face id or a local folder with config.json and weights.")
+
+
+# Result tables get a copy button (the rows as comma-separated text, ready for a spreadsheet or a slide) and a
+# full-screen view, beside the figures' PNG/SVG export.
+TABLE_BUTTONS = ["copy", "fullscreen"]

@@ -8,7 +8,7 @@ from core import embeddings as w2v
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.textio import read_text_upload
-from demo.common import friendly_errors
+from demo.common import TABLE_BUTTONS, friendly_errors
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
 
 TITLE = "Word embeddings"
@@ -219,9 +219,9 @@ def build() -> None:
                              ["paris, london, tokyo, happy, sad"]], inputs=[words])
             compare_md = gr.Markdown()
         with gr.Row():
-            one_hot_plot = gr.Plot(label="One-hot vectors")
-            one_hot_cos_plot = gr.Plot(label="One-hot cosine")
-            dense_cos_plot = gr.Plot(label="GloVe cosine")
+            one_hot_plot = gr.Plot(label="One-hot vectors", show_label=False)
+            one_hot_cos_plot = gr.Plot(label="One-hot cosine", show_label=False)
+            dense_cos_plot = gr.Plot(label="GloVe cosine", show_label=False)
         compare_button.click(compare_one_hot, [words], [one_hot_plot, one_hot_cos_plot, dense_cos_plot, compare_md],
                              api_name="embeddings_onehot")
 
@@ -232,7 +232,7 @@ def build() -> None:
                 lookup_button = gr.Button("Multiply one-hot × Q", variant="primary")
                 gr.Examples([[4], [1]], inputs=[word_number], label="Seed example: word 4 gives [10 12 19]")
                 lookup_md = gr.Markdown()
-            q_plot = gr.Plot(label="Q")
+            q_plot = gr.Plot(label="Q", show_label=False)
         lookup_button.click(one_hot_lookup, [word_number], [lookup_md, q_plot], api_name="embeddings_lookup")
 
     with gr.Tab("GloVe: neighbours & analogies"):
@@ -244,8 +244,8 @@ def build() -> None:
                 query_button = gr.Button("Find neighbours", variant="primary")
                 gr.Examples([["frog"], ["bank"], ["python"], ["beijing"], ["kingg"]], inputs=[query])
             with gr.Column(scale=2):
-                neighbours_plot = gr.Plot(label="Nearest neighbours")
-                neighbours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Neighbours")
+                neighbours_plot = gr.Plot(label="Nearest neighbours", show_label=False)
+                neighbours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Neighbours", buttons=TABLE_BUTTONS)
         query_button.click(neighbours, [query, topn], [neighbours_plot, neighbours_table],
                            api_name="embeddings_neighbours")
         query.submit(neighbours, [query, topn], [neighbours_plot, neighbours_table],
@@ -263,7 +263,7 @@ def build() -> None:
                 gr.Examples([["king", "man", "woman"], ["paris", "france", "germany"], ["walking", "walk", "swim"],
                              ["bigger", "big", "small"]], inputs=[a, b, c])
                 analogy_md = gr.Markdown()
-            analogy_plot = gr.Plot(label="Analogy")
+            analogy_plot = gr.Plot(label="Analogy", show_label=False)
         analogy_button.click(analogy, [a, b, c, analogy_topn], [analogy_plot, analogy_md],
                              api_name="embeddings_analogy")
 
@@ -282,7 +282,7 @@ def build() -> None:
                              ["monday, january, one, two, apple, banana", 3, "2D"]],
                             inputs=[projection_words, per_word, dims])
                 projection_md = gr.Markdown()
-            projection_plot = gr.Plot(label="PCA projection")
+            projection_plot = gr.Plot(label="PCA projection", show_label=False)
         projection_button.click(projection, [projection_words, per_word, dims], [projection_plot, projection_md],
                                 api_name="embeddings_projection")
 
@@ -300,8 +300,8 @@ def build() -> None:
                             inputs=[static_word, first, second])
                 static_md = gr.Markdown()
             with gr.Column(scale=2):
-                static_plot = gr.Plot(label="The vector in each sentence")
-                static_neighbours = gr.Plot(label="Neighbours")
+                static_plot = gr.Plot(label="The vector in each sentence", show_label=False)
+                static_neighbours = gr.Plot(label="Neighbours", show_label=False)
         static_button.click(static_vectors, [static_word, first, second], [static_md, static_plot, static_neighbours],
                             api_name="embeddings_static")
 
@@ -321,7 +321,7 @@ def build() -> None:
                     min_count = gr.Slider(1, 50, value=5, step=1, label="Min count")
                 train_button = gr.Button("Train", variant="primary")
             with gr.Column(scale=2):
-                loss_plot = gr.Plot(empty_figure("Press Train to see the loss fall"), label="Loss")
+                loss_plot = gr.Plot(empty_figure("Press Train to see the loss fall"), label="Loss", show_label=False)
                 train_md = gr.Markdown()
         gr.Examples([[SKIPGRAM, 50, 4, 3, 5], [CBOW, 50, 4, 8, 5]],
                     inputs=[architecture, dim, window, epochs, min_count],
@@ -336,8 +336,8 @@ def build() -> None:
             compare_button = gr.Button("Compare neighbours", variant="primary")
         gr.Examples([["whale"], ["ship"], ["sea"], ["captain"], ["harpoon"]], inputs=[compare_word])
         with gr.Row():
-            ours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Your word2vec")
-            glove_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="GloVe 6B 50d")
+            ours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Your word2vec", buttons=TABLE_BUTTONS)
+            glove_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="GloVe 6B 50d", buttons=TABLE_BUTTONS)
         spaces_md = gr.Markdown()
         compare_button.click(compare_spaces, [model, compare_word, compare_topn], [ours_table, glove_table, spaces_md],
                              api_name="embeddings_compare")

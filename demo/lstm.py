@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 from core import lstm
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import friendly_errors
+from demo.common import TABLE_BUTTONS, friendly_errors
 from demo.figures import COLORWAY, empty_figure, heatmap, lines, styled
 
 TITLE = "RNN & LSTM"
@@ -293,11 +293,11 @@ def build() -> None:
         inspect_button = gr.Button("Look inside", variant="primary")
         gr.Examples(INSPECT_EXAMPLES, inputs=[text])
         note = gr.Markdown()
-        lstm_plot = gr.Plot(empty_figure("Press “Look inside” to see the LSTM's gates."))
-        rnn_plot = gr.Plot(empty_figure("The RNN's hidden state appears here."))
-        prob_plot = gr.Plot(empty_figure("Next-token probabilities appear here."))
+        lstm_plot = gr.Plot(empty_figure("Press “Look inside” to see the LSTM's gates."), show_label=False)
+        rnn_plot = gr.Plot(empty_figure("The RNN's hidden state appears here."), show_label=False)
+        prob_plot = gr.Plot(empty_figure("Next-token probabilities appear here."), show_label=False)
         table = gr.Dataframe(headers=["t", "input", "actual next", "RNN top-3", "LSTM top-3"], interactive=False,
-                             max_height=360)
+                             max_height=360, buttons=TABLE_BUTTONS)
         inspect_button.click(inspect_text, [text, signal, units, models], [note, lstm_plot, rnn_plot, prob_plot, table],
                              api_name="lstm_inspect")
 
@@ -313,8 +313,8 @@ def build() -> None:
                                      value="The whale, which Ahab had chased for years across every ocean, was white.")
         grad_button = gr.Button("Measure", variant="primary")
         summary = gr.Markdown()
-        grad_plot = gr.Plot(empty_figure("Press “Measure”."))
-        forget_plot = gr.Plot(empty_figure("The forget-gate products appear here."))
+        grad_plot = gr.Plot(empty_figure("Press “Measure”."), show_label=False)
+        forget_plot = gr.Plot(empty_figure("The forget-gate products appear here."), show_label=False)
         grad_button.click(measure_gradients, [length, forget_text, models], [summary, grad_plot, forget_plot],
                           api_name="lstm_gradients")
 
@@ -351,8 +351,8 @@ def build() -> None:
         gr.Examples(ELMO_EXAMPLES, inputs=[word, first, second, third])
         elmo_note = gr.Markdown()
         with gr.Row():
-            elmo_plot = gr.Plot(empty_figure("Press “Compare”."))
-            elmo_table = gr.Dataframe(headers=["pair", "whole vector", "context part"], interactive=False)
+            elmo_plot = gr.Plot(empty_figure("Press “Compare”."), show_label=False)
+            elmo_table = gr.Dataframe(headers=["pair", "whole vector", "context part"], interactive=False, buttons=TABLE_BUTTONS)
         elmo_button.click(compare_contexts, [word, first, second, third], [elmo_note, elmo_plot, elmo_table],
                           api_name="lstm_elmo")
 
@@ -369,6 +369,6 @@ def build() -> None:
         with gr.Row():
             train_button = gr.Button("Train", variant="primary")
             reset_button = gr.Button("Back to the shipped models")
-        loss_plot = gr.Plot(empty_figure("The loss curves appear here while training."))
+        loss_plot = gr.Plot(empty_figure("The loss curves appear here while training."), show_label=False)
         train_button.click(train_models, [level, steps, seconds], [loss_plot, badge, models], api_name="lstm_train", concurrency_id="train", concurrency_limit=1)
         reset_button.click(use_shipped, None, [badge, models], api_name="lstm_reset")

@@ -9,7 +9,7 @@ from core import mlm as fm
 from core import registry
 from core.registry import MINILM_ID
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import friendly_errors, model_picker, whole_number
+from demo.common import TABLE_BUTTONS, friendly_errors, model_picker, whole_number
 from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
 
 TITLE = "BERT masked LM"
@@ -343,9 +343,9 @@ def build() -> None:
             gr.Examples(FILL_EXAMPLES, inputs=[text])
             filled = gr.Markdown()
             with gr.Row():
-                fill_plot = gr.Plot(label="Predictions", scale=3)
+                fill_plot = gr.Plot(label="Predictions", scale=3, show_label=False)
                 fill_table = gr.Dataframe(headers=["blank", "rank", "token", "probability"], interactive=False,
-                                          label="Top-k per blank", scale=2)
+                                          label="Top-k per blank", scale=2, buttons=TABLE_BUTTONS)
             text.change(word_choices, text, word, api_name="mlm_words")
             mask_button.click(mask_chosen_word, [text, word], text, api_name="mlm_mask_word")
             fill_button.click(fill, [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
@@ -361,7 +361,7 @@ def build() -> None:
             gr.Examples(COMPARE_EXAMPLES, inputs=[compare_text])
             compare_md = gr.Markdown()
             with gr.Row():
-                both_plot, left_plot = gr.Plot(label="Both sides"), gr.Plot(label="Left only")
+                both_plot, left_plot = gr.Plot(label="Both sides", show_label=False), gr.Plot(label="Left only", show_label=False)
             compare_button.click(compare, [model_id, compare_text, compare_k],
                                  [notice, compare_md, both_plot, left_plot], api_name="mlm_compare", concurrency_id="bert", concurrency_limit=4)
 
@@ -378,11 +378,11 @@ def build() -> None:
                 tokens = gr.HighlightedText(label="WordPiece tokens by segment", combine_adjacent=False, scale=3,
                                             color_map={"segment A (0)": COLORWAY[0], "segment B (1)": COLORWAY[1]})
                 token_table = gr.Dataframe(headers=["position", "token", "id", "segment"], interactive=False,
-                                           label="Tokens", scale=2, max_height=320)
+                                           label="Tokens", scale=2, max_height=320, buttons=TABLE_BUTTONS)
             with gr.Row():
-                token_plot, segment_plot = gr.Plot(), gr.Plot()
+                token_plot, segment_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
             with gr.Row():
-                position_plot, sum_plot = gr.Plot(), gr.Plot()
+                position_plot, sum_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
             inputs_button.click(inputs, [model_id, first, second],
                                 [inputs_md, tokens, token_table, token_plot, segment_plot, position_plot, sum_plot],
                                 api_name="mlm_inputs")
@@ -400,10 +400,10 @@ def build() -> None:
                 draw_view = gr.HighlightedText(label="One draw (what the model reads)", combine_adjacent=False,
                                                scale=3)
                 draw_table = gr.Dataframe(headers=["position", "original", "model reads", "what happened"],
-                                          interactive=False, label="Chosen tokens", scale=2)
+                                          interactive=False, label="Chosen tokens", scale=2, buttons=TABLE_BUTTONS)
             masking_md = gr.Markdown()
             with gr.Row():
-                counts_plot, positions_plot = gr.Plot(), gr.Plot()
+                counts_plot, positions_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
             masking_button.click(masking, [model_id, masking_text, seed, draws],
                                  [draw_view, draw_table, counts_plot, positions_plot, masking_md],
                                  api_name="mlm_masking")
@@ -417,14 +417,14 @@ def build() -> None:
                 nsp_second = gr.Textbox(value=NSP_EXAMPLES[0][1], label="Sentence B")
             nsp_button = gr.Button("Is B the next sentence?", variant="primary")
             gr.Examples(NSP_EXAMPLES, inputs=[nsp_first, nsp_second])
-            nsp_plot = gr.Plot()
+            nsp_plot = gr.Plot(show_label=False)
             nsp_md = gr.Markdown()
             nsp_button.click(nsp, [model_id, nsp_first, nsp_second], [notice, nsp_plot, nsp_md], api_name="mlm_nsp", concurrency_id="bert", concurrency_limit=4)
 
         with gr.Tab("Model card"):
             card_button = gr.Button("Count the parameters", variant="primary")
             card_md = gr.Markdown()
-            card_table = gr.Dataframe(headers=["part", "parameters"], interactive=False, label="From the config")
+            card_table = gr.Dataframe(headers=["part", "parameters"], interactive=False, label="From the config", buttons=TABLE_BUTTONS)
             card_button.click(card, model_id, [card_table, card_md], api_name="mlm_card")
 
         with gr.Tab("Contextual vs static"):
@@ -439,6 +439,6 @@ def build() -> None:
             gr.Examples(BANK_EXAMPLES, inputs=[bank_word, bank_1, bank_2, bank_3])
             bank_md = gr.Markdown()
             with gr.Row():
-                contextual_plot, static_plot = gr.Plot(), gr.Plot()
+                contextual_plot, static_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
             bank_button.click(bank, [model_id, bank_word, bank_1, bank_2, bank_3],
                               [notice, contextual_plot, static_plot, bank_md], api_name="mlm_bank", concurrency_id="bert", concurrency_limit=4)

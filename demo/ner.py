@@ -10,7 +10,7 @@ from core.registry import MINILM_ID
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
 from core.limits import MAX_TEXT_CHARS
-from demo.common import friendly_errors, model_picker
+from demo.common import TABLE_BUTTONS, friendly_errors, model_picker
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, heatmap
 
 TITLE = "NER"
@@ -226,20 +226,20 @@ def build() -> None:
                     "Right: "
                     "neighbouring units of one type merged into entities (a **B-** always starts a new one).")
         with gr.Row():
-            schemes = gr.Dataframe(headers=SCHEME_HEADERS, interactive=False, max_height=520, label="Tags")
+            schemes = gr.Dataframe(headers=SCHEME_HEADERS, interactive=False, max_height=520, label="Tags", buttons=TABLE_BUTTONS)
             entity_table = gr.Dataframe(headers=ENTITY_HEADERS, interactive=False, max_height=520,
-                                        label="Grouped entities (as transformers' pipeline reports them)")
+                                        label="Grouped entities (as transformers' pipeline reports them)", buttons=TABLE_BUTTONS)
     with gr.Tab("Per-token probabilities"):
         heat_first = gr.Slider(0, 1, value=0, step=1, label=f"First token shown ({HEAT_ROWS} rows per page)")
-        heat = gr.Plot(empty_figure("Press “Tag entities” to see p(tag | token) for every WordPiece token."))
+        heat = gr.Plot(empty_figure("Press “Tag entities” to see p(tag | token) for every WordPiece token."), show_label=False)
     with gr.Tab("Aggregation on split words"):
         gr.Markdown("Every word the tokenizer cut into pieces, with each piece's own argmax tag and the word's tag "
                     "under each strategy. Rows where the strategies disagree come first.")
-        aggregation = gr.Dataframe(headers=AGG_HEADERS, interactive=False, max_height=520, wrap=True)
+        aggregation = gr.Dataframe(headers=AGG_HEADERS, interactive=False, max_height=520, wrap=True, buttons=TABLE_BUTTONS)
     with gr.Tab("Tokenisation & windows"):
         gr.Markdown("WordPiece tokens with their character offsets and word ids. A token is a **##-piece** when it "
                     "continues the previous token's word; only those are merged by first/average/max.")
-        tokens = gr.Dataframe(headers=TOKEN_HEADERS, interactive=False, max_height=520)
+        tokens = gr.Dataframe(headers=TOKEN_HEADERS, interactive=False, max_height=520, buttons=TABLE_BUTTONS)
     with gr.Tab("BIO → IOBES (seed §14)"):
         gr.Markdown("Tag words by hand as `word/TAG` and convert. The seed's example: 爱 B-PER, 因 I-PER, 斯坦 "
                     "E-PER, 在 O, 柏林 S-LOC, 发表 O, 演讲 O.")
@@ -247,7 +247,7 @@ def build() -> None:
         convert_button = gr.Button("Convert to IOBES", variant="primary")
         gr.Examples(CONVERT_EXAMPLES, inputs=[tag_line])
         converted_note = gr.Markdown()
-        converted = gr.Dataframe(headers=["word", "BIO", "IOBES"], interactive=False)
+        converted = gr.Dataframe(headers=["word", "BIO", "IOBES"], interactive=False, buttons=TABLE_BUTTONS)
 
     run_button.click(tag_text, [text, model_id, strategy],
                      [tagged, note, highlighted, entity_table, schemes, aggregation, heat, heat_first, tokens],

@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 from core import qa
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
-from demo.common import friendly_errors, model_picker
+from demo.common import TABLE_BUTTONS, friendly_errors, model_picker
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, styled
 
 TITLE = "QA"
@@ -265,17 +265,17 @@ def build() -> None:
     highlight = gr.HighlightedText(label="The answer in the context", color_map={"answer": HIGHLIGHT},
                                    show_legend=False)
     candidates = gr.Dataframe(headers=["rank", "answer", "score", "characters", "window", "token positions"],
-                              label="Top-k candidate spans", interactive=False, wrap=True, max_height=320)
+                              label="Top-k candidate spans", interactive=False, wrap=True, max_height=320, buttons=TABLE_BUTTONS)
     window = gr.Slider(1, 2, value=1, step=1, label="Window shown in the charts", visible=False)
     chart_state = gr.State(None)
-    probs = gr.Plot(probability_figure(None, 0), label="Start and end probabilities")
+    probs = gr.Plot(probability_figure(None, 0), label="Start and end probabilities", show_label=False)
 
     gr.Markdown("### Input layout: [CLS] question [SEP] context [SEP], with segment ids")
     layout_note = gr.Markdown()
     layout = gr.HighlightedText(label="What the model reads (colour = segment id)", color_map=SEGMENT_COLORS,
                                 show_legend=True, show_inline_category=False)
     layout_table = gr.Dataframe(headers=["window", "position", "token", "segment id", "part"], label="Tokens",
-                                interactive=False, max_height=320)
+                                interactive=False, max_height=320, buttons=TABLE_BUTTONS)
 
     options = [max_answer_len, top_k, doc_stride, max_seq_len]
     answer_outputs = [highlight, summary, candidates, probs, window, chart_state]
