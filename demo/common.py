@@ -106,3 +106,6 @@ def model_picker(task: str, label: str = "Checkpoint") -> gr.Dropdown:
 # Result tables get a copy button (the rows as comma-separated text, ready for a spreadsheet or a slide) and a
 # full-screen view, beside the figures' PNG/SVG export.
 TABLE_BUTTONS = ["copy", "fullscreen"]
+
+# Markdown with inline $…$ and display $$…$$ maths (Gradio's default renders only $$…$$, leaving "$\sqrt{d_k}$" raw).
+LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
