@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from demo import ngram
-from demo.ngram import CHARS, MOBY, OWN, PRESETS, TOY, WORDS, generate_text, score_sentences, show_counts
+from demo.ngram import CHARS, MOBY, OWN, PRESET_VALUES, TOY, WORDS, generate_text, score_sentences, show_counts
 
 
 def settings(corpus=TOY, own="", upload=None, unit=WORDS, lowercase=False, n=2, boundaries=False, smoothing="mle", k=1):
@@ -60,7 +60,7 @@ def test_generation_table_and_plot():
     assert again[0] == info  # seeded
 
 
-@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("preset", PRESET_VALUES)
 def test_every_preset_runs(preset):
     model = (*preset[:2], None, *preset[2:8])  # the presets leave the upload out
     context, word, a, b, prompt, steps, t, top_k, seed = preset[8:]
@@ -108,7 +108,7 @@ def test_tab_builds_with_its_api_names():
     with gr.Blocks() as blocks:
         ngram.build()
     names = {fn.api_name for fn in blocks.fns.values()}
-    assert {"ngram_counts", "ngram_score", "ngram_generate", "ngram_preset"} <= names
+    assert {"ngram_counts", "ngram_score", "ngram_generate", "ngram_preset_p_cixing_de"} <= names
 
 
 def test_endpoint_through_gradio_client():
