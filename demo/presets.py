@@ -270,6 +270,7 @@ class Registry:
     def wire(self, app: gr.Blocks, tabs: gr.Tabs) -> None:
         """Tab-open events for every tab, and one demo.load that reads ``?tab=…&preset=…`` (default: first tab)."""
         first_tab = next(iter(self.tabs))
+        app.preset_registry = self  # for tests and tools: every view and preset of the built app
         everything = [tabs]
         for tab_id, entry in self.tabs.items():
             views = self.opening(tab_id)

@@ -124,3 +124,16 @@ def test_endpoint_through_gradio_client():
         assert "0.2000" in formula and "|V| = 12" in info and table["data"]
     finally:
         blocks.close()
+
+
+def test_first_open_preset_and_add_one_preset_show_the_seed_numbers():
+    """The default (first) preset is what the tab shows on open: P(词性 | 的) = 2/3; add-one gives 0.2 (seed §2.1)."""
+    from demo.ngram import PRESETS as VIEW_PRESETS, run_preset
+
+    by_slug = {p.slug: p for p in VIEW_PRESETS}
+    info, formula, table, fig, *_ = run_preset(*VIEW_PRESETS[0].resolved())
+    assert "= 2 / 3 = **0.6667**" in formula and len(frame(table)) > 0 and fig.data
+    _, formula, *_ = run_preset(*by_slug["add-one"].resolved())
+    assert "(2 + 1) / (3 + 1 × 12) = 3 / 15 = **0.2000**" in formula
+    _, formula, *_ = run_preset(*by_slug["char-de"].resolved())
+    assert "= 2 / 3 = **0.6667**" in formula  # character tokens: P(词 | 的)
