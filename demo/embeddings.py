@@ -8,7 +8,7 @@ from core import embeddings as w2v
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.textio import read_text_upload
-from demo import presets
+from demo import embeddings_nnlm, presets
 from demo.common import TABLE_BUTTONS, friendly_errors
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
 
@@ -278,6 +278,12 @@ def build() -> None:
         lookup_view = presets.View("embeddings", "lookup", [word_number], [lookup_md, q_plot], one_hot_lookup,
                                    LOOKUP_PRESETS, where=onehot_tab)
         lookup_view.buttons()
+
+    with gr.Tab("Neural LM (NNLM)", id="nnlm") as nnlm_tab:
+        nnlm_inputs, nnlm_outputs = embeddings_nnlm.build()
+        nnlm_view = presets.View("embeddings", "nnlm", nnlm_inputs, nnlm_outputs, embeddings_nnlm.train_and_predict,
+                                 embeddings_nnlm.PRESETS, where=nnlm_tab)
+        nnlm_view.buttons()
 
     with gr.Tab("GloVe: neighbours & analogies", id="glove") as glove_tab:
         gr.Markdown(GLOVE_NOTE)
