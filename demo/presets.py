@@ -136,7 +136,8 @@ class View:
 
     @friendly_errors
     def _open(self, done: bool = False):
-        return {} if done else self.run()
+        # Already shown: change nothing. (An empty dict would be read as one output value, not as "no updates".)
+        return {self.done: True} if done else self.run()
 
     def runner(self, slug: str, select: bool = False) -> Callable:
         @friendly_errors
@@ -249,8 +250,9 @@ class Registry:
                                        and v.switcher.parent is self.tabs[tab_id].tab)]
 
     def open_tab(self, tab_id: str, done: Sequence[bool]) -> dict:
-        updates: dict = {}
-        for view, seen in zip(self.opening(tab_id), done):
+        views = self.opening(tab_id)
+        updates: dict = {view.done: True for view in views}  # never empty: {} would count as one output value
+        for view, seen in zip(views, done):
             if not seen:
                 updates.update(view.run())
         return updates

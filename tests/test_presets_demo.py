@@ -86,7 +86,7 @@ def test_deep_link_selects_tab_and_subtab_and_computes_the_preset(built):
 def test_opening_again_keeps_what_the_learner_did(built):
     _, reg = built
     view = reg.tabs["attention"].views[0]
-    assert view._open(True) == {}
+    assert view._open(True) == {view.done: True}  # nothing recomputed, nothing overwritten
     assert view._open(False)[view.done] is True
 
 
