@@ -18,20 +18,19 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000")
 
 import gradio as gr  # noqa: E402
+from starlette.middleware import Middleware  # noqa: E402
 
 from core import registry  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, device_label, set_device
 from core.limits import MAX_UPLOAD_BYTES
-from demo import attention, embeddings, figures, lstm, mlm, ner, ngram, presets, qa
+from demo import attention, embeddings, figures, lstm, mlm, ner, ngram, presets, qa, transformer
+from demo.i18n import I18N, TOGGLE_JS, LanguageMiddleware, label, language_of, text
 
-# The history, in order: statistics → static vectors → recurrence → attention → BERT and its tasks.
-TABS = [ngram, embeddings, lstm, attention, mlm, ner, qa]
+# The history, in order: statistics → static vectors → recurrence → attention → the Transformer and GPT → BERT and
+# its tasks.
+TABS = [ngram, embeddings, lstm, attention, transformer, mlm, ner, qa]
 
-INTRO = (
-    "# PLM Explorer\n"
-    "How language models evolved, from counting word pairs to BERT. Each tab runs a real model on your text; "
-    "go left to right to follow the history."
-)
+LANGUAGE_CHOICES = ["English", "中文"]
 
 # System fonts only: a Google-hosted font would make every page load reach out to the internet.
 THEME = gr.themes.Soft(primary_hue="blue", neutral_hue="slate",
@@ -45,29 +44,49 @@ def tab_id(module) -> str:
     return module.__name__.rsplit(".", 1)[-1]
 
 
-def app_status() -> str:
+def network_word(lang: str) -> str:
+    return text("app.offline" if registry.is_offline() else "app.online", lang)
+
+
+def app_status(request: gr.Request = None) -> str:
     """Where models run and which checkpoints this process has loaded (and from where)."""
-    lines = [f"- device: **{device_label()}**", f"- network: **{'offline' if registry.is_offline() else 'online'}**"]
-    lines += [f"- {badge}" for badge in registry.loaded_models()] or ["- no BERT-family model loaded yet"]
+    lang = language_of(request)
+    lines = [text("app.status_device", lang, device=device_label()),
+             text("app.status_network", lang, network=network_word(lang))]
+    lines = [f"- {line}" for line in lines]
+    lines += [f"- {badge}" for badge in registry.loaded_models()] or [f"- {text('app.status_no_model', lang)}"]
     return "\n".join(lines)
+
+
+def page_language(request: gr.Request = None) -> tuple[str, str, str]:
+    """On page load: the header in the learner's language, and the toggle showing that language."""
+    lang = language_of(request)
+    badge = text("app.badge", lang, device=device_label(), network=network_word(lang))
+    return text("app.intro", lang), f"<span class='badge'>{badge}</span>", LANGUAGE_CHOICES[lang == "zh"]
 
 
 def build_app() -> gr.Blocks:
     """The whole UI: one gr.Tab per demo module. Importing this builds nothing; call it."""
     with gr.Blocks(title="PLM Explorer") as app:
-        gr.Markdown(INTRO)
-        gr.Markdown(f"<span class='badge'>device: {device_label()} · "
-                    f"{'offline' if registry.is_offline() else 'online'}</span>")
+        with gr.Row(equal_height=True):
+            with gr.Column(scale=5):
+                intro = gr.Markdown(text("app.intro"))
+                badge = gr.Markdown()
+            language = gr.Radio(LANGUAGE_CHOICES, value=None, label=label("app.language"), scale=1, min_width=160)
+        # The toggle stores the choice (cookie + localStorage) and reloads, so labels and results switch together.
+        language.input(None, inputs=language, js=TOGGLE_JS, api_name=False)  # browser-only: no server endpoint
+        app.load(page_language, outputs=[intro, badge, language], api_name="app_language")
         collector = presets.Registry()
         with gr.Tabs() as tabs:
             for module in TABS:
-                with gr.Tab(module.TITLE, id=tab_id(module)) as tab, collector.tab(tab_id(module), tab):
+                with gr.Tab(label(f"tabs.{tab_id(module)}"), id=tab_id(module)) as tab, \
+                        collector.tab(tab_id(module), tab):
                     module.build()
         # Content on first open: each tab computes its default preset when selected; ?tab=…&preset=… deep-links.
         collector.wire(app, tabs)
-        with gr.Accordion("Status: device and loaded models", open=False):
+        with gr.Accordion(label("app.status_title"), open=False):
             status = gr.Markdown()
-            gr.Button("Refresh", size="sm").click(app_status, outputs=status, api_name="app_status")
+            gr.Button(label("app.status_refresh"), size="sm").click(app_status, outputs=status, api_name="app_status")
     # A slow tab (BERT on CPU) must not starve the quick ones: each event gets its own small concurrency
     # budget, and the queue bounds how much work can pile up.
     app.queue(default_concurrency_limit=4, max_size=256)
@@ -100,7 +119,9 @@ def main(argv: list[str] | None = None) -> None:
         share=args.share,
         theme=THEME,
         css_paths=[CSS_PATH],
+        i18n=I18N,
         head=figures.SVG_EXPORT_HEAD,  # adds "download as SVG" beside the slide-size PNG camera on every figure
+        app_kwargs={"middleware": [Middleware(LanguageMiddleware)]},  # the header's language toggle
         max_file_size=MAX_UPLOAD_BYTES,
         show_error=True,
     )

@@ -1,10 +1,16 @@
-"""Exact parameter counts of a BERT-family encoder from its config alone (no weights), and the seed's hand formula.
+"""Exact parameter counts from a config alone (no weights): a BERT-family encoder, the seed's hand formula, and any
+encoder–decoder Transformer sub-layer by sub-layer.
 
-Shown by the masked-LM tab's model card (§13): every Linear(a, b) has a·b weights and b biases; every LayerNorm(H)
-has 2H. The counts are tested against transformers' module counts (tests/test_bert_parity.py).
+Every Linear(a, b) has a·b weights and b biases; every LayerNorm(H) has 2H. The BERT counts are shown by the masked-LM
+tab's model card (§13) and tested against transformers' module counts (tests/test_bert_parity.py); the Transformer
+counts (the seed's Transformer base, §11) by the Transformer tab, tested against torch.nn.Transformer's submodules
+(tests/test_transformer.py).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from core.errors import UserInputError
 from core.nets.bert import BertConfig
 
 def parameter_breakdown(config: BertConfig, pooler: bool = True, heads: tuple[str, ...] = ()) -> dict[str, int]:
@@ -49,3 +55,135 @@ def seed_hand_count(V: int = 30522, P: int = 512, S: int = 2, H: int = 768, L: i
     It leaves out the linear layers' biases and the pooler.
     """
     return (V + P + S) * H + H * 2 + L * (H * H // A * 3 * A + H * H + H * 4 * H * 2 + H * 2 * 2)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Parameter counts from a shape (seed §11: the Transformer base)
+
+
+@dataclass(frozen=True)
+class TransformerShape:
+    """The numbers that fix a Transformer's size. Encoder-only models (BERT) have no decoder layers."""
+
+    name: str
+    encoder_layers: int  # N
+    decoder_layers: int
+    d_model: int
+    heads: int  # h; each head has d_k = d_model / h
+    d_ff: int  # the FFN's inner width
+    vocab_size: int
+    shared_embeddings: bool = True  # source, target and pre-softmax weights are one matrix (Vaswani et al. §3.4)
+    learned_positions: int = 0  # rows of a learned position table (BERT); 0 = sinusoidal, no parameters
+    segment_vocab: int = 0  # BERT's segment (A/B) embeddings
+    embedding_norm: bool = False  # BERT normalises the summed embeddings
+    pooler: bool = False  # BERT's tanh(W h_[CLS] + b)
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.heads
+
+
+# The seed's Transformer base (§11; Vaswani et al. 2017, Table 3): every count below is computed from these.
+TRANSFORMER_BASE = dict(name="Transformer base", encoder_layers=6, decoder_layers=6, d_model=512, heads=8, d_ff=2048,
+                        vocab_size=37000, shared_embeddings=True)
+TRANSFORMER_BIG = dict(TRANSFORMER_BASE, name="Transformer big", d_model=1024, heads=16, d_ff=4096)
+MAX_SHAPE = dict(encoder_layers=128, decoder_layers=128, d_model=16384, heads=256, d_ff=65536, vocab_size=1_000_000)
+
+
+def transformer_shape(config: dict) -> TransformerShape:
+    """A checked TransformerShape from a plain config (the preset, or the numbers a learner typed)."""
+    values = dict(config)
+    for key, limit in MAX_SHAPE.items():
+        value = values.get(key)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise UserInputError(f"Enter a whole number for {key.replace('_', ' ')}.")
+        low = 0 if key.endswith("_layers") else 1
+        if not low <= value <= limit:
+            raise UserInputError(f"{key.replace('_', ' ').capitalize()} must be between {low} and {limit:,}; "
+                                 f"it is {value:,}.")
+        values[key] = value
+    if values["encoder_layers"] + values["decoder_layers"] == 0:
+        raise UserInputError("A Transformer needs at least one encoder or decoder layer.")
+    if values["d_model"] % values["heads"]:
+        raise UserInputError(f"d_model = {values['d_model']} does not split into {values['heads']} heads: the heads "
+                             f"share d_model equally, so it must be a multiple of the head count.")
+    return TransformerShape(**values)
+
+
+def encoder_shape(config: BertConfig, name: str, pooler: bool = True) -> TransformerShape:
+    """The shape of a BERT-family encoder from its config."""
+    return TransformerShape(name=name, encoder_layers=config.num_hidden_layers, decoder_layers=0,
+                            d_model=config.hidden_size, heads=config.num_attention_heads,
+                            d_ff=config.intermediate_size, vocab_size=config.vocab_size, shared_embeddings=True,
+                            learned_positions=config.max_position_embeddings,
+                            segment_vocab=config.type_vocab_size if config.model_type != "distilbert" else 0,
+                            embedding_norm=True, pooler=pooler and config.model_type != "distilbert")
+
+
+@dataclass
+class ParamRow:
+    group: str  # "embeddings", "encoder layer", "decoder layer", "output"
+    part: str  # "self-attention", "FFN", ...
+    formula: str  # the count in symbols
+    each: int  # parameters in one copy
+    copies: int  # how many layers have it
+
+    @property
+    def total(self) -> int:
+        return self.each * self.copies
+
+
+@dataclass
+class ParamCount:
+    shape: TransformerShape
+    rows: list[ParamRow]
+
+    @property
+    def total(self) -> int:
+        return sum(row.total for row in self.rows)
+
+    def group_total(self, group: str) -> int:
+        return sum(row.total for row in self.rows if row.group == group)
+
+
+def parameter_count(shape: TransformerShape) -> ParamCount:
+    """Exact counts per sub-layer. Linear(a, b) has a·b weights + b biases; LayerNorm(d) has 2d (gain and bias).
+
+    Attention: W_Q, W_K, W_V are d × d (h heads of d × d_k side by side) and W_O is d × d: 4d² + 4d. Cross-attention
+    has the same four matrices (queries from the decoder, keys and values from the encoder's output)."""
+    d, f, V, N, M = shape.d_model, shape.d_ff, shape.vocab_size, shape.encoder_layers, shape.decoder_layers
+    attention = 4 * d * d + 4 * d
+    ffn = 2 * d * f + f + d
+    rows: list[ParamRow] = []
+    if shape.shared_embeddings or not (N and M):
+        label = "token embeddings (shared: encoder, decoder, output)" if N and M else "token embeddings"
+        rows.append(ParamRow("embeddings", label, "V·d", V * d, 1))
+    else:
+        rows += [ParamRow("embeddings", "source token embeddings", "V·d", V * d, 1),
+                 ParamRow("embeddings", "target token embeddings", "V·d", V * d, 1)]
+    if shape.learned_positions:
+        rows.append(ParamRow("embeddings", "position embeddings (learned)", "P·d", shape.learned_positions * d, 1))
+    else:
+        rows.append(ParamRow("embeddings", "positional encoding (sin/cos, fixed)", "0", 0, 1))
+    if shape.segment_vocab:
+        rows.append(ParamRow("embeddings", "segment embeddings", "S·d", shape.segment_vocab * d, 1))
+    if shape.embedding_norm:
+        rows.append(ParamRow("embeddings", "embedding LayerNorm", "2d", 2 * d, 1))
+    if N:
+        rows += [ParamRow("encoder layer", "self-attention", "4d² + 4d", attention, N),
+                 ParamRow("encoder layer", "FFN", "2·d·d_ff + d_ff + d", ffn, N),
+                 ParamRow("encoder layer", "2 LayerNorms", "2·2d", 4 * d, N)]
+    if M:
+        rows += [ParamRow("decoder layer", "masked self-attention", "4d² + 4d", attention, M),
+                 ParamRow("decoder layer", "cross-attention (encoder–decoder)", "4d² + 4d", attention, M),
+                 ParamRow("decoder layer", "FFN", "2·d·d_ff + d_ff + d", ffn, M),
+                 ParamRow("decoder layer", "3 LayerNorms", "3·2d", 6 * d, M)]
+        if shape.shared_embeddings:
+            rows.append(ParamRow("output", "pre-softmax linear (tied to the embeddings)", "0", 0, 1))
+        else:
+            rows.append(ParamRow("output", "pre-softmax linear (no bias)", "V·d", V * d, 1))
+    if shape.pooler:
+        rows.append(ParamRow("output", "pooler tanh(W h_[CLS] + b)", "d² + d", d * d + d, 1))
+    return ParamCount(shape, rows)

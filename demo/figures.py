@@ -158,12 +158,16 @@ def lines(
     y_title: str = "",
     log_y: bool = False,
     height: int = 420,
+    legend_below: bool = False,
 ) -> SlideFigure:
-    """One line per named series over a shared x axis (loss curves, gradient norms, PE dimensions)."""
+    """One line per named series over a shared x axis (loss curves, gradient norms, PE dimensions).
+    ``legend_below`` puts long series names under the plot instead of beside it, where they would squeeze it."""
     traces = [go.Scatter(x=list(x), y=list(y), mode="lines+markers" if len(x) <= 60 else "lines", name=name)
               for name, y in series.items()]
     layout = dict(title_text=title, height=height, xaxis=dict(title_text=x_title),
                   yaxis=dict(title_text=y_title, type="log" if log_y else "linear"))
+    if legend_below:
+        layout["legend"] = dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0)
     return styled(go.Figure(traces, layout=layout))
 
 

@@ -6,7 +6,7 @@ import app
 
 def test_tabs_are_in_the_historical_order():
     assert [module.TITLE for module in app.TABS] == [
-        "N-gram", "Word embeddings", "RNN & LSTM", "Attention", "BERT masked LM", "NER", "QA"]
+        "N-gram", "Word embeddings", "RNN & LSTM", "Attention", "Transformer & GPT", "BERT masked LM", "NER", "QA"]
 
 
 def test_cli_defaults_are_safe():

@@ -213,7 +213,7 @@ ALLOWED = (UserInputError, ModelUnavailableError)
 
 
 def core_calls():
-    from core import attention, embeddings, lstm, mlm, ner, ngram, qa, textio, tokenizer
+    from core import attention, embeddings, lstm, mlm, ner, ngram, param_count, qa, textio, tokenizer, transformer
     from core.registry import MINILM_ID, resolve
 
     wordpiece = tokenizer.WordPieceTokenizer.from_directory(resolve(MINILM_ID).directory)
@@ -239,6 +239,12 @@ def core_calls():
         "qa.input_layout": (qa.input_layout, st.tuples(text, text, st.sampled_from([MINILM_ID, "", "\x00", "../x"]),
                                                        st.one_of(st.none(), st.integers(-5, 600)),
                                                        st.one_of(st.none(), st.integers(-5, 600)))),
+        "transformer.pick_token": (transformer.pick_token, st.tuples(st.just(["[CLS]", "bank", "[SEP]"]),
+                                                                     st.one_of(text, numbers))),
+        "transformer.walk": (transformer.walk, st.tuples(text, st.sampled_from([MINILM_ID, "", "\x00", "../x"]),
+                                                         st.one_of(st.none(), text, numbers))),
+        "param_count.transformer_shape": (param_count.transformer_shape, st.tuples(st.fixed_dictionaries(
+            {"name": text, **{key: numbers for key in param_count.MAX_SHAPE}}))),
     }
 
 

@@ -1,0 +1,168 @@
+"""The one place that holds the app's translations: English and 中文.
+
+The tables live in assets/i18n/en.yaml and zh.yaml, nested for the translators and flattened here to dotted keys
+("tabs.ngram"). Two ways to use them:
+
+- Component labels, tab titles, buttons and info texts: ``label("tabs.ngram")`` returns a ``gr.I18n`` key; Gradio's
+  front end translates it in the browser, from ``I18N`` passed to ``launch(i18n=...)``.
+- Markdown, result sentences, error messages and figure titles are made by handlers on the server:
+  ``text("errors.internal", lang, name="ValueError")`` with ``lang = language_of(request)``.
+
+A learner's language is the 中文/English toggle in the header when they have used it (a ``plm_lang`` cookie that the
+toggle sets, so every request carries it), otherwise the browser's (``Accept-Language`` on the server,
+``navigator.language`` in Gradio's front end, which LanguageMiddleware aligns with the cookie).
+"""
+from __future__ import annotations
+
+import re
+import string
+from functools import lru_cache
+from http.cookies import CookieError, SimpleCookie
+
+import gradio as gr
+import yaml
+
+from core.paths import ASSETS_DIR
+
+LANGUAGES = ("en", "zh")
+DEFAULT_LANGUAGE = "en"
+COOKIE = "plm_lang"
+I18N_DIR = ASSETS_DIR / "i18n"
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for key, value in tree.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flatten(value, dotted + "."))
+        else:
+            flat[dotted] = str(value)
+    return flat
+
+
+@lru_cache(maxsize=None)
+def table(lang: str) -> dict[str, str]:
+    """Every string of one language, by dotted key."""
+    if lang not in LANGUAGES:
+        raise KeyError(f"unknown language {lang!r}; one of {LANGUAGES}")
+    with open(I18N_DIR / f"{lang}.yaml", encoding="utf-8") as handle:
+        return _flatten(yaml.safe_load(handle) or {})
+
+
+def placeholders(template: str) -> set[str]:
+    """The {named} fields a string formats (the same set must appear in every language)."""
+    return {field for _, field, _, _ in string.Formatter().parse(template) if field}
+
+
+def text(key: str, lang: str = DEFAULT_LANGUAGE, **fields) -> str:
+    """The string for ``key`` in ``lang`` (English if the language is unknown), with ``fields`` filled in."""
+    template = table(lang if lang in LANGUAGES else DEFAULT_LANGUAGE)[key]
+    return template.format(**fields) if fields else template
+
+
+def gradio_i18n() -> gr.I18n:
+    """The tables for Gradio's front end. Browsers send zh-CN, zh-TW, zh-HK…; all get the same 中文 table."""
+    zh = table("zh")
+    return gr.I18n(en=table("en"), zh=zh, **{"zh-CN": zh, "zh-TW": zh, "zh-HK": zh})
+
+
+I18N = gradio_i18n()  # passed to launch(i18n=...)
+
+
+def label(key: str):
+    """A component label / tab title that the browser shows in the learner's language."""
+    table(DEFAULT_LANGUAGE)[key]  # fail at build time, not in the browser, when a key is missing
+    return I18N(key)
+
+
+_QUALITY = re.compile(r"^\s*([A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*|\*)\s*(?:;\s*q\s*=\s*([0-9.]+))?\s*$")
+
+
+def preferred_language(accept_language: str | None) -> str:
+    """The first of our languages in an Accept-Language header, by quality ("zh-CN,zh;q=0.9,en;q=0.8" → "zh")."""
+    ranked = []
+    for position, part in enumerate((accept_language or "").split(",")):
+        match = _QUALITY.match(part)
+        if not match:
+            continue
+        try:
+            quality = float(match.group(2)) if match.group(2) is not None else 1.0
+        except ValueError:
+            continue
+        ranked.append((-quality, position, match.group(1).split("-")[0].lower()))
+    for _, _, primary in sorted(ranked):
+        if primary in LANGUAGES:
+            return primary
+    return DEFAULT_LANGUAGE
+
+
+def language_of(request: gr.Request | None) -> str:
+    """The learner's language for this request: the header toggle's cookie wins over the browser's Accept-Language."""
+    if request is None:
+        return DEFAULT_LANGUAGE
+    headers = getattr(request, "headers", None) or {}
+    try:
+        cookie = SimpleCookie(headers.get("cookie", "") or "")
+    except CookieError:
+        cookie = SimpleCookie()
+    chosen = cookie.get(COOKIE)
+    if chosen is not None and chosen.value in LANGUAGES:
+        return chosen.value
+    return preferred_language(headers.get("accept-language"))
+
+
+# The header toggle. Gradio's front end picks its language from navigator.language when it starts, before any <head>
+# code of ours could run (Gradio injects that with the config). So the choice is made on the server: the toggle sets a
+# cookie and reloads, and LanguageMiddleware puts a first script into the page that presents the chosen language as
+# the browser's. The same cookie tells the handlers (language_of), so labels and results switch together.
+TOGGLE_JS = ("(choice) => { const lang = choice === '中文' ? 'zh' : 'en'; "
+             f"document.cookie = `{COOKIE}=${{lang}}; path=/; max-age=31536000; SameSite=Lax`; "
+             "location.reload(); return choice; }")
+
+_NAVIGATOR_SCRIPT = ('<script>(() => {{ const lang = "{locale}"; '
+                     'Object.defineProperty(navigator, "language", {{ get: () => lang, configurable: true }}); '
+                     'Object.defineProperty(navigator, "languages", {{ get: () => [lang], configurable: true }}); '
+                     '}})();</script>')
+
+
+class LanguageMiddleware:
+    """ASGI middleware: on the page itself ("/"), when the toggle's cookie is set, insert the navigator override as
+    the first thing in <head>. Every other request passes through untouched."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") != "GET" or scope.get("path", "").rstrip("/") != "":
+            return await self.app(scope, receive, send)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        try:
+            chosen = SimpleCookie(headers.get("cookie", "")).get(COOKIE)
+        except CookieError:
+            chosen = None
+        if chosen is None or chosen.value not in LANGUAGES:
+            return await self.app(scope, receive, send)
+        script = _NAVIGATOR_SCRIPT.format(locale="zh-CN" if chosen.value == "zh" else "en").encode()
+        start: dict = {}
+        body = bytearray()
+
+        async def buffered_send(message):
+            if message["type"] == "http.response.start":
+                start.update(message)
+                return
+            if message["type"] != "http.response.body":
+                return await send(message)
+            body.extend(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            page = bytes(body)
+            content_type = dict(start.get("headers", [])).get(b"content-type", b"")
+            if content_type.startswith(b"text/html") and b"<head>" in page:
+                page = page.replace(b"<head>", b"<head>" + script, 1)
+            start["headers"] = [(k, str(len(page)).encode() if k.lower() == b"content-length" else v)
+                                for k, v in start.get("headers", [])]
+            await send(start)
+            await send({"type": "http.response.body", "body": page})
+
+        await self.app(scope, receive, buffered_send)

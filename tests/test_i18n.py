@@ -1,0 +1,103 @@
+"""demo/i18n.py: both languages complete, the learner's language picked from the toggle or the browser, and the
+page served in the toggled language."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from demo import i18n
+
+ROOT = Path(__file__).resolve().parent.parent
+# Literal keys passed to label("…") / text("…") in app.py and demo/: each must exist in the tables.
+KEY_CALL = re.compile(r"""\b(?:label|text)\(\s*f?["']([a-z_]+\.[a-z_.{}]+)["']""")
+
+
+def test_both_languages_have_the_same_keys_and_placeholders():
+    en, zh = i18n.table("en"), i18n.table("zh")
+    assert set(en) == set(zh), f"only in en: {set(en) - set(zh)}; only in zh: {set(zh) - set(en)}"
+    for key in en:
+        assert i18n.placeholders(en[key]) == i18n.placeholders(zh[key]), key
+        assert zh[key].strip(), f"empty 中文 string for {key}"
+
+
+def test_every_key_the_code_uses_exists():
+    used = set()
+    for path in [ROOT / "app.py", *sorted((ROOT / "demo").glob("*.py"))]:
+        used |= set(KEY_CALL.findall(path.read_text(encoding="utf-8")))
+    assert used, "the key scan found nothing: the pattern is broken"
+    table = i18n.table("en")
+    for key in used:
+        if "{" in key:  # f"tabs.{name}": every tab module must have its title
+            prefix = key.split("{")[0]
+            assert any(k.startswith(prefix) for k in table), key
+        else:
+            assert key in table, key
+    import app
+
+    for module in app.TABS:
+        assert f"tabs.{module.__name__.rsplit('.', 1)[-1]}" in table
+
+
+def test_text_fills_fields_in_each_language():
+    assert i18n.text("errors.at_least", "en", name="Order n", minimum=1) == "Order n must be at least 1."
+    assert i18n.text("errors.at_least", "zh", name="阶数 n", minimum=1) == "阶数 n至少为 1。"
+    assert i18n.text("tabs.attention", "xx") == "Attention"  # an unknown language falls back to English
+
+
+@pytest.mark.parametrize("header, expected", [
+    ("zh-CN,zh;q=0.9,en;q=0.8", "zh"),
+    ("en-US,en;q=0.9,zh-CN;q=0.8", "en"),
+    ("fr-FR,fr;q=0.9,zh-TW;q=0.5", "zh"),  # the first of OUR languages, by quality
+    ("de;q=0.9, en;q=0.1, zh;q=0.5", "zh"),
+    ("fr", "en"), ("", "en"), (None, "en"), ("zh;q=abc, ,;;,en", "en"),
+])
+def test_accept_language(header, expected):
+    assert i18n.preferred_language(header) == expected
+
+
+def request(**headers):
+    return SimpleNamespace(headers=headers)
+
+
+def test_the_toggle_cookie_wins_over_the_browser():
+    assert i18n.language_of(request(**{"accept-language": "zh-CN"})) == "zh"
+    assert i18n.language_of(request(**{"accept-language": "zh-CN", "cookie": "a=1; plm_lang=en"})) == "en"
+    assert i18n.language_of(request(**{"accept-language": "en", "cookie": "plm_lang=zh"})) == "zh"
+    assert i18n.language_of(request(**{"accept-language": "en", "cookie": "plm_lang=klingon"})) == "en"
+    assert i18n.language_of(request(cookie='bad"cookie;;=')) == "en"
+    assert i18n.language_of(None) == "en"
+
+
+def test_header_and_status_follow_the_request_language():
+    import app
+
+    intro, badge, toggle = app.page_language(request(**{"accept-language": "zh-CN"}))
+    assert intro == i18n.text("app.intro", "zh") and "设备" in badge and toggle == "中文"
+    intro, badge, toggle = app.page_language(request(**{"accept-language": "en"}))
+    assert intro.startswith("# PLM Explorer") and "device" in badge and toggle == "English"
+    assert "网络" in app.app_status(request(cookie="plm_lang=zh"))
+
+
+def test_middleware_serves_the_page_in_the_toggled_language():
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    page = "<!doctype html><html><head><title>t</title></head><body>héllo</body></html>"
+    routes = [Route("/", lambda r: HTMLResponse(page)), Route("/config", lambda r: JSONResponse({"a": 1}))]
+    client = TestClient(Starlette(routes=routes, middleware=[Middleware(i18n.LanguageMiddleware)]))
+
+    plain = client.get("/")
+    assert plain.text == page  # no cookie: untouched
+    toggled = client.get("/", headers={"cookie": "plm_lang=zh"})
+    assert toggled.text.startswith('<!doctype html><html><head><script>') and '"zh-CN"' in toggled.text
+    assert toggled.text.endswith(page[len("<!doctype html><html><head>"):])
+    assert int(toggled.headers["content-length"]) == len(toggled.content)
+    assert '"en"' in client.get("/", headers={"cookie": "plm_lang=en"}).text
+    assert client.get("/", headers={"cookie": "plm_lang=<script>"}).text == page  # only our two languages
+    assert client.get("/config", headers={"cookie": "plm_lang=zh"}).json() == {"a": 1}  # other routes untouched
