@@ -12,7 +12,8 @@ VIEWPORT = {"width": 1440, "height": 900}
 # a training run is never started by opening a tab (it takes up to two minutes).
 SUBTABS = {
     "N-gram": ["Counts", "Score a sentence", "Generate"],
-    "Word embeddings": ["One-hot vs dense", "GloVe: neighbours & analogies", "Projection", "One vector per word"],
+    "Word embeddings": ["One-hot vs dense", "Neural LM (NNLM)", "GloVe: neighbours & analogies", "Projection",
+                        "One vector per word"],
     "RNN & LSTM": ["Gates & predictions", "Vanishing gradients", "Generate", "ELMo: both directions"],
     "Attention": ["Step by step", "Multi-head", "Positions", "Real model"],
     "BERT masked LM": ["Fill in the blank", "Both sides vs left only", "Input representation", "Masking procedure",
