@@ -569,7 +569,8 @@ def build() -> None:
         mh_button = gr.Button("Split, attend, concatenate", variant="primary")
         mh_bar = gr.Column()
         mh_summary = gr.Markdown()
-        shapes = gr.Dataframe(headers=["step", "equation", "shape"], interactive=False, label="Every shape on the way", buttons=TABLE_BUTTONS)
+        shapes = gr.Dataframe(headers=["step", "equation", "shape"], interactive=False, label="Every shape on the way",
+            buttons=TABLE_BUTTONS)
         heads_plot = gr.Plot(empty_figure("Press the button to see each head's attention."), show_label=False)
         concat_plot = gr.Plot(empty_figure("The concatenated heads appear here."), show_label=False)
         mh_button.click(multi_head, [mh_sentence, d_model, heads, mh_causal],

@@ -294,7 +294,8 @@ def build() -> None:
                 query_button = gr.Button("Find neighbours", variant="primary")
             with gr.Column(scale=2):
                 neighbours_plot = gr.Plot(label="Nearest neighbours", show_label=False)
-                neighbours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Neighbours", buttons=TABLE_BUTTONS)
+                neighbours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Neighbours",
+                    buttons=TABLE_BUTTONS)
         query_button.click(neighbours, [query, topn], [neighbours_plot, neighbours_table],
                            api_name="embeddings_neighbours")
         query.submit(neighbours, [query, topn], [neighbours_plot, neighbours_table],
@@ -385,8 +386,10 @@ def build() -> None:
             compare_button = gr.Button("Compare neighbours", variant="primary")
         gr.Examples([["whale"], ["ship"], ["sea"], ["captain"], ["harpoon"]], inputs=[compare_word])
         with gr.Row():
-            ours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Your word2vec", buttons=TABLE_BUTTONS)
-            glove_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="GloVe 6B 50d", buttons=TABLE_BUTTONS)
+            ours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Your word2vec",
+                buttons=TABLE_BUTTONS)
+            glove_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="GloVe 6B 50d",
+                buttons=TABLE_BUTTONS)
         spaces_md = gr.Markdown()
         compare_button.click(compare_spaces, [model, compare_word, compare_topn], [ours_table, glove_table, spaces_md],
                              api_name="embeddings_compare")

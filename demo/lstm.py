@@ -403,7 +403,8 @@ def build() -> None:
         elmo_note = gr.Markdown()
         with gr.Row():
             elmo_plot = gr.Plot(empty_figure("Press “Compare”."), show_label=False)
-            elmo_table = gr.Dataframe(headers=["pair", "whole vector", "context part"], interactive=False, buttons=TABLE_BUTTONS)
+            elmo_table = gr.Dataframe(headers=["pair", "whole vector", "context part"], interactive=False,
+                buttons=TABLE_BUTTONS)
         elmo_button.click(compare_contexts, [word, first, second, third], [elmo_note, elmo_plot, elmo_table],
                           api_name="lstm_elmo")
         elmo_view = presets.View("lstm", "elmo", [word, first, second, third], [elmo_note, elmo_plot, elmo_table],

@@ -407,7 +407,8 @@ def build() -> None:
             compare_button = gr.Button("Compare", variant="primary")
             compare_md = gr.Markdown()
             with gr.Row():
-                both_plot, left_plot = gr.Plot(label="Both sides", show_label=False), gr.Plot(label="Left only", show_label=False)
+                both_plot, left_plot = gr.Plot(label="Both sides", show_label=False), gr.Plot(label="Left only",
+                    show_label=False)
             compare_button.click(compare, [model_id, compare_text, compare_k],
                                  [notice, compare_md, both_plot, left_plot], api_name="mlm_compare", concurrency_id="bert", concurrency_limit=4)
             presets.View("mlm", "compare", [model_id, compare_text, compare_k], [notice, compare_md, both_plot, left_plot],
@@ -479,7 +480,8 @@ def build() -> None:
         with gr.Tab("Model card", id="card") as card_tab:
             card_button = gr.Button("Count the parameters", variant="primary")
             card_md = gr.Markdown()
-            card_table = gr.Dataframe(headers=["part", "parameters"], interactive=False, label="From the config", buttons=TABLE_BUTTONS)
+            card_table = gr.Dataframe(headers=["part", "parameters"], interactive=False, label="From the config",
+                buttons=TABLE_BUTTONS)
             card_button.click(card, model_id, [card_table, card_md], api_name="mlm_card")
             card_view = presets.View("mlm", "card", [model_id], [card_table, card_md], card, CARD_PRESETS,
                                      where=card_tab)

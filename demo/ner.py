@@ -255,16 +255,20 @@ def build() -> None:
                     "Right: "
                     "neighbouring units of one type merged into entities (a **B-** always starts a new one).")
         with gr.Row():
-            schemes = gr.Dataframe(headers=SCHEME_HEADERS, interactive=False, max_height=520, label="Tags", buttons=TABLE_BUTTONS)
+            schemes = gr.Dataframe(headers=SCHEME_HEADERS, interactive=False, max_height=520, label="Tags",
+                buttons=TABLE_BUTTONS)
             entity_table = gr.Dataframe(headers=ENTITY_HEADERS, interactive=False, max_height=520,
-                                        label="Grouped entities (as transformers' pipeline reports them)", buttons=TABLE_BUTTONS)
+                                        label="Grouped entities (as transformers' pipeline reports them)",
+                                            buttons=TABLE_BUTTONS)
     with gr.Tab("Per-token probabilities"):
         heat_first = gr.Slider(0, 1, value=0, step=1, label=f"First token shown ({HEAT_ROWS} rows per page)")
-        heat = gr.Plot(empty_figure("Press “Tag entities” to see p(tag | token) for every WordPiece token."), show_label=False)
+        heat = gr.Plot(empty_figure("Press “Tag entities” to see p(tag | token) for every WordPiece token."),
+            show_label=False)
     with gr.Tab("Aggregation on split words"):
         gr.Markdown("Every word the tokenizer cut into pieces, with each piece's own argmax tag and the word's tag "
                     "under each strategy. Rows where the strategies disagree come first.")
-        aggregation = gr.Dataframe(headers=AGG_HEADERS, interactive=False, max_height=520, wrap=True, buttons=TABLE_BUTTONS)
+        aggregation = gr.Dataframe(headers=AGG_HEADERS, interactive=False, max_height=520, wrap=True,
+            buttons=TABLE_BUTTONS)
     with gr.Tab("Tokenisation & windows"):
         gr.Markdown("WordPiece tokens with their character offsets and word ids. A token is a **##-piece** when it "
                     "continues the previous token's word; only those are merged by first/average/max.")

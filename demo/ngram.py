@@ -390,8 +390,10 @@ def build() -> None:
                     with gr.Row():
                         counts_table = gr.Dataframe(label="P_MLE = count(ctx, w) / count(ctx), ctx = the context",
                                                     max_height=420, scale=3,
-                                                    column_widths=["16%", "26%", "20%", "19%", "19%"], buttons=TABLE_BUTTONS)
-                        counts_plot = gr.Plot(empty_figure("Press Count."), label="Next tokens", scale=2, show_label=False)
+                                                    column_widths=["16%", "26%", "20%", "19%", "19%"],
+                                                        buttons=TABLE_BUTTONS)
+                        counts_plot = gr.Plot(empty_figure("Press Count."), label="Next tokens", scale=2,
+                            show_label=False)
                 with gr.Tab("Score a sentence"):
                     with gr.Row():
                         sentence_a = gr.Textbox("判断 单词 的 词性", label="Sentence A")
@@ -399,7 +401,8 @@ def build() -> None:
                     score_btn = gr.Button("Score with the chain rule", variant="primary")
                     score_info = gr.Markdown()
                     score_plot = gr.Plot(empty_figure("Press Score."), label="Factors", show_label=False)
-                    table_a = gr.Dataframe(label="A: one factor per token (red: probability 0)", max_height=360, buttons=TABLE_BUTTONS)
+                    table_a = gr.Dataframe(label="A: one factor per token (red: probability 0)", max_height=360,
+                        buttons=TABLE_BUTTONS)
                     table_b = gr.Dataframe(label="B: one factor per token", max_height=360, buttons=TABLE_BUTTONS)
                 with gr.Tab("Generate"):
                     with gr.Row():
@@ -412,7 +415,8 @@ def build() -> None:
                     gen_btn = gr.Button("Generate", variant="primary")
                     gen_info = gr.Markdown()
                     gen_plot = gr.Plot(empty_figure("Press Generate."), label="Drawn tokens", show_label=False)
-                    gen_table = gr.Dataframe(label="Each step's distribution", max_height=420, wrap=True, buttons=TABLE_BUTTONS)
+                    gen_table = gr.Dataframe(label="Each step's distribution", max_height=420, wrap=True,
+                        buttons=TABLE_BUTTONS)
 
     model_inputs = [corpus, own_text, upload, unit, lowercase, n, boundaries, smoothing, k]
     counts_inputs = model_inputs + [context, word]

@@ -293,7 +293,8 @@ def build() -> None:
     highlight = gr.HighlightedText(label="The answer in the context", color_map={"answer": HIGHLIGHT},
                                    show_legend=False)
     candidates = gr.Dataframe(headers=["rank", "answer", "score", "characters", "window", "token positions"],
-                              label="Top-k candidate spans", interactive=False, wrap=True, max_height=320, buttons=TABLE_BUTTONS)
+                              label="Top-k candidate spans", interactive=False, wrap=True, max_height=320,
+                                  buttons=TABLE_BUTTONS)
     window = gr.Slider(1, 2, value=1, step=1, label="Window shown in the charts", visible=False)
     chart_state = gr.State(None)
     probs = gr.Plot(probability_figure(None, 0), label="Start and end probabilities", show_label=False)
