@@ -3,12 +3,14 @@
     python app.py                      # http://127.0.0.1:7860
     python app.py --offline            # never touch the network (bundled models only)
     python app.py --device cpu --port 8000 --host 0.0.0.0
+    python app.py --max-model-gb 4 --models-dir ~/checkpoints   # larger models; folders visitors may open
 """
 from __future__ import annotations
 
 import argparse
 import logging
 import os
+import sys
 
 # No usage analytics or telemetry calls: the app must run with the network unreachable.
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -17,18 +19,45 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 # load that was ~7% of the server's CPU (py-spy), so refresh it every 1,000 events instead.
 os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000")
 
+
+
+def steady_malloc(mmap_threshold: int = 1 << 20, arenas: int = 2) -> bool:
+    """Keep RSS flat under many users (glibc only; elsewhere a no-op).
+
+    glibc raises its mmap threshold after big buffers are freed, so later big buffers (attention maps, masking
+    chunks, figure JSON) come from the heap, where freed space is fragmented and never returned; and it keeps up to
+    8 arenas per core. A fixed 1 MB threshold sends big buffers to mmap (returned to the OS on free), and 2 arenas
+    bound the rest. benchmarks/soak.py, 8 users × 5 min: +318 MB over the first minute's RSS before, flat after."""
+    import ctypes
+    import ctypes.util
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8  # from <malloc.h>
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold)) and bool(libc.mallopt(M_ARENA_MAX, arenas))
+    except (OSError, AttributeError):
+        return False
+
+
+steady_malloc()  # before torch and gradio allocate anything
+
 import gradio as gr  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
+
+import demo.common  # noqa: E402,F401 - before torch: on a ZeroGPU Space it imports `spaces` first (gpu_handler)
 
 from core import registry  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, device_label, set_device
 from core.limits import MAX_UPLOAD_BYTES
-from demo import attention, embeddings, figures, lstm, mlm, ner, ngram, presets, qa, transformer
+from demo import (attention, classify, embeddings, figures, lstm, mlm, ner, ngram, overview, presets, qa,
+                  serving, transformer)
 from demo.i18n import I18N, TOGGLE_JS, LanguageMiddleware, label, language_of, text
 
-# The history, in order: statistics → static vectors → recurrence → attention → the Transformer and GPT → BERT and
-# its tasks.
-TABS = [ngram, embeddings, lstm, attention, transformer, mlm, ner, qa]
+# The overview first (timeline and ladder), then the history in order: statistics → static vectors → recurrence →
+# attention → the Transformer and GPT → BERT and its tasks.
+TABS = [overview, ngram, embeddings, lstm, attention, transformer, mlm, ner, qa, classify]
 
 LANGUAGE_CHOICES = ["English", "中文"]
 
@@ -67,7 +96,8 @@ def page_language(request: gr.Request = None) -> tuple[str, str, str]:
 
 def build_app() -> gr.Blocks:
     """The whole UI: one gr.Tab per demo module. Importing this builds nothing; call it."""
-    with gr.Blocks(title="PLM Explorer") as app:
+    # delete_cache: uploads and generated files are removed once an hour old (checked every 10 minutes).
+    with gr.Blocks(title="PLM Explorer", delete_cache=serving.DELETE_CACHE) as app:
         with gr.Row(equal_height=True):
             with gr.Column(scale=5):
                 intro = gr.Markdown(text("app.intro"))
@@ -88,9 +118,10 @@ def build_app() -> gr.Blocks:
             status = gr.Markdown()
             gr.Button(label("app.status_refresh"), size="sm").click(app_status, outputs=status, api_name="app_status")
     # A slow tab (BERT on CPU) must not starve the quick ones: each event gets its own small concurrency
-    # budget, and the queue bounds how much work can pile up.
-    app.queue(default_concurrency_limit=4, max_size=256)
-    return app
+    # budget, and the queue bounds how much work can pile up; serving caps each session at 8 waiting events, so
+    # one client cannot fill the queue, and turns malformed API calls into short messages.
+    app.queue(default_concurrency_limit=4, max_size=serving.QUEUE_MAX_SIZE)
+    return serving.serve(app)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -103,7 +134,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", choices=DEVICE_CHOICES, default=os.environ.get("PLM_DEVICE", "auto"),
                         help="where models run (default: cuda > mps > cpu)")
     parser.add_argument("--share", action="store_true", help="create a public gradio.live link (off by default)")
+    parser.add_argument("--max-model-gb", type=float, default=2.0,
+                        help="refuse checkpoints whose download or fp32 parameters exceed this (default 2 GB)")
+    parser.add_argument("--cache-models", type=int, default=8, help="models kept loaded at once (default 8)")
+    parser.add_argument("--cache-gb", type=float, default=3.0, help="memory for loaded models (default 3 GB)")
+    parser.add_argument("--models-dir", default=None,
+                        help="a folder whose sub-folders may be typed as model ids, even on a public host")
+    parser.add_argument("--allow-local-models", action="store_true",
+                        help="accept any server folder as a model id on a public host (on a loopback host, and "
+                             "without a SPACE_ID, they are accepted anyway)")
     return parser.parse_args(argv)
+
+
+def configure_registry(args: argparse.Namespace) -> None:
+    """The registry's flags: size cap, model cache bounds, and which local folders visitors may open."""
+    registry.configure(host=args.host, max_model_gb=args.max_model_gb, cache_models=args.cache_models,
+                       cache_gb=args.cache_gb, models_dir=args.models_dir,
+                       allow_local_models=args.allow_local_models)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -111,6 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.offline:
         registry.set_offline(True)
+    configure_registry(args)
     set_device(args.device)
     app = build_app()
     app.launch(

@@ -109,20 +109,20 @@ def run(quick: bool = False) -> list[dict]:
     context = context_of(300)
     rows = []
     with tempfile.TemporaryDirectory() as root:
-        for size, repeats in (("tiny", 5 if quick else 30), ("bert-base", 2 if quick else 10)):
+        for size, repeats in (("tiny", 5 if quick else 30), ("bert-base", 2 if quick else 20)):
             folder = write_checkpoint(f"{root}/{size}", size)
             loaded = registry.load("qa", folder)
             reference = TransformersQA(folder, loaded.device)
             ours, theirs = paired_median_seconds(lambda: qa.answer(QUESTION, context, folder),
                                                  lambda: reference(QUESTION, context), repeats)
             rows.append(row(f"QA {size}: 300-word context, {loaded.device.type} fp32", ours * 1e3, theirs * 1e3,
-                            "ms", "ratio ≤ 1.0"))
+                            "ms", "ratio ≤ 1.0", target_ratio=1.0))
             long_context = context_of(1500)  # several windows: ours batches them, the pipeline runs one by one
             ours, theirs = paired_median_seconds(lambda: qa.answer(QUESTION, long_context, folder),
                                                  lambda: reference(QUESTION, long_context), max(2, repeats // 3))
             windows = len(qa.answer(QUESTION, long_context, folder).windows)
             rows.append(row(f"QA {size}: 1500-word context ({windows} windows)", ours * 1e3, theirs * 1e3, "ms",
-                            "ratio ≤ 1.0"))
+                            "ratio ≤ 1.0", target_ratio=1.0))
     return rows
 
 

@@ -33,17 +33,30 @@ def paired_median_seconds(ours: Callable[[], object], reference: Callable[[], ob
     return statistics.median(ours_times), statistics.median(reference_times)
 
 
-def row(benchmark: str, ours: float, reference: float | None, unit: str, goal: str) -> dict:
-    """One result row; ratio = ours / reference (lower is better for times)."""
+def row(benchmark: str, ours: float, reference: float | None, unit: str, goal: str, *,
+        target_ratio: float | None = None, target_value: float | None = None) -> dict:
+    """One result row; ratio = ours / reference (lower is better for times). ``target_ratio`` / ``target_value``
+    make the goal checkable: the row is met when the ratio / our figure is at or below it."""
     ratio = ours / reference if reference else None
-    return {"benchmark": benchmark, "ours": ours, "reference": reference, "ratio": ratio, "unit": unit, "goal": goal}
+    met = None
+    if target_ratio is not None and ratio is not None:
+        met = ratio <= target_ratio
+    if target_value is not None:
+        met = (met is not False) and ours <= target_value
+    return {"benchmark": benchmark, "ours": ours, "reference": reference, "ratio": ratio, "unit": unit, "goal": goal,
+            "met": met}
+
+
+def met_label(r: dict) -> str:
+    return {True: "yes", False: "NO"}.get(r.get("met"), "")
 
 
 def print_table(rows: list[dict]) -> None:
-    header = f"{'benchmark':<58} {'ours':>12} {'reference':>12} {'ratio':>8}  {'unit':<10} goal"
+    header = f"{'benchmark':<58} {'ours':>12} {'reference':>12} {'ratio':>8}  {'unit':<10} {'met':<4} goal"
     print(header)
     print("-" * len(header))
     for r in rows:
         ref = f"{r['reference']:.4g}" if r["reference"] is not None else "-"
         ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
-        print(f"{r['benchmark']:<58} {r['ours']:>12.4g} {ref:>12} {ratio:>8}  {r['unit']:<10} {r['goal']}")
+        print(f"{r['benchmark']:<58} {r['ours']:>12.4g} {ref:>12} {ratio:>8}  {r['unit']:<10} {met_label(r):<4} "
+              f"{r['goal']}")

@@ -26,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+from benchmarks.common import met_label  # noqa: E402
+
 
 def discover() -> list[str]:
     return sorted(path.stem.removeprefix("bench_") for path in (ROOT / "benchmarks").glob("bench_*.py"))
@@ -78,13 +80,14 @@ def fmt(value) -> str:
 
 def print_table(rows: list[dict]) -> None:
     header = (f"{'tab':<11} {'device':<6} {'benchmark':<76} {'ours':>10} {'reference':>10} {'ratio':>7}  "
-              f"{'unit':<10} goal")
+              f"{'unit':<10} {'met':<4} goal")
     print(header)
     print("-" * len(header))
     for r in rows:
         ratio = f"{r['ratio']:.3f}" if r.get("ratio") is not None else "-"
         print(f"{r['module']:<11} {r['device']:<6} {r['benchmark'][:76]:<76} {fmt(r['ours']):>10} "
-              f"{fmt(r.get('reference')):>10} {ratio:>7}  {r.get('unit', ''):<10} {r.get('goal', '')}")
+              f"{fmt(r.get('reference')):>10} {ratio:>7}  {r.get('unit', ''):<10} {met_label(r):<4} "
+              f"{r.get('goal', '')}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,6 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print_table(rows)
     print("\nratio = ours / reference, measured in this run (for times, < 1 means we are faster).")
+    checked = [r for r in rows if r.get("met") is not None]
+    if checked:
+        print(f"\nTargets (rows with a checkable goal): {sum(r['met'] for r in checked)} of {len(checked)} met")
+        for r in checked:
+            figure = f"ratio {r['ratio']:.3f}" if r.get("ratio") is not None else f"{fmt(r['ours'])} {r['unit']}"
+            print(f"  {met_label(r):<4} {r['module']:<11} {r['device']:<5} {r['benchmark'][:76]:<76} {figure:<14} "
+                  f"goal {r['goal']}")
     return 1 if any(r.get("failed") for r in rows) else 0
 
 

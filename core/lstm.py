@@ -21,7 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from core.device import get_device
+from core.device import get_device, one_cpu_thread
 from core.errors import UserInputError
 from core.nets.recurrent import GATES, LSTMCell, RecurrentLM, RNNCell, Trace  # noqa: F401
 from core.paths import ASSETS_DIR
@@ -211,7 +211,8 @@ class Inspection:
 def inspect(models: ModelSet, text: str, top_k: int = 3) -> Inspection:
     ids, tokens, unknown = encode_prompt(models.vocab, text)
     x = torch.tensor([ids], device=get_device())  # (1, T)
-    traces = {"rnn": models.rnn.forward_fused(x), "lstm": models.lstm.forward_fused(x)}
+    with one_cpu_thread(x.device):  # 300 small steps: a second thread would only wait at a barrier each step
+        traces = {"rnn": models.rnn.forward_fused(x), "lstm": models.lstm.forward_fused(x)}
     next_token, actual = {}, {}
     for name, trace in traces.items():
         probs = trace.logits[0].softmax(-1)  # (T, V)

@@ -22,7 +22,7 @@ from torch import nn
 from core import registry
 from core.nets import bert, distilbert
 from core.param_count import parameter_breakdown, seed_hand_count
-from core.registry import MINILM_ID, resolve
+from core.registry import MINILM_ID
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_MASKS, MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import normalize_text
@@ -33,6 +33,8 @@ BLANK = re.compile(r"\[mask\]|_+", re.IGNORECASE)  # "[MASK]", "[mask]" and runs
 MAX_TOP_K = 50
 MASK_RATE, MASK_SHARE, RANDOM_SHARE = 0.15, 0.8, 0.1  # BERT's corruption: 15% chosen; 80/10/10 of those
 MAX_DRAWS = 100_000
+FILL_BATCH = 16  # fill-mask requests per forward pass when Gradio batches them
+DRAW_CHUNK = 2048  # draws simulated at once in bert_masking: bounds its memory
 HOW_TO_BLANK = ("Put [MASK] (or _) where the missing word goes, for example \"my dog is [MASK] .\", or pick a word "
                 "and click 'Mask this word'.")
 
@@ -145,9 +147,37 @@ class FillMaskResult:
 @torch.inference_mode()
 def fill_mask(loaded: registry.LoadedModel, text: str, top_k: int = 5, pair: str | None = None) -> FillMaskResult:
     """Top-k predictions for every [MASK] (and "_"/"[mask]") in ``text``: P(w | context) = softmax(W h_mask + b)."""
-    if not 1 <= int(top_k) <= MAX_TOP_K:
+    return _fill_results(loaded, [_blanks(loaded, text, top_k, pair)])[0]
+
+
+def fill_mask_batch(loaded: registry.LoadedModel, requests: list[tuple[str, int]]) -> list[FillMaskResult | Exception]:
+    """fill_mask for several (text, top_k) requests in one forward pass (Gradio's dynamic batching): sentences are
+    padded to the longest and the padding is masked out of attention. A request that cannot be used gets its
+    UserInputError in its place; the others are unaffected."""
+    out: list[FillMaskResult | Exception] = [None] * len(requests)  # type: ignore[list-item]
+    ready, where = [], []
+    for index, (text, top_k) in enumerate(requests):
+        try:
+            ready.append(_blanks(loaded, text, top_k))
+        except UserInputError as exc:
+            out[index] = exc
+            continue
+        where.append(index)
+    for start in range(0, len(ready), FILL_BATCH):
+        for index, result in zip(where[start:start + FILL_BATCH], _fill_results(loaded, ready[start:start + FILL_BATCH])):
+            out[index] = result
+    return out
+
+
+def _blanks(loaded: registry.LoadedModel, text: str, top_k, pair: str | None = None):
+    """(text, pair, top_k, encoding, [MASK] positions) of one request, as _fill_results takes it; or UserInputError."""
+    try:
+        top_k = int(top_k)
+    except (TypeError, ValueError, OverflowError):
+        raise UserInputError(f"Ask for between 1 and {MAX_TOP_K} predictions per blank.") from None
+    if not 1 <= top_k <= MAX_TOP_K:
         raise UserInputError(f"Ask for between 1 and {MAX_TOP_K} predictions per blank.")
-    tokenizer, model = loaded.tokenizer, loaded.model
+    tokenizer = loaded.tokenizer
     text = with_mask_tokens(clean_text(text), tokenizer.mask_token)
     pair = with_mask_tokens(clean_text(pair, "a second sentence"), tokenizer.mask_token) if pair else None
     encoding = encode(tokenizer, text, pair, min(MAX_MODEL_TOKENS, loaded.config.max_position_embeddings))
@@ -157,20 +187,39 @@ def fill_mask(loaded: registry.LoadedModel, text: str, top_k: int = 5, pair: str
     if len(positions) > MAX_MASKS:
         raise UserInputError(f"There are {len(positions)} blanks; the limit is {MAX_MASKS}. With many blanks each "
                              f"one has too little context left; remove some.")
-    ids = torch.tensor([encoding.ids], device=loaded.device)  # (1, T)
-    segments = torch.tensor([encoding.segment_ids], device=loaded.device)  # (1, T)
-    encoded = encoder_of(model)(ids, None, segments, output_attentions=False)
-    hidden = encoded.last_hidden_state[0, positions]  # (M, H): only the blanks
-    probs = vocabulary_logits(model, hidden).float().softmax(dim=-1)  # (M, V)
-    values, indices = probs.topk(int(top_k), dim=-1)  # (M, k)
-    blanks = [Blank(position, [Candidate(i, tokenizer.id_to_token(i), tokenizer.decode([i]), p)
-                               for p, i in zip(row_p, row_i)])
-              for position, row_p, row_i in zip(positions, values.tolist(), indices.tolist())]
-    filled_ids = list(encoding.ids)
-    for blank in blanks:
-        filled_ids[blank.position] = blank.candidates[0].token_id
-    return FillMaskResult(text, pair, encoding.tokens, encoding.segment_ids, blanks, tokenizer.decode(filled_ids),
-                          unknown_pieces(tokenizer, encoding, text, pair))
+    return text, pair, int(top_k), encoding, positions
+
+
+@torch.inference_mode()
+def _fill_results(loaded: registry.LoadedModel, items: list) -> list[FillMaskResult]:
+    """One forward pass over (text, pair, top_k, encoding, positions) items, padded to the longest."""
+    tokenizer, model = loaded.tokenizer, loaded.model
+    longest = max(len(encoding.ids) for *_, encoding, _ in items)
+    pad_id = tokenizer.token_to_id(tokenizer.pad_token) or 0
+    ids = torch.tensor([e.ids + [pad_id] * (longest - len(e.ids)) for *_, e, _ in items],
+                       device=loaded.device)  # (B, T)
+    segments = torch.tensor([e.segment_ids + [0] * (longest - len(e.ids)) for *_, e, _ in items],
+                            device=loaded.device)  # (B, T)
+    mask = None  # no padding (one request, or equal lengths): no mask, the fused attention kernel's fast path
+    if any(len(e.ids) < longest for *_, e, _ in items):
+        mask = torch.tensor([[1] * len(e.ids) + [0] * (longest - len(e.ids)) for *_, e, _ in items],
+                            device=loaded.device)  # (B, T): 0 = padding, never attended to
+    hidden = encoder_of(model)(ids, mask, segments, output_attentions=False).last_hidden_state  # (B, T, H)
+    rows = torch.cat([hidden[b, positions] for b, (*_, positions) in enumerate(items)])  # (ΣM, H): only blanks
+    probs = vocabulary_logits(model, rows).float().softmax(dim=-1)  # (ΣM, V)
+    results, row = [], 0
+    for text, pair, top_k, encoding, positions in items:
+        values, indices = probs[row:row + len(positions)].topk(top_k, dim=-1)  # (M, k)
+        row += len(positions)
+        blanks = [Blank(position, [Candidate(i, tokenizer.id_to_token(i), tokenizer.decode([i]), p)
+                                   for p, i in zip(row_p, row_i)])
+                  for position, row_p, row_i in zip(positions, values.tolist(), indices.tolist())]
+        filled_ids = list(encoding.ids)
+        for blank in blanks:
+            filled_ids[blank.position] = blank.candidates[0].token_id
+        results.append(FillMaskResult(text, pair, encoding.tokens, encoding.segment_ids, blanks,
+                                      tokenizer.decode(filled_ids), unknown_pieces(tokenizer, encoding, text, pair)))
+    return results
 
 
 def unknown_pieces(tokenizer: WordPieceTokenizer, encoding: WordPieceEncoding, text: str,
@@ -231,12 +280,13 @@ def compare_contexts(loaded: registry.LoadedModel, text: str, top_k: int = 5,
 # Which model the offline-capable views use
 
 
-def model_for_views(model_id: str | None) -> tuple[registry.LoadedModel, str | None]:
+def model_for_views(model_id: str | None, progress=None) -> tuple[registry.LoadedModel, str | None]:
     """The picked MLM checkpoint if it can be had, else the packaged MiniLM-L6 encoder and the reason why.
 
-    Tokenisation, embeddings and contextual vectors need only an encoder, so these views keep working offline."""
+    Tokenisation, embeddings and contextual vectors need only an encoder, so these views keep working offline.
+    ``progress(fraction, message)`` hears a download's progress."""
     try:
-        return registry.load("mlm", model_id), None
+        return registry.load("mlm", model_id, progress=progress), None
     except ModelUnavailableError as exc:
         return registry.load("encoder", MINILM_ID), str(exc)
 
@@ -316,23 +366,38 @@ def bert_masking(tokenizer: WordPieceTokenizer, text: str, seed: int = 0, draws:
     encoding = encode(tokenizer, with_mask_tokens(clean_text(text), tokenizer.mask_token))
     candidates = np.array([i for i, special in enumerate(encoding.special_tokens_mask) if not special])
     n_chosen = max(1, round(len(candidates) * MASK_RATE))
+    # Counted chunk by chunk, so memory stays O(tokens) (DRAW_CHUNK rows at a time) at any number of draws. The
+    # generator is read in the same order as one (draws, candidates) array, then one (draws, n) array, would read
+    # it, so a seed gives the same result as drawing everything at once (tests/test_mlm.py checks this).
     rng = np.random.default_rng(seed)
-    order = np.argpartition(rng.random((draws, len(candidates))), n_chosen - 1, axis=1)[:, :n_chosen]  # (draws, n)
-    chosen = candidates[order]  # (draws, n) token positions
-    u = rng.random((draws, n_chosen))  # (draws, n) decides 80 / 10 / 10
-    action = np.where(u < MASK_SHARE, MASK, np.where(u < MASK_SHARE + RANDOM_SHARE, RANDOM, UNCHANGED))
+    by_position = np.zeros(len(encoding), dtype=np.int64)
+    first_chosen = None
+    for start in range(0, draws, DRAW_CHUNK):
+        rows = min(DRAW_CHUNK, draws - start)
+        order = np.argpartition(rng.random((rows, len(candidates))), n_chosen - 1, axis=1)[:, :n_chosen]
+        chosen = candidates[order]  # (rows, n) token positions
+        by_position += np.bincount(chosen.ravel(), minlength=len(encoding))
+        first_chosen = chosen[0] if first_chosen is None else first_chosen
+    action_counts = np.zeros(3, dtype=np.int64)
+    first_action = None
+    for start in range(0, draws, DRAW_CHUNK):
+        rows = min(DRAW_CHUNK, draws - start)
+        u = rng.random((rows, n_chosen))  # (rows, n) decides 80 / 10 / 10
+        action = np.where(u < MASK_SHARE, MASK, np.where(u < MASK_SHARE + RANDOM_SHARE, RANDOM, UNCHANGED))
+        action_counts += [(action == a).sum() for a in (MASK, RANDOM, UNCHANGED)]
+        first_action = action[0] if first_action is None else first_action
     vocabulary = replacement_ids(tokenizer)
-    random_ids = vocabulary[rng.integers(len(vocabulary), size=(draws, n_chosen))]  # (draws, n)
+    random_ids = vocabulary[rng.integers(len(vocabulary), size=n_chosen)]  # (n,): only the first draw is shown
 
     actions, corrupted = [KEEP] * len(encoding), list(encoding.tokens)
-    for position, act, random_id in zip(chosen[0], action[0], random_ids[0]):
+    for position, act, random_id in zip(first_chosen, first_action, random_ids):
         actions[position] = int(act)
         if act == MASK:
             corrupted[position] = tokenizer.mask_token
         elif act == RANDOM:
             corrupted[position] = tokenizer.id_to_token(int(random_id))
-    counts = {ACTION_NAMES[a]: int((action == a).sum()) for a in (MASK, RANDOM, UNCHANGED)}
-    by_position = np.bincount(chosen.ravel(), minlength=len(encoding)).tolist()
+    counts = {ACTION_NAMES[a]: int(n) for a, n in zip((MASK, RANDOM, UNCHANGED), action_counts)}
+    by_position = by_position.tolist()
     return MaskingResult(encoding.tokens, corrupted, actions, seed, draws, n_chosen, len(candidates), counts,
                          by_position)
 
@@ -354,7 +419,7 @@ class ContextualVsStatic:
 
 
 def glove_vector(word: str) -> tuple[np.ndarray, str]:
-    """The word's GloVe 6B 50d vector, via core.word2vec (one table lookup, the same for every sentence)."""
+    """The word's GloVe 6B 50d vector, via core.embeddings (one table lookup, the same for every sentence)."""
     return load_glove().vector(word), GLOVE_NAME
 
 
@@ -426,7 +491,7 @@ def model_card(model_id: str | None = None) -> ModelCard:
     """Counts for the checkpoint's config: its config.json if it can be resolved, else the known numbers."""
     model_id = registry.model_id_or_default("mlm", model_id)
     try:
-        config, source = bert.BertConfig.from_dict(resolve(model_id).config), "the checkpoint's config.json"
+        config, source = registry.config(model_id), "the checkpoint's config.json"  # config.json only
     except ModelUnavailableError:
         if model_id not in KNOWN_CONFIGS:
             raise

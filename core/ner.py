@@ -25,7 +25,7 @@ import torch
 from core import registry
 from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
-from core.textio import normalize_text
+from core.textio import CleanText, clean_text
 from core.tokenizer import WordPieceTokenizer
 
 STRATEGIES = ("simple", "first", "average", "max")
@@ -59,7 +59,7 @@ class Token:
 class Encoded:
     """The whole text as tokens, and the windows (token ranges [a, b)) the model reads."""
 
-    text: str
+    text: str  # as the learner typed it; token offsets point into it
     tokens: list[Token]
     windows: list[tuple[int, int]]
     max_length: int
@@ -68,13 +68,18 @@ class Encoded:
 
 def check_text(text: str | None) -> str:
     """The text as the model will see it (NFC, no control characters), or a UserInputError saying what is wrong."""
-    text = normalize_text(text or "")
+    return _checked(text).text
+
+
+def _checked(text: str | None) -> CleanText:
+    clean = clean_text(text or "")
+    text = clean.text
     if not text.strip():
         raise UserInputError("The text is empty. Type or paste a sentence to tag, or pick an example.")
     if len(text) > MAX_TEXT_CHARS:
         raise UserInputError(f"The text has {len(text):,} characters; the limit is {MAX_TEXT_CHARS:,}. "
                              "Paste a shorter passage.")
-    return text
+    return clean
 
 
 def window_ranges(num_tokens: int, max_length: int, stride: int) -> list[tuple[int, int]]:
@@ -93,8 +98,10 @@ def window_ranges(num_tokens: int, max_length: int, stride: int) -> list[tuple[i
 
 def encode(tokenizer: WordPieceTokenizer, text: str, max_length: int | None = None,
            stride: int = DEFAULT_STRIDE) -> Encoded:
-    """Tokenise the text once, with offsets and word ids, and plan its windows."""
-    text = check_text(text)
+    """Tokenise the text once, with offsets and word ids, and plan its windows. The model reads the normalised
+    text; token offsets (and so entity offsets) point into the text as the learner typed it."""
+    clean = _checked(text)
+    text = clean.text
     max_length = min(max_length or tokenizer.model_max_length, MAX_MODEL_TOKENS)
     encoding = tokenizer.backend.encode(text, add_special_tokens=False)
     if not encoding.ids:
@@ -104,12 +111,13 @@ def encode(tokenizer: WordPieceTokenizer, text: str, max_length: int | None = No
     for token_id, piece, (start, end), word_id in zip(encoding.ids, encoding.tokens, encoding.offsets,
                                                       encoding.word_ids):
         surface = text[start:end]
+        start, end = clean.span(start, end)  # into the typed text
         if token_id == unk_id:
-            word, is_subword = surface, False
+            word, is_subword = clean.original[start:end], False
         else:  # the pipeline's rule for WordPiece: a "##" piece is longer than the characters it covers
             word, is_subword = piece, len(piece) != len(surface)
         tokens.append(Token(token_id, piece, word, start, end, word_id, is_subword))
-    return Encoded(text, tokens, window_ranges(len(tokens), max_length, stride), max_length, stride)
+    return Encoded(clean.original, tokens, window_ranges(len(tokens), max_length, stride), max_length, stride)
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -23,6 +23,8 @@ list with zero-score spans (end before start, or starting at [CLS]); we leave th
 """
 from __future__ import annotations
 
+import math
+
 import threading
 from dataclasses import dataclass
 from typing import Callable
@@ -34,7 +36,7 @@ from tokenizers import Encoding, Tokenizer
 from core import registry
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
-from core.textio import normalize_text
+from core.textio import CleanText, clean_text, normalize_text
 from core.tokenizer import WordPieceTokenizer
 
 DEFAULT_MAX_SEQ_LEN = 384  # the pipeline's default window (question + context + 3 special tokens)
@@ -42,6 +44,7 @@ DEFAULT_MAX_ANSWER_LEN = 15  # tokens
 MAX_TOP_K = 20
 MASKED_LOGIT = -10000.0  # what the pipeline writes over question tokens before the softmax
 BATCH_WINDOWS = 16  # windows per forward pass
+MAX_WINDOWS = 256  # a stride close to the window length would make thousands of windows of one new token each
 
 # Seed §14 (Chinese) and seed 001 (English) examples, as (question, context) presets.
 SEED_ZH = ("今天的最高温度是多少", "天气预报显示今天最高温度 37 摄氏度")
@@ -70,6 +73,7 @@ class Window:
     start_probs: np.ndarray | None = None  # (C,) P_start over this window's context tokens
     end_probs: np.ndarray | None = None  # (C,) P_end
     null_score: float | None = None  # P_start([CLS]) · P_end([CLS])
+    typed_span: tuple[int, int] | None = None  # char_span in the text the learner typed, once answer() maps it
 
     @property
     def context_tokens(self) -> list[str]:
@@ -77,7 +81,9 @@ class Window:
 
     @property
     def char_span(self) -> tuple[int, int]:
-        """The part of the context this window covers."""
+        """The part of the context this window covers (in the typed context after answer(), else the normalised)."""
+        if self.typed_span is not None:
+            return self.typed_span
         return self.offsets[self.context.start][0], self.offsets[self.context.stop - 1][1]
 
 
@@ -101,7 +107,7 @@ class Answer:
 @dataclass
 class QAResult:
     question: str
-    context: str  # as the model read it (normalised, maybe cut); answer offsets point into this text
+    context: str  # as the learner typed it (maybe cut); answer offsets point into this text
     answers: list[Answer]  # best first, at most top_k
     windows: list[Window]
     max_seq_len: int
@@ -121,8 +127,15 @@ class QAResult:
 
 def check_inputs(question: str | None, context: str | None) -> tuple[str, str, list[str]]:
     """Question and context as the model will read them, plus notes; UserInputError if they cannot be used."""
+    question, clean, notes = _checked(question, context)
+    return question, clean.text, notes
+
+
+def _checked(question: str | None, context: str | None) -> tuple[str, CleanText, list[str]]:
+    """check_inputs, keeping the map from the normalised context back to the typed one (cut if too long)."""
     question = normalize_text(question or "").strip()
-    context = normalize_text(context or "")
+    clean = clean_text(context or "")
+    context = clean.text
     if not question:
         raise UserInputError("The question is empty. Type a question about the context, or pick an example.")
     if not context.strip():
@@ -135,8 +148,10 @@ def check_inputs(question: str | None, context: str | None) -> tuple[str, str, l
         cut = cut if cut > MAX_TEXT_CHARS // 2 else MAX_TEXT_CHARS
         notes.append(f"The context has {len(context):,} characters; only the first {cut:,} were searched "
                      f"(the limit is {MAX_TEXT_CHARS:,}).")
-        context = context[:cut]
-    return question, context, notes
+        end = clean.position(cut)
+        clean = CleanText(context[:cut], clean.original[:end], clean.starts[:cut],
+                          tuple(min(e, end) for e in clean.ends[:cut]))
+    return question, clean, notes
 
 
 def default_lengths(tokenizer: WordPieceTokenizer, max_seq_len: int | None, doc_stride: int | None,
@@ -147,12 +162,16 @@ def default_lengths(tokenizer: WordPieceTokenizer, max_seq_len: int | None, doc_
     if not 8 <= max_seq_len <= limit:
         raise UserInputError(f"The window length must be between 8 and {limit} tokens (got {max_seq_len}).")
     doc_stride = int(min(max_seq_len // 2, 128) if doc_stride is None else doc_stride)
-    if not 0 <= doc_stride <= max_seq_len:
-        raise UserInputError(f"The doc stride must be between 0 and the window length {max_seq_len} "
-                             f"(got {doc_stride}).")
+    # Checked before any tokenising: a window holds at most max_seq_len - 3 context tokens ([CLS], two [SEP],
+    # and at least one question token take the rest), and the tokenizer refuses a stride that is not smaller.
+    if not 0 <= doc_stride < max_seq_len - 3:
+        raise UserInputError(f"The doc stride ({doc_stride}) must be at least 0 and smaller than the window length "
+                             f"minus the question and special tokens, so below {max_seq_len - 3} for windows of "
+                             f"{max_seq_len}. Lower the stride (half the window is usual) or use longer windows.")
     return max_seq_len, doc_stride
 
 
+MAX_WINDOWERS = 8
 _windowers: dict[int, tuple[Tokenizer, Tokenizer, threading.Lock]] = {}
 _windowers_lock = threading.Lock()
 
@@ -165,6 +184,8 @@ def _windower(tokenizer: WordPieceTokenizer) -> tuple[Tokenizer, threading.Lock]
             entry = _windowers[id(tokenizer.backend)] = (tokenizer.backend,
                                                          Tokenizer.from_str(tokenizer.backend.to_str()),
                                                          threading.Lock())
+            while len(_windowers) > MAX_WINDOWERS:  # one per tokenizer in use; the oldest go
+                del _windowers[next(iter(_windowers))]
     return entry[1], entry[2]
 
 
@@ -184,9 +205,16 @@ def make_windows(tokenizer: WordPieceTokenizer, question: str, context: str, max
         raise UserInputError(f"The question has {question_len} tokens, which leaves no room for the context in a "
                              f"window of {max_seq_len} tokens. Shorten the question or use longer windows.")
     # The tokenizer requires stride < room, but only when the context must be cut (the pipeline would crash here).
-    if doc_stride >= room and len(shared.encode(context, add_special_tokens=False)) > room:
+    context_len = len(shared.encode(context, add_special_tokens=False))
+    if doc_stride >= room and context_len > room:
         raise UserInputError(f"The doc stride ({doc_stride}) must be smaller than the {room} context tokens that "
                              f"fit in a window beside this question. Lower the stride or use longer windows.")
+    windows_needed = 1 if context_len <= room else 1 + math.ceil((context_len - room) / (room - doc_stride))
+    if windows_needed > MAX_WINDOWS:
+        raise UserInputError(f"With windows of {max_seq_len} tokens and a doc stride of {doc_stride}, each window "
+                             f"moves on by only {room - doc_stride} context tokens, so this context would need "
+                             f"{windows_needed:,} windows (the limit is {MAX_WINDOWS}). Lower the stride or use "
+                             f"longer windows.")
     backend, lock = _windower(tokenizer)
     with lock:
         backend.enable_truncation(max_seq_len, stride=doc_stride, strategy="only_second")
@@ -290,7 +318,8 @@ def answer(question: str, context: str, model_id: str | None = None, *, top_k: i
     if int(max_answer_len) < 1:
         raise UserInputError(f"The maximum answer length must be at least 1 token (got {max_answer_len}).")
     top_k, max_answer_len = int(top_k), int(max_answer_len)
-    question, context, notes = check_inputs(question, context)
+    question, typed, notes = _checked(question, context)
+    context = typed.text  # what the model reads; answers are reported in typed.original
     loaded = registry.load("qa", model_id)
     tokenizer = loaded.tokenizer
     max_seq_len, doc_stride = default_lengths(tokenizer, max_seq_len, doc_stride,
@@ -302,6 +331,7 @@ def answer(question: str, context: str, model_id: str | None = None, *, top_k: i
     cls_id = tokenizer.token_to_id(tokenizer.cls_token)
     per_window = 2 * top_k + 10  # the pipeline over-asks, because several token spans widen to the same words
     answers: list[Answer] = []
+    keys: list[str] = []  # each answer's words as the model read them, lower-cased: spans that give the same add up
     null_score = 1_000_000.0  # min over windows; large and positive to start, as in the pipeline
     for window, (start_logits, end_logits) in zip(windows, _logits(loaded, windows, progress)):
         allowed = np.zeros(len(window.ids), dtype=bool)
@@ -312,17 +342,20 @@ def answer(question: str, context: str, model_id: str | None = None, *, top_k: i
         null_score = min(null_score, window.null_score)
         ctx = slice(window.context.start, window.context.stop)
         window.start_probs, window.end_probs = p_start[ctx], p_end[ctx]
+        window.typed_span = typed.span(*window.char_span)
         for i, j, score in _best_spans(p_start[ctx], p_end[ctx], max_answer_len, per_window):
             i, j = i + window.context.start, j + window.context.start
             start, end = _char_span(window, i, j)
-            text = context[start:end]
-            same = next((a for a in answers if a.text.lower() == text.lower()), None)
+            key = context[start:end].lower()
+            same = next((a for a, k in zip(answers, keys) if k == key), None)
             if same is not None:  # the same words found again (another span or window): their scores add up
                 same.score += float(score)
             else:
-                answers.append(Answer(text, float(score), start, end, window.index, i, j))
+                start, end = typed.span(start, end)  # shown in the text the learner typed
+                answers.append(Answer(typed.original[start:end], float(score), start, end, window.index, i, j))
+                keys.append(key)
     if handle_impossible_answer:
         answers.append(Answer("", null_score, 0, 0))
     answers = sorted(answers, key=lambda a: a.score, reverse=True)[:top_k]
-    return QAResult(question, context, answers, windows, max_seq_len, doc_stride, max_answer_len, notes,
+    return QAResult(question, typed.original, answers, windows, max_seq_len, doc_stride, max_answer_len, notes,
                     loaded.badge)

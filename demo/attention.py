@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from core import attention as att
 from core.errors import ModelUnavailableError, UserInputError
 from demo import presets
-from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, model_picker, whole_number
+from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker, whole_number
 from demo.figures import (COLORWAY, DIVERGING_SCALE, SEQUENTIAL_SCALE, empty_figure, heatmap, lines, styled,
                           subplot_grid, unique_labels)
 
@@ -478,6 +478,7 @@ def _model_unavailable(exc: ModelUnavailableError):
 
 
 @friendly_errors
+@gpu_handler
 def explore(model_id: str, text: str, pair: str, layer: float, head: float, hide_special: bool,
             progress=gr.Progress()):
     """Run the encoder once; draw the chosen layer/head, the head average and the full layer × head grid."""
@@ -493,6 +494,7 @@ def explore(model_id: str, text: str, pair: str, layer: float, head: float, hide
 
 
 @friendly_errors
+@gpu_handler
 def show_head(model_id: str, text: str, pair: str, layer: float, head: float, hide_special: bool):
     """Redraw the chosen layer/head and the head average (the maps are cached: no new forward pass)."""
     maps = att.extract_attention(text, pair, model_id)

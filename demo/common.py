@@ -2,12 +2,15 @@
 one-round-trip input preprocessing for events with many inputs."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
+import os
 
 import gradio as gr
 
+from core import jobs
 from core.errors import ModelUnavailableError, UserInputError
 
 log = logging.getLogger("plm_explorer")
@@ -22,6 +25,33 @@ def _to_gradio_error(exc: Exception) -> gr.Error:
         return gr.Error(str(exc), print_exception=False)
     log.exception("handler failed")
     return gr.Error(INTERNAL_ERROR.format(name=type(exc).__name__), print_exception=False)
+
+
+def _space_gpu_decorator():
+    """``spaces.GPU`` on a Hugging Face Space (SPACE_ID is set there) that has the ``spaces`` package; elsewhere none.
+
+    On ZeroGPU hardware (SPACES_ZERO_GPU=true) spaces.GPU attaches a GPU for the length of each call: models load and
+    move to the GPU inside the call, which is where every handler loads them (core.registry and the tab modules load
+    lazily, on first use, onto core.device.get_device()). On a Space without ZeroGPU, spaces.GPU returns the function
+    unchanged, and off a Space the package is not even imported."""
+    if not os.environ.get("SPACE_ID"):
+        return None
+    try:
+        import spaces
+    except ImportError:
+        return None
+    return spaces.GPU
+
+
+_SPACE_GPU = _space_gpu_decorator()
+
+
+def gpu_handler(fn):
+    """Mark an event handler that runs a model: on a ZeroGPU Space it runs with a GPU attached (spaces.GPU), on any
+    other machine it is ``fn`` itself. ``runs_model`` lets a test check that every model handler carries it."""
+    wrapped = _SPACE_GPU(fn) if _SPACE_GPU is not None else fn
+    wrapped.runs_model = True
+    return wrapped
 
 
 def friendly_errors(fn):
@@ -109,3 +139,35 @@ TABLE_BUTTONS = ["copy", "fullscreen"]
 
 # Markdown with inline $…$ and display $$…$$ maths (Gradio's default renders only $$…$$, leaving "$\sqrt{d_k}$" raw).
 LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Training runs (core/jobs.py): a work budget each, one at a time per browser session, on the "train" concurrency
+# group (at most TRAIN_CONCURRENCY runs at once across all users, so light tabs keep the other core).
+
+TRAIN_QUEUE = dict(concurrency_id="train", concurrency_limit=1)  # pass to .click(**TRAIN_QUEUE) for every trainer
+TRAINING_STOPPED = {
+    jobs.BUDGET: ("Stopped after {seconds:.0f} s, the time one training run may take on this shared server; the "
+                  "model trained so far ({done:,} of {planned:,} steps) is kept and used below. Fewer epochs, a "
+                  "smaller window or fewer dimensions finish in time."),
+    jobs.REPLACED: ("Stopped after {done:,} of {planned:,} steps because you started a newer run; this one's model "
+                    "is not kept."),
+}
+
+
+@contextlib.contextmanager
+def training_run(request: gr.Request | None, seconds: float = jobs.TRAIN_SECONDS):
+    """The run's jobs.Budget for a trainer: starting cancels this browser session's previous run."""
+    owner = getattr(request, "session_hash", None)
+    budget = jobs.TRAINING.start(owner, seconds)
+    try:
+        yield budget
+    finally:
+        jobs.TRAINING.finish(owner, budget)
+
+
+def stopped_note(reason: str | None, seconds: float, done: int, planned: int) -> str:
+    """Why a training run ended early, for the learner ("" if it ran to the end)."""
+    if not reason:
+        return ""
+    return TRAINING_STOPPED[reason].format(seconds=seconds, done=done, planned=planned)

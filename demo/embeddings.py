@@ -5,11 +5,12 @@ import gradio as gr
 import numpy as np
 
 from core import embeddings as w2v
+from core import jobs
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.textio import read_text_upload
 from demo import embeddings_nnlm, presets
-from demo.common import TABLE_BUTTONS, friendly_errors
+from demo.common import TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, stopped_note, training_run, whole_number
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
 
 TITLE = "Word embeddings"
@@ -128,7 +129,8 @@ def analogy(a: str, b: str, c: str, topn: float, progress=gr.Progress()):
     words = [(w or "").strip().lower() for w in (a, b, c)]
     if not all(words):
         raise UserInputError("Fill in all three words, for example: king − man + woman.")
-    found = glove.most_similar([words[0], words[2]], [words[1]], topn=int(topn))
+    found = glove.most_similar([words[0], words[2]], [words[1]],
+                               topn=whole_number(topn, "the number of neighbours", 1))  # NaN from an API client
     title = f"{words[0]} − {words[1]} + {words[2]} ≈ ?"
     fig = bar([n.word for n in found], [n.score for n in found], title, value_title="cosine similarity",
               highlight=[i == 0 for i in range(len(found))])
@@ -165,9 +167,11 @@ def static_vectors(word: str, first: str, second: str, progress=gr.Progress()):
 
 
 @friendly_errors
+@gpu_handler
 def train(source: str, upload: str | None, architecture: str, dim: float, window: float, epochs: float,
-          min_count: float, progress=gr.Progress()):
-    """Train word2vec; the model is kept in this browser session's state (never written to disk)."""
+          min_count: float, progress=gr.Progress(), request: gr.Request = None):
+    """Train word2vec; the model is kept in this browser session's state (never written to disk). A run has a
+    work budget and replaces this session's previous run (demo.common.training_run)."""
     if source == UPLOAD:
         if not upload:
             raise UserInputError("Choose a .txt file to upload, or pick the bundled Moby-Dick corpus.")
@@ -177,7 +181,11 @@ def train(source: str, upload: str | None, architecture: str, dim: float, window
     config = w2v.Word2VecConfig(architecture="cbow" if architecture == CBOW else "skipgram", dim=int(dim),
                                 window=int(window), epochs=int(epochs), min_count=int(min_count))
     progress(0.0, desc="Preparing the corpus…")
-    model = w2v.train_word2vec(text, config, progress=lambda fraction, message: progress(fraction, desc=message))
+    with training_run(request) as budget:
+        model = w2v.train_word2vec(text, config, progress=lambda fraction, message: progress(fraction, desc=message),
+                                   stop=budget.stop_reason)
+    if model.stopped == jobs.REPLACED:
+        raise UserInputError(stopped_note(model.stopped, budget.elapsed, model.loss_steps[-1], model.steps_planned))
     fig = lines(model.loss_steps, {"negative-sampling loss": model.losses}, f"{architecture} training loss",
                 x_title=f"step (batch of {config.batch_size:,} examples)", y_title="loss")
     summary = (f"Trained **{architecture}** ({config.dim}d, window {config.window}, {config.epochs} epochs) on "
@@ -186,6 +194,8 @@ def train(source: str, upload: str | None, architecture: str, dim: float, window
     if model.cut_tokens:
         summary += (f" The text was longer than {w2v.MAX_TRAIN_TOKENS:,} tokens: the last "
                     f"{model.cut_tokens:,} were left out to keep training short.")
+    if model.stopped:
+        summary += " " + stopped_note(model.stopped, budget.elapsed, model.loss_steps[-1], model.steps_planned)
     return fig, summary, model
 
 
@@ -377,7 +387,7 @@ def build() -> None:
                     inputs=[architecture, dim, window, epochs, min_count],
                     label="Presets for Moby-Dick (skip-gram: ~30 s on 2 CPU cores)")
         train_button.click(train, [source, upload, architecture, dim, window, epochs, min_count],
-                           [loss_plot, train_md, model], api_name="embeddings_train", concurrency_id="train", concurrency_limit=1)
+                           [loss_plot, train_md, model], api_name="embeddings_train", **TRAIN_QUEUE)
 
         gr.Markdown("#### Your vectors next to GloVe")
         with gr.Row():

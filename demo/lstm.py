@@ -8,11 +8,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core import lstm
+from core import jobs, lstm
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
 from demo import presets
-from demo.common import TABLE_BUTTONS, friendly_errors
+from demo.common import TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, stopped_note, training_run
 from demo.figures import COLORWAY, empty_figure, heatmap, lines, styled
 
 TITLE = "RNN & LSTM"
@@ -128,6 +128,7 @@ def _unit_heatmap(values: np.ndarray, tokens: list[str], count: int, title: str,
 
 
 @friendly_errors
+@gpu_handler
 def inspect_text(text: str, signal: str, units: float, state: lstm.ModelSet | None = None):
     """Gates/cell heatmaps for the LSTM, the RNN's hidden state, and next-token predictions per position."""
     models = _models(state)
@@ -155,6 +156,7 @@ def inspect_text(text: str, signal: str, units: float, state: lstm.ModelSet | No
 
 
 @friendly_errors
+@gpu_handler
 def measure_gradients(length: float, text: str, state: lstm.ModelSet | None = None):
     """‖∂loss_T/∂h_t‖ vs T−t for both models on held-out text, and the forget-gate products on the learner's text."""
     models = _models(state)
@@ -200,6 +202,7 @@ def measure_gradients(length: float, text: str, state: lstm.ModelSet | None = No
 
 
 @friendly_errors
+@gpu_handler
 def generate_both(prompt: str, length: float, temperature: float, seed: float, state: lstm.ModelSet | None = None):
     """Sample a continuation from each model with the same temperature and seed."""
     models = _models(state)
@@ -214,6 +217,7 @@ def generate_both(prompt: str, length: float, temperature: float, seed: float, s
 
 
 @friendly_errors
+@gpu_handler
 def compare_contexts(word: str, first: str, second: str, third: str):
     """Cosine similarity of one word's ELMo-style vector (forward ⊕ backward LSTM states) across sentences."""
     models = _models(None)  # the shipped pair: a retrained session has no backward LSTM
@@ -237,28 +241,42 @@ def compare_contexts(word: str, first: str, second: str, third: str):
 
 
 @friendly_errors
-def train_models(level: str, steps: float, seconds: float, progress=gr.Progress()):
-    """Retrain an RNN and an LSTM from scratch on Moby-Dick, streaming the loss curves; the result is this session's."""
+@gpu_handler
+def train_models(level: str, steps: float, seconds: float, progress=gr.Progress(), request: gr.Request = None):
+    """Retrain an RNN and an LSTM from scratch on Moby-Dick, streaming the loss curves; the result is this session's.
+    The run stops at its time limit (at most the server's budget, core.jobs) or when this session starts another."""
     if level not in ("char", "word"):
         raise UserInputError("Choose character-level or word-level.")
     steps = int(_number(steps, "Steps", 10, 5000))
-    seconds = _number(seconds, "The time limit", 10, 600)
+    seconds = _number(seconds, "The time limit", 10, jobs.TRAIN_SECONDS)
+    with training_run(request, seconds) as budget:
+        yield from _train(level, steps, budget, progress)
+
+
+def _train(level: str, steps: int, budget: jobs.Budget, progress):
     progress(0, desc="building the vocabulary")
     train_text, held_text = lstm.split_text(load_corpus("moby_dick"))
     vocab = lstm.Vocab.build(train_text, level, min_count=10 if level == "char" else 3)
     history = {"RNN": [], "LSTM": []}
     models = None
-    for step, rnn_loss, lstm_loss, models in lstm.train_pair(vocab, train_text, steps=steps, seconds=seconds,
+    stopped = None
+    for step, rnn_loss, lstm_loss, models in lstm.train_pair(vocab, train_text, steps=steps, seconds=budget.seconds,
                                                             seq_len=64):
         history["RNN"].append(rnn_loss)
         history["LSTM"].append(lstm_loss)
         progress(step / steps, desc=f"step {step}/{steps}")
         if step % 10 == 0 or step == steps:
             yield _loss_figure(history, level), f"Training… step {step}/{steps}", gr.skip()
+        stopped = budget.stop_reason()
+        if stopped:
+            break
+    if stopped == jobs.REPLACED:
+        raise UserInputError(stopped_note(stopped, budget.elapsed, len(history["RNN"]), steps))
     held = lstm.corpus_ids(held_text, vocab)
     models.info = {name: {"steps": len(history["RNN"]), "held_out_loss_nats": lstm.evaluate(getattr(models, name), held)}
                    for name in ("rnn", "lstm")}
-    yield _loss_figure(history, level), _badge(models, retrained=True), models
+    note = stopped_note(stopped, budget.elapsed, len(history["RNN"]), steps)
+    yield _loss_figure(history, level), _badge(models, retrained=True) + (f"\n\n{note}" if note else ""), models
 
 
 def _loss_figure(history: dict[str, list[float]], level: str):
@@ -420,12 +438,13 @@ def build() -> None:
         with gr.Row():
             level = gr.Radio([("characters", "char"), ("words", "word")], value="char", label="tokens")
             steps = gr.Slider(10, 5000, value=600, step=10, label="steps (batch 32 × 64 tokens)")
-            seconds = gr.Slider(10, 600, value=100, step=10, label="time limit (seconds)")
+            seconds = gr.Slider(10, jobs.TRAIN_SECONDS, value=jobs.TRAIN_SECONDS, step=10, label="time limit (seconds)",
+                                info="At most the server's budget for one training run.")
         with gr.Row():
             train_button = gr.Button("Train", variant="primary")
             reset_button = gr.Button("Back to the shipped models")
         loss_plot = gr.Plot(empty_figure("The loss curves appear here while training."), show_label=False)
-        train_button.click(train_models, [level, steps, seconds], [loss_plot, badge, models], api_name="lstm_train", concurrency_id="train", concurrency_limit=1)
+        train_button.click(train_models, [level, steps, seconds], [loss_plot, badge, models], api_name="lstm_train", **TRAIN_QUEUE)
         reset_button.click(use_shipped, None, [badge, models], api_name="lstm_reset")
 
     views = {"inspect": inspect_view, "gradients": gradients_view, "elmo": elmo_view}

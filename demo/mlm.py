@@ -10,7 +10,7 @@ from core import registry
 from core.registry import MINILM_ID
 from core.errors import ModelUnavailableError, UserInputError
 from demo import presets
-from demo.common import TABLE_BUTTONS, friendly_errors, model_picker, whole_number
+from demo.common import INTERNAL_ERROR, TABLE_BUTTONS, friendly_errors, gpu_handler, log, model_picker, whole_number
 from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
 
 TITLE = "BERT masked LM"
@@ -66,9 +66,13 @@ PIECE_NOTE = ("The real bert-base-uncased vocabulary keeps *playing* whole; the 
 # Loading, with the reason shown when the checkpoint cannot be had
 
 
+def download_progress(progress: gr.Progress):
+    """registry's progress(fraction, message) callable -> gr.Progress (MB of MB while a checkpoint downloads)."""
+    return lambda fraction, message: progress(fraction, desc=message)
+
+
 def load_mlm(model_id: str, progress: gr.Progress) -> registry.LoadedModel:
-    progress(0.1, desc=f"Loading {model_id} (first use only)…")
-    return registry.load("mlm", model_id)
+    return registry.load("mlm", model_id, progress=download_progress(progress))
 
 
 def unavailable(exc: ModelUnavailableError) -> str:
@@ -116,6 +120,7 @@ def candidate_rows(blanks: list[fm.Blank]) -> list[list]:
 
 
 @friendly_errors
+@gpu_handler
 def fill(model_id: str, text: str, top_k: float, progress=gr.Progress()):
     """→ notice, filled sentence, figure, table."""
     fm.clean_text(text)  # empty text: say so before any loading
@@ -124,11 +129,50 @@ def fill(model_id: str, text: str, top_k: float, progress=gr.Progress()):
     except ModelUnavailableError as exc:
         return unavailable(exc), "", empty_figure("No masked-LM checkpoint loaded"), []
     result = fm.fill_mask(loaded, text, int(top_k))
+    return _fill_outputs(loaded, result, int(top_k))
+
+
+def _fill_outputs(loaded: registry.LoadedModel, result: fm.FillMaskResult, top_k: int):
     filled = (f"**Filled in:** {result.filled}" + ("\n\nEach blank is predicted on its own from the same pass, "
                                                    "not jointly." if len(result.blanks) > 1 else "")
               + (f"\n\nNot in the vocabulary, read as [UNK]: {', '.join(result.unknown)}" if result.unknown else ""))
-    title = f"Top {int(top_k)} for each blank · {loaded.files.model_id}"
+    title = f"Top {top_k} for each blank · {loaded.files.model_id}"
     return badge(loaded), filled, blank_figure(result.blanks, title), candidate_rows(result.blanks)
+
+
+FILL_REFUSED = "**This sentence cannot be filled in.** {message}"
+
+
+def fill_batch(model_id: list, text: list, top_k: list) -> tuple[list, list, list, list]:
+    """``fill`` for a batch of requests (wired with batch=True: Gradio gathers concurrent requests into one call,
+    and the model reads them in one padded forward pass). Each request's own problem (no blank, too long, model not
+    available) is shown in its notice instead of failing the other requests of the batch. The parameters keep
+    ``fill``'s names (each a list here), since they are the endpoint's parameter names for API clients."""
+    model_ids, texts, top_ks = model_id, text, top_k
+    outputs: list[tuple] = [None] * len(texts)  # type: ignore[list-item]
+    groups: dict[str, list[int]] = {}
+    for index, model_id in enumerate(model_ids):
+        groups.setdefault(registry.model_id_or_default("mlm", model_id), []).append(index)
+    for model_id, indices in groups.items():
+        try:
+            loaded = registry.load("mlm", model_id)
+            results = fm.fill_mask_batch(loaded, [(texts[i], top_ks[i]) for i in indices])
+        except ModelUnavailableError as exc:
+            results, loaded = [exc] * len(indices), None
+        except Exception as exc:  # noqa: BLE001 - shown per request, never as a traceback
+            results, loaded = [exc] * len(indices), None
+        for i, result in zip(indices, results):
+            if isinstance(result, ModelUnavailableError):
+                outputs[i] = (unavailable(result), "", empty_figure("No masked-LM checkpoint loaded"), [])
+            elif isinstance(result, Exception):
+                if not isinstance(result, UserInputError):
+                    log.error("fill-mask batch failed", exc_info=result)
+                message = str(result) if isinstance(result, UserInputError) else INTERNAL_ERROR.format(
+                    name=type(result).__name__)
+                outputs[i] = (FILL_REFUSED.format(message=message), "", empty_figure(message), [])
+            else:
+                outputs[i] = _fill_outputs(loaded, result, int(top_ks[i]))
+    return tuple(list(column) for column in zip(*outputs))
 
 
 def word_list(text: str) -> list[tuple[str, int]]:
@@ -158,6 +202,7 @@ def mask_chosen_word(text: str, index):
 
 
 @friendly_errors
+@gpu_handler
 def compare(model_id: str, text: str, top_k: float, progress=gr.Progress()):
     """→ notice, explanation, bidirectional figure, left-only figure."""
     fm.clean_text(text)
@@ -181,11 +226,11 @@ def compare(model_id: str, text: str, top_k: float, progress=gr.Progress()):
 
 
 @friendly_errors
+@gpu_handler
 def inputs(model_id: str, text: str, pair: str, progress=gr.Progress()):
     """→ notice, highlighted tokens, token table, 4 heatmaps."""
     fm.clean_text(text)
-    progress(0.1, desc="Loading the encoder…")
-    loaded, reason = fm.model_for_views(model_id)
+    loaded, reason = fm.model_for_views(model_id, download_progress(progress))
     rep = fm.input_representation(loaded, text, pair or None)
     segment_names = {0: "segment A (0)", 1: "segment B (1)"}
     highlighted = [(token + " ", segment_names[s]) for token, s in zip(rep.tokens, rep.segment_ids)]
@@ -251,6 +296,7 @@ def masking(model_id: str, text: str, seed: float, draws: float):
 
 
 @friendly_errors
+@gpu_handler
 def nsp(model_id: str, first: str, second: str, progress=gr.Progress()):
     """→ notice, figure, filled pair."""
     fm.clean_text(first, "the first sentence")
@@ -301,6 +347,7 @@ def card(model_id: str):
 
 
 @friendly_errors
+@gpu_handler
 def bank(model_id: str, word: str, first: str, second: str, third: str, progress=gr.Progress()):
     """→ notice, contextual figure, static figure, explanation."""
     progress(0.1, desc="Loading the encoder and GloVe…")
@@ -390,8 +437,11 @@ def build() -> None:
                                           label="Top-k per blank", scale=2, buttons=TABLE_BUTTONS)
             text.change(word_choices, text, word, api_name="mlm_words")
             mask_button.click(mask_chosen_word, [text, word], text, api_name="mlm_mask_word")
-            fill_button.click(fill, [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
-                              api_name="mlm_fill", concurrency_id="bert", concurrency_limit=4)
+            # batch=True: requests that arrive together (a class pressing Fill at once) share one forward pass;
+            # benchmarks/batching.py measures the throughput against fill (unbatched).
+            fill_button.click(fill_batch, [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
+                              api_name="mlm_fill", concurrency_id="bert", concurrency_limit=4, batch=True,
+                              max_batch_size=fm.FILL_BATCH)
             # Tab level (where=None): the first sub-tab, shown (and computed) when the tab opens.
             fill_view = presets.View("mlm", "fill", [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
                                      fill, FILL_PRESETS)

@@ -11,7 +11,7 @@ from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
 from core.limits import MAX_TEXT_CHARS
 from demo import presets
-from demo.common import TABLE_BUTTONS, friendly_errors, model_picker
+from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, heatmap
 
 TITLE = "NER"
@@ -144,6 +144,7 @@ def _window_note(encoded: ner.Encoded) -> str:
 
 
 @friendly_errors
+@gpu_handler
 def tag_text(text: str, model_id: str, strategy: str, progress=gr.Progress()):
     """Run the tagger; if the checkpoint is unavailable, say so and still show the tokenisation."""
     progress(0, desc="loading the model (first time only)")

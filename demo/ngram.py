@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.cache import bounded_cache
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.limits import MAX_UPLOAD_BYTES
@@ -69,7 +69,8 @@ def corpus_text(corpus: str, own_text: str | None, upload: str | None) -> str:
     return normalize_text(own_text)
 
 
-@lru_cache(maxsize=4)
+# An order-5 model of Moby-Dick (1.2 M characters) takes ~70 MB, so the cache is bounded by corpus length too.
+@bounded_cache(max_entries=4, max_weight=3_000_000, weight=lambda args, model: len(args[0]))
 def _fit(text: str, unit: str, lowercase: bool, n: int, boundaries: bool) -> NgramModel:
     return NgramModel(tokenize_sentences(text, "char" if unit == CHARS else "word", lowercase), n, boundaries)
 

@@ -294,6 +294,6 @@ class Registry:
             tab_id = query.get("tab")
             if tab_id in self.tabs:
                 updates[tabs] = gr.Tabs(selected=tab_id)
-            return updates
+            return updates or {tabs: gr.skip()}  # never {}: Gradio would read it as one output value
 
         app.load(load_from_url, None, unique(everything), api_name="app_open", api_visibility="undocumented")

@@ -11,7 +11,7 @@ from core import qa, registry
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
 from demo import presets
-from demo.common import TABLE_BUTTONS, friendly_errors, model_picker
+from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, styled
 
 TITLE = "QA"
@@ -195,6 +195,7 @@ def _no_model(exc: ModelUnavailableError):
 
 
 @friendly_errors
+@gpu_handler
 def answer_question(model_id, question, context, max_answer_len, top_k, doc_stride, max_seq_len, no_answer,
                     expected="", progress=gr.Progress()):
     progress(0, desc="loading the model (first use) and reading the context")
@@ -280,8 +281,9 @@ def build() -> None:
             max_answer_len = gr.Slider(1, 30, value=qa.DEFAULT_MAX_ANSWER_LEN, step=1,
                                        label="Max answer length (tokens)")
             top_k = gr.Slider(1, qa.MAX_TOP_K, value=5, step=1, label="Top-k candidate spans")
-            doc_stride = gr.Slider(0, 256, value=128, step=1, label="Doc stride (tokens shared by windows)")
-            max_seq_len = gr.Slider(32, 512, value=qa.DEFAULT_MAX_SEQ_LEN, step=1,
+            doc_stride = gr.Slider(0, 128, value=128, step=1, label="Doc stride (tokens shared by windows)",
+                                   info="At most 128, so that even the shortest window moves on by a fair step.")
+            max_seq_len = gr.Slider(192, 512, value=qa.DEFAULT_MAX_SEQ_LEN, step=1,
                                     label="Window length (max_seq_len)")
     with gr.Row():
         run_button = gr.Button("Find the answer", variant="primary", scale=3)

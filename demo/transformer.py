@@ -13,7 +13,8 @@ from core import registry
 from core import param_count as pc
 from core import transformer as tr
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import friendly_errors, model_picker, whole_number
+from demo import gpt
+from demo.common import friendly_errors, gpu_handler, model_picker, whole_number
 from demo.figures import bar, empty_figure, heatmap, lines
 
 TITLE = "Transformer & GPT"
@@ -163,6 +164,7 @@ def _block_outputs(walk: tr.BlockWalk, asked_layer: int):
 
 
 @friendly_errors
+@gpu_handler
 def block(model_id: str, text: str, token: str, layer: float, progress=gr.Progress()):
     """Follow one token through every layer: summary, token list, layer range, 4 figures and the step table."""
     progress(0.1, desc="loading the model and reading the text")
@@ -175,6 +177,7 @@ def block(model_id: str, text: str, token: str, layer: float, progress=gr.Progre
 
 
 @friendly_errors
+@gpu_handler
 def block_layer(model_id: str, text: str, token: str, layer: float):
     """Redraw the layer-dependent views (the walk is cached: no new forward pass)."""
     walk = tr.walk(text, model_id, token)
@@ -250,6 +253,7 @@ def base_params(encoder_layers, decoder_layers, d_model, heads, d_ff, vocab_size
 
 
 @friendly_errors
+@gpu_handler
 def base_preset(preset: str, model_id: str):
     """Fill the numbers from a preset config (the seed's Transformer-base, or the picked checkpoint's) and count."""
     if preset not in BASE_PRESETS:
@@ -275,6 +279,7 @@ def build() -> None:
     with gr.Tabs():
         block_tab, block_inputs, block_outputs = build_block_view()
         build_base_numbers_view(block_inputs[0])
+        gpt.build()  # the GPT views: next token, generation, causal attention, GPT vs BERT
     for trigger, name in ((opened, "transformer_block_open"), (block_tab, "transformer_block_view")):
         if trigger is not None:
             trigger.select(block, block_inputs, block_outputs, api_name=name, api_visibility="undocumented",

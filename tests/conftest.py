@@ -1,12 +1,22 @@
 """Shared test fixtures. The repository root is on sys.path via rootdir conftest placement."""
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-# Tests never reach the Hub: loading code is exercised with checkpoints written into tmp_path and with packaged weights.
+# Hermetic: a fresh, empty Hugging Face cache for this test session, set before anything imports huggingface_hub,
+# so no machine's real cache changes a result. Tests never reach the real Hub: loading code is exercised with
+# checkpoints written into tmp_path, packaged weights, and tests/hub_server.py (a local Hub API on 127.0.0.1).
+_HF_HOME = tempfile.mkdtemp(prefix="plm-hf-home-")
+atexit.register(shutil.rmtree, _HF_HOME, ignore_errors=True)
+os.environ["HF_HOME"] = _HF_HOME
+os.environ["HF_HUB_CACHE"] = os.path.join(_HF_HOME, "hub")
+os.environ.pop("HF_ENDPOINT", None)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -54,6 +64,61 @@ def tiny_checkpoint(tmp_path_factory):
                                              num_attention_heads=4, intermediate_size=37, **overrides)
         getattr(transformers, class_name)(config).eval().save_pretrained(folder)
         transformers.BertTokenizerFast.from_pretrained(str(resolve(MINILM_ID).directory)).save_pretrained(folder)
+        made[key] = folder
+        return folder
+
+    return make
+
+
+TINY_BPE_TEXTS = [
+    "The weather today is very good, so we went out to play the outdoor game.",
+    "The weather today is very bad, so we had to cancel the outdoor game.",
+    "Call me Ishmael. Some years ago, never mind how long precisely, I went to sea.",
+    "Attention is all you need: queries, keys and values, softmax and a weighted sum.",
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2_checkpoint(tmp_path_factory):
+    """A tiny random GPT2LMHeadModel written by transformers (test-only reference) into a temporary folder.
+
+    ``tiny_gpt2_checkpoint("bpe")`` pairs it with a byte-level BPE tokenizer.json trained here with ``tokenizers``
+    (as gpt2/distilgpt2 ship); ``tiny_gpt2_checkpoint("wordpiece")`` with bert-base-uncased's vocab.txt only (as
+    uer/gpt2-chinese-cluecorpussmall ships a BERT vocabulary). Weights are random (seeded). Cached per session.
+    """
+    import shutil
+
+    import torch
+    import transformers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    from core.registry import MINILM_ID, resolve
+
+    made = {}
+
+    def make(tokenizer: str = "bpe", seed: int = 0, **overrides):
+        key = (tokenizer, seed, repr(sorted(overrides.items())))
+        if key in made:
+            return made[key]
+        folder = tmp_path_factory.mktemp(f"gpt2_{tokenizer}")
+        if tokenizer == "bpe":
+            bpe = Tokenizer(models.BPE())
+            bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+            bpe.decoder = decoders.ByteLevel()
+            bpe.train_from_iterator(TINY_BPE_TEXTS * 5, trainers.BpeTrainer(
+                vocab_size=400, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                show_progress=False))
+            bpe.save(str(folder / "tokenizer.json"))
+            vocab_size, eos = bpe.get_vocab_size(), bpe.token_to_id("<|endoftext|>")
+        elif tokenizer == "wordpiece":
+            shutil.copy(resolve(MINILM_ID).directory / "vocab.txt", folder / "vocab.txt")
+            vocab_size, eos = 30522, 102
+        else:
+            raise ValueError(tokenizer)
+        torch.manual_seed(seed)
+        config = transformers.GPT2Config(vocab_size=vocab_size, n_positions=64, n_embd=32, n_layer=2, n_head=4,
+                                         bos_token_id=eos, eos_token_id=eos, **overrides)
+        transformers.GPT2LMHeadModel(config).eval().save_pretrained(folder)
         made[key] = folder
         return folder
 

@@ -58,13 +58,16 @@ def reference_tokenizer():
 # One test per tab; MAIN_ENDPOINTS says which endpoint stands for the tab.
 
 MAIN_ENDPOINTS = {
+    "overview": "/overview_score",
     "ngram": "/ngram_counts",
     "embeddings": "/embeddings_analogy",
     "lstm": "/lstm_generate",
     "attention": "/attention_steps",
+    "transformer": "/transformer_base_params",
     "mlm": "/mlm_inputs",
     "ner": "/ner_tag",
     "qa": "/qa_layout",
+    "classify": "/classify_run",
 }
 
 
@@ -73,6 +76,34 @@ def test_every_tab_has_a_main_endpoint_in_the_api(client):
     tabs = [module.__name__.rsplit(".", 1)[-1] for module in app.TABS]
     assert sorted(MAIN_ENDPOINTS) == sorted(tabs), "add the new tab's main endpoint (and a test) here"
     assert all(MAIN_ENDPOINTS[tab] in named for tab in tabs)
+
+
+def test_overview_ladder_through_the_api_equals_core(client):
+    """The ladder scores one text through every rung; the API's totals are core.ladder's (whose rungs are checked
+    against each tab's own model and a hand count in tests/test_ladder.py)."""
+    from core import ladder
+
+    text = "Call me Ishmael."
+    summary, strip, totals, table = client.predict(text, api_name="/overview_score")
+    expected = {score.rung.name: score.total_bits for score in ladder.score_text(text).scores}
+    got = {row[0]: row[1] for row in rows(table)}
+    assert got.keys() == expected.keys() and len(got) >= 13
+    for name, bits in expected.items():
+        assert math.isclose(got[name], round(bits, 2), abs_tol=0.011), name
+    assert len(figure(strip)["data"][0]["x"]) == len(text)  # one cell per character, aligned across rungs
+    assert "16 characters" in summary
+
+
+def test_transformer_base_parameters_from_the_seed_shape(client):
+    """Seed §11: N = 6 + 6 layers, d_model = 512, 8 heads, FFN 2048, a shared 37,000-token vocabulary. The total is
+    checked independently in tests/test_transformer.py against torch.nn.Transformer's own module count."""
+    summary, table, plot = client.predict(6, 6, 512, 8, 2048, 37000, True, api_name="/transformer_base_params")
+    assert "63,082,496" in summary
+    d, d_ff = 512, 2048
+    per_layer = {(row[0], row[1]): str(row[3]).replace(",", "") for row in rows(table)}
+    assert per_layer[("encoder layer", "self-attention")] == str(4 * d * d + 4 * d)  # W_Q, W_K, W_V, W_O + biases
+    assert per_layer[("encoder layer", "FFN")] == str(2 * d * d_ff + d_ff + d)  # W1, b1, W2, b2
+    assert figure(plot)["data"], "the bar chart has data"
 
 
 def test_ngram_counts_reproduce_the_seed(client):
@@ -184,3 +215,15 @@ def test_qa_layout_is_cls_question_sep_context_sep(client):
     assert [row[2] for row in rows(table)] == reference
     assert [row[3] for row in rows(table)] == encoded["token_type_ids"]
     assert "not available" in note  # offline: it says whose tokenizer it used instead
+
+
+def test_classify_offline_shows_the_pair_layout_and_how_to_get_the_model(client):
+    a, b = "I like you very much.", "I am very fond of you."
+    summary, probs, vector, logits, layout, note, table = client.predict(
+        model_id="textattack/bert-base-uncased-MRPC", task="sentence pair", text_a=a, text_b=b, max_length=128,
+        api_name="/classify_run")
+    encoded = reference_tokenizer()(a, b)
+    assert [row[1] for row in rows(table)] == reference_tokenizer().convert_ids_to_tokens(encoded["input_ids"])
+    assert [row[2] for row in rows(table)] == encoded["token_type_ids"]
+    assert "hf download textattack/bert-base-uncased-MRPC" in summary
+

@@ -6,7 +6,8 @@ import app
 
 def test_tabs_are_in_the_historical_order():
     assert [module.TITLE for module in app.TABS] == [
-        "N-gram", "Word embeddings", "RNN & LSTM", "Attention", "Transformer & GPT", "BERT masked LM", "NER", "QA"]
+        "Overview", "N-gram", "Word embeddings", "RNN & LSTM", "Attention", "Transformer & GPT", "BERT masked LM", "NER", "QA",
+        "Classification & fine-tuning"]
 
 
 def test_cli_defaults_are_safe():

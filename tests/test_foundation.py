@@ -3,7 +3,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
@@ -45,12 +44,26 @@ def test_packaged_minilm_resolves_offline():
     assert files.config["num_hidden_layers"] == 6 and files.config["hidden_size"] == 384
 
 
+def _count_connections(monkeypatch) -> list:
+    """Record every outgoing TCP connection attempt (the refused ones included)."""
+    import socket
+
+    attempts, connect = [], socket.socket.connect
+
+    def counting(sock, address):
+        attempts.append(address)
+        return connect(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", counting)
+    return attempts
+
+
 def test_offline_unknown_model_fails_fast_with_instructions(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    start = time.monotonic()
+    attempts = _count_connections(monkeypatch)
     with pytest.raises(ModelUnavailableError) as info:
         registry.resolve("dslim/bert-base-NER")
-    assert time.monotonic() - start < 3.0  # the issue's hard limit; a sanity bound, not a benchmark
+    assert attempts == []  # fast because it never waits on the network (no wall-time assertion: issue 21 §9)
     message = str(info.value)
     assert "dslim/bert-base-NER" in message and "offline" in message and "hf download" in message
 
@@ -61,11 +74,10 @@ def test_refused_network_fails_fast(monkeypatch):
     monkeypatch.setattr(registry, "_offline_flag", False)
     monkeypatch.setattr(registry, "_probe_result", None)
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
-    monkeypatch.setattr(registry, "_from_hf_cache", lambda model_id: None)
-    start = time.monotonic()
+    attempts = _count_connections(monkeypatch)
     with pytest.raises(ModelUnavailableError, match="cannot be reached"):
         registry.resolve("some-org/some-model")
-    assert time.monotonic() - start < 3.0
+    assert 1 <= len(attempts) <= 2  # one refused probe, no retry loop (that is what keeps it fast)
 
 
 def test_local_directory_without_weights_is_a_clear_error(tmp_path):

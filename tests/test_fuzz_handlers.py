@@ -34,7 +34,7 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database
 
 # Handlers that train for up to minutes by design: their inputs are sliders and radios that Gradio bounds, and their
 # bad-input paths are covered by their tabs' own tests.
-LONG_RUNNING = {"lstm_train", "embeddings_train"}
+LONG_RUNNING = {"lstm_train", "embeddings_train", "classify_train"}
 
 INTERNAL = re.compile(re.escape(INTERNAL_ERROR).replace(r"\{name\}", ".*"))
 
@@ -200,9 +200,16 @@ def test_handler_survives_bad_input(api_name, tmp_path_factory):
                 args.append(preprocess_payload(component, value))
             except Exception:  # noqa: BLE001 - Gradio refused the payload before our handler runs
                 return
-        check_outcome(lambda: dep.fn(*args))
+        reached.append(args)  # Gradio accepted every payload: this example reaches the handler
+        if dep.batch:  # batch=True handlers take a list per input (Gradio gathers requests) and return lists
+            check_outcome(lambda: dep.fn(*[[arg] for arg in args]))
+        else:
+            check_outcome(lambda: dep.fn(*args))
 
+    reached: list = []
     run()
+    # Proof that the fuzzer exercised the handler, not only Gradio's refusals of its payloads.
+    assert reached, f"no generated example got past Gradio's preprocess to {api_name}"
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -213,7 +220,8 @@ ALLOWED = (UserInputError, ModelUnavailableError)
 
 
 def core_calls():
-    from core import attention, embeddings, lstm, mlm, ner, ngram, param_count, qa, textio, tokenizer, transformer
+    from core import (attention, classify, embeddings, finetune, lstm, mlm, ner, ngram, param_count, qa, textio,
+                      tokenizer, transformer)
     from core.registry import MINILM_ID, resolve
 
     wordpiece = tokenizer.WordPieceTokenizer.from_directory(resolve(MINILM_ID).directory)
@@ -245,6 +253,11 @@ def core_calls():
                                                          st.one_of(st.none(), text, numbers))),
         "param_count.transformer_shape": (param_count.transformer_shape, st.tuples(st.fixed_dictionaries(
             {"name": text, **{key: numbers for key in param_count.MAX_SHAPE}}))),
+        "classify.input_layout": (classify.input_layout, st.tuples(
+            text, st.one_of(st.none(), text), st.sampled_from([MINILM_ID, "", "\x00", "../x"]),
+            st.one_of(st.none(), st.integers(-5, 600)), st.booleans())),
+        "finetune.parse_labelled": (finetune.parse_labelled, st.tuples(st.one_of(st.none(), text))),
+        "finetune.check_sentence": (finetune.check_sentence, st.tuples(st.one_of(st.none(), text))),
     }
 
 
@@ -255,13 +268,17 @@ CORE = core_calls()
 def test_core_entry_point_raises_only_our_errors(name):
     fn, arguments = CORE[name]
 
+    calls: list = []
+
     @FUZZ
     @given(arguments)
     def run(args):
+        calls.append(args)
         try:
             fn(*args)
         except ALLOWED as error:
             assert str(error).strip()
 
     run()
+    assert len(calls) >= min(EXAMPLES, 2), f"{name} was called {len(calls)} times"
 

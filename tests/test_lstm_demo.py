@@ -3,7 +3,7 @@ import gradio as gr
 import numpy as np
 import pytest
 
-from core import lstm
+from core import lstm as core_lstm
 from demo import lstm
 
 CORPUS = "the whale swam. the ship sailed on the sea. the bank of the river. money in the bank. " * 20
@@ -15,8 +15,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 @pytest.fixture(scope="module")
 def tiny():
     """A session's retrained pair, in miniature (the handlers take it as their gr.State)."""
-    vocab = lstm.Vocab.build(CORPUS, "char", min_count=1)
-    for _, _, _, models in lstm.train_pair(vocab, CORPUS, steps=15, seq_len=20, batch_size=8):
+    vocab = core_lstm.Vocab.build(CORPUS, "char", min_count=1)
+    for _, _, _, models in core_lstm.train_pair(vocab, CORPUS, steps=15, seq_len=20, batch_size=8):
         pass
     return models
 
@@ -46,7 +46,7 @@ def test_inspect_bad_input_gives_clear_errors(tiny):
 
 
 def test_gradients_and_forget_products(tiny, monkeypatch):
-    monkeypatch.setattr(rnn, "held_out_text", lambda: CORPUS)
+    monkeypatch.setattr(core_lstm, "held_out_text", lambda: CORPUS)
     summary, grad_fig, forget_fig = lstm.measure_gradients(20, "the ship sailed", tiny)
     assert "distance 19" in summary
     rnn_norms, lstm_norms = figure_values(grad_fig)
@@ -88,7 +88,7 @@ def test_train_streams_loss_curves_then_returns_session_models():
     outputs = list(lstm.train_models("char", 10, 60))
     assert len(outputs) >= 2
     fig, badge, models = outputs[-1]
-    assert isinstance(models, lstm.ModelSet) and "retrained in this session" in badge
+    assert isinstance(models, core_lstm.ModelSet) and "retrained in this session" in badge
     assert [len(trace.y) for trace in fig.data] == [10, 10]
     assert outputs[0][2] is not models  # intermediate yields leave the session's models alone (gr.skip)
     assert lstm.use_shipped()[1] is None

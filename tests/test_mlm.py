@@ -143,6 +143,50 @@ def test_masking_proportions_over_many_draws():
     assert np.all(np.abs(chosen[1:-1] - expected) < 5 * expected ** 0.5)
 
 
+def _masking_all_at_once(tokenizer, text, seed, draws):
+    """The simulation written the direct way, every draw materialised: (draws, candidates) floats at once."""
+    encoding = fm.encode(tokenizer, fm.with_mask_tokens(fm.clean_text(text), tokenizer.mask_token))
+    candidates = np.array([i for i, special in enumerate(encoding.special_tokens_mask) if not special])
+    n = max(1, round(len(candidates) * 0.15))
+    rng = np.random.default_rng(seed)
+    chosen = candidates[np.argpartition(rng.random((draws, len(candidates))), n - 1, axis=1)[:, :n]]
+    u = rng.random((draws, n))
+    action = np.where(u < 0.8, fm.MASK, np.where(u < 0.9, fm.RANDOM, fm.UNCHANGED))
+    random_ids = fm.replacement_ids(tokenizer)[rng.integers(len(fm.replacement_ids(tokenizer)), size=(draws, n))]
+    counts = {fm.ACTION_NAMES[a]: int((action == a).sum()) for a in (fm.MASK, fm.RANDOM, fm.UNCHANGED)}
+    return chosen[0], action[0], random_ids[0], counts, np.bincount(chosen.ravel(), minlength=len(encoding))
+
+
+@pytest.mark.parametrize("seed,draws", [(0, 1), (3, 2047), (5, 2049), (11, 6000)])
+def test_masking_counts_equal_the_materialised_simulation(seed, draws):
+    """Counting chunk by chunk reads the generator in the same order: same first draw, same totals."""
+    tokenizer, _ = registry.tokenizer(MINILM_ID)
+    text = "the [MASK] sat on the mat while the dog was sleeping " * 6
+    result = fm.bert_masking(tokenizer, text, seed=seed, draws=draws)
+    chosen, action, random_ids, counts, by_position = _masking_all_at_once(tokenizer, text, seed, draws)
+    assert result.counts == counts and result.chosen_by_position == by_position.tolist()
+    for position, act, random_id in zip(chosen, action, random_ids):
+        assert result.actions[position] == act
+        if act == fm.RANDOM:
+            assert result.corrupted[position] == tokenizer.id_to_token(int(random_id))
+
+
+def test_masking_memory_does_not_grow_with_draws():
+    """510 tokens × 40,000 draws: all at once that is a 163 MB float64 array (plus its argpartition); counted in
+    chunks the peak stays a few MB whatever the number of draws."""
+    import tracemalloc
+
+    tokenizer, _ = registry.tokenizer(MINILM_ID)
+    text = " ".join(["word"] * 510)
+    tracemalloc.start()
+    try:
+        fm.bert_masking(tokenizer, text, seed=0, draws=40_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40e6
+
+
 def test_masking_one_draw_is_seeded_and_consistent():
     tokenizer, _ = registry.tokenizer(MINILM_ID)
     a = fm.bert_masking(tokenizer, "my dog is hairy", seed=7, draws=100)
@@ -314,3 +358,40 @@ def test_tab_builds_with_its_api_names():
     names = {fn.api_name for fn in blocks.fns.values()}
     assert {"mlm_fill", "mlm_words", "mlm_mask_word", "mlm_compare", "mlm_inputs", "mlm_masking", "mlm_nsp",
             "mlm_card", "mlm_bank"} <= names
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Dynamic batching (issue 21 §8): requests read together in one padded pass give what they give one at a time
+
+
+BATCH_TEXTS = ["my dog is [MASK] .", "the man went to the [MASK] to buy a gallon of milk .", "no blank here",
+               "paris is the [MASK] of france , and [MASK] is the capital of germany .", "[MASK] !"]
+
+
+def test_batched_fill_mask_equals_one_at_a_time(mlm_folder):
+    loaded = registry.load("mlm", mlm_folder)
+    batched = fm.fill_mask_batch(loaded, [(text, 5) for text in BATCH_TEXTS])
+    for text, got in zip(BATCH_TEXTS, batched):
+        if "[MASK]" not in text:
+            assert isinstance(got, UserInputError) and "no blank" in str(got)
+            continue
+        alone = fm.fill_mask(loaded, text, 5)
+        assert got.filled == alone.filled and got.tokens == alone.tokens
+        for mine, ref in zip(got.blanks, alone.blanks):
+            assert [c.token for c in mine.candidates] == [c.token for c in ref.candidates]
+            assert [c.probability for c in mine.candidates] == pytest.approx(
+                [c.probability for c in ref.candidates], abs=1e-5)
+
+
+def test_batched_handler_gives_each_request_its_own_answer(pretraining_folder):
+    from demo import mlm
+
+    notices, filled, figures, tables = mlm.fill_batch([pretraining_folder] * 3, [BATCH_TEXTS[0], "no blank here",
+                                                                                 BATCH_TEXTS[1]], [4, 4, 3])
+    assert len(notices) == len(filled) == len(figures) == len(tables) == 3
+    assert "cannot be filled in" in notices[1] and "no blank" in notices[1] and tables[1] == []
+    for i, (text, k) in enumerate([(BATCH_TEXTS[0], 4), (BATCH_TEXTS[1], 3)]):
+        alone = mlm.fill(pretraining_folder, text, k, progress=noop_progress)
+        j = 0 if i == 0 else 2
+        assert filled[j] == alone[1] and notices[j] == alone[0]
+        assert [row[:3] for row in tables[j]] == [row[:3] for row in alone[3]]

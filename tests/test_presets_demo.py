@@ -64,12 +64,12 @@ def test_every_default_shows_figures_with_data_and_tables_with_rows(built):
 def test_first_open_load_shows_the_seed_bigram(built):
     blocks, _ = built
     load = next(dep for dep in blocks.fns.values() if dep.api_name == "app_open")
-    updates = load.fn()
+    updates = load.fn(FakeRequest(tab="ngram"))
     texts = [v for v in updates.values() if isinstance(v, str)]
     assert any("P(词性 | 的) = count(的, 词性) / count(的) = 2 / 3 = **0.6667**" in t for t in texts)
 
 
-class FakeRequest:
+class FakeRequest:  # noqa: D101 - what load_from_url reads of gr.Request
     def __init__(self, **query):
         self.query_params = query
 
@@ -84,9 +84,10 @@ def test_deep_link_selects_tab_and_subtab_and_computes_the_preset(built):
     updates = load.fn(FakeRequest(tab="mlm", preset="bert-base-parameters"))
     assert {"mlm", "card"} <= {getattr(v, "selected", None) for v in updates.values() if isinstance(v, gr.Tabs)}
     assert any("108,808,704" in v and "109,482,240" in v for v in updates.values() if isinstance(v, str))
-    # an unknown tab or preset falls back to the first tab's defaults, not to an error
-    updates = load.fn(FakeRequest(tab="nope", preset="nope"))
+    # a known tab with an unknown preset shows the tab's defaults; an unknown tab is not an error
+    updates = load.fn(FakeRequest(tab="ngram", preset="nope"))
     assert any("2 / 3" in v for v in updates.values() if isinstance(v, str))
+    assert load.fn(FakeRequest(tab="nope", preset="nope"))
 
 
 def test_opening_again_keeps_what_the_learner_did(built):

@@ -193,3 +193,41 @@ def test_huge_context_is_cut_with_a_note_and_windowed(bert_folder):
     assert any("only the first" in note for note in result.notes)
     assert len(result.windows) > 10
     assert result.context[result.best.start:result.best.end] == result.best.text
+
+
+class _NoTokenizing:
+    """A tokenizer stand-in whose use would fail: the stride check must come before any tokenising."""
+    model_max_length = 512
+
+    @property
+    def backend(self):
+        raise AssertionError("tokenised before checking the stride")
+
+
+@pytest.mark.parametrize("max_seq_len,doc_stride", [(128, 127), (128, 128), (128, 125), (64, 61), (384, 400)])
+def test_stride_close_to_the_window_is_refused_before_tokenising(bert_folder, max_seq_len, doc_stride):
+    with pytest.raises(UserInputError, match=r"doc stride \(\d+\) must be .* below \d+"):
+        qa.default_lengths(_NoTokenizing(), max_seq_len, doc_stride)
+    with pytest.raises(UserInputError, match="doc stride"):  # a short context too: the combination itself is wrong
+        qa.answer(QUESTION, qa.PRECIPITATION, bert_folder, max_seq_len=max_seq_len, doc_stride=doc_stride)
+
+
+def test_stride_that_would_need_thousands_of_windows_is_refused(bert_folder):
+    question_len = 11  # "where do water droplets collide with ice crystals?" in WordPieces, + 3 specials = 14
+    with pytest.raises(UserInputError, match=r"would need [\d,]+ windows \(the limit is 256\)"):
+        qa.answer(QUESTION, context_of(3000), bert_folder, max_seq_len=64, doc_stride=64 - 3 - question_len - 1)
+
+
+def test_qa_sliders_cannot_make_a_refused_combination_for_ordinary_questions():
+    import gradio as gr
+
+    from demo import qa as qa_demo
+
+    with gr.Blocks() as blocks:
+        qa_demo.build()
+    sliders = {c.label: c for c in blocks.blocks.values() if isinstance(c, gr.Slider)}
+    stride = sliders["Doc stride (tokens shared by windows)"]
+    window = sliders["Window length (max_seq_len)"]
+    # the largest stride beside the shortest window still leaves room for a 40-token question and a step of 20
+    assert window.minimum - 3 - 40 - stride.maximum >= 20
+    qa.default_lengths(_NoTokenizing(), int(window.minimum), int(stride.maximum))  # no error

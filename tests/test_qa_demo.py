@@ -70,7 +70,7 @@ def test_bad_input_raises_a_clear_gradio_error(folder):
     with pytest.raises(gr.Error, match="context is empty"):
         run(folder, "Why?", "   ")
     with pytest.raises(gr.Error, match="question has"):
-        run(folder, "why " * 200, core_qa.PRECIPITATION, max_seq_len=128)
+        run(folder, "why " * 200, core_qa.PRECIPITATION, max_seq_len=128, doc_stride=32)
 
 
 def test_offline_model_shows_a_message_and_layout_still_works():

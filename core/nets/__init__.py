@@ -6,4 +6,5 @@ key normalisation and a strict ``load_state_dict``:
     bert.py        BERT encoder, embeddings, heads (masked LM, NSP, token/sequence classification, QA)
     distilbert.py  DistilBERT: BERT's equations under DistilBERT's names, no segments, no pooler
     recurrent.py   the character/word RNN and LSTM language models of the RNN & LSTM tab (§6)
+    gpt.py         GPT-2 (a causal Transformer decoder, §12) with a KV cache; also the shipped char-GPT
 """

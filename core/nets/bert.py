@@ -44,6 +44,7 @@ class BertConfig:
     sinusoidal_pos_embds: bool = False
     num_labels: int = 2
     id2label: dict[int, str] = field(default_factory=dict)
+    problem_type: str | None = None  # "multi_label_classification" makes the pipeline use a sigmoid
     architectures: list[str] = field(default_factory=list)
     tie_word_embeddings: bool = True
 
@@ -137,10 +138,10 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, additive_mask: 
     """
     if not need_probs:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=additive_mask), None
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, A, T, T)
+    scores = (q * (1.0 / math.sqrt(q.shape[-1]))) @ k.transpose(-2, -1)  # (B, A, T, T); scaling q is T/hs x less work
     if additive_mask is not None:
-        scores = scores + additive_mask  # 0 where attending is allowed, a large negative number where not
-    probs = scores.softmax(dim=-1)  # (B, A, T, T), each row sums to 1
+        scores += additive_mask  # in place: 0 where attending is allowed, a large negative number where not
+    probs = scores.softmax(dim=-1)  # (B, A, T, T), each row sums to 1: the one softmax, returned as it is
     return probs @ v, probs  # (B, A, T, hs)
 
 
@@ -240,8 +241,10 @@ class BertPooler(nn.Module):
 
 
 def additive_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-    """(B, T) of 1/0 → (B, 1, 1, T) of 0/most-negative, broadcast over heads and query positions."""
-    if attention_mask is None:
+    """(B, T) of 1/0 → (B, 1, 1, T) of 0/most-negative, broadcast over heads and query positions. None when every
+    position may be attended to (a pad-free batch): adding zeros changes nothing, and without a mask SDPA can use its
+    fastest kernel."""
+    if attention_mask is None or bool(attention_mask.all()):
         return None
     return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
 
@@ -404,15 +407,21 @@ class BertForTokenClassification(PretrainedMixin, nn.Module):
 
 
 class BertForSequenceClassification(PretrainedMixin, nn.Module):
+    """softmax(W · pooled + b) over the labels: the [CLS] vector, pooled, read by one linear layer (seed §14)."""
+
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
         self.bert = BertModel(config, add_pooling_layer=True)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
 
+    def sentence_vector(self, encoded: EncoderOutput) -> torch.Tensor:
+        """The vector the classifier's W reads: the pooled [CLS] vector tanh(W_p h_[CLS] + b_p)."""
+        return encoded.pooler_output  # (B, H)
+
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
         encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
-        return HeadOutput(self.classifier(encoded.pooler_output), encoded)  # (B, C)
+        return HeadOutput(self.classifier(self.sentence_vector(encoded)), encoded)  # (B, C)
 
 
 class BertForQuestionAnswering(PretrainedMixin, nn.Module):

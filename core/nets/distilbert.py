@@ -149,6 +149,27 @@ class DistilBertForTokenClassification(PretrainedMixin, nn.Module):
         return HeadOutput(self.classifier(encoded.last_hidden_state), encoded)
 
 
+class DistilBertForSequenceClassification(PretrainedMixin, nn.Module):
+    """h_[CLS] → ReLU(pre_classifier) → classifier: DistilBERT has no pooler, so its head adds one hidden layer."""
+
+    base_prefix = "distilbert"
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.distilbert = DistilBertModel(config)
+        self.pre_classifier = nn.Linear(config.hidden_size, config.hidden_size)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+
+    def sentence_vector(self, encoded: EncoderOutput) -> torch.Tensor:
+        """The vector the classifier's W reads: ReLU(W_pre h_[CLS] + b_pre)."""
+        return torch.relu(self.pre_classifier(encoded.last_hidden_state[:, 0]))  # (B, H)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
+        encoded = self.distilbert(input_ids, attention_mask, None, output_attentions)
+        return HeadOutput(self.classifier(self.sentence_vector(encoded)), encoded)  # (B, C)
+
+
 class DistilBertForQuestionAnswering(PretrainedMixin, nn.Module):
     base_prefix = "distilbert"
 

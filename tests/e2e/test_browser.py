@@ -79,6 +79,10 @@ class Scenario:
     opens_with_result: bool = False  # the tab draws its default result when opened, so plots are there before `run`
 
 
+def _overview(page):
+    click_text(page, "A quote that closes far away")  # a preset: sets the text and scores it with every model
+
+
 def _ngram(page):
     click_text(page, "Seed: P(词性 | 的) = 2/3 (MLE, word tokens)")  # a preset: sets every input and runs
 
@@ -115,9 +119,20 @@ def _qa(page):
     click_button(page, "Seed 001: what makes it fall?")  # offline: the input layout, and a note about the model
 
 
+def _classify(page):
+    click_button(page, "English twin (MRPC paraphrase)")  # offline: the pair layout, and how to get the model
+    page.get_by_text("hf download").filter(visible=True).first.wait_for()
+    open_tab(page, "Fine-tune MiniLM yourself")  # then fine-tune MiniLM offline (~20 s on 2 cores)
+    click_button(page, "Train")
+
+
 BLOCK = "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' block ')][1]"  # the Gradio component around it
 
 SCENARIOS: dict[str, Scenario] = {
+    # Opens filled (timeline, held-out ladder, the first preset's strip); the preset swaps in another text.
+    "overview": Scenario(_overview, plots=4, texts=["closing quote after"], opens_with_result=True,
+                         frame=lambda page: page.get_by_text("Surprisal of each character").locator(
+                             "xpath=ancestor::div[contains(@class, 'js-plotly-plot')][1]")),
     # Seed §2.1: count(的, 词性) / count(的) = 2 / 3.
     "ngram": Scenario(_ngram, plots=1, texts=["2 / 3"]),
     # GloVe 6B 50d: king − man + woman ≈ queen.
@@ -134,6 +149,8 @@ SCENARIOS: dict[str, Scenario] = {
     # Offline the layout view runs on MiniLM's tokenizer: [CLS] question [SEP] context [SEP].
     "qa": Scenario(_qa, plots=0, texts=["[CLS]", "[SEP]", "precipitation"],
                    frame=lambda page: page.locator(".textfield").filter(has_text="[SEP]")),
+    # Offline: the pair layout says which checkpoint to fetch; fine-tuning MiniLM runs and reports accuracies.
+    "classify": Scenario(_classify, plots=1, texts=["Done", "MiniLM frozen + head (a)"]),
 }
 
 

@@ -1,0 +1,103 @@
+"""Cold start to first answer: `python app.py --offline` from spawn to the first answered request, and where the time
+goes (interpreter, imports, building the tabs, launching the server, the first answer).
+
+Two measurements, alternating:
+- end to end: the real `python app.py --offline --device cpu` in a subprocess (tests/live_app.AppProcess); the clock
+  runs from spawn to the first HTTP 200 (served) and then to the first answer of the first tab's event;
+- breakdown: a child process that does what app.main does, step by step, timing each step, then asks its own
+  server for the same first answer.
+
+    python -m benchmarks.bench_startup [--quick]
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+from benchmarks.common import print_table, row
+from tests.live_app import ROOT, AppProcess, app_env
+
+FIRST_EVENT = "/ngram_counts"  # the first tab's first button, with the tab's default inputs
+TARGET_S = 8.0
+
+BREAKDOWN = r"""
+import json, time, sys
+t0 = time.perf_counter()
+import gradio
+t1 = time.perf_counter()
+import torch
+t2 = time.perf_counter()
+import app
+t3 = time.perf_counter()
+from core import registry
+from core.device import set_device
+registry.set_offline(True)
+set_device("cpu")
+blocks = app.build_app()
+t4 = time.perf_counter()
+blocks.launch(server_name="127.0.0.1", server_port=int(sys.argv[1]), prevent_thread_lock=True, theme=app.THEME,
+              css_paths=[app.CSS_PATH], head=app.figures.SVG_EXPORT_HEAD, quiet=True)
+t5 = time.perf_counter()
+from benchmarks.bench_startup import first_answer
+first_answer(f"http://127.0.0.1:{sys.argv[1]}/")
+t6 = time.perf_counter()
+print("BREAKDOWN", json.dumps({"import gradio": t1 - t0, "import torch": t2 - t1, "import app (our modules)": t3 - t2,
+                  "build the tabs": t4 - t3, "launch": t5 - t4, "first answer": t6 - t5}))
+blocks.close()
+"""
+
+
+def first_answer(url: str) -> None:
+    """The first tab's first event, through the client a learner's script would use, with its default inputs."""
+    from gradio_client import Client
+
+    Client(url, verbose=False).predict(own_text="", upload=None, api_name=FIRST_EVENT)
+
+
+def end_to_end() -> tuple[float, float]:
+    """(seconds to serve, seconds to the first answer), both from spawning `python app.py --offline`."""
+    app = AppProcess("--offline", "--device", "cpu", env=app_env())
+    try:
+        served = app.wait_until_serving(300)
+        first_answer(app.url)
+        return served, time.monotonic() - app.started
+    finally:
+        app.stop()
+
+
+def breakdown() -> dict[str, float]:
+    from tests.live_app import free_port
+
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", BREAKDOWN, str(free_port())], cwd=ROOT, env=app_env(),
+                         capture_output=True, text=True, timeout=300, check=True)
+    line = next(line for line in out.stdout.splitlines() if line.startswith("BREAKDOWN "))
+    steps = json.loads(line.removeprefix("BREAKDOWN "))
+    rest = time.perf_counter() - started - sum(steps.values())
+    steps["interpreter start, server close, exit (not part of a real start)"] = rest
+    return steps
+
+
+def run(quick: bool = False) -> list[dict]:
+    repeats = 2 if quick else 20
+    served, answered, parts = [], [], []
+    for _ in range(repeats):  # alternating: one real start, one instrumented start
+        s, a = end_to_end()
+        served.append(s)
+        answered.append(a)
+        parts.append(breakdown())
+    median = statistics.median
+    spread = f"{min(answered):.1f}–{max(answered):.1f} s over {repeats}"
+    rows = [row(f"cold start to first answer, app.py --offline ({spread})", median(answered), None, "s",
+                f"≤ {TARGET_S:g} s", target_value=TARGET_S),
+            row("  spawn to serving (first HTTP 200)", median(served), None, "s", "")]
+    for name in parts[0]:
+        rows.append(row(f"  breakdown: {name}", median(p[name] for p in parts), None, "s", ""))
+    return rows
+
+
+if __name__ == "__main__":
+    print_table(run(quick="--quick" in sys.argv))

@@ -1,0 +1,154 @@
+"""Sentence and sentence-pair classification with a fine-tuned BERT (seed §14.1–§14.2).
+
+One input sequence, ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``, segment id 0 for ``[CLS] A [SEP]`` and 1 for
+``B [SEP]``. The encoder turns it into final vectors h_0 … h_{T-1}; the classifier reads one sentence vector v:
+
+    BERT        v = tanh(W_p h_[CLS] + b_p)            (the pooler, trained with next-sentence prediction)
+    DistilBERT  v = ReLU(W_pre h_[CLS] + b_pre)        (no pooler; the head has its own hidden layer)
+    both        logits z = W v + b,   W: C × H          P(label c) = softmax(z)_c = exp(z_c) / Σ_k exp(z_k)
+
+Label names come from the checkpoint's ``config.json`` (``id2label``). A few popular checkpoints only say
+``LABEL_0``/``LABEL_1`` there; for those the display names come from the dataset they were trained on (GLUE's
+convention), and the result says so. Scores follow transformers' text-classification pipeline: softmax over the
+labels, or a sigmoid when the checkpoint has a single output or is multi-label, so labels and scores are equal.
+
+A pair longer than the model's window is cut with ``longest_first`` (the longer side loses tokens first), and the
+cut is reported. Fine-tuning a classifier offline on MiniLM is core/finetune.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from core import registry
+from core.errors import ModelUnavailableError, UserInputError
+from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.textio import normalize_text
+from core.tokenizer import WordPieceEncoding
+
+SST2_ID, MRPC_ID, DIANPING_ID, SIMILARITY_ZH_ID, COLA_ID = registry.CHECKPOINTS["classify"]
+
+# Display names for checkpoints whose config.json only says LABEL_0 / LABEL_1 (from the dataset's convention).
+KNOWN_LABELS = {
+    MRPC_ID: (["not paraphrase", "paraphrase"], "GLUE MRPC: 1 = the two sentences are paraphrases"),
+    COLA_ID: (["unacceptable", "acceptable"], "GLUE CoLA: 1 = grammatically acceptable"),
+    SIMILARITY_ZH_ID: (["不相似 (not similar)", "相似 (similar)"],
+                       "its model card: trained on Chinese paraphrase sets such as LCQMC and AFQMC, 1 = similar"),
+}
+
+# Seed §14.1: "[CLS]我很喜欢你[SEP]我很中意你" → [0.02, 0.98], "similar". The numbers are the post's illustration,
+# not the output of a named checkpoint; the preset shows what a real one gives.
+SEED_PAIR_ZH = ("我很喜欢你", "我很中意你")
+SEED_PAIR_EN = ("I like you very much.", "I am very fond of you.")
+SEED_PAIR_PROBS = (0.02, 0.98)
+# Seed §14.2: a scrambled string judged "not a coherent sentence" (a CoLA-style acceptability task).
+SEED_SINGLE_ZH = "海大球星饭茶吃"
+SEED_SINGLE_EN = "Big sea ball star rice tea eat."
+
+
+@dataclass
+class ClassifyResult:
+    text_a: str
+    text_b: str | None
+    encoding: WordPieceEncoding  # tokens, segment ids, truncation
+    vector_name: str  # which vector the classifier reads, in words
+    vector: np.ndarray  # (H,) v
+    weight: np.ndarray  # (C, H) W
+    bias: np.ndarray  # (C,) b
+    logits: np.ndarray  # (C,) W v + b
+    probs: np.ndarray  # (C,) softmax (or sigmoid) of the logits
+    labels: list[str]  # display name per class index
+    label_note: str  # where the names came from
+    function: str  # "softmax" or "sigmoid"
+    badge: str
+
+    @property
+    def ranked(self) -> list[dict]:
+        """[{"label", "score"}] best first: what transformers' pipeline(..., top_k=None) returns."""
+        order = np.argsort(-self.probs, kind="stable")
+        return [{"label": self.labels[i], "score": float(self.probs[i])} for i in order]
+
+
+def check_texts(text_a: str | None, text_b: str | None, pair: bool) -> tuple[str, str | None]:
+    """Both sides as the model will read them; an empty side or an over-long text gets a clear message."""
+    text_a = normalize_text(text_a or "").replace("\r", " ").strip()
+    text_b = normalize_text(text_b or "").replace("\r", " ").strip() if pair else None
+    if not text_a:
+        raise UserInputError("Sentence A is empty. Type a sentence, or pick a preset.")
+    if pair and not text_b:
+        raise UserInputError("Sentence B is empty. A pair task needs two sentences; type the second one, or choose "
+                             "“single sentence”.")
+    for name, text in (("Sentence A", text_a), ("Sentence B", text_b or "")):
+        if len(text) > MAX_TEXT_CHARS:
+            raise UserInputError(f"{name} has {len(text):,} characters; the limit is {MAX_TEXT_CHARS:,}.")
+    return text_a, text_b
+
+
+def label_names(model_id: str, config) -> tuple[list[str], str]:
+    """One name per class index, and a note saying where the names came from."""
+    count = max(int(config.num_labels), 1)
+    names = [config.id2label.get(i, f"LABEL_{i}") for i in range(count)]
+    generic = all(name == f"LABEL_{i}" for i, name in enumerate(names))
+    if generic and model_id in KNOWN_LABELS and len(KNOWN_LABELS[model_id][0]) == count:
+        known, source = KNOWN_LABELS[model_id]
+        return list(known), f"config.json says only LABEL_0…LABEL_{count - 1}; names from {source}"
+    return names, "label names from the checkpoint's config.json (id2label)"
+
+
+def _encode(tokenizer, text_a: str, text_b: str | None, max_length: int | None) -> WordPieceEncoding:
+    limit = min(tokenizer.model_max_length, MAX_MODEL_TOKENS)
+    max_length = int(max_length or limit)
+    if not 8 <= max_length <= limit:
+        raise UserInputError(f"The maximum length must be between 8 and {limit} tokens (got {max_length}).")
+    encoding = tokenizer.encode(text_a, text_b, max_length=max_length)
+    content = [t for t, special in zip(encoding.tokens, encoding.special_tokens_mask) if not special]
+    if not content:
+        raise UserInputError("The text has no tokens the model can read (only spaces or invisible characters).")
+    return encoding
+
+
+def input_layout(text_a: str | None, text_b: str | None = None, model_id: str | None = None,
+                 max_length: int | None = None, pair: bool | None = None) -> tuple[WordPieceEncoding, str]:
+    """``[CLS] A [SEP] B [SEP]`` with segment ids, without running a model; works offline (MiniLM's tokenizer
+    stands in when the checkpoint is not here). Returns the encoding and a line naming the tokenizer."""
+    pair = bool(text_b) if pair is None else pair
+    text_a, text_b = check_texts(text_a, text_b, pair)
+    model_id = registry.model_id_or_default("classify", model_id)
+    try:
+        tokenizer, _ = registry.tokenizer(model_id)
+        source = f"Tokens from the tokenizer of {model_id}"
+    except (ModelUnavailableError, UserInputError):
+        tokenizer, _ = registry.tokenizer(registry.OFFLINE_ENCODER)
+        source = (f"{model_id} is not available here, so the tokens come from {registry.OFFLINE_ENCODER}'s "
+                  "tokenizer (bert-base-uncased's vocabulary; [UNK] marks characters it lacks)")
+    return _encode(tokenizer, text_a, text_b, max_length), source
+
+
+def classify(text_a: str | None, text_b: str | None = None, model_id: str | None = None,
+             max_length: int | None = None, pair: bool | None = None) -> ClassifyResult:
+    """Run a *ForSequenceClassification checkpoint on one sentence or a pair; everything the tab shows."""
+    pair = bool(text_b) if pair is None else pair
+    text_a, text_b = check_texts(text_a, text_b, pair)
+    loaded = registry.load("classify", model_id)
+    encoding = _encode(loaded.tokenizer, text_a, text_b, max_length)
+    model = loaded.model
+    with torch.inference_mode():
+        ids = torch.tensor([encoding.ids], device=loaded.device)  # (1, T)
+        segments = torch.tensor([encoding.segment_ids], device=loaded.device)  # (1, T)
+        encoded = getattr(model, model.base_prefix)(ids, None, segments, False)  # bert or distilbert
+        vector = model.sentence_vector(encoded)  # (1, H)
+        logits = model.classifier(vector)[0].float()  # (C,)
+    config = loaded.config
+    multi = config.problem_type == "multi_label_classification"
+    function = "sigmoid" if logits.numel() == 1 or multi else "softmax"
+    probs = logits.sigmoid() if function == "sigmoid" else logits.softmax(-1)
+    labels, note = label_names(loaded.files.model_id, config)
+    distil = config.model_type == "distilbert"
+    return ClassifyResult(
+        text_a=text_a, text_b=text_b, encoding=encoding,
+        vector_name="ReLU(W_pre h_[CLS] + b_pre)" if distil else "pooled [CLS]: tanh(W_p h_[CLS] + b_p)",
+        vector=vector[0].float().cpu().numpy(), weight=model.classifier.weight.detach().float().cpu().numpy(),
+        bias=model.classifier.bias.detach().float().cpu().numpy(), logits=logits.cpu().numpy(),
+        probs=probs.cpu().numpy(), labels=labels, label_note=note, function=function, badge=loaded.badge)

@@ -1,0 +1,368 @@
+"""GPT, the left-to-right decoder (§12): a character GPT trained here, GPT-2 from the Hub, and GPT vs BERT.
+
+What the tab shows, for any of the models:
+
+    next token     p(x_{t+1} = w | x_{≤t}) = softmax(z / τ)_w over the k largest logits z (temperature τ, top-k)
+    generation     draw x_{t+1} from that distribution, append it, repeat; the keys and values of earlier positions
+                   are cached, so each step runs the network on one new token only
+    attention      softmax(QKᵀ/√d_h + M) per layer and head: lower-triangular, because M hides the future
+    GPT vs BERT    one blank: the causal LM reads only the text left of it; the masked LM reads both sides (§13.1)
+
+The char-GPT is a 4-layer causal Transformer (core/nets/gpt.py) trained by scripts/train_gpt.py on exactly the
+RNN & LSTM tab's Moby-Dick split and character vocabulary, so their held-out losses compare directly:
+
+    held-out loss = mean over positions t of −ln p(x_{t+1} | x_{≤t})      (nats/char; ÷ ln 2 for bits/char)
+
+computed on the same 64 consecutive 200-character windows as core/lstm.py's ``evaluate``; every window is read
+from its first character, as the recurrent models read it from a zero state. The context is 128 characters, so a
+window's last 72 are read with a sliding window (at least 64 characters of context each).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterator
+
+import torch
+import torch.nn.functional as F
+
+from core import registry
+from core.device import get_device
+from core.errors import ModelUnavailableError, UserInputError
+from core.limits import MAX_TEXT_CHARS
+from core.nets.gpt import GPT, GPTConfig, from_state_dict, to_gpt2_state_dict
+from core.paths import ASSETS_DIR
+from core.lstm import UNK, Vocab, clean_text
+from core.textio import normalize_text
+from core.tokenizer import ByteBPETokenizer, CausalEncoding, WordPieceGPTTokenizer
+
+GPT_ASSETS = ASSETS_DIR / "gpt"
+CHAR_GPT_ID = "char-gpt"
+CHINESE_GPT2_ID = registry.CHECKPOINTS["causal-lm"][2]  # uer/gpt2-chinese-cluecorpussmall
+MODEL_CHOICES = (CHAR_GPT_ID, *registry.CHECKPOINTS["causal-lm"])
+MAX_TOKENS = 512  # text read at once, in tokens (also capped by each model's context)
+MAX_MAP_TOKENS = 128  # attention maps beyond this are unreadable
+MAX_GENERATE = 500  # tokens one generation may add
+MAX_TEMPERATURE = 3.0
+
+
+def save_char_gpt(model: GPT, vocab: Vocab, info: dict, directory: Path = GPT_ASSETS) -> None:
+    """Weights in GPT-2's layout (so transformers' GPT2LMHeadModel reads them too) + a GPT-2 config.json that also
+    carries the character vocabulary and the training facts."""
+    from safetensors.torch import save_file
+
+    directory.mkdir(parents=True, exist_ok=True)
+    save_file(to_gpt2_state_dict(model), str(directory / "char_gpt.safetensors"))
+    config = {"model_type": "gpt2", **model.config.to_dict(), "level": vocab.level, "tokens": vocab.tokens,
+              "info": info}
+    (directory / "config.json").write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+def load_char_gpt(directory: Path = GPT_ASSETS) -> tuple[GPT, Vocab, dict]:
+    config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    model = from_state_dict(GPTConfig.from_dict(config), registry.load_state_dict(directory / "char_gpt.safetensors"))
+    return model.to(get_device()), Vocab(config["level"], config["tokens"]), config.get("info", {})
+
+
+@lru_cache(maxsize=1)
+def shipped_char_gpt() -> tuple[GPT, Vocab, dict]:
+    """The char-GPT in assets/gpt/, loaded once per process."""
+    return load_char_gpt(GPT_ASSETS)
+
+
+def held_out_losses() -> dict[str, float]:
+    """Held-out nats/char of the shipped char-GPT, RNN and LSTM: one split, one vocabulary, the same windows."""
+    from core.lstm import RNN_ASSETS
+
+    rnn_info = json.loads((RNN_ASSETS / "config.json").read_text(encoding="utf-8"))["info"]
+    return {"char-GPT": shipped_char_gpt()[2]["held_out"]["loss_nats"],
+            "RNN": rnn_info["rnn"]["held_out_loss_nats"], "LSTM": rnn_info["lstm"]["held_out_loss_nats"]}
+
+
+@torch.inference_mode()
+def evaluate(model: GPT, data: torch.Tensor, seq_len: int = 200, max_windows: int = 64) -> float:
+    """Mean next-character cross-entropy (nats) on the first max_windows consecutive windows of data: the windows
+    of core/lstm.py's evaluate. A window longer than the context is read in strides of half the context (the
+    standard sliding-window evaluation), so every position keeps at least context/2 characters of its window."""
+    n = min(max_windows, (len(data) - 1) // seq_len)
+    device = model.lm_head.weight.device
+    x = data[: n * seq_len].view(n, seq_len).to(device)  # (n, seq_len)
+    y = data[1: n * seq_len + 1].view(n, seq_len).to(device)  # (n, seq_len)
+    context = model.config.n_positions
+    done = min(context, seq_len)
+    parts = [model(x[:, :done]).logits]  # (n, done, V)
+    while done < seq_len:
+        end = min(done + context // 2, seq_len)
+        parts.append(model(x[:, end - context:end]).logits[:, context - (end - done):])  # (n, end - done, V)
+        done = end
+    logits = torch.cat(parts, dim=1)  # (n, seq_len, V)
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1)).item()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The char-GPT's tokens: characters (GPT-2's byte-level BPE and WordPiece wrappers live in core/tokenizer.py)
+
+
+class CharTokenizer:
+    """One id per character; characters outside the vocabulary (Moby-Dick's 76 + <unk>) become <unk>, as for the
+    RNN and LSTM."""
+
+    kind = "characters"
+
+    def __init__(self, vocab: Vocab):
+        self.vocab = vocab
+        self.banned = [0]  # never write <unk>
+
+    def encode(self, text: str) -> CausalEncoding:
+        ids, pieces, unknown = self.vocab.encode(text)
+        return CausalEncoding(ids, [UNK if i == 0 else p for i, p in zip(ids, pieces)], unknown)
+
+    def piece(self, token_id: int) -> str:
+        return self.vocab.tokens[token_id]
+
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Loading: the shipped char-GPT, or a GPT-2 checkpoint (a Hub id or a local folder)
+
+
+@dataclass
+class LoadedGPT:
+    model_id: str
+    model: GPT
+    tokenizer: CharTokenizer | ByteBPETokenizer | WordPieceGPTTokenizer
+    source: str  # where the weights came from, for the badge
+    info: dict = field(default_factory=dict)
+
+    @property
+    def context(self) -> int:
+        return self.model.config.n_positions
+
+    @property
+    def badge(self) -> str:
+        c = self.model.config
+        return (f"{self.model_id} · {c.n_layer} layers × {c.n_head} heads, d_model {c.n_embd}, "
+                f"context {c.n_positions} · {self.model.num_parameters():,} parameters · {self.tokenizer.kind} · "
+                f"from {self.source} · {self.model.lm_head.weight.device.type}")
+
+
+def load(model_id: str | None = None) -> LoadedGPT:
+    """The char-GPT (default), or a GPT-2 checkpoint by Hub id or local folder through the registry (loaded once).
+    Raises ModelUnavailableError offline, naming the id and how to download it."""
+    model_id = str(model_id or "").strip() or CHAR_GPT_ID
+    if model_id == CHAR_GPT_ID:
+        model, vocab, info = shipped_char_gpt()
+        return LoadedGPT(model_id, model, CharTokenizer(vocab), "assets/gpt (trained by scripts/train_gpt.py)", info)
+    loaded = registry.load("causal-lm", model_id)
+    return LoadedGPT(model_id, loaded.model, loaded.tokenizer, loaded.files.source)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# What the tab computes
+
+
+def check_temperature(temperature: float, top_k: int | None) -> None:
+    if not isinstance(temperature, (int, float)) or math.isnan(temperature) or temperature <= 0:
+        raise UserInputError("Temperature must be above 0 (0.05 to 3): it divides the logits. For the single most "
+                             "likely token, use a small temperature such as 0.05, or top-k = 1.")
+    if temperature > MAX_TEMPERATURE:
+        raise UserInputError(f"Temperature must be at most {MAX_TEMPERATURE}; beyond that every token looks alike.")
+    if top_k is not None and top_k < 1:
+        raise UserInputError("Top-k must be at least 1 (0 or empty means: no top-k cut).")
+
+
+def encode_text(loaded: LoadedGPT, text: str) -> CausalEncoding:
+    """Validate and encode the learner's text: not empty, within the context, not all unknown characters."""
+    text = clean_text(text or "") if isinstance(loaded.tokenizer, CharTokenizer) else normalize_text(text or "")
+    if not text.strip():
+        raise UserInputError("The text is empty. Type the start of a sentence, e.g. 'Call me Ishmael. '")
+    if len(text) > MAX_TEXT_CHARS:
+        raise UserInputError(f"The text has {len(text):,} characters; the limit is {MAX_TEXT_CHARS:,}. Shorten it.")
+    encoded = loaded.tokenizer.encode(text)
+    limit = min(loaded.context, MAX_TOKENS)
+    if len(encoded.ids) > limit:
+        raise UserInputError(f"The text is {len(encoded.ids)} tokens long; {loaded.model_id} reads at most {limit} "
+                             f"here (its context is {loaded.context}). Shorten it.")
+    if encoded.unknown and all(p in (UNK, "[UNK]") for p in encoded.pieces if p != "[CLS]"):
+        raise UserInputError(f"{loaded.model_id} knows none of these characters: {' '.join(encoded.unknown[:20])}. "
+                             f"The char-GPT reads only the 76 characters of Moby-Dick; try English text, or a "
+                             f"GPT-2 checkpoint.")
+    return encoded
+
+
+def unknown_note(loaded: LoadedGPT, unknown: list[str]) -> str | None:
+    if not unknown:
+        return None
+    unk = UNK if isinstance(loaded.tokenizer, CharTokenizer) else "[UNK]"
+    return (f"Not in {loaded.model_id}'s vocabulary, read as {unk}: {' '.join(repr(ch) for ch in unknown[:20])}. "
+            f"The model knows nothing about them, so predictions right after them are guesses.")
+
+
+@dataclass
+class NextToken:
+    model_id: str
+    pieces: list[str]  # the input as the model reads it
+    candidates: list[tuple[str, float]]  # the k most likely next tokens and their probabilities after τ and top-k
+    raw_top: list[tuple[str, float]]  # the same tokens' probabilities at τ = 1 without the cut
+    temperature: float
+    top_k: int | None
+    note: str | None  # unknown characters, named
+
+
+def distribution(logits: torch.Tensor, temperature: float, top_k: int | None, banned: list[int]) -> torch.Tensor:
+    """softmax(z / τ) over the top_k largest logits (others get 0); banned tokens are never proposed."""
+    logits = logits.float().clone()  # (V,)
+    if banned:
+        logits[banned] = float("-inf")
+    logits = logits / temperature  # (V,)
+    if top_k:
+        kth = logits.topk(min(top_k, logits.numel())).values[-1]
+        logits = logits.masked_fill(logits < kth, float("-inf"))  # (V,)
+    return logits.softmax(-1)  # (V,)
+
+
+@torch.inference_mode()
+def next_token(model_id: str | None, text: str, temperature: float = 1.0, top_k: int | None = None,
+               shown: int = 15) -> NextToken:
+    check_temperature(temperature, top_k)
+    loaded = load(model_id)
+    encoded = encode_text(loaded, text)
+    device = loaded.model.lm_head.weight.device
+    logits = loaded.model(torch.tensor([encoded.ids], device=device)).logits[0, -1]  # (V,)
+    probs = distribution(logits, temperature, top_k, loaded.tokenizer.banned)  # (V,)
+    raw = distribution(logits, 1.0, None, loaded.tokenizer.banned)  # (V,)
+    p, idx = probs.topk(min(shown, top_k or shown, probs.numel()))
+    piece = loaded.tokenizer.piece
+    return NextToken(loaded.model_id, encoded.pieces, [(piece(i), float(q)) for q, i in zip(p, idx.tolist())],
+                     [(piece(i), float(raw[i])) for i in idx.tolist()], temperature, top_k,
+                     unknown_note(loaded, encoded.unknown))
+
+
+@dataclass
+class Step:
+    token: str
+    probability: float  # of the drawn token, under softmax(z / τ) with the top-k cut
+    alternatives: list[tuple[str, float]]  # the most likely tokens at this step
+
+
+@torch.inference_mode()
+def generate_steps(model_id: str | None, prompt: str, length: int = 200, temperature: float = 0.8,
+                   top_k: int | None = None, seed: int = 0, use_cache: bool = True) -> Iterator[Step]:
+    """Sample one token at a time (seeded), each step feeding only the new token and the KV cache."""
+    check_temperature(temperature, top_k)
+    if not 1 <= length <= MAX_GENERATE:
+        raise UserInputError(f"Length must be between 1 and {MAX_GENERATE} tokens.")
+    loaded = load(model_id)
+    ids = encode_text(loaded, prompt).ids
+    model, device = loaded.model, loaded.model.lm_head.weight.device
+    gen = torch.Generator(device=device).manual_seed(int(seed))
+    idx = torch.tensor([ids], device=device)  # (1, T)
+    past = None
+    for _ in range(length):
+        if use_cache and past is not None and past[0][0].size(2) < model.config.n_positions:
+            out = model(idx[:, -1:], past)
+        else:  # first step, or the context is full: read the last n_positions tokens afresh
+            out = model(idx[:, -model.config.n_positions:])
+        past = out.past if use_cache else None
+        probs = distribution(out.logits[0, -1], temperature, top_k, loaded.tokenizer.banned)  # (V,)
+        nxt = int(torch.multinomial(probs, 1, generator=gen))
+        p, top = probs.topk(3)
+        yield Step(loaded.tokenizer.piece(nxt), float(probs[nxt]),
+                   [(loaded.tokenizer.piece(i), float(q)) for q, i in zip(p, top.tolist())])
+        idx = torch.cat([idx, torch.tensor([[nxt]], device=device)], dim=1)  # (1, T + 1)
+
+
+def generate(model_id: str | None, prompt: str, length: int = 200, temperature: float = 0.8,
+             top_k: int | None = None, seed: int = 0, use_cache: bool = True) -> str:
+    """The generated continuation as text (the prompt not included)."""
+    steps = generate_steps(model_id, prompt, length, temperature, top_k, seed, use_cache)
+    return "".join(step.token for step in steps)
+
+
+@dataclass
+class AttentionMaps:
+    model_id: str
+    pieces: list[str]
+    maps: torch.Tensor  # (n_layer, n_head, T, T): row t = how position t spreads its attention over positions ≤ t
+    note: str | None
+
+
+@torch.inference_mode()
+def attention_maps(model_id: str | None, text: str) -> AttentionMaps:
+    loaded = load(model_id)
+    encoded = encode_text(loaded, text)
+    if len(encoded.ids) > MAX_MAP_TOKENS:
+        raise UserInputError(f"The text is {len(encoded.ids)} tokens long; attention maps are drawn for at most "
+                             f"{MAX_MAP_TOKENS} (beyond that the cells are too small to read). Shorten it.")
+    out = loaded.model(torch.tensor([encoded.ids], device=loaded.model.lm_head.weight.device))
+    maps = torch.stack([a[0] for a in out.attentions]).float().cpu()  # (L, nh, T, T)
+    return AttentionMaps(loaded.model_id, encoded.pieces, maps, unknown_note(loaded, encoded.unknown))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# GPT vs BERT on one blank (§12 vs §13.1)
+
+PRESETS = {  # the seed's example and its English twin: (sentence, causal LM online, masked LM)
+    "zh": ("今天天气很__，我们不得不取消户外运动", CHINESE_GPT2_ID, "bert-base-chinese"),
+    "en": ("The weather today is very __, so we had to cancel the outdoor game.", "gpt2", "bert-base-uncased"),
+}
+
+
+@dataclass
+class GptVsBert:
+    text: str
+    left: str  # what the causal LM reads: everything before the blank
+    gpt: NextToken | None
+    gpt_note: str | None  # why the causal side fell back to the char-GPT, or could not run
+    bert: list[tuple[str, float]] | None  # the masked LM's top tokens at the blank
+    bert_model: str
+    bert_note: str | None  # which checkpoint the masked side needs, and how to fetch it
+
+
+def split_at_blank(text: str) -> tuple[str, str]:
+    """(left of the blank, the text with the blank written as [MASK]); exactly one blank ("__" or [MASK])."""
+    from core.mlm import BLANK, HOW_TO_BLANK
+
+    text = normalize_text(text or "").strip()
+    if not text:
+        raise UserInputError("The sentence is empty. " + HOW_TO_BLANK)
+    if len(text) > MAX_TEXT_CHARS:
+        raise UserInputError(f"The text has {len(text):,} characters; the limit is {MAX_TEXT_CHARS:,}. Shorten it.")
+    blanks = list(BLANK.finditer(text))
+    if len(blanks) != 1:
+        raise UserInputError(f"Put exactly one blank (__ or [MASK]) in the sentence; it has {len(blanks)}.")
+    return text[:blanks[0].start()], BLANK.sub("[MASK]", text)
+
+
+def gpt_vs_bert(text: str, gpt_id: str | None = None, bert_id: str = "bert-base-uncased",
+                top_k: int = 10) -> GptVsBert:
+    """The causal LM's next-token distribution from the left context, beside the masked LM's at the blank.
+
+    Offline, a GPT-2 id falls back to the char-GPT (its next character) and the BERT side says what to fetch."""
+    from core import mlm, registry
+
+    left, masked = split_at_blank(text)
+    if not left.strip():
+        raise UserInputError("The blank is at the very start: a left-to-right model has no left context to read. "
+                             "Move the blank later in the sentence.")
+    gpt, gpt_note, gpt_id = None, None, str(gpt_id or "").strip() or CHAR_GPT_ID
+    try:
+        loaded = load(gpt_id)
+    except ModelUnavailableError as exc:
+        gpt_note, loaded = f"{exc} Showing the char-GPT instead.", load(CHAR_GPT_ID)
+    # A character model continues after the space; a BPE model's next token carries its own leading space.
+    reads = left if isinstance(loaded.tokenizer, CharTokenizer) else left.rstrip()
+    try:
+        gpt = next_token(loaded.model_id, reads, 1.0, None, shown=top_k)
+    except UserInputError as exc:
+        gpt_note = " ".join(filter(None, [gpt_note, str(exc)]))
+    bert, bert_note = None, None
+    try:
+        result = mlm.fill_mask(registry.load("mlm", bert_id), masked, top_k)
+        bert = [(c.text, c.probability) for c in result.blanks[0].candidates]
+    except ModelUnavailableError as exc:
+        bert_note = f"The masked-LM side needs {bert_id}. {exc}"
+    return GptVsBert(masked, reads, gpt, gpt_note, bert, bert_id, bert_note)

@@ -1,0 +1,273 @@
+"""The Hugging Face Hub over plain HTTP: one listing request, file downloads with deadlines, and the HF cache.
+
+Why not huggingface_hub's downloader (installed, 2.4): its API calls use an httpx client built with
+``timeout=None`` (a listing that never answers waits forever), a stalled body is retried five times, and a body that
+trickles one byte at a time never times out. Here every request has a deadline (``timeout()``, default 20 s, env
+``PLM_HUB_TIMEOUT``): connecting, the headers, and each read. A body must also keep moving: fewer than
+``MIN_PROGRESS_BYTES`` in a window of ``timeout()`` seconds ends it as stalled. Bytes are reported to a
+``progress(done, total)`` callable as they arrive.
+
+The cache is huggingface_hub's own layout, so ``hf download <id>`` and this module fill and read the same folders:
+
+    $HF_HUB_CACHE/models--org--name/refs/main                  the commit that "main" pointed at
+    $HF_HUB_CACHE/models--org--name/blobs/<sha256 or git oid>  file contents
+    $HF_HUB_CACHE/models--org--name/snapshots/<commit>/<file>  a relative symlink to its blob
+
+Endpoints used (``HF_ENDPOINT``, default https://huggingface.co):
+    GET /api/models/{id}/revision/{rev}?blobs=true   -> {"sha": commit, "siblings": [{"rfilename", "size", "lfs"}]}
+    GET /{id}/resolve/{commit}/{file}                 -> the bytes (LFS files redirect to a CDN; followed)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import socket
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from core.errors import ModelUnavailableError
+
+Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
+
+DEFAULT_TIMEOUT_SECONDS = 20.0  # the issue's bound is 30 s of no progress
+MIN_PROGRESS_BYTES = 16 * 1024  # a body slower than this per deadline window counts as stalled
+CHUNK_BYTES = 1 << 20
+# A Hub model id: "name" or "org/name"; letters, digits, '.', '_', '-'; no "..", no leading punctuation.
+HUB_ID = re.compile(r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
+
+_timeout_override: float | None = None
+
+
+class HubError(ModelUnavailableError):
+    """The Hub could not be reached, refused, or stalled; the message says which and names the model."""
+
+
+def set_timeout(seconds: float | None) -> None:
+    """The deadline for each Hub request and the no-progress window (None: back to the default)."""
+    global _timeout_override
+    _timeout_override = seconds
+
+
+def timeout() -> float:
+    if _timeout_override is not None:
+        return _timeout_override
+    try:
+        return float(os.environ.get("PLM_HUB_TIMEOUT", DEFAULT_TIMEOUT_SECONDS))
+    except ValueError:
+        return DEFAULT_TIMEOUT_SECONDS
+
+
+def endpoint() -> str:
+    return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+
+
+def cache_dir() -> Path:
+    """huggingface_hub's cache folder, read from the environment on every call (tests switch it)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def repo_folder(model_id: str) -> Path:
+    return cache_dir() / ("models--" + model_id.replace("/", "--"))
+
+
+def cached_snapshot(model_id: str, revision: str = "main") -> Path | None:
+    """The snapshot folder the cache holds for ``revision`` (a branch name or a commit), or None. No network."""
+    folder = repo_folder(model_id)
+    commit = revision
+    ref = folder / "refs" / revision
+    if ref.is_file():
+        commit = ref.read_text(encoding="utf-8").strip()
+    snapshot = folder / "snapshots" / commit
+    return snapshot if re.fullmatch(r"[0-9a-f]{40}", commit) and snapshot.is_dir() else None
+
+
+@dataclass(frozen=True)
+class RepoListing:
+    model_id: str
+    commit: str
+    sizes: dict[str, int]  # every file in the repo -> its size in bytes
+    sha256: dict[str, str]  # LFS files -> the sha256 the download must match
+
+
+def _request(url: str, what: str, model_id: str):
+    """urlopen with the deadline; every failure becomes a HubError that says what could not be done."""
+    request = urllib.request.Request(url, headers={"User-Agent": "plm-explorer"})
+    token = os.environ.get("HF_TOKEN")
+    if token and url.startswith(endpoint()):
+        request.add_unredirected_header("Authorization", f"Bearer {token}")  # not forwarded to a CDN redirect
+    try:
+        return urllib.request.urlopen(request, timeout=timeout())
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        if exc.code in (401, 403, 404):
+            raise HubError(f"The Hugging Face Hub has no public model '{model_id}' (HTTP {exc.code} for {what}). "
+                           "Check the spelling of the id.") from None
+        raise HubError(f"The Hugging Face Hub answered HTTP {exc.code} for {what} of '{model_id}'. "
+                       "Try again later.") from None
+    except (TimeoutError, socket.timeout) as exc:
+        raise HubError(f"The Hugging Face Hub did not answer within {timeout():.0f} s ({what} of '{model_id}'). "
+                       "The network may be slow or down; try again later.") from exc
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise HubError(f"The Hugging Face Hub cannot be reached ({what} of '{model_id}'). "
+                       "Check the network connection.") from exc
+
+
+def list_repo(model_id: str, revision: str = "main") -> RepoListing:
+    """One request: the commit ``revision`` points at, and every file with its size."""
+    url = f"{endpoint()}/api/models/{model_id}/revision/{urllib.parse.quote(revision, safe='')}?blobs=true"
+    with _request(url, "the file listing", model_id) as response:
+        body = _read_all(response, model_id, "the file listing")
+    try:
+        info = json.loads(body)
+        commit = str(info["sha"])
+        siblings = info.get("siblings") or []
+        sizes = {str(s["rfilename"]): int((s.get("lfs") or {}).get("size") or s.get("size") or 0) for s in siblings}
+        sha = {str(s["rfilename"]): str(s["lfs"]["sha256"]) for s in siblings if (s.get("lfs") or {}).get("sha256")}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise HubError(f"The Hub's file listing for '{model_id}' could not be read.") from exc
+    if not re.fullmatch(r"[0-9a-f]{40}", commit):
+        raise HubError(f"The Hub's file listing for '{model_id}' has no valid commit id.")
+    return RepoListing(model_id, commit, sizes, sha)
+
+
+def _read_all(response, model_id: str, what: str) -> bytes:
+    parts = []
+    for chunk in _chunks(response, model_id, what):
+        parts.append(chunk)
+        if sum(map(len, parts)) > 64 << 20:
+            raise HubError(f"The Hub's answer for {what} of '{model_id}' is too large.")
+    return b"".join(parts)
+
+
+def _chunks(response, model_id: str, what: str):
+    """The body in chunks; a read that times out, or a window with too few bytes, ends it as stalled."""
+    window_start, window_bytes = time.monotonic(), 0
+    while True:
+        try:
+            chunk = response.read1(CHUNK_BYTES)
+        except (TimeoutError, socket.timeout, OSError) as exc:
+            raise HubError(f"The download of {what} of '{model_id}' stalled: nothing arrived for {timeout():.0f} s. "
+                           "Try again later.") from exc
+        if not chunk:
+            return
+        yield chunk
+        window_bytes += len(chunk)
+        now = time.monotonic()
+        if now - window_start >= timeout():
+            if window_bytes < MIN_PROGRESS_BYTES:
+                raise HubError(f"The download of {what} of '{model_id}' stalled: {window_bytes} bytes in "
+                               f"{timeout():.0f} s. Try again later.")
+            window_start, window_bytes = now, 0
+
+
+def download(listing: RepoListing, filename: str, progress: Progress | None = None, done_before: int = 0,
+             total: int = 0) -> Path:
+    """Fetch one file of ``listing``'s commit into the cache (skipped when already there); its snapshot path."""
+    model_id = listing.model_id
+    folder = repo_folder(model_id)
+    target = folder / "snapshots" / listing.commit / filename
+    if target.is_file():
+        return target
+    url = f"{endpoint()}/{model_id}/resolve/{listing.commit}/{urllib.parse.quote(filename)}"
+    blobs = folder / "blobs"
+    blobs.mkdir(parents=True, exist_ok=True)
+    partial = blobs / f".{listing.commit}.{filename.replace('/', '--')}.{os.getpid()}.incomplete"
+    digest, size = hashlib.sha256(), 0
+    try:
+        with _request(url, filename, model_id) as response, open(partial, "wb") as out:
+            for chunk in _chunks(response, model_id, filename):
+                out.write(chunk)
+                digest.update(chunk)
+                size += len(chunk)
+                if progress:
+                    progress(done_before + size, total)
+        expected = listing.sizes.get(filename)
+        if expected and size != expected:
+            raise HubError(f"The download of {filename} of '{model_id}' ended early ({size:,} of {expected:,} "
+                           "bytes). Try again.")
+        if filename in listing.sha256 and digest.hexdigest() != listing.sha256[filename]:
+            raise HubError(f"The download of {filename} of '{model_id}' is corrupt (checksum mismatch). Try again.")
+        blob = blobs / digest.hexdigest()
+        os.replace(partial, blob)
+    finally:
+        partial.unlink(missing_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.symlink_to(os.path.relpath(blob, target.parent))
+    except FileExistsError:
+        pass  # another process fetched it meanwhile
+    except OSError:  # no symlinks here (Windows without developer mode): a copy, as huggingface_hub does
+        target.write_bytes(blob.read_bytes())
+    return target
+
+
+def set_ref(listing: RepoListing, revision: str = "main") -> None:
+    """Point ``revision`` at the commit just fetched, so offline runs find it (written after the files)."""
+    ref = repo_folder(listing.model_id) / "refs" / revision
+    ref.parent.mkdir(parents=True, exist_ok=True)
+    ref.write_text(listing.commit, encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# One download per model id at a time, shared by everyone who asks.
+
+
+@dataclass
+class _Flight:
+    """One download in progress: who else listens to its progress, and how it ended."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    listeners: list = field(default_factory=list)
+    error: BaseException | None = None
+
+
+_inflight: dict[str, _Flight] = {}
+_inflight_lock = threading.Lock()  # held only to look up or register a flight, never across I/O
+
+
+def shared(key: str, ready: Callable[[], Path | None], work: Callable[[Progress], Path],
+           progress: Progress | None = None) -> Path:
+    """``ready()`` if it finds what the caller needs; else the first caller runs ``work(report)`` and whoever asks
+    for ``key`` meanwhile waits for it (hearing its progress), then looks again (it may need more than that fetch
+    brought). A failure reaches every waiter as the same message. Deadlines in ``work`` bound the wait."""
+    while True:
+        found = ready()
+        if found is not None:
+            return found
+        with _inflight_lock:
+            flight = _inflight.get(key)
+            owner = flight is None
+            if owner:
+                flight = _inflight[key] = _Flight()
+            if progress is not None:
+                flight.listeners.append(progress)
+        if not owner:
+            flight.done.wait()
+            if flight.error is not None:
+                raise type(flight.error)(str(flight.error))
+            continue
+
+        def report(done: int, total: int) -> None:
+            for listener in list(flight.listeners):
+                listener(done, total)
+
+        try:
+            return work(report)
+        except BaseException as exc:
+            flight.error = exc
+            raise
+        finally:
+            with _inflight_lock:
+                _inflight.pop(key, None)
+            flight.done.set()

@@ -1,0 +1,297 @@
+"""The ladder: one text through every character-level model the app ships, side by side (issue #17).
+
+Names: the tab is called "Overview" (demo/overview.py, api_names ``overview_*``, tests/test_overview_demo.py) because
+it opens the app with the timeline; what it computes is the ladder, so this module and its tests are core/ladder.py
+and tests/test_ladder.py, as DESIGN.md lists them.
+
+Every rung predicts each character from the characters before it, and is scored by its surprisal
+
+    s_i = −log2 P(c_i | c_1..c_{i-1})  bits,   total = Σ_i s_i,   bits/char = total / N,   perplexity = 2^(bits/char)
+
+over i = 2..T: the first character has no context, and the neural models have no start symbol to predict it from,
+so every rung starts at the second character and all rows line up. The rungs:
+
+- n-gram, n = 1..5, add-one and interpolated Kneser-Ney (core/ngram.py), counted over the characters of the training
+  split as one stream (spaces included, contexts cross sentence ends, like the neural models' training windows);
+- the vanilla RNN and the LSTM of the RNN & LSTM tab (core/lstm.py, assets/rnn/), P = softmax(head(h_t));
+- the char-GPT of the Transformer & GPT tab (core/gpt.py, assets/gpt/), on the RNN's vocabulary; its context is
+  128 characters, so a longer text is read in sliding windows exactly as core.gpt.evaluate reads held-out text.
+
+All of them are trained on the same split of Moby-Dick (core.lstm.split_text: the last 5% is held out). A character
+outside a rung's vocabulary is what that rung scores as its <unk> (the RNNs' <unk> id, the n-gram's empty slot
+outside V); the ladder names these characters per rung and shows what they cost.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import repeat
+from typing import Callable
+
+import numpy as np
+import torch
+
+from core import lstm
+from core.corpora import load_corpus
+from core.device import get_device
+from core.errors import ModelUnavailableError, UserInputError
+from core.ngram import NgramModel
+from core.paths import ASSETS_DIR
+
+HELDOUT_PATH = ASSETS_DIR / "ladder" / "heldout.json"
+MAX_CHARS = 300  # the RNN tab's cap too: beyond a few hundred columns a per-character strip is unreadable
+ADD_K = 1.0  # add-one, the seed's smoothing (§2.1); Kneser-Ney is the rung that fixes it
+NGRAM_ORDERS = (1, 2, 3, 4, 5)
+SUBSET_CHARS = 3000  # the held-out prefix that tests/test_ladder.py recomputes (also stored in HELDOUT_PATH)
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One model on the ladder: how it scores a text, the equation behind it and the tab that explains it."""
+
+    key: str  # "ngram-3-kneser_ney", "rnn", "lstm", "gpt"
+    name: str  # "3-gram, Kneser-Ney"
+    family: str  # "n-gram", "RNN", "LSTM", "Transformer"
+    equation: str
+    tab: str  # the tab that shows this model, as a link: "?tab=ngram&preset=moby-dick-chars"
+    vocabulary: frozenset[str]  # the characters it has a symbol for; others are its <unk>
+    log2_probs: Callable[[str], np.ndarray] = field(repr=False, compare=False)  # text → (T-1,) log2 P(c_i | c_<i)
+    parameters: int = 0  # weights, or stored counts for an n-gram
+    parameters_kind: str = "weights"
+
+
+def training_split() -> tuple[str, str]:
+    """(training text, held-out text) of Moby-Dick: the RNN & LSTM tab's split, shared by every rung."""
+    return lstm.split_text(load_corpus("moby_dick"))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The rungs
+
+
+@lru_cache(maxsize=1)
+def ngram_counts() -> NgramModel:
+    """All k-gram counts, k = 1..5, of the training split's characters (one pass; lower orders share them)."""
+    return NgramModel([list(training_split()[0])], max(NGRAM_ORDERS), boundaries=False)
+
+
+def _ngram_scorer(model: NgramModel, smoothing: str) -> Callable[[str], np.ndarray]:
+    def log2_probs(text: str) -> np.ndarray:
+        ids = np.fromiter(map(model.stoi.get, text, repeat(model.unknown_id)), np.int64, len(text))
+        positions = np.arange(1, len(ids))
+        p = model.chain(ids, positions, np.zeros(len(positions), np.int64), smoothing, ADD_K)[0]
+        return np.log2(p)  # every smoothing here gives p > 0
+
+    return log2_probs
+
+
+@contextmanager
+def _one_cpu_thread():
+    """Run a small model's forward pass on one CPU thread. Its ~300 steps are tiny ops; with two threads each one
+    also hands work to the other thread, and on a busy shared CPU that took the RNN 3.2 s instead of 19 ms for 300
+    characters (measured). torch keeps the count per calling thread (OpenMP), and this puts it back afterwards."""
+    if get_device().type != "cpu":
+        yield
+        return
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
+def _recurrent_scorer(model: lstm.RecurrentLM, vocab: lstm.Vocab) -> Callable[[str], np.ndarray]:
+    def log2_probs(text: str) -> np.ndarray:
+        """The RNN tab's own computation (core.lstm.inspect): forward_fused, softmax, P of the next token."""
+        x = torch.tensor([vocab.encode(text)[0]], device=get_device())  # (1, T)
+        with torch.inference_mode(), _one_cpu_thread():
+            probs = model.forward_fused(x).logits[0].softmax(-1)  # (T, V)
+            p = probs[torch.arange(x.shape[1] - 1), x[0, 1:]]  # (T-1,)
+        return np.log2(np.asarray(p.tolist(), dtype=np.float64))
+
+    return log2_probs
+
+
+def _gpt_scorer(model, vocab: lstm.Vocab, batch: int = 64) -> Callable[[str], np.ndarray]:
+    def log2_probs(text: str) -> np.ndarray:
+        """The char-GPT's own forward pass. Its context is n_positions characters; a longer text is read as
+        core.gpt.evaluate reads held-out text: the first window whole, then strides of half the context, each
+        position predicted with at least context/2 characters before it. Windows run in batches."""
+        ids = torch.tensor(vocab.encode(text)[0], device=model.lm_head.weight.device)  # (T,)
+        x, targets, context = ids[:-1], ids[1:], model.config.n_positions  # predict characters 2..T from 1..T-1
+        starts, keep = [0], [min(context, len(x))]  # window start, and how many of its last positions are new
+        while starts[-1] + context < len(x):
+            end = min(starts[-1] + context + context // 2, len(x))
+            starts.append(end - context)
+            keep.append(end - (starts[-2] + context))
+        width = min(context, len(x))
+        windows = torch.stack([x[s:s + width] for s in starts])  # (W, width)
+        with torch.inference_mode(), _one_cpu_thread():
+            logits = torch.cat([model(chunk).logits for chunk in windows.split(batch)])  # (W, width, V)
+            picked = torch.cat([row[width - k:] for row, k in zip(logits, keep)])  # (T-1, V)
+            p = picked.softmax(-1)[torch.arange(len(targets)), targets]  # (T-1,)
+        return np.log2(np.asarray(p.tolist(), dtype=np.float64))
+
+    return log2_probs
+
+
+KN_EQUATION = ("P(c | h) = max(count(h c) − d, 0) / count(h •) + d · N₁₊(h •) / count(h •) · P_KN(c | h minus its "
+               "first character), d = 0.75, h = {context}")
+ADD_K_EQUATION = "P(c | h) = (count(h c) + k) / (count(h •) + k·|V|), k = {k:g}, h = {context}"
+
+
+def ngram_rungs() -> list[Rung]:
+    counts = ngram_counts()
+    vocabulary = frozenset(counts.itos)
+    rungs = []
+    for n in NGRAM_ORDERS:
+        model = counts.lower_order(n)
+        stored = int(sum(map(len, model.keys)))  # one count per distinct k-gram, k = 1..n
+        context = {1: "the empty context (unigram)", 2: "the previous character"}.get(
+            n, f"the previous {n - 1} characters")
+        for smoothing, label, equation, continuation in (
+                ("add_k", "add-one", ADD_K_EQUATION.format(k=ADD_K, context=context), 0),
+                ("kneser_ney", "Kneser-Ney", KN_EQUATION.format(context=context),
+                 int(sum(map(len, model.keys[:-1])))),  # + a continuation count per lower-order gram
+        ):
+            rungs.append(Rung(f"ngram-{n}-{smoothing}", f"{n}-gram, {label}", "n-gram", equation,
+                              "?tab=ngram&preset=moby-dick-chars", vocabulary, _ngram_scorer(model, smoothing),
+                              stored + continuation, "stored counts"))
+    return rungs
+
+
+def recurrent_rungs() -> list[Rung]:
+    models = lstm.shipped_models()
+    vocabulary = frozenset(models.vocab.tokens[1:])  # tokens[0] is <unk>
+    return [
+        Rung("rnn", "vanilla RNN", "RNN", "h_t = tanh(U x_t + W h_{t−1} + b); P(c_{t+1} | c_≤t) = softmax(V h_t + b_V)",
+             "?tab=lstm&preset=gates", vocabulary, _recurrent_scorer(models.rnn, models.vocab),
+             sum(p.numel() for p in models.rnn.parameters())),
+        Rung("lstm", "LSTM", "LSTM", "C_t = f_t ⊙ C_{t−1} + i_t ⊙ C̃_t; h_t = o_t ⊙ tanh(C_t); "
+             "P(c_{t+1} | c_≤t) = softmax(V h_t + b_V)", "?tab=lstm&preset=gates", vocabulary,
+             _recurrent_scorer(models.lstm, models.vocab), sum(p.numel() for p in models.lstm.parameters())),
+    ]
+
+
+_LOADING = threading.Lock()
+
+
+def rungs() -> tuple[Rung, ...]:
+    """Every rung, bottom to top, loaded once per process (a lock, so that users arriving together count once)."""
+    with _LOADING:
+        return _rungs()
+
+
+def gpt_rungs() -> list[Rung]:
+    from core import gpt  # the Transformer & GPT tab's module (loads the tokenisers it also serves)
+
+    model, vocab, _ = gpt.shipped_char_gpt()
+    equation = ("h⁰ = token + position embedding; per layer: h += Attention(LN(h)) with softmax(QKᵀ/√d + causal "
+                "mask)V, h += MLP(LN(h)); P(c_{{t+1}} | c_≤t) = softmax(W_e LN(h_t)), context {context} characters")
+    return [Rung("gpt", "char-GPT", "Transformer", equation.format(context=model.config.n_positions),
+                 "?tab=transformer&preset=char-gpt", frozenset(vocab.tokens[1:]), _gpt_scorer(model.eval(), vocab),
+                 model.num_parameters())]
+
+
+@lru_cache(maxsize=1)
+def _rungs() -> tuple[Rung, ...]:
+    return tuple(ngram_rungs() + recurrent_rungs() + gpt_rungs())
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Scoring
+
+
+@dataclass
+class RungScore:
+    rung: Rung
+    bits: np.ndarray  # (T-1,) surprisal −log2 P(c_i | c_<i) of characters 2..T
+    unknown: list[tuple[int, str, float]]  # (position in text, character, its bits) for characters outside V
+
+    @property
+    def total_bits(self) -> float:
+        return float(self.bits.sum())
+
+    @property
+    def bits_per_char(self) -> float:
+        return self.total_bits / len(self.bits)
+
+    @property
+    def unknown_chars(self) -> list[str]:
+        return list(dict.fromkeys(ch for _, ch, _ in self.unknown))
+
+
+@dataclass
+class LadderScore:
+    text: str  # the text as scored (whitespace runs made one space, NFC)
+    scores: list[RungScore]
+
+    @property
+    def chars(self) -> list[str]:
+        return list(self.text)
+
+
+def prepare(text: str, max_chars: int = MAX_CHARS) -> str:
+    """The learner's text as every rung reads it; a clear message when it cannot be scored."""
+    text = lstm.clean_text(text or "").strip()
+    if len(text) < 2:
+        raise UserInputError("Type a text of at least two characters: each model predicts every character from "
+                             "the ones before it, e.g. 'Call me Ishmael.'")
+    if len(text) > max_chars:
+        raise UserInputError(f"The text has {len(text)} characters; the ladder scores at most {max_chars}. "
+                             "Shorten it.")
+    return text
+
+
+def score_rung(rung: Rung, text: str) -> RungScore:
+    bits = -rung.log2_probs(text)
+    unknown = [(i, ch, float(bits[i - 1])) for i, ch in enumerate(text) if i and ch not in rung.vocabulary]
+    return RungScore(rung, bits, unknown)
+
+
+def score_text(text: str, ladder: tuple[Rung, ...] | None = None) -> LadderScore:
+    """Per-character surprisal of the learner's text under every rung, aligned (row r, column i = character i+1)."""
+    text = prepare(text)
+    return LadderScore(text, [score_rung(rung, text) for rung in ladder or rungs()])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The held-out ladder (computed by scripts/ladder_heldout.py, read from HELDOUT_PATH)
+
+
+def held_out_bits(rung: Rung, text: str) -> tuple[float, int]:
+    """(bits per character, characters scored) of a rung on a held-out text (one stream, contexts carried)."""
+    bits = -rung.log2_probs(text)
+    return float(bits.mean()), len(bits)
+
+
+@dataclass
+class HeldOutRow:
+    key: str
+    name: str
+    family: str
+    equation: str
+    tab: str
+    bits_per_char: float
+    perplexity: float
+    characters: int  # held-out characters scored
+    parameters: int
+    parameters_kind: str
+    training_seconds: float
+    training_note: str  # how the training time was obtained
+    training_data: str
+    subset_bits_per_char: float  # on the first SUBSET_CHARS held-out characters (what the test recomputes)
+
+
+def load_held_out(path=HELDOUT_PATH) -> tuple[dict, list[HeldOutRow]]:
+    """(facts about the split, one row per rung) as scripts/ladder_heldout.py wrote them."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelUnavailableError(f"The held-out ladder is missing ({path.name}). Recreate it with "
+                             "`python scripts/ladder_heldout.py`.") from None
+    return data["split"], [HeldOutRow(**row) for row in data["rows"]]

@@ -1,0 +1,133 @@
+"""Checkpoint weights on disk: which file, shard indexes confined to their folder, shapes from the safetensors
+headers (nothing allocated), tensors read safely, and the key/shape comparison with a model.
+
+Safetensors first. ``pytorch_model.bin`` is read only with ``torch.load(weights_only=True)``, which refuses
+pickled code; nothing else is ever unpickled.
+"""
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+import zipfile
+from pathlib import Path, PurePosixPath
+
+import torch
+from torch import nn
+
+from core.errors import ModelUnavailableError
+
+SAFETENSORS = "model.safetensors"
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+PYTORCH_BIN = "pytorch_model.bin"
+PYTORCH_BIN_INDEX = "pytorch_model.bin.index.json"
+WEIGHT_FILES = (SAFETENSORS, SAFETENSORS_INDEX, PYTORCH_BIN, PYTORCH_BIN_INDEX)  # in order of preference
+
+
+def find_weights_file(directory: Path, model_id: str | None = None) -> Path:
+    """The checkpoint's weights in this folder, safetensors first (an index file stands for a sharded set)."""
+    for name in WEIGHT_FILES:
+        if (directory / name).is_file():
+            return directory / name
+    raise ModelUnavailableError(f"No weights in '{model_id or directory.name}': expected {SAFETENSORS} "
+                                f"or {PYTORCH_BIN}.")
+
+
+def shard_names(index: Path, model_id: str) -> list[str]:
+    """The shard files an index names; each must be a plain relative name inside the index's folder."""
+    try:
+        names = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ModelUnavailableError(f"The shard index of '{model_id}' cannot be read.") from exc
+    for name in names:
+        path = PurePosixPath(name) if isinstance(name, str) else None
+        if (path is None or path.is_absolute() or ".." in path.parts or "\\" in name or "\x00" in name
+                or not name.endswith((".safetensors", ".bin"))):
+            raise ModelUnavailableError(f"The shard index of '{model_id}' names a file outside its own folder; "
+                                        "refused.")
+    return names
+
+
+def shard_paths(weights: Path, model_id: str) -> list[Path]:
+    if weights.name.endswith(".index.json"):
+        return [weights.parent / name for name in shard_names(weights, model_id)]
+    return [weights]
+
+
+def weight_shapes(path: Path, model_id: str | None = None) -> dict[str, torch.Size]:
+    """Every tensor's shape, from the safetensors headers (nothing allocated); a .bin is memory-mapped."""
+    model_id = model_id or path.parent.name
+    shapes: dict[str, torch.Size] = {}
+    for shard in shard_paths(Path(path), model_id):
+        if shard.suffix == ".safetensors":
+            try:
+                with open(shard, "rb") as f:
+                    (length,) = struct.unpack("<Q", f.read(8))
+                    if length > 100 << 20:
+                        raise ValueError("header too large")
+                    header = json.loads(f.read(length))
+                shapes.update({k: torch.Size(v["shape"]) for k, v in header.items() if k != "__metadata__"})
+            except (OSError, ValueError, struct.error, KeyError, TypeError, AttributeError) as exc:
+                raise ModelUnavailableError(f"The weights of '{model_id}' ({shard.name}) are not a valid "
+                                            "safetensors file.") from exc
+        else:
+            shapes.update({k: v.shape for k, v in _torch_load(shard, model_id, mmap=True).items()})
+    return shapes
+
+
+def _torch_load(path: Path, model_id: str, mmap: bool = False) -> dict[str, torch.Tensor]:
+    # weights_only=True: only tensors and plain containers are accepted; arbitrary pickled code is refused.
+    try:
+        state = torch.load(str(path), map_location="cpu", weights_only=True,
+                           mmap=mmap and zipfile.is_zipfile(path))
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError, AttributeError) as exc:
+        raise ModelUnavailableError(f"The weights of '{model_id}' ({path.name}) hold something other than "
+                                    "tensors (pickled objects or code), so they were refused.") from exc
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise ModelUnavailableError(f"The weights of '{model_id}' ({path.name}) are not a plain state dict.")
+    return state
+
+
+def load_state_dict(path: Path, model_id: str | None = None) -> dict[str, torch.Tensor]:
+    """Read weights to CPU tensors: safetensors, a .bin through torch.load(weights_only=True), or a shard index."""
+    path = Path(path)
+    model_id = model_id or path.parent.name
+    state: dict[str, torch.Tensor] = {}
+    for shard in shard_paths(path, model_id):
+        if shard.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            state.update(load_file(str(shard), device="cpu"))
+        elif shard.suffix == ".bin":
+            state.update(_torch_load(shard, model_id))
+        else:
+            raise ValueError(f"refusing to read weights from {shard.name}: only .safetensors and .bin are supported")
+    return state
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Loading: shapes checked on a meta-device skeleton, then the real model allocated and loaded strictly.
+
+
+class CheckpointMismatchError(RuntimeError):
+    """The checkpoint's tensors do not fit the model: missing or unexpected keys, or wrong shapes."""
+
+
+def _mismatch(model: nn.Module, shapes: dict[str, torch.Size]) -> tuple[list, list, list, set]:
+    expected = model.state_dict()
+    tied = {k for k, p in model.named_parameters(remove_duplicate=False)} - {k for k, _ in model.named_parameters()}
+    missing = sorted(set(expected) - set(shapes) - tied)
+    unexpected = sorted(set(shapes) - set(expected))
+    wrong_shape = sorted(f"{k}: file {tuple(shapes[k])} vs model {tuple(expected[k].shape)}"
+                         for k in set(shapes) & set(expected) if tuple(shapes[k]) != tuple(expected[k].shape))
+    return missing, unexpected, wrong_shape, tied
+
+
+def raise_if_mismatched(model: nn.Module, shapes: dict[str, torch.Size]) -> set[str]:
+    missing, unexpected, wrong_shape, tied = _mismatch(model, shapes)
+    if missing or unexpected or wrong_shape:
+        raise CheckpointMismatchError(
+            f"checkpoint does not fit {type(model).__name__}: missing {missing[:8]}, unexpected {unexpected[:8]}, "
+            f"wrong shapes {wrong_shape[:8]}"
+        )
+    return tied

@@ -1,0 +1,121 @@
+"""demo.classify handlers, called directly: the checkpoint view (layout, v and W, probabilities), the offline
+message, the data view, a short training run streamed to the end, every model on one sentence, what changed."""
+import gradio as gr
+import numpy as np
+import pytest
+
+from core import classify as core_classify
+from core import finetune, finetune_train
+from demo import classify
+
+LABELS = {0: "negative", 1: "positive"}
+
+
+class FakeRequest:
+    def __init__(self, session_hash):
+        self.session_hash = session_hash
+
+
+@pytest.fixture(scope="module")
+def folder(tiny_checkpoint):
+    return str(tiny_checkpoint("DistilBertForSequenceClassification", id2label=LABELS))
+
+
+def test_pair_shows_layout_vector_w_and_probabilities(folder):
+    summary, probs, vector, table, entries, note, rows = classify.classify_text(
+        folder, "sentence pair", *core_classify.SEED_PAIR_EN, 128)
+    result = core_classify.classify(*core_classify.SEED_PAIR_EN, folder)
+    best = result.ranked[0]
+    assert f"**{best['label']}** · P = {best['score']:.4f}" in summary and "id2label" in summary
+    assert list(probs.data[0].y) == ["negative", "positive"]
+    np.testing.assert_allclose(probs.data[0].x, result.probs, atol=1e-6)
+    assert len(vector.data[0].y) == 3 and len(vector.data[0].z[0]) == 32  # v, then one W row per label; H = 32
+    assert [row[0] for row in table] == ["negative", "positive"]
+    assert table[0][3] == pytest.approx(round(table[0][1] + table[0][2], 4), abs=2e-4)  # logit = W·v + b
+    segments = [row[2] for row in rows]
+    assert segments[0] == 0 and segments[-1] == 1 and rows[0][1] == "[CLS]"
+    assert ("[SEP]", "special") in entries and "1 for `B [SEP]`" in note
+
+
+def test_truncation_is_reported(folder):
+    *_, note, rows = classify.classify_text(folder, "sentence pair", "a long sentence " * 40, "short one", 16)
+    assert len(rows) == 16 and "Truncated" in note and "longest_first" in note
+
+
+def test_offline_checkpoint_names_the_fetch_command_and_layout_still_works():
+    summary, probs, vector, table, entries, note, rows = classify.classify_text(
+        core_classify.DIANPING_ID, "single sentence", "菜很好吃", "", 128)
+    assert "not available" in summary and f"hf download {core_classify.DIANPING_ID}" in summary
+    assert table == [] and rows[0][1] == "[CLS]" and "not available here" in note
+
+
+def test_preset_fills_the_inputs():
+    model_id, task, text_a, text_b, summary, *_ = classify._preset(0)(128)
+    assert (text_a, text_b) == core_classify.SEED_PAIR_ZH and task == "sentence pair"
+    assert model_id == core_classify.SIMILARITY_ZH_ID and "illustrate" in classify.PRESETS[0][-1]
+
+
+def test_empty_pair_side_is_a_clear_error(folder):
+    with pytest.raises(gr.Error, match="Sentence B is empty"):
+        classify.classify_text(folder, "sentence pair", "hello", "   ", 128)
+
+
+def test_data_view_shows_split_and_baselines():
+    note, rows, sample = classify.show_data(finetune.DEFAULT_DATASET, "", None, 0)
+    assert "164 training and 56 held-out" in note
+    assert [row[0] for row in rows][0] == "majority class" and rows[0][1] == 0.5
+    assert len(rows) == 3 and all(0 <= row[1] <= 1 for row in rows)
+    assert len(sample) == 8
+
+
+def test_an_upload_switches_to_my_data(tmp_path):
+    upload = tmp_path / "mine.csv"
+    upload.write_text("label,sentence\n" + "".join(f"{'ab'[i % 2]},sentence number {i}\n" for i in range(12)),
+                      encoding="utf-8")
+    dataset, note, rows, sample = classify.show_upload("", str(upload), 0)
+    assert dataset == classify.MY_DATA and "your uploaded file" in note
+    assert "8 training and 4 held-out" in note  # 6 per label: round(6 × 0.25) = 2 held out of each
+
+
+def test_bad_pasted_data_names_the_line():
+    with pytest.raises(gr.Error, match="line 2"):
+        classify.show_data(classify.MY_DATA, "positive\tgood\nno separator here\n", None, 0)
+    with pytest.raises(gr.Error, match="at least two classes"):
+        classify.show_data(classify.MY_DATA, "positive\tgood\npositive\tfine\n", None, 0)
+
+
+def test_training_on_malformed_or_one_class_data_is_refused_before_it_starts():
+    with pytest.raises(gr.Error, match="line 3"):
+        list(classify.train(classify.MY_DATA, "positive\tgood\nnegative\tbad\nno tab\n", None, 0, 10, 1, 1))
+    with pytest.raises(gr.Error, match="at least two classes"):
+        list(classify.train(classify.MY_DATA, "positive\tgood\npositive\tfine\n", None, 0, 10, 1, 1))
+    with pytest.raises(gr.Error, match="epochs"):
+        list(classify.train(finetune.DEFAULT_DATASET, "", None, 0, 10, 1, 99))
+
+
+def test_predict_before_training_asks_to_train():
+    with pytest.raises(gr.Error, match="Train first"):
+        classify.predict("hello", FakeRequest("never-trained"))
+
+
+def test_short_run_streams_then_every_model_classifies_and_changes_show():
+    request = FakeRequest("demo-test")
+    updates = list(classify.train(finetune.DEFAULT_DATASET, "", None, 0, 30, 1, 1, request=request))
+    assert len(updates) >= 3
+    status, loss, rows = updates[-1]
+    assert status.startswith("**Done**")
+    assert [row[0] for row in rows][-2:] == ["MiniLM frozen + head (a)", "MiniLM, top 1 layer(s) fine-tuned (b)"]
+    assert len(loss.data) == 2
+    table = classify.predict("The staff were friendly and the room was spotless.", request)
+    assert len(table) == 5 and list(table.columns) == ["model", "label", "P(negative)", "P(positive)"]
+    np.testing.assert_allclose(table[["P(negative)", "P(positive)"]].sum(axis=1), 1.0, atol=2e-4)
+    note, projection, changes = classify.show_changes(finetune.DEFAULT_DATASET, "", None, 0, request)
+    assert "latest run" in note and len(projection.data) == 4  # two labels × before/after
+    assert len(changes.data[0].y) == 6  # Q, K, V, attention output, FFN in, FFN out of the unfrozen layer
+    outcome = finetune_train.RUNS.result("demo-test")
+    assert rows[-1][1] == round(outcome.tuned_accuracy, 4)
+
+
+def test_changes_view_before_any_training_shows_the_frozen_picture():
+    note, projection, changes = classify.show_changes(finetune.DEFAULT_DATASET, "", None, 0, FakeRequest("fresh"))
+    assert "Before fine-tuning" in note and len(projection.data) == 2

@@ -1,0 +1,92 @@
+"""demo/gpt.py handlers, called directly and through a built Blocks (the GPT sub-tabs of "Transformer & GPT")."""
+import gradio as gr
+import numpy as np
+import pytest
+
+from core import gpt as core_gpt
+from demo import gpt
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+CHAR = core_gpt.CHAR_GPT_ID
+
+
+def test_next_token_bar_and_table():
+    note, fig, rows = gpt.next_token(CHAR, "The White Wha", 1.0, 0)
+    probs = np.asarray(fig.data[0].x, dtype=float)
+    assert len(probs) == 15 and np.all(np.diff(probs) <= 0) and probs.sum() <= 1
+    assert fig.data[0].y[0] == "l"  # "Wha" → "Whale"
+    assert [r[1] for r in rows] == pytest.approx(list(probs), abs=1e-4)
+    assert [r[1] for r in rows] == pytest.approx([r[2] for r in rows], abs=1e-4)  # τ = 1, no cut: the same numbers
+    assert "char-gpt" in note and "LSTM 1.577" in note and "RNN 1.563" in note
+
+
+def test_top_k_renormalises_and_temperature_sharpens():
+    _, fig, rows = gpt.next_token(CHAR, "The White Wha", 1.0, 3)
+    assert len(rows) == 3 and sum(r[1] for r in rows) == pytest.approx(1, abs=1e-3)
+    _, cold, _ = gpt.next_token(CHAR, "The White Wha", 0.2, 0)
+    assert cold.data[0].x[0] > fig.data[0].x[0]
+
+
+def test_generate_streams_token_by_token_and_is_seeded():
+    outputs = list(gpt.generate(CHAR, "Call me Ishmael. ", 25, 0.8, 0, 7))
+    assert len(outputs) == 4  # after 10, 20 and 25 tokens, then the final message
+    text, rows, note = outputs[-1]
+    assert text.startswith("Call me Ishmael. ") and len(text) == len("Call me Ishmael. ") + 25
+    assert len(rows) == 25 and rows[0][0] == 25 and all(0 < r[2] <= 1 for r in rows)
+    assert "seed 7" in note
+    assert list(gpt.generate(CHAR, "Call me Ishmael. ", 25, 0.8, 0, 7))[-1][0] == text
+
+
+def test_attention_map_is_lower_triangular():
+    note, fig, mean_fig = gpt.attention(CHAR, "Call me Ishmael.", 2, 3)
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert z.shape == (16, 16) and np.allclose(np.triu(z, 1), 0) and np.allclose(z.sum(1), 1, atol=1e-5)
+    mean = np.asarray(mean_fig.data[0].z, dtype=float)
+    assert np.allclose(np.triu(mean, 1), 0) and np.allclose(mean.sum(1), 1, atol=1e-5)
+    assert "16 tokens" in note and "Layer 2, head 3" in fig.layout.title.text
+
+
+def test_gpt_vs_bert_offline():
+    note, gpt_fig, bert_fig = gpt.gpt_vs_bert(core_gpt.PRESETS["en"][0], "gpt2", "bert-base-uncased")
+    assert "The weather today is very" in note and "download gpt2" in note
+    assert len(gpt_fig.data[0].x) == 10  # the char-GPT's next characters
+    assert "hf download bert-base-uncased" in bert_fig.layout.annotations[0].text
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: gpt.next_token(CHAR, "", 1.0, 0), "empty"),
+    (lambda: gpt.next_token(CHAR, "x" * 500, 1.0, 0), "at most 128"),
+    (lambda: gpt.next_token(CHAR, "Call me", 0, 0), "Temperature must be above 0"),
+    (lambda: gpt.next_token(CHAR, "Call me", -2, 0), "Temperature must be above 0"),
+    (lambda: gpt.next_token(CHAR, "我们", 1.0, 0), "knows none of these characters: 我 们"),
+    (lambda: gpt.next_token("gpt2", "Hello", 1.0, 0), "download gpt2"),
+    (lambda: gpt.next_token("\x00../etc", "Hello", 1.0, 0), "not on this machine"),
+    (lambda: gpt.next_token(CHAR, "Call me", 1.0, -1), "Top-k"),
+    (lambda: list(gpt.generate(CHAR, "Call me", 0, 0.8, 0, 0)), "Length"),
+    (lambda: list(gpt.generate(CHAR, "Call me", 10, 0.0, 0, 0)), "Temperature must be above 0"),
+    (lambda: gpt.attention(CHAR, "Call me", 5, 1), "4 layers of 4 heads"),
+    (lambda: gpt.attention(CHAR, "Call me", 1, 0), "4 layers of 4 heads"),
+    (lambda: gpt.gpt_vs_bert("no blank", CHAR, "bert-base-uncased"), "exactly one blank"),
+])
+def test_bad_input_gets_a_clear_message(call, message):
+    with pytest.raises(gr.Error, match=message):
+        call()
+
+
+def test_built_sub_tabs_are_named_and_fill_on_open():
+    with gr.Blocks() as blocks:
+        with gr.Tab("Transformer & GPT"), gr.Tabs():
+            gpt.build()
+    names = {dep.api_name for dep in blocks.fns.values()}
+    assert {"transformer_gpt_next", "transformer_gpt_generate", "transformer_gpt_attention",
+            "transformer_gpt_vs_bert", "transformer_gpt_next_open",
+            "transformer_gpt_generate_open", "transformer_gpt_attention_open", "transformer_gpt_vs_bert_open"} <= names
+    assert all(name.startswith("transformer_") for name in names if name)
+    opened = next(dep for dep in blocks.fns.values() if dep.api_name == "transformer_gpt_next_open")
+    values = [c.value for c in opened.inputs]
+    note, fig, rows = opened.fn(*values)  # the default preset, as on first open
+    assert values[:2] == [CHAR, gpt.NEXT_EXAMPLES[0][1]]
+    want = core_gpt.next_token(CHAR, gpt.NEXT_EXAMPLES[0][1])
+    assert [r[0] for r in rows] == [t.replace(" ", "␣") for t, _ in want.candidates]
+    assert [r[1] for r in rows] == pytest.approx([p for _, p in want.candidates], abs=1e-4)

@@ -1,0 +1,91 @@
+"""demo/overview.py (the Overview tab, issue #17): timeline links, the held-out ladder as the file has it, the
+surprisal strip and totals equal to core/ladder's numbers, presets, bad input, and first-open wiring."""
+import gradio as gr
+import numpy as np
+import pytest
+
+from core import ladder
+from demo import overview
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def test_timeline_steps_link_to_their_tabs_in_order():
+    fig = overview.timeline_figure()
+    texts = [a.text for a in fig.layout.annotations]
+    names = ["n-gram", "NNLM", "word2vec", "RNN / LSTM", "attention", "Transformer", "ELMo / GPT / BERT"]
+    assert len(texts) == len(names)
+    for text, name, (_, _, _, tab, preset) in zip(texts, names, overview.TIMELINE):
+        assert f'href="?tab={tab}&preset={preset}"' in text and f">{name}</a>" in text
+    assert "2003" in texts[1] and "2013" in texts[2] and "2017" in texts[5] and "2018" in texts[6]
+    links = overview.timeline_links()
+    assert "(?tab=attention&preset=thinking-machines)" in links and "(?tab=transformer&preset=char-gpt)" in links
+
+
+def test_first_open_shows_the_held_out_ladder_from_the_file():
+    fig, note, table, bars = overview.first_open()
+    facts, rows = ladder.load_held_out()
+    assert len(fig.data) == 1 and f"{facts['held_out_chars']:,}" in note
+    assert [r[0] for r in table] == [row.name for row in rows]
+    assert [r[1] for r in table] == [round(row.bits_per_char, 3) for row in rows]
+    assert all(r[-1].startswith("[") and "(?tab=" in r[-1] for r in table)
+    np.testing.assert_allclose(bars.data[0].x, [row.bits_per_char for row in rows])
+    best = int(np.argmin([row.bits_per_char for row in rows]))
+    assert [c for c in bars.data[0].marker.color].index(bars.data[0].marker.color[best]) == best
+
+
+def test_strip_and_totals_are_core_ladders_numbers():
+    text = 'He said "Queequeg" — 我 €.'
+    summary, strip, totals, table = overview.score_text(text)
+    result = ladder.score_text(text)
+    z = np.array(strip.data[0].z, dtype=float)
+    assert z.shape == (len(result.scores), len(text))
+    assert np.isnan(z[:, 0]).all()  # the first character is context only
+    expected = np.minimum([score.bits for score in result.scores], overview.STRIP_CAP_BITS)
+    np.testing.assert_allclose(z[:, 1:], expected)
+    assert [label.rstrip("\u200b") for label in strip.data[0].x] == [overview._shown(ch) for ch in text]
+    assert [label.rstrip("\u200b") for label in strip.data[0].y] == [s.rung.name for s in result.scores]
+    np.testing.assert_allclose(totals.data[0].x, [score.total_bits for score in result.scores])
+    assert [row[1] for row in table] == [round(score.total_bits, 2) for score in result.scores]
+    assert "'我', '€'" in summary and "n-gram" in summary and "LSTM" in summary
+    costs = table[0][3]
+    first = result.scores[0]
+    assert costs == (f"'我' (character {text.index('我') + 1}): {first.bits[text.index('我') - 1]:.1f} bits, "
+                     f"'€' (character {text.index('€') + 1}): {first.bits[text.index('€') - 1]:.1f} bits")
+
+
+@pytest.mark.parametrize("label", [name for name, _, _ in overview.PRESETS])
+def test_every_preset_runs(label):
+    text, note, summary, strip, totals, table = overview.run_preset(label)
+    assert text in [t for _, t, _ in overview.PRESETS] and note.startswith("**What to look at.**")
+    assert len(text) <= ladder.MAX_CHARS and len(table) == len(ladder.rungs())
+    assert np.isfinite(np.array(totals.data[0].x, dtype=float)).all()
+
+
+def test_name_preset_costs_an_ngram_the_same_twice():
+    """The preset's claim: the 5-gram pays exactly the same for the second Zorbanowski as for the first."""
+    text = next(t for name, t, _ in overview.PRESETS if "name" in name)
+    first, second = text.index("Zorbanowski"), text.rindex("Zorbanowski")
+    assert second - first > 90
+    score = next(s for s in ladder.score_text(text).scores if s.rung.key == "ngram-5-kneser_ney")
+    inside = slice(4, 11)  # the name's characters whose 4-character context lies inside the name
+    ours = score.bits[first - 1:][inside], score.bits[second - 1:][inside]  # bits[i - 1] is character i's
+    np.testing.assert_array_equal(*ours)
+
+
+def test_bad_input_gets_a_message():
+    with pytest.raises(gr.Error, match="at least two characters"):
+        overview.score_text("  \r\n ")
+    with pytest.raises(gr.Error, match="at most 300"):
+        overview.score_text("a" * 5000)
+    with pytest.raises(gr.Error, match="Pick one of the presets"):
+        overview.run_preset("no such preset")
+
+
+def test_the_tab_fills_itself_on_open_and_names_every_event():
+    with gr.Blocks() as blocks:
+        overview.build()
+    deps = {dep.api_name: dep for dep in blocks.fns.values()}
+    assert {"overview_open", "overview_open_ladder", "overview_preset", "overview_score"} <= set(deps)
+    for name in ("overview_open", "overview_open_ladder"):
+        assert [trigger[1] for trigger in deps[name].targets] == ["load"]

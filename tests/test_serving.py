@@ -1,0 +1,154 @@
+"""Serving many users (issue 21 §2, §3, §7): readable API errors, a per-session queue cap, uploads cleaned up.
+
+API calls go through the built app's own ``process_api`` (what Gradio's routes call), so the messages checked are
+exactly what a client receives."""
+from __future__ import annotations
+
+import asyncio
+import time
+import types
+
+import gradio as gr
+import pytest
+from gradio.state_holder import SessionState
+from gradio.utils import error_payload
+
+from demo import serving
+
+
+@pytest.fixture(scope="module")
+def app():
+    import app as app_module
+    from core import registry
+
+    registry.set_offline(True)
+    return app_module.build_app()
+
+
+def call(app, api_name: str, inputs: list):
+    fn = next(f for f in app.fns.values() if f.api_name == api_name)
+    return asyncio.run(app.process_api(fn, inputs, state=SessionState(app)))
+
+
+def client_message(app, api_name: str, inputs: list) -> str:
+    """What the client is told when the call fails (Gradio's error_payload, with show_error as the app runs)."""
+    with pytest.raises(Exception) as caught:
+        call(app, api_name, inputs)
+    payload = error_payload(caught.value, show_error=True)
+    message = str(payload["error"])
+    assert "object at 0x" not in message and "Original error" not in message and "Traceback" not in message
+    assert len(message) < 400
+    return message
+
+
+QUESTION, CONTEXT = "Where is it?", "It is in Paris."
+
+
+def test_too_few_or_too_many_values_name_the_parameters(app):
+    message = client_message(app, "qa_layout", [None, QUESTION])
+    assert "takes 5 values" in message and "sent 2" in message
+    assert "question" in message and "doc_stride" in message
+    message = client_message(app, "qa_layout", [None, QUESTION, CONTEXT, 32, 384, "extra"])
+    assert "takes 5 values" in message and "sent 6" in message
+
+
+@pytest.mark.parametrize("index,value,name,wants", [
+    (3, "lots", "doc_stride", "a number from 0 to 128"),
+    (4, {"a": 1}, "max_seq_len", "a number from 192 to 512"),
+    (1, ["a", "list"], "question", "text"),
+    (2, 12345, "context", "text"),
+    (0, {"path": 1}, "model_id", ""),
+])
+def test_a_wrong_type_names_the_parameter(app, index, value, name, wants):
+    inputs = [None, QUESTION, CONTEXT, 32, 384]
+    inputs[index] = value
+    message = client_message(app, "qa_layout", inputs)
+    assert f"“{name}”" in message and wants in message
+
+
+def test_a_choice_not_offered_names_the_parameter(app):
+    message = client_message(app, "ner_tag", ["Angela Merkel visited Paris.", None, "no-such-strategy"])
+    assert "“" in message and "no-such-strategy" in message and "one of" in message
+
+
+def test_good_call_still_works(app):
+    out = call(app, "qa_layout", [None, QUESTION, CONTEXT, 32, 384])
+    assert out["data"]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Queue fairness
+
+
+def fake_queue(events_by_session: dict[str, int], running: dict[str, int]):
+    event = lambda session: types.SimpleNamespace(session_hash=session)  # noqa: E731
+    waiting = [event(s) for s, n in events_by_session.items() for _ in range(n)]
+    jobs = [[event(s)] for s, n in running.items() for _ in range(n)] + [None, None]
+    queue = types.SimpleNamespace(event_queue_per_concurrency_id={"x": types.SimpleNamespace(queue=waiting)},
+                                  active_jobs=jobs)
+    pushed = []
+
+    async def push(body, request, username=None):
+        pushed.append(body.session_hash)
+        waiting.append(event(body.session_hash))
+        return True, f"id{len(pushed)}", "success"
+
+    queue.push = push
+    return types.SimpleNamespace(_queue=queue), pushed
+
+
+def test_one_session_cannot_hold_more_than_eight_events_and_others_are_admitted():
+    blocks, pushed = fake_queue({"greedy": 0, "other": 1}, {"greedy": 1})
+    serving.limit_sessions(blocks, limit=8)
+    push = blocks._queue.push
+    body = lambda session: types.SimpleNamespace(session_hash=session)  # noqa: E731
+    results = [asyncio.run(push(body("greedy"), None)) for _ in range(20)]
+    accepted = [r for r in results if r[0]]
+    refused = [r for r in results if not r[0]]
+    assert len(accepted) == 7  # 1 running + 7 waiting = 8
+    assert refused[0] == (False, "You already have 8 requests waiting. Wait for them to finish (or reload the page) "
+                                 "before sending more.", "error")
+    assert asyncio.run(push(body("other"), None))[0]  # another user is admitted
+    assert asyncio.run(push(body("newcomer"), None))[0]
+    blocks._queue.active_jobs[0] = None  # greedy's running event ends: one more place
+    assert asyncio.run(push(body("greedy"), None))[0]
+    assert not asyncio.run(push(body("greedy"), None))[0]
+
+
+def test_the_app_caps_sessions_through_its_real_queue(app):
+    assert app._queue.push.__wrapped__ is not None and app._queue.max_size == serving.QUEUE_MAX_SIZE
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Uploads cleaned
+
+
+def test_the_app_deletes_cached_files(app):
+    assert app.delete_cache == serving.DELETE_CACHE
+
+
+def test_an_uploaded_file_is_gone_after_the_configured_age(tmp_path):
+    import httpx
+
+    with gr.Blocks(delete_cache=(1, 2)) as blocks:
+        gr.File(label="upload")
+    blocks.queue()
+    serving.serve(blocks)
+    _, url, _ = blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
+    try:
+        source = tmp_path / "corpus.txt"
+        source.write_text("the cat sat on the mat\n" * 1000, encoding="utf-8")
+        with open(source, "rb") as handle:
+            response = httpx.post(f"{url}gradio_api/upload", files={"files": ("corpus.txt", handle)}, timeout=30)
+        response.raise_for_status()
+        [stored] = response.json()
+        from pathlib import Path
+
+        assert Path(stored).is_file() and Path(stored).read_text(encoding="utf-8") == source.read_text()
+        deadline = time.monotonic() + 60  # a wait for the condition, not a timing assertion
+        while Path(stored).exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not Path(stored).exists(), "the upload is still there well past its age of 2 s"
+        assert stored not in blocks.upload_file_set
+    finally:
+        blocks.close()

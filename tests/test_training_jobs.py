@@ -1,0 +1,154 @@
+"""Training fairness (issue 21 §1): a work budget per run, one run per browser session, a bounded concurrency group.
+
+Time is faked (core.jobs reads time.monotonic): nothing here asserts on wall time. benchmarks/training_budget.py
+measures real runs at the sliders' maxima."""
+from __future__ import annotations
+
+import asyncio
+import types
+
+import gradio as gr
+import pytest
+
+from core import jobs
+from core import embeddings as w2v
+
+
+class FakeClock:
+    """time.monotonic for core.jobs: each reading advances by ``tick`` seconds."""
+
+    def __init__(self, tick: float):
+        self.now, self.tick = 0.0, tick
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+@pytest.fixture
+def fast_clock(monkeypatch):
+    clock = FakeClock(tick=1.0)
+    monkeypatch.setattr(jobs.time, "monotonic", clock)
+    return clock
+
+
+def test_budget_and_one_run_per_owner():
+    slots = jobs.TrainingSlots()
+    first = slots.start("session-a")
+    other = slots.start("session-b")
+    assert first.stop_reason() is None
+    second = slots.start("session-a")  # the same browser session starts again: the first run is told to stop
+    assert first.stop_reason() == jobs.REPLACED and second.stop_reason() is None and other.stop_reason() is None
+    slots.finish("session-a", first)  # the old run ending does not unregister the new one
+    assert slots.cancel("session-a") and second.stop_reason() == jobs.REPLACED
+    slots.finish("session-a", second)
+    assert not slots.cancel("session-a") and slots.running() == 1
+    assert jobs.Budget(seconds=0.0).stop_reason() in (None, jobs.BUDGET)
+
+
+def test_budget_runs_out(fast_clock):
+    budget = jobs.Budget(seconds=5)
+    reasons = [budget.stop_reason() for _ in range(8)]
+    assert reasons[:4] == [None] * 4 and reasons[-1] == jobs.BUDGET
+
+
+def test_word2vec_stops_with_its_model_when_told():
+    text = "the white whale swam in the deep sea while an old ship sailed on the grey sea " * 300
+    config = w2v.Word2VecConfig(dim=16, window=2, epochs=5, min_count=1, batch_size=64)
+    calls = []
+
+    def stop():
+        calls.append(1)
+        return jobs.BUDGET if len(calls) >= 3 else None
+
+    model = w2v.train_word2vec(text, config, stop=stop)
+    assert model.stopped == jobs.BUDGET and model.loss_steps[-1] == 3 < model.steps_planned
+    assert model.vectors.vector("whale").shape == (16,) and len(model.losses) >= 1
+    full = w2v.train_word2vec(text, config)
+    assert full.stopped is None and full.loss_steps[-1] > 3
+
+
+def test_word2vec_at_the_sliders_maxima_stops_within_its_budget_and_says_so(fast_clock, one_torch_thread):
+    from demo import embeddings
+
+    fig, summary, model = embeddings.train(embeddings.MOBY, None, embeddings.SKIPGRAM, 200, 10, 10, 1,
+                                           progress=lambda *a, **k: None)
+    assert model.stopped == jobs.BUDGET and 0 < model.loss_steps[-1] < model.steps_planned
+    assert "Stopped after" in summary and "is kept" in summary
+    assert model.loss_steps[-1] <= jobs.TRAIN_SECONDS + 1  # a fake second per step: it stopped at the first step over
+
+
+def test_lstm_training_at_the_sliders_maxima_stops_within_its_budget_and_says_so(fast_clock, one_torch_thread):
+    from demo import lstm as lstm_demo
+
+    with gr.Blocks() as blocks:
+        lstm_demo.build()
+    sliders = {c.label: c for c in blocks.blocks.values() if isinstance(c, gr.Slider)}
+    seconds = sliders["time limit (seconds)"]
+    assert seconds.maximum <= jobs.TRAIN_SECONDS
+    outputs = list(lstm_demo.train_models("char", 5000, seconds.maximum, progress=lambda *a, **k: None))
+    figure, badge, models = outputs[-1]
+    assert "Stopped after" in badge and models is not None and models.info["lstm"]["steps"] < 5000
+
+
+def test_a_new_run_from_the_same_session_replaces_the_running_one(one_torch_thread):
+    from demo import embeddings
+
+    old = jobs.TRAINING.start("browser-1")
+    request = types.SimpleNamespace(session_hash="browser-1")
+    config = dict(source=embeddings.MOBY, upload=None, architecture=embeddings.CBOW, dim=10, window=1, epochs=1,
+                  min_count=50)
+    fig, summary, model = embeddings.train(**config, progress=lambda *a, **k: None, request=request)
+    assert old.stop_reason() == jobs.REPLACED and model.stopped is None
+    # and the replaced run, when it next checks, ends with a message instead of a model
+    jobs.TRAINING.start("browser-2")
+
+    def stop_soon():
+        return jobs.TRAINING.start("browser-2") and None  # every step starts a newer run: this one is replaced
+
+    with pytest.raises(gr.Error, match="newer run"):
+        original = w2v.train_word2vec
+
+        def replaced(text, cfg, progress=None, stop=None):
+            return original(text, cfg, progress, stop=lambda: (stop_soon(), stop())[1])
+
+        w2v.train_word2vec = replaced
+        try:
+            embeddings.train(**config, progress=lambda *a, **k: None,
+                             request=types.SimpleNamespace(session_hash="browser-2"))
+        finally:
+            w2v.train_word2vec = original
+
+
+def test_trainers_share_one_bounded_concurrency_group():
+    import app
+    from core import registry
+
+    registry.set_offline(True)
+    blocks = app.build_app()
+    trainers = {fn.api_name: fn for fn in blocks.fns.values() if fn.api_name in ("embeddings_train", "lstm_train")}
+    assert len(trainers) == 2
+    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in trainers.values()} == {("train", 1)}
+
+
+def test_queued_runs_of_the_session_are_replaced_by_a_new_one():
+    from demo import serving
+
+    event = lambda session: types.SimpleNamespace(session_hash=session, _id=f"{session}-{id(object())}",  # noqa: E731
+                                                  alive=True)
+    waiting = [event("s1"), event("s2"), event("s1")]
+    sent = []
+    queue = types.SimpleNamespace(event_queue_per_concurrency_id={"train": types.SimpleNamespace(queue=waiting)})
+
+    async def remove_from_queue(event_id):
+        waiting[:] = [e for e in waiting if e._id != event_id]
+
+    queue.remove_from_queue = remove_from_queue
+    queue.send_message = lambda e, message: sent.append((e.session_hash, message))
+    running = jobs.TRAINING.start("s1")
+    replaced = asyncio.run(serving.replace_training(queue, "s1"))
+    assert replaced == 3 and [e.session_hash for e in waiting] == ["s2"]
+    assert running.stop_reason() == jobs.REPLACED
+    assert [s for s, _ in sent] == ["s1", "s1"]
+    assert all(not m.success and "replaced by a newer one" in m.output["error"] for _, m in sent)
+    jobs.TRAINING.finish("s1", running)
