@@ -51,8 +51,8 @@ import demo.common  # noqa: E402,F401 - before torch: on a ZeroGPU Space it impo
 from core import registry  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, device_label, set_device
 from core.limits import MAX_UPLOAD_BYTES
-from demo import (attention, classify, embeddings, figures, lstm, mlm, ner, ngram, overview, qa, serving,
-                  transformer)
+from demo import (attention, classify, embeddings, figures, lstm, mlm, ner, ngram, overview, presets, qa,
+                  serving, transformer)
 from demo.i18n import I18N, TOGGLE_JS, LanguageMiddleware, label, language_of, text
 
 # The overview first (timeline and ladder), then the history in order: statistics → static vectors → recurrence →
@@ -66,6 +66,11 @@ THEME = gr.themes.Soft(primary_hue="blue", neutral_hue="slate",
                        font=["Inter", "Noto Sans", "ui-sans-serif", "system-ui", "sans-serif"],
                        font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "monospace"])
 CSS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "style.css")
+
+
+def tab_id(module) -> str:
+    """A tab's id in URLs (?tab=attention) and gr.Tabs: its demo module's name."""
+    return module.__name__.rsplit(".", 1)[-1]
 
 
 def network_word(lang: str) -> str:
@@ -101,9 +106,14 @@ def build_app() -> gr.Blocks:
         # The toggle stores the choice (cookie + localStorage) and reloads, so labels and results switch together.
         language.input(None, inputs=language, js=TOGGLE_JS, api_name=False)  # browser-only: no server endpoint
         app.load(page_language, outputs=[intro, badge, language], api_name="app_language")
-        for module in TABS:
-            with gr.Tab(label(f"tabs.{module.__name__.rsplit('.', 1)[-1]}")):
-                module.build()
+        collector = presets.Registry()
+        with gr.Tabs() as tabs:
+            for module in TABS:
+                with gr.Tab(label(f"tabs.{tab_id(module)}"), id=tab_id(module)) as tab, \
+                        collector.tab(tab_id(module), tab):
+                    module.build()
+        # Content on first open: each tab computes its default preset when selected; ?tab=…&preset=… deep-links.
+        collector.wire(app, tabs)
         with gr.Accordion(label("app.status_title"), open=False):
             status = gr.Markdown()
             gr.Button(label("app.status_refresh"), size="sm").click(app_status, outputs=status, api_name="app_status")

@@ -10,7 +10,8 @@ import plotly.graph_objects as go
 
 from core import attention as att
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import friendly_errors, gpu_handler, model_picker, whole_number
+from demo import presets
+from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker, whole_number
 from demo.figures import (COLORWAY, DIVERGING_SCALE, SEQUENTIAL_SCALE, empty_figure, heatmap, lines, styled,
                           subplot_grid, unique_labels)
 
@@ -128,6 +129,58 @@ def load_preset(name: str):
             "The same scores without a mask: every token sees the whole sentence, as in BERT's encoder.")
     return ("i have a dream", MODES[1], *_qkv_from(p["x"], [p["W_Q"], p["W_K"], p["W_V"]]), _frame(p["x"], "c"),
             *(_frame(p[n], "c") for n in ("W_Q", "W_K", "W_V")), scaled, masked, note)
+
+
+def steps_with_note(tokens_text, mode, Q, K, V, x, W_Q, W_K, W_V, score_name, causal, note=""):
+    """step_through for a preset: the note is part of the preset's inputs, not of the computation."""
+    arrays = [None if m is None else np.asarray(m, dtype=float) for m in (Q, K, V, x, W_Q, W_K, W_V)]
+    return step_through(tokens_text, mode, *arrays, score_name, causal)
+
+
+def _step_values(name: str):
+    return lambda: tuple(load_preset(name))
+
+
+STEP_PRESETS = [
+    presets.Preset("thinking-machines", "Thinking Machines: 112, 96 → 0.8808", _step_values(list(PRESETS)[0]), "§9"),
+    presets.Preset("i-have-a-dream", "i have a dream: causal mask", _step_values(list(PRESETS)[1]), "§9"),
+    presets.Preset("dream-no-mask", "i have a dream: no mask", _step_values(list(PRESETS)[2]), "§9"),
+    presets.Preset("tiny-xw", "x · W_Q, W_K, W_V (3 × 3)", _step_values(list(PRESETS)[3]), "§8"),
+]
+MULTIHEAD_PRESETS = [
+    presets.Preset("multi-head-512", "d_model = 512 = 8 heads × 64", ("i have a dream", 512, 8, False), "§10"),
+    presets.Preset("thinking-8-heads", "Thinking Machines, 8 heads", ("Thinking Machines", 512, 8, False), "§10"),
+    presets.Preset("masked-4-heads", "causal, 256 = 4 × 64", ("the cat sat on the mat", 256, 4, True), "§10"),
+]
+PE_PRESETS = [
+    presets.Preset("positional-encoding-512", "sin/cos PE, d_model = 512", (100, 512, "0, 1, 10, 11, 60"), "§11"),
+    presets.Preset("pe-short", "50 positions, d_model = 128", (50, 128, "0, 1, 2, 3, 126, 127"), "§11"),
+]
+PERMUTATION_PRESETS = [
+    presets.Preset("word-order", "the dog bit the man (shuffled)", ("the dog bit the man", 0), "§11"),
+    presets.Preset("dream-shuffled", "i have a dream (shuffled)", ("i have a dream", 1), "§11"),
+]
+MODEL_PRESETS = [
+    presets.Preset("it-was-tired", "MiniLM: “it” in a long sentence",
+                   ("sentence-transformers/all-MiniLM-L6-v2", MODEL_EXAMPLES[0][0], "", 1, 1, False), "§8"),
+    presets.Preset("sentence-pair", "MiniLM: a sentence pair",
+                   ("sentence-transformers/all-MiniLM-L6-v2", MODEL_EXAMPLES[1][0], MODEL_EXAMPLES[1][1], 3, 1, True),
+                   "§13"),
+    presets.Preset("two-banks", "MiniLM: two senses of “bank”",
+                   ("sentence-transformers/all-MiniLM-L6-v2", MODEL_EXAMPLES[3][0], "", 6, 1, True), "§8"),
+]
+# (seed §, question, answer, view key, preset)
+LESSON = [
+    ("§9", "q₁·k₁ = 112 and q₁·k₂ = 96 with d_k = 64. How much weight does “Thinking” give to itself?",
+     "Divide by √64 = 8: the scores become 14 and 12. The softmax of (14, 12) is 1 / (1 + e⁻²) = 0.8808 for "
+     "itself and 0.1192 for “Machines”, so z₁ = 0.88·v₁ + 0.12·v₂.", "steps", "thinking-machines"),
+    ("§9", "In masked self-attention on “i have a dream”, which words can “have” look at, and what do its weights "
+     "sum to?", "Only “i” and itself: the scores above the diagonal are set to −∞ before the softmax, so they get "
+     "weight 0, and every row still sums to 1. The map is lower-triangular.", "steps", "i-have-a-dream"),
+    ("§10", "The Transformer base has d_model = 512 and 8 heads. How wide is each head, and what goes into W_O?",
+     "512 / 8 = 64 dimensions per head. Each head returns n × 64; the 8 results are concatenated back to n × 512 "
+     "and multiplied by W_O (512 × 512).", "multihead", "multi-head-512"),
+]
 
 
 @friendly_errors
@@ -283,6 +336,26 @@ def positional(positions: float, d_model: float, dims_text: str):
     return heat, curves
 
 
+PE_WORKED = ("**The formula with d_model = {d_model}:** PE(pos, 2i) = sin(pos / 10000^(2i/{d_model})), "
+             "PE(pos, 2i+1) = cos(pos / 10000^(2i/{d_model})). At pos = {pos}: {values}. Dimension pairs "
+             "(2i, 2i+1) share one frequency; the wavelengths grow from 2π ≈ 6.28 (i = 0) to {longest:,.0f} "
+             "(i = {last}) positions, so every position gets a distinct pattern.")
+
+
+@friendly_errors
+def positional_view(positions: float, d_model: float, dims_text: str):
+    """The formula evaluated at position 1 (the seed's equations with numbers), the PE heatmap and curves."""
+    heat, curves = positional(positions, d_model, dims_text)
+    d_model = int(d_model)
+    pe = att.positional_encoding(2, d_model)  # (2, d): row 1 is position 1
+    values = "; ".join(f"PE(1, {d}) = {'sin' if d % 2 == 0 else 'cos'}(1 / 10000^({d - d % 2}/{d_model})) = "
+                       f"{pe[1, d]:.4f}" for d in range(4))
+    last = d_model // 2 - 1
+    text = PE_WORKED.format(d_model=d_model, pos=1, values=values, last=last,
+                            longest=2 * math.pi * 10000 ** (2 * last / d_model))
+    return text, heat, curves
+
+
 @friendly_errors
 def permutation(sentence: str, seed: float):
     """Shuffle the words: without PE the outputs shuffle the same way (equal up to rounding); with PE they change."""
@@ -434,18 +507,20 @@ def show_head(model_id: str, text: str, pair: str, layer: float, head: float, hi
 
 def _matrix_input(label: str, value: np.ndarray | None = None) -> gr.Dataframe:
     return gr.Dataframe(None if value is None else _frame(value, "d"), label=label, type="array", datatype="number",
-                        interactive=True, max_height=220, wrap=False)
+                        interactive=True, max_height=220, wrap=False, buttons=TABLE_BUTTONS)
 
 
 def build() -> None:
-    gr.Markdown(INTRO)
+    gr.Markdown(INTRO, latex_delimiters=LATEX)
+    lesson_slot = gr.Column()
 
-    with gr.Tab("Step by step"):
+    with gr.Tab("Step by step", id="steps") as steps_tab:
         gr.Markdown("Load a preset or edit the numbers, then press **Compute**. Rows are tokens. With the mask ticked "
                     "(a decoder), each token may attend only to itself and the tokens before it.")
         with gr.Row():
             preset = gr.Dropdown(list(PRESETS), value=list(PRESETS)[0], label="Preset", scale=2)
             load_button = gr.Button("Load preset", scale=1)
+        preset_bar = gr.Column()
         preset_note = gr.Markdown(THINKING_NOTE)
         with gr.Row():
             tokens = gr.Textbox(label="Token names (one per row, separated by spaces)", value="Thinking Machines",
@@ -465,11 +540,11 @@ def build() -> None:
         compute_button = gr.Button("Compute", variant="primary")
         arithmetic = gr.Markdown()
         with gr.Row():
-            fig_scores = gr.Plot(empty_figure("Press “Compute”."))
-            fig_scaled = gr.Plot(empty_figure("Scaled scores appear here."))
+            fig_scores = gr.Plot(empty_figure("Press “Compute”."), show_label=False)
+            fig_scaled = gr.Plot(empty_figure("Scaled scores appear here."), show_label=False)
         with gr.Row():
-            fig_probs = gr.Plot(empty_figure("Softmax weights appear here."))
-            fig_out = gr.Plot(empty_figure("Outputs appear here."))
+            fig_probs = gr.Plot(empty_figure("Softmax weights appear here."), show_label=False)
+            fig_out = gr.Plot(empty_figure("Outputs appear here."), show_label=False)
         step_inputs = [tokens, mode, Q, K, V, x, W_Q, W_K, W_V, score, causal]
         step_outputs = [arithmetic, fig_scores, fig_scaled, fig_probs, fig_out]
         mode.change(toggle_mode, mode, [qkv_group, x_group], api_name="attention_mode", api_visibility="undocumented")
@@ -478,9 +553,13 @@ def build() -> None:
                                                             api_name="attention_preset_steps",
                                                             api_visibility="undocumented")
         compute_button.click(step_through, step_inputs, step_outputs, api_name="attention_steps")
+        steps_view = presets.View("attention", "steps", step_inputs + [preset_note], step_outputs, steps_with_note,
+                                  STEP_PRESETS, where=steps_tab)
+        with preset_bar:
+            steps_view.buttons()
 
-    with gr.Tab("Multi-head"):
-        gr.Markdown(r"Multi-head attention (§10) runs h attentions side by side on slices of the model dimension: "
+    with gr.Tab("Multi-head", id="multihead") as multihead_tab:
+        gr.Markdown(latex_delimiters=LATEX, value=r"Multi-head attention (§10) runs h attentions side by side on slices of the model dimension: "
                     r"$\mathrm{head}_i = \mathrm{Attention}(xW_Q^i, xW_K^i, xW_V^i)$, "
                     r"$\mathrm{MultiHead}(x) = \mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)\,W_O$. "
                     "The Transformer base uses d_model = 512 and 8 heads of 64.")
@@ -490,17 +569,22 @@ def build() -> None:
             heads = gr.Dropdown([1, 2, 4, 8, 16], value=8, label="heads h", scale=1)
             mh_causal = gr.Checkbox(False, label="causal mask", scale=1)
         mh_button = gr.Button("Split, attend, concatenate", variant="primary")
-        gr.Examples([["i have a dream", 512, 8, False], ["Thinking Machines", 512, 8, False],
-                     ["the cat sat on the mat", 256, 4, True]], inputs=[mh_sentence, d_model, heads, mh_causal])
+        mh_bar = gr.Column()
         mh_summary = gr.Markdown()
-        shapes = gr.Dataframe(headers=["step", "equation", "shape"], interactive=False, label="Every shape on the way")
-        heads_plot = gr.Plot(empty_figure("Press the button to see each head's attention."))
-        concat_plot = gr.Plot(empty_figure("The concatenated heads appear here."))
+        shapes = gr.Dataframe(headers=["step", "equation", "shape"], interactive=False, label="Every shape on the way",
+            buttons=TABLE_BUTTONS)
+        heads_plot = gr.Plot(empty_figure("Press the button to see each head's attention."), show_label=False)
+        concat_plot = gr.Plot(empty_figure("The concatenated heads appear here."), show_label=False)
         mh_button.click(multi_head, [mh_sentence, d_model, heads, mh_causal],
                         [mh_summary, shapes, heads_plot, concat_plot], api_name="attention_multihead")
+        multihead_view = presets.View("attention", "multihead", [mh_sentence, d_model, heads, mh_causal],
+                                      [mh_summary, shapes, heads_plot, concat_plot], multi_head, MULTIHEAD_PRESETS,
+                                      where=multihead_tab)
+        with mh_bar:
+            multihead_view.buttons()
 
-    with gr.Tab("Positions"):
-        gr.Markdown(r"Attention treats its input as a set. The Transformer adds a positional encoding to each "
+    with gr.Tab("Positions", id="positions") as positions_tab:
+        gr.Markdown(latex_delimiters=LATEX, value=r"Attention treats its input as a set. The Transformer adds a positional encoding to each "
                     r"embedding (§11): $PE_{(pos,2i)} = \sin(pos/10000^{2i/d_{model}})$, "
                     r"$PE_{(pos,2i+1)} = \cos(pos/10000^{2i/d_{model}})$.")
         with gr.Row():
@@ -508,9 +592,16 @@ def build() -> None:
             pe_dim = gr.Slider(4, 512, value=128, step=2, label="d_model")
             dims = gr.Textbox(value="0, 1, 10, 11, 60", label="dimensions to plot (up to 8)")
         pe_button = gr.Button("Draw the positional encoding", variant="primary")
-        pe_heat = gr.Plot(empty_figure("Press the button."))
-        pe_lines = gr.Plot(empty_figure("Curves appear here."))
-        pe_button.click(positional, [positions, pe_dim, dims], [pe_heat, pe_lines], api_name="attention_pe")
+        pe_bar = gr.Column()
+        pe_worked = gr.Markdown()
+        pe_heat = gr.Plot(empty_figure("Press the button."), show_label=False)
+        pe_lines = gr.Plot(empty_figure("Curves appear here."), show_label=False)
+        pe_button.click(positional_view, [positions, pe_dim, dims], [pe_worked, pe_heat, pe_lines],
+                        api_name="attention_pe")
+        pe_view = presets.View("attention", "positions", [positions, pe_dim, dims], [pe_worked, pe_heat, pe_lines],
+                               positional_view, PE_PRESETS, where=positions_tab)
+        with pe_bar:
+            pe_view.buttons()
 
         gr.Markdown("#### Without positions, word order is invisible\nOne attention layer with random weights reads "
                     "a sentence and a shuffle of it. Each word has a fixed embedding wherever it stands.")
@@ -518,16 +609,20 @@ def build() -> None:
             perm_sentence = gr.Textbox(label="Sentence", value="the dog bit the man", scale=3)
             perm_seed = gr.Number(value=0, precision=0, label="shuffle seed", scale=1)
         perm_button = gr.Button("Shuffle and compare", variant="primary")
-        gr.Examples([["the dog bit the man", 0], ["i have a dream", 1], ["Thinking Machines", 0]],
-                    inputs=[perm_sentence, perm_seed])
+        perm_bar = gr.Column()
         perm_summary = gr.Markdown()
         perm_table = gr.Dataframe(headers=["slot", "word", "was at", "change without PE", "change with PE"],
-                                  interactive=False)
-        perm_plot = gr.Plot(empty_figure("Press the button."))
+                                  interactive=False, buttons=TABLE_BUTTONS)
+        perm_plot = gr.Plot(empty_figure("Press the button."), show_label=False)
         perm_button.click(permutation, [perm_sentence, perm_seed], [perm_summary, perm_table, perm_plot],
                           api_name="attention_permutation")
+        perm_view = presets.View("attention", "permutation", [perm_sentence, perm_seed],
+                                 [perm_summary, perm_table, perm_plot], permutation, PERMUTATION_PRESETS,
+                                 where=positions_tab)
+        with perm_bar:
+            perm_view.buttons()
 
-    with gr.Tab("Real model"):
+    with gr.Tab("Real model", id="model") as model_tab:
         gr.Markdown("Self-attention inside a pretrained BERT-family encoder, on your text. The bundled model is "
                     "MiniLM-L6 (6 layers × 12 heads, bert-base-uncased's WordPiece vocabulary) and works offline; "
                     "any BERT or DistilBERT checkpoint works when you are online or have it in a local folder. "
@@ -544,14 +639,24 @@ def build() -> None:
             hide = gr.Checkbox(False, label="hide [CLS]/[SEP] (renormalise rows)")
         run_button = gr.Button("Show attention", variant="primary")
         gr.Examples(MODEL_EXAMPLES, inputs=[text, pair])
+        model_bar = gr.Column()
         notice = gr.Markdown()
         with gr.Row():
-            head_plot = gr.Plot(empty_figure("Press “Show attention”."))
-            mean_plot = gr.Plot(empty_figure("The head average appears here."))
-        grid_plot = gr.Plot(empty_figure("The layer × head grid appears here."))
+            head_plot = gr.Plot(empty_figure("Press “Show attention”."), show_label=False)
+            mean_plot = gr.Plot(empty_figure("The head average appears here."), show_label=False)
+        grid_plot = gr.Plot(empty_figure("The layer × head grid appears here."), show_label=False)
         model_inputs = [picker, text, pair, layer, head, hide]
         model_outputs = [notice, head_plot, mean_plot, grid_plot, layer, head]
         run_button.click(explore, model_inputs, model_outputs, api_name="attention_model", concurrency_id="bert", concurrency_limit=4)
         hide.input(explore, model_inputs, model_outputs, api_name="attention_model_hide", concurrency_id="bert", concurrency_limit=4, api_visibility="undocumented")
         layer.release(show_head, model_inputs, [head_plot, mean_plot], api_name="attention_layer", concurrency_id="bert", concurrency_limit=4)
         head.release(show_head, model_inputs, [head_plot, mean_plot], api_name="attention_head", concurrency_id="bert", concurrency_limit=4)
+        model_view = presets.View("attention", "model", model_inputs, model_outputs, explore, MODEL_PRESETS,
+                                  where=model_tab)
+        with model_bar:
+            model_view.buttons()
+
+    views = {"steps": steps_view, "multihead": multihead_view}
+    with lesson_slot:
+        presets.lesson([presets.Step(section, question, answer, views[key], slug)
+                        for section, question, answer, key, slug in LESSON])

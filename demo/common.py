@@ -133,6 +133,14 @@ def model_picker(task: str, label: str = "Checkpoint") -> gr.Dropdown:
                        info="A Hugging Face id or a local folder with config.json and weights.")
 
 
+# Result tables get a copy button (the rows as comma-separated text, ready for a spreadsheet or a slide) and a
+# full-screen view, beside the figures' PNG/SVG export.
+TABLE_BUTTONS = ["copy", "fullscreen"]
+
+# Markdown with inline $…$ and display $$…$$ maths (Gradio's default renders only $$…$$, leaving "$\sqrt{d_k}$" raw).
+LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Training runs (core/jobs.py): a work budget each, one at a time per browser session, on the "train" concurrency
 # group (at most TRAIN_CONCURRENCY runs at once across all users, so light tabs keep the other core).

@@ -9,7 +9,8 @@ from core import jobs
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.textio import read_text_upload
-from demo.common import TRAIN_QUEUE, friendly_errors, gpu_handler, stopped_note, training_run, whole_number
+from demo import embeddings_nnlm, presets
+from demo.common import TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, stopped_note, training_run, whole_number
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
 
 TITLE = "Word embeddings"
@@ -218,48 +219,99 @@ def compare_spaces(model: w2v.TrainedWord2Vec | None, word: str, topn: float, pr
 # Layout
 
 
+P = presets.Preset
+ONE_HOT_PRESETS = [P("one-hot-cosine", "king, queen, man, woman, apple", ("king, queen, man, woman, apple",), "§3"),
+                   P("vehicles", "cat, dog, car, truck, banana", ("cat, dog, car, truck, banana",), "§3"),
+                   P("cities", "paris, london, tokyo, happy, sad", ("paris, london, tokyo, happy, sad",), "§3")]
+LOOKUP_PRESETS = [P("one-hot-times-q", "Seed: [0 0 0 1 0] × Q = [10 12 19]", (4,), "§2.2"),
+                  P("word-1", "word 1: [1 0 0 0 0] × Q", (1,), "§2.2")]
+NEIGHBOUR_PRESETS = [P("frog", "frog", ("frog", 10), "§4"), P("bank-neighbours", "bank", ("bank", 10), "§4"),
+                     P("python", "python", ("python", 10), "§4"), P("beijing", "beijing", ("beijing", 10), "§4")]
+ANALOGY_PRESETS = [P("king-queen", "king − man + woman", ("king", "man", "woman", 5), "§4"),
+                   P("paris-berlin", "paris − france + germany", ("paris", "france", "germany", 5), "§4"),
+                   P("walking-swimming", "walking − walk + swim", ("walking", "walk", "swim", 5), "§4"),
+                   P("bigger-smaller", "bigger − big + small", ("bigger", "big", "small", 5), "§4")]
+PROJECTION_PRESETS = [
+    P("capitals", "royals and capitals, 2D", ("king, queen, man, woman, paris, france, berlin, germany", 3, "2D"),
+      "§4"),
+    P("animals-vehicles-3d", "animals, vehicles, colours, 3D", ("cat, dog, horse, car, truck, train, red, blue", 4,
+                                                                 "3D"), "§4"),
+    P("days-numbers", "days, numbers, fruit", ("monday, january, one, two, apple, banana", 3, "2D"), "§4")]
+STATIC_PRESETS = [
+    P("static-bank", "bank: river vs money", ("bank", "We sat on the river bank and watched the water.",
+                                              "She opened a savings account at the bank."), "§4"),
+    P("static-bat", "bat: animal vs sport", ("bat", "The bat flew out of the cave at dusk.",
+                                             "He swung the bat and hit the ball."), "§4")]
+# (seed §, question, answer, view key, preset)
+LESSON = [
+    ("§2.2", "Multiply the one-hot vector of word 4, [0 0 0 1 0], by the 5 × 3 matrix Q. What comes out?",
+     "[10 12 19]: row 4 of Q. Only the single 1 survives the sum, so an embedding layer is a table lookup.",
+     "lookup", "one-hot-times-q"),
+    ("§3", "What is the cosine similarity of one-hot “king” and “queen”? And of their GloVe vectors?",
+     "One-hot: exactly 0, like every pair of different words. GloVe: clearly positive (about 0.78), higher than "
+     "king–apple: dense vectors can express similarity.", "onehot", "one-hot-cosine"),
+    ("§4", "A static embedding gives “bank” one vector. Does it differ between a river sentence and a money "
+     "sentence?", "No: the cosine of the two occurrences is exactly 1, and its neighbours are all about finance, "
+     "the more frequent sense. Contextual models (ELMo, BERT) fix this; compare with the BERT masked LM tab.",
+     "static", "static-bank"),
+]
+
+
 def build() -> None:
     gr.Markdown(INTRO)
-    with gr.Tab("One-hot vs dense"):
+    lesson_slot = gr.Column()
+    with gr.Tab("One-hot vs dense", id="onehot") as onehot_tab:
         with gr.Row():
             with gr.Column(scale=1):
                 words = gr.Textbox("king, queen, man, woman, apple", label="Words (spaces or commas, up to 20)")
                 compare_button = gr.Button("Compare", variant="primary")
-                gr.Examples([["king, queen, man, woman, apple"], ["cat, dog, car, truck, banana"],
-                             ["paris, london, tokyo, happy, sad"]], inputs=[words])
             compare_md = gr.Markdown()
         with gr.Row():
-            one_hot_plot = gr.Plot(label="One-hot vectors")
-            one_hot_cos_plot = gr.Plot(label="One-hot cosine")
-            dense_cos_plot = gr.Plot(label="GloVe cosine")
+            one_hot_plot = gr.Plot(label="One-hot vectors", show_label=False)
+            one_hot_cos_plot = gr.Plot(label="One-hot cosine", show_label=False)
+            dense_cos_plot = gr.Plot(label="GloVe cosine", show_label=False)
         compare_button.click(compare_one_hot, [words], [one_hot_plot, one_hot_cos_plot, dense_cos_plot, compare_md],
                              api_name="embeddings_onehot")
+        onehot_view = presets.View("embeddings", "onehot", [words],
+                                   [one_hot_plot, one_hot_cos_plot, dense_cos_plot, compare_md], compare_one_hot,
+                                   ONE_HOT_PRESETS, where=onehot_tab)
+        onehot_view.buttons()
 
         gr.Markdown("#### The lookup is a matrix product (the seed's example)")
         with gr.Row():
             with gr.Column(scale=1):
                 word_number = gr.Slider(1, len(w2v.SEED_Q), value=4, step=1, label="Word number (its one-hot vector)")
                 lookup_button = gr.Button("Multiply one-hot × Q", variant="primary")
-                gr.Examples([[4], [1]], inputs=[word_number], label="Seed example: word 4 gives [10 12 19]")
                 lookup_md = gr.Markdown()
-            q_plot = gr.Plot(label="Q")
+            q_plot = gr.Plot(label="Q", show_label=False)
         lookup_button.click(one_hot_lookup, [word_number], [lookup_md, q_plot], api_name="embeddings_lookup")
+        lookup_view = presets.View("embeddings", "lookup", [word_number], [lookup_md, q_plot], one_hot_lookup,
+                                   LOOKUP_PRESETS, where=onehot_tab)
+        lookup_view.buttons()
 
-    with gr.Tab("GloVe: neighbours & analogies"):
+    with gr.Tab("Neural LM (NNLM)", id="nnlm") as nnlm_tab:
+        nnlm_inputs, nnlm_outputs = embeddings_nnlm.build()
+        nnlm_view = presets.View("embeddings", "nnlm", nnlm_inputs, nnlm_outputs, embeddings_nnlm.train_and_predict,
+                                 embeddings_nnlm.PRESETS, where=nnlm_tab)
+        nnlm_view.buttons()
+
+    with gr.Tab("GloVe: neighbours & analogies", id="glove") as glove_tab:
         gr.Markdown(GLOVE_NOTE)
         with gr.Row():
             with gr.Column(scale=1):
                 query = gr.Textbox("frog", label="Word")
                 topn = gr.Slider(1, 30, value=10, step=1, label="Neighbours")
                 query_button = gr.Button("Find neighbours", variant="primary")
-                gr.Examples([["frog"], ["bank"], ["python"], ["beijing"], ["kingg"]], inputs=[query])
             with gr.Column(scale=2):
-                neighbours_plot = gr.Plot(label="Nearest neighbours")
-                neighbours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Neighbours")
+                neighbours_plot = gr.Plot(label="Nearest neighbours", show_label=False)
+                neighbours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Neighbours",
+                    buttons=TABLE_BUTTONS)
         query_button.click(neighbours, [query, topn], [neighbours_plot, neighbours_table],
                            api_name="embeddings_neighbours")
         query.submit(neighbours, [query, topn], [neighbours_plot, neighbours_table],
                      api_name="embeddings_neighbours_submit", api_visibility="undocumented")
+        presets.View("embeddings", "neighbours", [query, topn], [neighbours_plot, neighbours_table], neighbours,
+                     NEIGHBOUR_PRESETS, where=glove_tab).buttons()
 
         gr.Markdown("#### Analogies: a − b + c")
         with gr.Row():
@@ -270,14 +322,14 @@ def build() -> None:
                     c = gr.Textbox("woman", label="+ c")
                 analogy_topn = gr.Slider(1, 20, value=5, step=1, label="Answers")
                 analogy_button = gr.Button("Solve", variant="primary")
-                gr.Examples([["king", "man", "woman"], ["paris", "france", "germany"], ["walking", "walk", "swim"],
-                             ["bigger", "big", "small"]], inputs=[a, b, c])
                 analogy_md = gr.Markdown()
-            analogy_plot = gr.Plot(label="Analogy")
+            analogy_plot = gr.Plot(label="Analogy", show_label=False)
         analogy_button.click(analogy, [a, b, c, analogy_topn], [analogy_plot, analogy_md],
                              api_name="embeddings_analogy")
+        presets.View("embeddings", "analogy", [a, b, c, analogy_topn], [analogy_plot, analogy_md], analogy,
+                     ANALOGY_PRESETS, where=glove_tab).buttons()
 
-    with gr.Tab("Projection"):
+    with gr.Tab("Projection", id="projection") as projection_tab:
         gr.Markdown("Pick words; each one brings its nearest GloVe neighbours. PCA flattens the 50 dimensions to the "
                     "2 or 3 that vary most. Drag to rotate the 3D view; click a legend entry to hide a group.")
         with gr.Row():
@@ -287,16 +339,14 @@ def build() -> None:
                 per_word = gr.Slider(0, 20, value=3, step=1, label="Neighbours per word")
                 dims = gr.Radio(["2D", "3D"], value="2D", label="View")
                 projection_button = gr.Button("Project", variant="primary")
-                gr.Examples([["king, queen, man, woman, paris, france, berlin, germany", 3, "2D"],
-                             ["cat, dog, horse, car, truck, train, red, blue", 4, "3D"],
-                             ["monday, january, one, two, apple, banana", 3, "2D"]],
-                            inputs=[projection_words, per_word, dims])
                 projection_md = gr.Markdown()
-            projection_plot = gr.Plot(label="PCA projection")
+            projection_plot = gr.Plot(label="PCA projection", show_label=False)
         projection_button.click(projection, [projection_words, per_word, dims], [projection_plot, projection_md],
                                 api_name="embeddings_projection")
+        presets.View("embeddings", "projection", [projection_words, per_word, dims], [projection_plot, projection_md],
+                     projection, PROJECTION_PRESETS, where=projection_tab).buttons()
 
-    with gr.Tab("One vector per word"):
+    with gr.Tab("One vector per word", id="static") as static_tab:
         gr.Markdown(STATIC_NOTE)
         with gr.Row():
             with gr.Column(scale=1):
@@ -304,18 +354,18 @@ def build() -> None:
                 first = gr.Textbox("We sat on the river bank and watched the water.", label="Sentence 1")
                 second = gr.Textbox("She opened a savings account at the bank.", label="Sentence 2")
                 static_button = gr.Button("Look up both", variant="primary")
-                gr.Examples([["bank", "We sat on the river bank and watched the water.",
-                              "She opened a savings account at the bank."],
-                             ["bat", "The bat flew out of the cave at dusk.", "He swung the bat and hit the ball."]],
-                            inputs=[static_word, first, second])
                 static_md = gr.Markdown()
             with gr.Column(scale=2):
-                static_plot = gr.Plot(label="The vector in each sentence")
-                static_neighbours = gr.Plot(label="Neighbours")
+                static_plot = gr.Plot(label="The vector in each sentence", show_label=False)
+                static_neighbours = gr.Plot(label="Neighbours", show_label=False)
         static_button.click(static_vectors, [static_word, first, second], [static_md, static_plot, static_neighbours],
                             api_name="embeddings_static")
+        static_view = presets.View("embeddings", "static", [static_word, first, second],
+                                   [static_md, static_plot, static_neighbours], static_vectors, STATIC_PRESETS,
+                                   where=static_tab)
+        static_view.buttons()
 
-    with gr.Tab("Train word2vec"):
+    with gr.Tab("Train word2vec", id="train"):
         gr.Markdown(TRAIN_NOTE)
         model = gr.State(None)  # this session's TrainedWord2Vec; kept in memory only
         with gr.Row():
@@ -331,7 +381,7 @@ def build() -> None:
                     min_count = gr.Slider(1, 50, value=5, step=1, label="Min count")
                 train_button = gr.Button("Train", variant="primary")
             with gr.Column(scale=2):
-                loss_plot = gr.Plot(empty_figure("Press Train to see the loss fall"), label="Loss")
+                loss_plot = gr.Plot(empty_figure("Press Train to see the loss fall"), label="Loss", show_label=False)
                 train_md = gr.Markdown()
         gr.Examples([[SKIPGRAM, 50, 4, 3, 5], [CBOW, 50, 4, 8, 5]],
                     inputs=[architecture, dim, window, epochs, min_count],
@@ -346,8 +396,15 @@ def build() -> None:
             compare_button = gr.Button("Compare neighbours", variant="primary")
         gr.Examples([["whale"], ["ship"], ["sea"], ["captain"], ["harpoon"]], inputs=[compare_word])
         with gr.Row():
-            ours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Your word2vec")
-            glove_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="GloVe 6B 50d")
+            ours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Your word2vec",
+                buttons=TABLE_BUTTONS)
+            glove_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="GloVe 6B 50d",
+                buttons=TABLE_BUTTONS)
         spaces_md = gr.Markdown()
         compare_button.click(compare_spaces, [model, compare_word, compare_topn], [ours_table, glove_table, spaces_md],
                              api_name="embeddings_compare")
+
+    views = {"lookup": lookup_view, "onehot": onehot_view, "static": static_view}
+    with lesson_slot:
+        presets.lesson([presets.Step(section, question, answer, views[key], slug)
+                        for section, question, answer, key, slug in LESSON])

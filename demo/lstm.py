@@ -11,7 +11,8 @@ from plotly.subplots import make_subplots
 from core import jobs, lstm
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import TRAIN_QUEUE, friendly_errors, gpu_handler, stopped_note, training_run
+from demo import presets
+from demo.common import TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, stopped_note, training_run
 from demo.figures import COLORWAY, empty_figure, heatmap, lines, styled
 
 TITLE = "RNN & LSTM"
@@ -292,8 +293,53 @@ def use_shipped():
 # Layout
 
 
+# Presets always run on the shipped checkpoints (a session's retrained pair is used by the buttons).
+def inspect_shipped(text: str, signal: str, units: float):
+    return inspect_text(text, signal, units, None)
+
+
+def gradients_shipped(length: float, text: str):
+    return measure_gradients(length, text, None)
+
+
+def generate_shipped(prompt: str, length: float, temperature: float, seed: float):
+    return generate_both(prompt, length, temperature, seed, None)
+
+
+P = presets.Preset
+INSPECT_PRESETS = [
+    P("forget-gate", "Forget gate on Call me Ishmael", (INSPECT_EXAMPLES[0][0], "forget gate f", 24), "§6"),
+    P("cell-state", "Cell state on Hast seen the White Whale", (INSPECT_EXAMPLES[1][0], "cell state C", 24), "§6"),
+    P("input-gate-unknown", "Input gate on unseen words", (INSPECT_EXAMPLES[2][0], "input gate i", 24), "§6"),
+]
+GRADIENT_PRESETS = [
+    P("rnn-vs-lstm-gradients", "RNN vs LSTM gradients, T = 100",
+      (100, "The whale, which Ahab had chased for years across every ocean, was white."), "§6"),
+    P("long-gradients", "T = 200", (200, "Call me Ishmael. Some years ago, never mind how long precisely."), "§6"),
+]
+GENERATE_PRESETS = [P(f"generate-{i + 1}", f"“{row[0].strip()}” T = {row[2]}", tuple(row), "§6")
+                    for i, row in enumerate(GENERATE_EXAMPLES)]
+ELMO_PRESETS = [P(f"elmo-{row[0]}", f"ELMo: {row[0]}", tuple(row), "§7") for row in ELMO_EXAMPLES]
+# (seed §, question, answer, view key, preset)
+LESSON = [
+    ("§6", "Where does the LSTM's forget gate close (values near 0) while it reads “Call me Ishmael…”?",
+     "Mostly it stays open: the mean f is about 0.73. Closing is a per-unit decision, only loosely tied to word "
+     "boundaries: at spaces and punctuation about 19% of the units drop below 0.2, inside words about 14%. Switch "
+     "the signal to the cell state C to see what the open gates keep.", "inspect", "forget-gate"),
+    ("§6", "The loss at step T is back-propagated to every earlier step. Which model still gets gradient from 50 "
+     "steps back?", "The LSTM. At distance 50 the RNN keeps about 7.5e-10 of its gradient, the LSTM "
+     "about 2.7e-6, some 3,600 times more: the RNN multiplies tanh′(z)·W at every step, the LSTM's cell path "
+     "multiplies forget gates (∂Cₖ/∂Cₖ₋₁ ≈ fₖ), which are often close to 1.", "gradients", "rnn-vs-lstm-gradients"),
+    ("§7", "Does a bidirectional LSTM give “bank” the same vector by a river and in a money sentence?",
+     "No. The whole vectors are nearly equal (a character LSTM is dominated by the word's own letters), but the "
+     "context part differs: the two river sentences score 0.994, each river sentence against the money one "
+     "0.92–0.93.", "elmo", "elmo-bank"),
+]
+
+
 def build() -> None:
     gr.Markdown(INTRO)
+    lesson_slot = gr.Column()
     models = gr.State(None)  # None: the shipped checkpoints; a ModelSet after "Train"
     try:
         badge_text = _badge(lstm.shipped_models(), retrained=False)
@@ -301,7 +347,7 @@ def build() -> None:
         badge_text = "**Models:** the shipped weights are missing; run `python scripts/train_rnn.py` or use Train."
     badge = gr.Markdown(badge_text)
 
-    with gr.Tab("Gates & predictions"):
+    with gr.Tab("Gates & predictions", id="gates") as gates_tab:
         with gr.Row():
             text = gr.Textbox(label=f"Text (up to {lstm.MAX_PROMPT_CHARS} characters)", lines=2, scale=4,
                               value=INSPECT_EXAMPLES[0][0])
@@ -309,17 +355,19 @@ def build() -> None:
                 signal = gr.Dropdown(list(SIGNALS), value="forget gate f", label="LSTM signal to show")
                 units = gr.Slider(4, 64, value=24, step=1, label="units shown (most active)")
         inspect_button = gr.Button("Look inside", variant="primary")
-        gr.Examples(INSPECT_EXAMPLES, inputs=[text])
         note = gr.Markdown()
-        lstm_plot = gr.Plot(empty_figure("Press “Look inside” to see the LSTM's gates."))
-        rnn_plot = gr.Plot(empty_figure("The RNN's hidden state appears here."))
-        prob_plot = gr.Plot(empty_figure("Next-token probabilities appear here."))
+        lstm_plot = gr.Plot(empty_figure("Press “Look inside” to see the LSTM's gates."), show_label=False)
+        rnn_plot = gr.Plot(empty_figure("The RNN's hidden state appears here."), show_label=False)
+        prob_plot = gr.Plot(empty_figure("Next-token probabilities appear here."), show_label=False)
         table = gr.Dataframe(headers=["t", "input", "actual next", "RNN top-3", "LSTM top-3"], interactive=False,
-                             max_height=360)
+                             max_height=360, buttons=TABLE_BUTTONS)
         inspect_button.click(inspect_text, [text, signal, units, models], [note, lstm_plot, rnn_plot, prob_plot, table],
                              api_name="lstm_inspect")
+        inspect_view = presets.View("lstm", "inspect", [text, signal, units], [note, lstm_plot, rnn_plot, prob_plot, table],
+                                    inspect_shipped, INSPECT_PRESETS, where=gates_tab)
+        inspect_view.buttons()
 
-    with gr.Tab("Vanishing gradients"):
+    with gr.Tab("Vanishing gradients", id="gradients") as gradients_tab:
         gr.Markdown("The loss at the last step T is back-propagated to every earlier hidden state h_t. How much "
                     "gradient arrives after T − t steps decides how far back a model can learn from. Measured with "
                     "autograd on held-out Moby-Dick text (never trained on). On next-character loss the shipped "
@@ -331,27 +379,31 @@ def build() -> None:
                                      value="The whale, which Ahab had chased for years across every ocean, was white.")
         grad_button = gr.Button("Measure", variant="primary")
         summary = gr.Markdown()
-        grad_plot = gr.Plot(empty_figure("Press “Measure”."))
-        forget_plot = gr.Plot(empty_figure("The forget-gate products appear here."))
+        grad_plot = gr.Plot(empty_figure("Press “Measure”."), show_label=False)
+        forget_plot = gr.Plot(empty_figure("The forget-gate products appear here."), show_label=False)
         grad_button.click(measure_gradients, [length, forget_text, models], [summary, grad_plot, forget_plot],
                           api_name="lstm_gradients")
+        gradients_view = presets.View("lstm", "gradients", [length, forget_text], [summary, grad_plot, forget_plot],
+                                      gradients_shipped, GRADIENT_PRESETS, where=gradients_tab)
+        gradients_view.buttons()
 
-    with gr.Tab("Generate"):
+    with gr.Tab("Generate", id="generate") as generate_tab:
         with gr.Row():
             prompt = gr.Textbox(label="Prompt", value="Call me Ishmael. ", scale=3)
             gen_length = gr.Slider(1, lstm.MAX_GENERATE, value=200, step=1, label="tokens to generate")
             temperature = gr.Slider(0.05, 2.0, value=0.8, step=0.05, label="temperature")
             seed = gr.Number(value=0, precision=0, minimum=0, maximum=2**32 - 1, label="seed")
         gen_button = gr.Button("Generate with both", variant="primary")
-        gr.Examples(GENERATE_EXAMPLES, inputs=[prompt, gen_length, temperature, seed])
         gen_note = gr.Markdown()
         with gr.Row():
             rnn_out = gr.Textbox(label="Vanilla RNN", lines=8)
             lstm_out = gr.Textbox(label="LSTM", lines=8)
         gen_button.click(generate_both, [prompt, gen_length, temperature, seed, models], [rnn_out, lstm_out, gen_note],
                          api_name="lstm_generate")
+        presets.View("lstm", "generate", [prompt, gen_length, temperature, seed], [rnn_out, lstm_out, gen_note],
+                     generate_shipped, GENERATE_PRESETS, where=generate_tab).buttons()
 
-    with gr.Tab("ELMo: both directions"):
+    with gr.Tab("ELMo: both directions", id="elmo") as elmo_tab:
         gr.Markdown("ELMo (§7) runs a forward LSTM (left → right) and a backward LSTM (right → left) over the "
                     "sentence and concatenates their states, so the same word gets a different vector in each "
                     "context. Here: the shipped character LSTM and a second one trained on reversed text; a word's "
@@ -366,15 +418,18 @@ def build() -> None:
             second = gr.Textbox(label="sentence 2", value=ELMO_EXAMPLES[0][2])
             third = gr.Textbox(label="sentence 3 (optional)", value=ELMO_EXAMPLES[0][3])
         elmo_button = gr.Button("Compare", variant="primary")
-        gr.Examples(ELMO_EXAMPLES, inputs=[word, first, second, third])
         elmo_note = gr.Markdown()
         with gr.Row():
-            elmo_plot = gr.Plot(empty_figure("Press “Compare”."))
-            elmo_table = gr.Dataframe(headers=["pair", "whole vector", "context part"], interactive=False)
+            elmo_plot = gr.Plot(empty_figure("Press “Compare”."), show_label=False)
+            elmo_table = gr.Dataframe(headers=["pair", "whole vector", "context part"], interactive=False,
+                buttons=TABLE_BUTTONS)
         elmo_button.click(compare_contexts, [word, first, second, third], [elmo_note, elmo_plot, elmo_table],
                           api_name="lstm_elmo")
+        elmo_view = presets.View("lstm", "elmo", [word, first, second, third], [elmo_note, elmo_plot, elmo_table],
+                                 compare_contexts, ELMO_PRESETS, where=elmo_tab)
+        elmo_view.buttons()
 
-    with gr.Tab("Train"):
+    with gr.Tab("Train", id="train"):
         gr.Markdown("Train a fresh RNN and LSTM (embedding 32, hidden 128) on Moby-Dick, on the same batches, and "
                     "use them in every view of this tab for your session (ELMo keeps the shipped pair). The shipped "
                     "models had 5,000 steps; a short run shows the curves but writes worse text. Word-level keeps the "
@@ -388,6 +443,11 @@ def build() -> None:
         with gr.Row():
             train_button = gr.Button("Train", variant="primary")
             reset_button = gr.Button("Back to the shipped models")
-        loss_plot = gr.Plot(empty_figure("The loss curves appear here while training."))
+        loss_plot = gr.Plot(empty_figure("The loss curves appear here while training."), show_label=False)
         train_button.click(train_models, [level, steps, seconds], [loss_plot, badge, models], api_name="lstm_train", **TRAIN_QUEUE)
         reset_button.click(use_shipped, None, [badge, models], api_name="lstm_reset")
+
+    views = {"inspect": inspect_view, "gradients": gradients_view, "elmo": elmo_view}
+    with lesson_slot:
+        presets.lesson([presets.Step(section, question, answer, views[key], slug)
+                        for section, question, answer, key, slug in LESSON])

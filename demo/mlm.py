@@ -9,7 +9,8 @@ from core import mlm as fm
 from core import registry
 from core.registry import MINILM_ID
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import INTERNAL_ERROR, friendly_errors, gpu_handler, log, model_picker, whole_number
+from demo import presets
+from demo.common import INTERNAL_ERROR, TABLE_BUTTONS, friendly_errors, gpu_handler, log, model_picker, whole_number
 from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
 
 TITLE = "BERT masked LM"
@@ -371,14 +372,55 @@ def bank(model_id: str, word: str, first: str, second: str, third: str, progress
 # Layout
 
 
+MLM_ID = registry.CHECKPOINTS["mlm"][0]  # bert-base-uncased: the seed's model; offline, views fall back to MiniLM
+P = presets.Preset
+FILL_PRESETS = [P("my-dog-is", "my dog is [MASK] .", (MLM_ID, FILL_EXAMPLES[0][0], 5), "§13"),
+                P("capital-of-france", "The capital of France is [MASK].", (MLM_ID, FILL_EXAMPLES[1][0], 5), "§13"),
+                P("gallon-of-milk", "two blanks: store, milk", (MLM_ID, FILL_EXAMPLES[2][0], 5), "§13"),
+                P("weather-zh", "今天天气很[MASK]", ("bert-base-chinese", FILL_EXAMPLES[3][0], 5), "§13.1")]
+COMPARE_PRESETS = [P("gpt-vs-bert", "weather: both sides vs left only", (MLM_ID, COMPARE_EXAMPLES[0][0], 8),
+                     "§13.1"),
+                   P("gpt-vs-bert-zh", "今天天气很__ (Chinese)", ("bert-base-chinese", COMPARE_EXAMPLES[1][0], 8),
+                     "§13.1"),
+                   P("opened-the", "She opened the [MASK]…", (MLM_ID, COMPARE_EXAMPLES[2][0], 8), "§13.1")]
+INPUT_PRESETS = [P("bert-input", "[CLS] my dog is cute [SEP] he likes play ##ing [SEP]",
+                   (MLM_ID, *INPUT_EXAMPLES[0]), "§13"),
+                 P("wordpiece", "straw ##berries, flight ##less", (MLM_ID, *INPUT_EXAMPLES[1]), "§13"),
+                 P("single-sentence", "one sentence: all segment 0", (MLM_ID, *INPUT_EXAMPLES[2]), "§13")]
+MASKING_PRESETS = [P("mlm-80-10-10", "my dog is hairy: 15%, then 80/10/10", (MLM_ID, *MASKING_EXAMPLES[0]), "§13"),
+                   P("masking-long", "a longer sentence", (MLM_ID, *MASKING_EXAMPLES[1]), "§13")]
+NSP_PRESETS = [P("nsp-isnext", "IsNext: he bought a gallon [MASK] milk", (MLM_ID, *NSP_EXAMPLES[0]), "§13"),
+               P("nsp-notnext", "NotNext: penguin [MASK] are flightless", (MLM_ID, *NSP_EXAMPLES[1]), "§13"),
+               P("nsp-dog", "my dog is cute / he likes playing", (MLM_ID, *NSP_EXAMPLES[2]), "§13")]
+CARD_PRESETS = [P("bert-base-parameters", "BERT-base: 108,808,704 by the seed's formula", (MLM_ID,), "§13"),
+                P("distilbert-parameters", "DistilBERT", ("distilbert-base-uncased",), "§13")]
+BANK_PRESETS = [P("contextual-bank", "bank: money, river, money", (MLM_ID, *BANK_EXAMPLES[0]), "§13"),
+                P("contextual-bat", "bat: animal, sport, animal", (MLM_ID, *BANK_EXAMPLES[1]), "§13")]
+# (seed §, question, answer, view key, preset)
+LESSON = [
+    ("§13", "How many parameters does BERT-base have? Count them with the seed's formula, then module by module.",
+     "The seed's hand count gives 108,808,704. Counting every module of BertModel gives 109,482,240: the formula "
+     "leaves out the 82,944 biases of the linear layers and the 590,592 of the pooler.", "card",
+     "bert-base-parameters"),
+    ("§13", "In the pair “my dog is cute” / “he likes playing”, which segment id does each token get, and how many "
+     "rows does the input have?", "[CLS] my dog is cute [SEP] get segment 0, he likes playing [SEP] get segment 1; "
+     "each of the n tokens gets token + segment + position embeddings, a (1, n, H) input. The real vocabulary keeps "
+     "“playing” whole; the paper's “play ##ing” is an illustration.", "inputs", "bert-input"),
+    ("§13", "Of the tokens chosen for masking, what share become [MASK], a random token, or stay unchanged?",
+     "About 80%, 10% and 10%: over 10,000 seeded draws the counts land close to those shares, and about 15% of "
+     "the tokens are chosen each time.", "masking", "mlm-80-10-10"),
+]
+
+
 def build() -> None:
     gr.Markdown(INTRO)
+    lesson_slot = gr.Column()
     with gr.Row():
         model_id = model_picker("mlm")
         notice = gr.Markdown("Predictions load the checkpoint on first use. Without network, the views that need "
                              "only a tokenizer and an encoder run on the packaged MiniLM-L6.")
     with gr.Tabs():
-        with gr.Tab("Fill in the blank"):
+        with gr.Tab("Fill in the blank", id="fill"):
             with gr.Row():
                 text = gr.Textbox(value="my dog is [MASK] .", label="Sentence with blanks ([MASK], [mask] or _)",
                                   scale=4)
@@ -387,12 +429,12 @@ def build() -> None:
                 word = gr.Dropdown(choices=word_list(text.value), value=None, label="Word to hide", scale=3)
                 mask_button = gr.Button("Mask this word", scale=1)
                 fill_button = gr.Button("Fill in", variant="primary", scale=1)
-            gr.Examples(FILL_EXAMPLES, inputs=[text])
+            fill_bar = gr.Column()
             filled = gr.Markdown()
             with gr.Row():
-                fill_plot = gr.Plot(label="Predictions", scale=3)
+                fill_plot = gr.Plot(label="Predictions", scale=3, show_label=False)
                 fill_table = gr.Dataframe(headers=["blank", "rank", "token", "probability"], interactive=False,
-                                          label="Top-k per blank", scale=2)
+                                          label="Top-k per blank", scale=2, buttons=TABLE_BUTTONS)
             text.change(word_choices, text, word, api_name="mlm_words")
             mask_button.click(mask_chosen_word, [text, word], text, api_name="mlm_mask_word")
             # batch=True: requests that arrive together (a class pressing Fill at once) share one forward pass;
@@ -400,44 +442,54 @@ def build() -> None:
             fill_button.click(fill_batch, [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
                               api_name="mlm_fill", concurrency_id="bert", concurrency_limit=4, batch=True,
                               max_batch_size=fm.FILL_BATCH)
+            # Tab level (where=None): the first sub-tab, shown (and computed) when the tab opens.
+            fill_view = presets.View("mlm", "fill", [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
+                                     fill, FILL_PRESETS)
+            with fill_bar:
+                fill_view.buttons()
 
-        with gr.Tab("Both sides vs left only"):
+        with gr.Tab("Both sides vs left only", id="compare") as compare_tab:
             gr.Markdown("The same blank, predicted from the whole sentence (BERT) and from the words before it "
                         "only (what a left-to-right model like GPT sees). Seed §13.1.")
             with gr.Row():
                 compare_text = gr.Textbox(value=COMPARE_EXAMPLES[0][0], label="Sentence with one blank", scale=4)
                 compare_k = gr.Slider(1, 20, value=8, step=1, label="Top k", scale=1)
             compare_button = gr.Button("Compare", variant="primary")
-            gr.Examples(COMPARE_EXAMPLES, inputs=[compare_text])
             compare_md = gr.Markdown()
             with gr.Row():
-                both_plot, left_plot = gr.Plot(label="Both sides"), gr.Plot(label="Left only")
+                both_plot, left_plot = gr.Plot(label="Both sides", show_label=False), gr.Plot(label="Left only",
+                    show_label=False)
             compare_button.click(compare, [model_id, compare_text, compare_k],
                                  [notice, compare_md, both_plot, left_plot], api_name="mlm_compare", concurrency_id="bert", concurrency_limit=4)
+            presets.View("mlm", "compare", [model_id, compare_text, compare_k], [notice, compare_md, both_plot, left_plot],
+                         compare, COMPARE_PRESETS, where=compare_tab).buttons()
 
-        with gr.Tab("Input representation"):
+        with gr.Tab("Input representation", id="input") as inputs_tab:
             gr.Markdown("E = token + segment + position embedding, one row per WordPiece token; segment ids are 0 "
                         "for sentence A (with [CLS]) and 1 for sentence B.")
             with gr.Row():
                 first = gr.Textbox(value="my dog is cute", label="Sentence A")
                 second = gr.Textbox(value="he likes playing", label="Sentence B (optional)")
             inputs_button = gr.Button("Show the input", variant="primary")
-            gr.Examples(INPUT_EXAMPLES, inputs=[first, second])
             inputs_md = gr.Markdown()
             with gr.Row():
                 tokens = gr.HighlightedText(label="WordPiece tokens by segment", combine_adjacent=False, scale=3,
                                             color_map={"segment A (0)": COLORWAY[0], "segment B (1)": COLORWAY[1]})
                 token_table = gr.Dataframe(headers=["position", "token", "id", "segment"], interactive=False,
-                                           label="Tokens", scale=2, max_height=320)
+                                           label="Tokens", scale=2, max_height=320, buttons=TABLE_BUTTONS)
             with gr.Row():
-                token_plot, segment_plot = gr.Plot(), gr.Plot()
+                token_plot, segment_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
             with gr.Row():
-                position_plot, sum_plot = gr.Plot(), gr.Plot()
+                position_plot, sum_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
             inputs_button.click(inputs, [model_id, first, second],
                                 [inputs_md, tokens, token_table, token_plot, segment_plot, position_plot, sum_plot],
                                 api_name="mlm_inputs")
+            inputs_view = presets.View("mlm", "inputs", [model_id, first, second],
+                                       [inputs_md, tokens, token_table, token_plot, segment_plot, position_plot,
+                                        sum_plot], inputs, INPUT_PRESETS, where=inputs_tab)
+            inputs_view.buttons()
 
-        with gr.Tab("Masking procedure"):
+        with gr.Tab("Masking procedure", id="masking") as masking_tab:
             gr.Markdown("Pre-training corrupts 15% of the tokens: 80% become [MASK], 10% a random token, 10% stay "
                         "as they are. One seeded draw, then the counts over many draws.")
             with gr.Row():
@@ -445,20 +497,23 @@ def build() -> None:
                 seed = gr.Number(value=0, precision=0, label="Seed", scale=1)
                 draws = gr.Slider(100, fm.MAX_DRAWS, value=10_000, step=100, label="Draws", scale=2)
             masking_button = gr.Button("Mask", variant="primary")
-            gr.Examples(MASKING_EXAMPLES, inputs=[masking_text, seed, draws])
             with gr.Row():
                 draw_view = gr.HighlightedText(label="One draw (what the model reads)", combine_adjacent=False,
                                                scale=3)
                 draw_table = gr.Dataframe(headers=["position", "original", "model reads", "what happened"],
-                                          interactive=False, label="Chosen tokens", scale=2)
+                                          interactive=False, label="Chosen tokens", scale=2, buttons=TABLE_BUTTONS)
             masking_md = gr.Markdown()
             with gr.Row():
-                counts_plot, positions_plot = gr.Plot(), gr.Plot()
+                counts_plot, positions_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
             masking_button.click(masking, [model_id, masking_text, seed, draws],
                                  [draw_view, draw_table, counts_plot, positions_plot, masking_md],
                                  api_name="mlm_masking")
+            masking_view = presets.View("mlm", "masking", [model_id, masking_text, seed, draws],
+                                        [draw_view, draw_table, counts_plot, positions_plot, masking_md], masking,
+                                        MASKING_PRESETS, where=masking_tab)
+            masking_view.buttons()
 
-        with gr.Tab("Next sentence"):
+        with gr.Tab("Next sentence", id="nsp") as nsp_tab:
             gr.Markdown("Next-sentence prediction: half of the pre-training pairs were real neighbours (IsNext), "
                         "half random (NotNext). A linear layer on the pooled [CLS] vector tells them apart. "
                         "bert-base-uncased has this head; DistilBERT does not.")
@@ -466,18 +521,23 @@ def build() -> None:
                 nsp_first = gr.Textbox(value=NSP_EXAMPLES[0][0], label="Sentence A")
                 nsp_second = gr.Textbox(value=NSP_EXAMPLES[0][1], label="Sentence B")
             nsp_button = gr.Button("Is B the next sentence?", variant="primary")
-            gr.Examples(NSP_EXAMPLES, inputs=[nsp_first, nsp_second])
-            nsp_plot = gr.Plot()
+            nsp_plot = gr.Plot(show_label=False)
             nsp_md = gr.Markdown()
             nsp_button.click(nsp, [model_id, nsp_first, nsp_second], [notice, nsp_plot, nsp_md], api_name="mlm_nsp", concurrency_id="bert", concurrency_limit=4)
+            presets.View("mlm", "nsp", [model_id, nsp_first, nsp_second], [notice, nsp_plot, nsp_md], nsp,
+                         NSP_PRESETS, where=nsp_tab).buttons()
 
-        with gr.Tab("Model card"):
+        with gr.Tab("Model card", id="card") as card_tab:
             card_button = gr.Button("Count the parameters", variant="primary")
             card_md = gr.Markdown()
-            card_table = gr.Dataframe(headers=["part", "parameters"], interactive=False, label="From the config")
+            card_table = gr.Dataframe(headers=["part", "parameters"], interactive=False, label="From the config",
+                buttons=TABLE_BUTTONS)
             card_button.click(card, model_id, [card_table, card_md], api_name="mlm_card")
+            card_view = presets.View("mlm", "card", [model_id], [card_table, card_md], card, CARD_PRESETS,
+                                     where=card_tab)
+            card_view.buttons()
 
-        with gr.Tab("Contextual vs static"):
+        with gr.Tab("Contextual vs static", id="bank") as bank_tab:
             gr.Markdown("One word in three sentences: the encoder's vector (last layer, mean over the word's "
                         "pieces) changes with the sentence; GloVe's does not.")
             with gr.Row():
@@ -486,9 +546,15 @@ def build() -> None:
                 bank_2 = gr.Textbox(value=BANK_EXAMPLES[0][2], label="Sentence 2", scale=2)
                 bank_3 = gr.Textbox(value=BANK_EXAMPLES[0][3], label="Sentence 3", scale=2)
             bank_button = gr.Button("Compare vectors", variant="primary")
-            gr.Examples(BANK_EXAMPLES, inputs=[bank_word, bank_1, bank_2, bank_3])
             bank_md = gr.Markdown()
             with gr.Row():
-                contextual_plot, static_plot = gr.Plot(), gr.Plot()
+                contextual_plot, static_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
             bank_button.click(bank, [model_id, bank_word, bank_1, bank_2, bank_3],
                               [notice, contextual_plot, static_plot, bank_md], api_name="mlm_bank", concurrency_id="bert", concurrency_limit=4)
+            presets.View("mlm", "bank", [model_id, bank_word, bank_1, bank_2, bank_3],
+                         [notice, contextual_plot, static_plot, bank_md], bank, BANK_PRESETS, where=bank_tab).buttons()
+
+    views = {"card": card_view, "inputs": inputs_view, "masking": masking_view}
+    with lesson_slot:
+        presets.lesson([presets.Step(section, question, answer, views[key], slug)
+                        for section, question, answer, key, slug in LESSON])

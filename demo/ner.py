@@ -10,7 +10,8 @@ from core.registry import MINILM_ID
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
 from core.limits import MAX_TEXT_CHARS
-from demo.common import friendly_errors, gpu_handler, model_picker
+from demo import presets
+from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, heatmap
 
 TITLE = "NER"
@@ -205,8 +206,36 @@ def long_text():
 # Layout
 
 
+NER_ID = registry.CHECKPOINTS["ner"][0]
+P = presets.Preset
+TAG_PRESETS = [P("wolfgang-berlin", "Wolfgang in Berlin", (EXAMPLES[0][0], NER_ID, "first"), "§14.4"),
+               P("pequod", "Moby-Dick names (split words)", (EXAMPLES[1][0], NER_ID, "average"), "§14.4"),
+               P("merkel-macron", "Merkel, Macron, Paris", (EXAMPLES[2][0], NER_ID, "first"), "§14.4"),
+               P("no-entities", "No entities", (EXAMPLES[3][0], NER_ID, "first"), "§14.4"),
+               P("emoji-cjk", "Emoji and Chinese", (EXAMPLES[4][0], NER_ID, "max"), "§14.4"),
+               # Slot: the seed's Chinese example needs a Chinese NER checkpoint (its own issue).
+               P("einstein-berlin-zh", "爱因斯坦在柏林发表演讲", None, "§14.4", note="a Chinese NER model")]
+CONVERT_PRESETS = [P("einstein-iobes", "Seed: 爱因斯坦在柏林发表演讲", (CONVERT_EXAMPLES[0][0],), "§14.4"),
+                   P("new-york", "New York City (B I I → B I E)", (CONVERT_EXAMPLES[1][0],), "§14.4"),
+                   P("broken-bio", "B B, and I without B", (CONVERT_EXAMPLES[2][0],), "§14.4")]
+# (seed §, question, answer, view key, preset)
+LESSON = [
+    ("§14.4", "The seed tags 爱因斯坦在柏林发表演讲 as 爱 B-PER, 因 I-PER, 斯坦 I-PER … in BIO. What are the IOBES "
+     "tags?", "爱 B-PER, 因 I-PER, 斯坦 E-PER, 在 O, 柏林 S-LOC, 发表 O, 演讲 O: the last unit of a multi-unit "
+     "entity becomes E, and a one-unit entity S.", "convert", "einstein-iobes"),
+    ("§14.4", "A tagger puts a classifier with a softmax over labels on every token. Which tokens does it read in "
+     "“My name is Wolfgang and I live in Berlin.”?", "The WordPiece tokens between [CLS] and [SEP] (see "
+     "“Tokenisation & windows”); each gets its own label distribution. With dslim/bert-base-NER, Wolfgang comes "
+     "out as a person and Berlin as a location; offline, the tokenisation still shows.", "tag", "wolfgang-berlin"),
+    ("§14.4", "What does IOBES make of two B- tags in a row, or an I- tag with no B- before it?",
+     "Two B- tags are two entities: Obama S-PER, Barack S-PER. An I- without a B- starts a new entity, as the "
+     "transformers pipeline reads it: UN becomes S-ORG.", "convert", "broken-bio"),
+]
+
+
 def build() -> None:
     gr.Markdown(INTRO)
+    lesson_slot = gr.Column()
     tagged = gr.State(None)
     with gr.Row():
         model_id = model_picker("ner")
@@ -217,7 +246,7 @@ def build() -> None:
     with gr.Row():
         run_button = gr.Button("Tag entities", variant="primary", scale=3)
         long_button = gr.Button(f"Load {MAX_TEXT_CHARS:,} characters of Moby-Dick", scale=1)
-    gr.Examples(EXAMPLES, inputs=[text])
+    tag_bar = gr.Column()
     note = gr.Markdown()
     highlighted = gr.HighlightedText(label="Entities (type and score)", show_legend=False, combine_adjacent=False)
 
@@ -227,28 +256,32 @@ def build() -> None:
                     "Right: "
                     "neighbouring units of one type merged into entities (a **B-** always starts a new one).")
         with gr.Row():
-            schemes = gr.Dataframe(headers=SCHEME_HEADERS, interactive=False, max_height=520, label="Tags")
+            schemes = gr.Dataframe(headers=SCHEME_HEADERS, interactive=False, max_height=520, label="Tags",
+                buttons=TABLE_BUTTONS)
             entity_table = gr.Dataframe(headers=ENTITY_HEADERS, interactive=False, max_height=520,
-                                        label="Grouped entities (as transformers' pipeline reports them)")
+                                        label="Grouped entities (as transformers' pipeline reports them)",
+                                            buttons=TABLE_BUTTONS)
     with gr.Tab("Per-token probabilities"):
         heat_first = gr.Slider(0, 1, value=0, step=1, label=f"First token shown ({HEAT_ROWS} rows per page)")
-        heat = gr.Plot(empty_figure("Press “Tag entities” to see p(tag | token) for every WordPiece token."))
+        heat = gr.Plot(empty_figure("Press “Tag entities” to see p(tag | token) for every WordPiece token."),
+            show_label=False)
     with gr.Tab("Aggregation on split words"):
         gr.Markdown("Every word the tokenizer cut into pieces, with each piece's own argmax tag and the word's tag "
                     "under each strategy. Rows where the strategies disagree come first.")
-        aggregation = gr.Dataframe(headers=AGG_HEADERS, interactive=False, max_height=520, wrap=True)
+        aggregation = gr.Dataframe(headers=AGG_HEADERS, interactive=False, max_height=520, wrap=True,
+            buttons=TABLE_BUTTONS)
     with gr.Tab("Tokenisation & windows"):
         gr.Markdown("WordPiece tokens with their character offsets and word ids. A token is a **##-piece** when it "
                     "continues the previous token's word; only those are merged by first/average/max.")
-        tokens = gr.Dataframe(headers=TOKEN_HEADERS, interactive=False, max_height=520)
-    with gr.Tab("BIO → IOBES (seed §14)"):
+        tokens = gr.Dataframe(headers=TOKEN_HEADERS, interactive=False, max_height=520, buttons=TABLE_BUTTONS)
+    with gr.Tab("BIO → IOBES (seed §14)", id="iobes") as iobes_tab:
         gr.Markdown("Tag words by hand as `word/TAG` and convert. The seed's example: 爱 B-PER, 因 I-PER, 斯坦 "
                     "E-PER, 在 O, 柏林 S-LOC, 发表 O, 演讲 O.")
         tag_line = gr.Textbox(label="Words with BIO tags", value=CONVERT_EXAMPLES[0][0])
         convert_button = gr.Button("Convert to IOBES", variant="primary")
-        gr.Examples(CONVERT_EXAMPLES, inputs=[tag_line])
+        convert_bar = gr.Column()
         converted_note = gr.Markdown()
-        converted = gr.Dataframe(headers=["word", "BIO", "IOBES"], interactive=False)
+        converted = gr.Dataframe(headers=["word", "BIO", "IOBES"], interactive=False, buttons=TABLE_BUTTONS)
 
     run_button.click(tag_text, [text, model_id, strategy],
                      [tagged, note, highlighted, entity_table, schemes, aggregation, heat, heat_first, tokens],
@@ -258,3 +291,16 @@ def build() -> None:
     heat_first.release(page_heatmap, [tagged, heat_first], [heat], api_name="ner_heatmap")
     long_button.click(long_text, None, [text], api_name="ner_long_text")
     convert_button.click(convert_tags, [tag_line], [converted, converted_note], api_name="ner_convert")
+    tag_view = presets.View("ner", "tag", [text, model_id, strategy],
+                            [tagged, note, highlighted, entity_table, schemes, aggregation, heat, heat_first, tokens],
+                            tag_text, TAG_PRESETS)
+    convert_view = presets.View("ner", "convert", [tag_line], [converted, converted_note], convert_tags,
+                                CONVERT_PRESETS, where=iobes_tab)
+    with tag_bar:
+        tag_view.buttons()
+    with convert_bar:
+        convert_view.buttons()
+    views = {"tag": tag_view, "convert": convert_view}
+    with lesson_slot:
+        presets.lesson([presets.Step(section, question, answer, views[key], slug)
+                        for section, question, answer, key, slug in LESSON])

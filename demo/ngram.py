@@ -14,7 +14,8 @@ from core.limits import MAX_UPLOAD_BYTES
 from core.ngram import (EOS, KN_DISCOUNT, MAX_ORDER, ContextCounts, Generation, NgramModel, SentenceScore,
                         short, tokenize_sentences)
 from core.textio import normalize_text, read_text_upload
-from demo.common import friendly_errors, preprocess_in_handler, whole_number
+from demo import presets
+from demo.common import TABLE_BUTTONS, friendly_errors, preprocess_in_handler, whole_number
 from demo.figures import COLORWAY, bar, empty_figure, styled
 
 TITLE = "N-gram"
@@ -315,7 +316,7 @@ PRESET_LABELS = [
 ]
 # corpus, own text, unit, lowercase, n, boundaries, smoothing, k, context, word, sentence A, sentence B, prompt,
 # steps, temperature, top-k, seed
-PRESETS = [
+PRESET_VALUES = [
     [TOY, "", WORDS, False, 2, False, "mle", 1, "的", "词性", "判断 单词 的 词性", "判断 单词 的 磁性",
      "北京", 10, 1.0, 5, 0],
     [TOY, "", WORDS, False, 2, False, "add_k", 1, "的", "词性", "判断 单词 的 词性", "判断 单词 的 磁性",
@@ -329,9 +330,38 @@ PRESETS = [
 ]
 
 
+PRESET_SLUGS = ["p-cixing-de", "add-one", "char-de", "cixing-vs-cixing", "moby-trigram"]
+PRESETS = [presets.Preset(slug, label, tuple(values), "§2.1")
+           for slug, label, values in zip(PRESET_SLUGS, PRESET_LABELS, PRESET_VALUES)]
+
+# (seed §, question, answer, preset)
+LESSON = [
+    ("§2.1", "On the toy corpus, how likely is 词性 right after 的 under a bigram model without smoothing?",
+     "的 occurs 3 times and is followed by 词性 twice, so P(词性 | 的) = count(的, 词性) / count(的) = 2/3 ≈ 0.6667. "
+     "The table lists every follower of 的 with its count.", "p-cixing-de"),
+    ("§2.1", "Add-one smoothing gives every pair one extra count. What is P(词性 | 的) now, and where does the 12 come "
+     "from?", "(2 + 1) / (3 + 12) = 0.2: the corpus has 12 distinct words, so count(的) grows by |V| = 12. The mass "
+     "taken from seen pairs goes to the 9 unseen followers.", "add-one"),
+    ("§2.1", "Which sentence does the model prefer: 判断这个词的词性 or 判断这个词的磁性? What would plain MLE say?",
+     "The 词性 version wins (see the ratio under “Score a sentence”): 的 → 词性 was seen twice, 的 → 磁性 never. "
+     "Without smoothing both get probability 0, because 这个 and 词 never occur in the corpus: one unseen factor "
+     "zeroes the whole product.", "cixing-vs-cixing"),
+]
+
+
+@friendly_errors
+def run_preset(corpus, own_text, unit, lowercase, n, boundaries, smoothing, k, context, word, sentence_a,
+               sentence_b, prompt, steps, temperature, top_k, seed, progress=gr.Progress()):
+    """All three views (counts, sentence scores, generation) for one set of inputs."""
+    model = (corpus, own_text, None, unit, lowercase, n, boundaries, smoothing, k)
+    return (*show_counts(*model, context, word, progress),
+            *score_sentences(*model, sentence_a, sentence_b, progress),
+            *generate_text(*model, prompt, steps, temperature, top_k, seed, progress))
+
+
 def build() -> None:
     gr.Markdown(INTRO)
-    presets = gr.Column()  # filled at the end, once every component the presets set exists
+    preset_row = gr.Column()  # filled at the end, once every component the presets set exists
     with gr.Row():
         with gr.Column(scale=1, min_width=320):
             corpus = gr.Radio([TOY, MOBY, OWN], value=TOY, label="Corpus")
@@ -361,17 +391,20 @@ def build() -> None:
                     with gr.Row():
                         counts_table = gr.Dataframe(label="P_MLE = count(ctx, w) / count(ctx), ctx = the context",
                                                     max_height=420, scale=3,
-                                                    column_widths=["16%", "26%", "20%", "19%", "19%"])
-                        counts_plot = gr.Plot(empty_figure("Press Count."), label="Next tokens", scale=2)
+                                                    column_widths=["16%", "26%", "20%", "19%", "19%"],
+                                                        buttons=TABLE_BUTTONS)
+                        counts_plot = gr.Plot(empty_figure("Press Count."), label="Next tokens", scale=2,
+                            show_label=False)
                 with gr.Tab("Score a sentence"):
                     with gr.Row():
                         sentence_a = gr.Textbox("判断 单词 的 词性", label="Sentence A")
                         sentence_b = gr.Textbox("判断 单词 的 磁性", label="Sentence B (optional)")
                     score_btn = gr.Button("Score with the chain rule", variant="primary")
                     score_info = gr.Markdown()
-                    score_plot = gr.Plot(empty_figure("Press Score."), label="Factors")
-                    table_a = gr.Dataframe(label="A: one factor per token (red: probability 0)", max_height=360)
-                    table_b = gr.Dataframe(label="B: one factor per token", max_height=360)
+                    score_plot = gr.Plot(empty_figure("Press Score."), label="Factors", show_label=False)
+                    table_a = gr.Dataframe(label="A: one factor per token (red: probability 0)", max_height=360,
+                        buttons=TABLE_BUTTONS)
+                    table_b = gr.Dataframe(label="B: one factor per token", max_height=360, buttons=TABLE_BUTTONS)
                 with gr.Tab("Generate"):
                     with gr.Row():
                         prompt = gr.Textbox("北京", label="Start of the text (may be empty)", scale=2)
@@ -382,8 +415,9 @@ def build() -> None:
                         top_k = gr.Slider(1, 50, value=5, step=1, label="top-k")
                     gen_btn = gr.Button("Generate", variant="primary")
                     gen_info = gr.Markdown()
-                    gen_plot = gr.Plot(empty_figure("Press Generate."), label="Drawn tokens")
-                    gen_table = gr.Dataframe(label="Each step's distribution", max_height=420, wrap=True)
+                    gen_plot = gr.Plot(empty_figure("Press Generate."), label="Drawn tokens", show_label=False)
+                    gen_table = gr.Dataframe(label="Each step's distribution", max_height=420, wrap=True,
+                        buttons=TABLE_BUTTONS)
 
     model_inputs = [corpus, own_text, upload, unit, lowercase, n, boundaries, smoothing, k]
     counts_inputs = model_inputs + [context, word]
@@ -391,6 +425,8 @@ def build() -> None:
     score_inputs, score_outputs = model_inputs + [sentence_a, sentence_b], [score_info, table_a, table_b, score_plot]
     gen_inputs = model_inputs + [prompt, steps, temperature, top_k, seed]
     gen_outputs = [gen_info, gen_table, gen_plot]
+    preset_inputs = [corpus, own_text, unit, lowercase, n, boundaries, smoothing, k, context, word, sentence_a,
+                     sentence_b, prompt, steps, temperature, top_k, seed]
     # 11 to 14 inputs each: preprocess them in the handler's thread (see preprocess_in_handler).
     counts_btn.click(preprocess_in_handler(show_counts, counts_inputs), counts_inputs, counts_outputs,
                      api_name="ngram_counts", preprocess=False)
@@ -399,18 +435,8 @@ def build() -> None:
     gen_btn.click(preprocess_in_handler(generate_text, gen_inputs), gen_inputs, gen_outputs,
                   api_name="ngram_generate", preprocess=False)
 
-    @friendly_errors
-    def run_preset(corpus, own_text, unit, lowercase, n, boundaries, smoothing, k, context, word, sentence_a,
-                   sentence_b, prompt, steps, temperature, top_k, seed, progress=gr.Progress()):
-        model = (corpus, own_text, None, unit, lowercase, n, boundaries, smoothing, k)
-        return (*show_counts(*model, context, word, progress),
-                *score_sentences(*model, sentence_a, sentence_b, progress),
-                *generate_text(*model, prompt, steps, temperature, top_k, seed, progress))
-
-    with presets:
-        gr.Examples(PRESETS, [corpus, own_text, unit, lowercase, n, boundaries, smoothing, k, context, word, sentence_a,
-                              sentence_b, prompt, steps, temperature, top_k, seed],
-                    counts_outputs + score_outputs + gen_outputs, fn=run_preset, run_on_click=True,
-                    cache_examples=False,
-                    example_labels=PRESET_LABELS, label="Presets (one click sets everything and runs all three views)",
-                    api_name="ngram_preset")
+    view = presets.View("ngram", "all", preset_inputs, counts_outputs + score_outputs + gen_outputs, run_preset,
+                        PRESETS)
+    with preset_row:
+        view.buttons()
+        presets.lesson([presets.Step(section, question, answer, view, slug) for section, question, answer, slug in LESSON])

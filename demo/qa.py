@@ -7,10 +7,11 @@ import gradio as gr
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core import qa
+from core import qa, registry
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
-from demo.common import friendly_errors, gpu_handler, model_picker
+from demo import presets
+from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, styled
 
 TITLE = "QA"
@@ -238,8 +239,36 @@ def _preset_handler(index: int):
     return run
 
 
+@friendly_errors
+def run_example(index: int, model_id, max_answer_len, top_k, doc_stride, max_seq_len, no_answer):
+    """PRESETS[index] (question, context, expected answer) through both views."""
+    return _preset_handler(int(index))(model_id, max_answer_len, top_k, doc_stride, max_seq_len, no_answer)
+
+
+PRESET_SLUGS = ["zuigao-wendu", "what-makes-it-fall", "within-a-cloud", "moby-dick-long", "no-answer"]
+OPTION_DEFAULTS = (qa.DEFAULT_MAX_ANSWER_LEN, 5, 128, qa.DEFAULT_MAX_SEQ_LEN)
+QA_ID = registry.CHECKPOINTS["qa"][0]
+# The default (first) is seed 001's English example: the Chinese one needs a Chinese QA checkpoint (its own issue).
+VIEW_PRESETS = [presets.Preset(PRESET_SLUGS[i], PRESETS[i][0], (i, QA_ID, *OPTION_DEFAULTS, PRESETS[i][4]),
+                               "§14.3") for i in (1, 2, 0, 3, 4)]
+# (seed §, question, answer, preset)
+LESSON = [
+    ("§14.3", "“What causes precipitation to fall?” Which span should a SQuAD model pick, and how is it scored?",
+     "“gravity”. Every context token gets a start score S·hᵢ and an end score E·hᵢ; after a softmax the best span "
+     "maximises P_start(i)·P_end(j) with i ≤ j. Offline, the input layout below still shows the segment ids.",
+     "what-makes-it-fall"),
+    ("§14.3", "The context is longer than one window. How does the model still find the answer?",
+     "The context is cut into overlapping windows (doc stride tokens shared); each window is read with the "
+     "question, and the best span over all windows wins. The input layout lists every window.", "moby-dick-long"),
+    ("§14.3", "The context does not contain the answer. What can a SQuAD 2.0 model say?",
+     "“No answer”: it can point start and end at [CLS], and with the option on, that candidate is scored "
+     "P_start([CLS])·P_end([CLS]) against the best real span.", "no-answer"),
+]
+
+
 def build() -> None:
     gr.Markdown(INTRO)
+    lesson_slot = gr.Column()
     with gr.Row():
         model_id = model_picker("qa")
         no_answer = gr.Checkbox(False, label="Allow “no answer” (SQuAD 2.0 models)",
@@ -259,25 +288,25 @@ def build() -> None:
     with gr.Row():
         run_button = gr.Button("Find the answer", variant="primary", scale=3)
         layout_button = gr.Button("Show the input layout only", scale=1)
-    gr.Markdown("**Presets** (one click fills the question and context and runs both views):")
-    with gr.Row():
-        preset_buttons = [gr.Button(label, size="sm") for label, *_ in PRESETS]
+    preset_index = gr.State(1)  # which PRESETS row a preset runs (set by the preset itself)
+    preset_bar = gr.Column()
 
     summary = gr.Markdown()
     highlight = gr.HighlightedText(label="The answer in the context", color_map={"answer": HIGHLIGHT},
                                    show_legend=False)
     candidates = gr.Dataframe(headers=["rank", "answer", "score", "characters", "window", "token positions"],
-                              label="Top-k candidate spans", interactive=False, wrap=True, max_height=320)
+                              label="Top-k candidate spans", interactive=False, wrap=True, max_height=320,
+                                  buttons=TABLE_BUTTONS)
     window = gr.Slider(1, 2, value=1, step=1, label="Window shown in the charts", visible=False)
     chart_state = gr.State(None)
-    probs = gr.Plot(probability_figure(None, 0), label="Start and end probabilities")
+    probs = gr.Plot(probability_figure(None, 0), label="Start and end probabilities", show_label=False)
 
     gr.Markdown("### Input layout: [CLS] question [SEP] context [SEP], with segment ids")
     layout_note = gr.Markdown()
     layout = gr.HighlightedText(label="What the model reads (colour = segment id)", color_map=SEGMENT_COLORS,
                                 show_legend=True, show_inline_category=False)
     layout_table = gr.Dataframe(headers=["window", "position", "token", "segment id", "part"], label="Tokens",
-                                interactive=False, max_height=320)
+                                interactive=False, max_height=320, buttons=TABLE_BUTTONS)
 
     options = [max_answer_len, top_k, doc_stride, max_seq_len]
     answer_outputs = [highlight, summary, candidates, probs, window, chart_state]
@@ -287,6 +316,9 @@ def build() -> None:
     layout_button.click(show_layout, [model_id, question, context, doc_stride, max_seq_len], layout_outputs,
                         api_name="qa_layout")
     window.release(show_window, [chart_state, window], [probs], api_name="qa_window")
-    for index, button in enumerate(preset_buttons):
-        button.click(_preset_handler(index), [model_id, *options, no_answer],
-                     [question, context, no_answer, *answer_outputs, *layout_outputs], api_name=f"qa_preset_{index}", concurrency_id="bert", concurrency_limit=4)
+    view = presets.View("qa", "answer", [preset_index, model_id, *options, no_answer],
+                        [question, context, no_answer, *answer_outputs, *layout_outputs], run_example, VIEW_PRESETS)
+    with preset_bar:
+        view.buttons()
+    with lesson_slot:
+        presets.lesson([presets.Step(section, q, a, view, slug) for section, q, a, slug in LESSON])

@@ -1,4 +1,5 @@
 """Attention tab, UI handlers: called directly, and through the built Blocks."""
+import math
 import numpy as np
 import pytest
 
@@ -134,3 +135,16 @@ def test_tab_builds_with_unique_api_names():
     assert {"attention_steps", "attention_preset", "attention_multihead", "attention_pe", "attention_permutation",
             "attention_model", "attention_head", "attention_layer"} <= set(names)
     assert len(names) == len(set(names)) and None not in names
+
+
+def test_presets_run_and_show_the_seed_numbers():
+    """One click computes: 0.8808 (§9), 512 = 8 × 64 (§10), and the PE formula at d_model = 512 (§11)."""
+    steps = {p.slug: p for p in tab.STEP_PRESETS}
+    text, *figs = tab.steps_with_note(*steps["thinking-machines"].resolved())
+    assert "0.8808" in text and "112" in text and "96" in text and all(f.data for f in figs)
+    summary, rows, heads_fig, concat_fig = tab.multi_head(*tab.MULTIHEAD_PRESETS[0].resolved())
+    assert "d_model = 512 = 8 heads × 64" in summary and len(heads_fig.data) == 8 and rows
+    worked, heat, curves = tab.positional_view(*tab.PE_PRESETS[0].resolved())
+    assert "PE(1, 0) = sin(1 / 10000^(0/512)) = 0.8415" in worked  # sin(1)
+    assert "PE(1, 1) = cos(1 / 10000^(0/512)) = 0.5403" in worked  # cos(1)
+    assert f"{math.sin(1 / 10000 ** (2 / 512)):.4f}" in worked and heat.data and curves.data

@@ -344,3 +344,39 @@ def test_skipgram_neighbours_agree_with_gensim_as_well_as_gensim_agrees_with_its
     assert gensim_vs_gensim > 0.3  # the reference itself is stable enough to compare with
     for reference in theirs:
         assert overlap(ours_sets, reference) >= 0.8 * gensim_vs_gensim
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# NNLM (seed §2.2), core/nets/nnlm.py and core/nnlm.py
+
+
+def test_nnlm_forward_is_the_papers_equation():
+    """y = b + W x + U tanh(d + H x), x = the context rows of C concatenated, computed here by hand."""
+    import torch
+
+    from core.nets.nnlm import NNLM
+
+    torch.manual_seed(0)
+    model = NNLM(vocab_size=7, context=2, dim=3, hidden=4)
+    ids = torch.tensor([[1, 5], [6, 0]])
+    C, H, d = model.C.weight, model.H.weight, model.H.bias
+    U, W, b = model.U.weight, model.W.weight, model.W.bias
+    x = torch.stack([torch.cat([C[i] for i in row]) for row in ids])  # (2, 6)
+    expected = b + x @ W.T + torch.tanh(d + x @ H.T) @ U.T
+    assert torch.allclose(model(ids), expected, atol=1e-6)
+    trace = model.trace(ids)
+    assert torch.allclose(trace.logits, expected, atol=1e-6) and trace.x.shape == (2, 6)
+    assert torch.allclose(trace.probs.sum(-1), torch.ones(2))
+
+
+def test_nnlm_on_the_toy_corpus_learns_the_bigram_estimate():
+    """With one context word the cross-entropy optimum is the empirical P(w | 的): 2/3 for 词性 (seed §2.1)."""
+    from core import nnlm
+
+    model = nnlm.train("toy_zh", context=1, dim=16, hidden=32, steps=150, seconds=60)
+    prediction = nnlm.predict(model, "的")
+    top = dict(prediction.top)
+    assert prediction.context == ["的"] and abs(top["词性"] - 2 / 3) < 0.05 and abs(top["磁铁"] - 1 / 3) < 0.05
+    assert [s[2] for s in prediction.shapes][:3] == ["1 × (14,)", "1 × (16,), C is 14 × 16", "(16,)"]
+    with pytest.raises(UserInputError, match="Not in the toy corpus: 鲸鱼"):
+        nnlm.predict(model, "鲸鱼")

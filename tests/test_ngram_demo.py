@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from demo import ngram
-from demo.ngram import CHARS, MOBY, OWN, PRESETS, TOY, WORDS, generate_text, score_sentences, show_counts
+from demo.ngram import CHARS, MOBY, OWN, PRESET_VALUES, TOY, WORDS, generate_text, score_sentences, show_counts
 
 
 def settings(corpus=TOY, own="", upload=None, unit=WORDS, lowercase=False, n=2, boundaries=False, smoothing="mle", k=1):
@@ -60,7 +60,7 @@ def test_generation_table_and_plot():
     assert again[0] == info  # seeded
 
 
-@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("preset", PRESET_VALUES)
 def test_every_preset_runs(preset):
     model = (*preset[:2], None, *preset[2:8])  # the presets leave the upload out
     context, word, a, b, prompt, steps, t, top_k, seed = preset[8:]
@@ -108,7 +108,7 @@ def test_tab_builds_with_its_api_names():
     with gr.Blocks() as blocks:
         ngram.build()
     names = {fn.api_name for fn in blocks.fns.values()}
-    assert {"ngram_counts", "ngram_score", "ngram_generate", "ngram_preset"} <= names
+    assert {"ngram_counts", "ngram_score", "ngram_generate", "ngram_preset_p_cixing_de"} <= names
 
 
 def test_endpoint_through_gradio_client():
@@ -124,3 +124,16 @@ def test_endpoint_through_gradio_client():
         assert "0.2000" in formula and "|V| = 12" in info and table["data"]
     finally:
         blocks.close()
+
+
+def test_first_open_preset_and_add_one_preset_show_the_seed_numbers():
+    """The default (first) preset is what the tab shows on open: P(词性 | 的) = 2/3; add-one gives 0.2 (seed §2.1)."""
+    from demo.ngram import PRESETS as VIEW_PRESETS, run_preset
+
+    by_slug = {p.slug: p for p in VIEW_PRESETS}
+    info, formula, table, fig, *_ = run_preset(*VIEW_PRESETS[0].resolved())
+    assert "= 2 / 3 = **0.6667**" in formula and len(frame(table)) > 0 and fig.data
+    _, formula, *_ = run_preset(*by_slug["add-one"].resolved())
+    assert "(2 + 1) / (3 + 1 × 12) = 3 / 15 = **0.2000**" in formula
+    _, formula, *_ = run_preset(*by_slug["char-de"].resolved())
+    assert "= 2 / 3 = **0.6667**" in formula  # character tokens: P(词 | 的)

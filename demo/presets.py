@@ -1,0 +1,299 @@
+"""Presets, content on first open, deep links and "Try this" lessons: one mechanism every tab shares (issue #18).
+
+A *view* is one input form and the results it fills (a sub-tab, or part of one). A *preset* is a named set of
+input values for a view; running it sets the inputs AND runs the view's handler, so one click shows a result.
+
+    from demo import presets
+
+    view = presets.View(
+        "attention", "steps",                   # the tab's id (= its demo module's name) and a key for the view
+        inputs=[tokens, mode, Q, K, V],         # components a preset sets, in the handler's parameter order
+        outputs=[arithmetic, fig_scores],       # components the handler fills
+        fn=step_through,                        # fn(*input values) -> output values; a plain (not generator) handler
+        presets=[presets.Preset("thinking-machines", "Thinking Machines (§9)", values=(...)), ...],
+        where=sub_tab,                          # the gr.Tab (with an id) the view lives in; None: the tab itself
+    )
+    view.buttons()                              # a row of preset buttons, each with a 🔗 copy-link button
+    presets.lesson([presets.Step("§9", "question…", "answer…", view, "thinking-machines"), ...])
+
+What each piece does:
+- **First open.** The first preset of a view is its default. When the learner opens the tab (or the sub-tab) the
+  view lives in, its default is computed and shown, once per session (a per-view ``gr.State`` remembers it), so
+  nothing is computed for tabs never opened and nothing at import or build time (the cold start does not grow).
+  The app's first tab is filled by ``demo.load``.
+- **Presets.** ``values`` is a tuple in ``inputs`` order, or a zero-argument callable returning one (for values
+  that are costly to build, such as matrices). ``section`` names the seed section it reproduces.
+- **Deep links.** ``?tab=<tab id>&preset=<preset slug>`` selects the tab (and sub-tab) and computes the preset;
+  ``?tab=<tab id>`` alone computes the tab's defaults. Slugs are unique within a tab. The 🔗 button beside each
+  preset copies its link; :func:`preset_link` gives the same relative link for Markdown.
+- **Lessons.** :func:`lesson` renders a closed "Try this" accordion: each step names its seed §, asks a question,
+  has a button that runs a preset (switching to its sub-tab) and a hidden answer to reveal.
+- **Slots.** A preset whose ``values`` is None is a documented slot (an example whose model lives in another issue:
+  classification, Chinese QA, Chinese NER); :meth:`View.buttons` shows it disabled with its ``note``.
+
+Wiring in the app shell (app.py): build the tabs inside ``with collector.tab(tab_id, tab):`` blocks of a
+:class:`Registry`, then call ``collector.wire(app, tabs)`` once; it adds the tab-open events and the one
+``demo.load`` that reads the URL. A tab built outside a Registry (a test building one tab) still gets its
+sub-tab-open events and preset buttons.
+
+Every string shown to the learner lives in a module-level constant so it can move into a translation table.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import gradio as gr
+
+from demo.common import friendly_errors
+
+COPY_LINK = "🔗"
+COPY_LINK_TITLE = "Copy a link that opens this preset"
+LESSON_TITLE = "Try this"
+LESSON_STEP = "**Step {number} ({section}).** {question}"
+LESSON_RUN = "Show me"
+LESSON_ANSWER = "Answer"
+PRESETS_LABEL = "Presets (one click sets the inputs and runs):"
+SLOT_LABEL = "{label} (coming: {note})"
+
+COPY_JS = """() => {{
+  const url = new URL(window.location.href);
+  url.search = "?tab={tab}&preset={slug}";
+  url.hash = "";
+  if (navigator.clipboard) {{ navigator.clipboard.writeText(url.href); }}
+  window.history.replaceState(null, "", url.href);
+}}"""
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Named input values for a view. ``values``: a tuple in the view's ``inputs`` order, a zero-argument callable
+    returning one, or None for a slot (an example that belongs to another issue; ``note`` says which)."""
+    slug: str
+    label: str
+    values: tuple | Callable[[], tuple] | None
+    section: str = ""
+    note: str = ""
+
+    def resolved(self) -> tuple:
+        return tuple(self.values() if callable(self.values) else self.values)
+
+
+def preset_link(tab: str, slug: str) -> str:
+    """The relative deep link that opens ``tab`` with preset ``slug`` computed."""
+    return f"?tab={tab}&preset={slug}"
+
+
+class View:
+    """One form of a tab and its presets; see the module docstring."""
+
+    def __init__(self, tab: str, key: str, inputs: Sequence[gr.components.Component],
+                 outputs: Sequence[gr.components.Component], fn: Callable, presets: Sequence[Preset],
+                 where: gr.Tab | None = None):
+        if not presets or presets[0].values is None:
+            raise ValueError("a view needs a runnable first preset (its default)")
+        self.tab, self.key = tab, key
+        self.inputs, self.outputs, self.fn = list(inputs), list(outputs), fn
+        self.presets = {p.slug: p for p in presets}
+        self.default = presets[0].slug
+        self.where = where
+        self.done = gr.State(False)  # this session has seen the view's result: opening it again keeps the learner's
+        if where is not None:
+            if where.id is None:
+                raise ValueError(f"give the sub-tab of view {tab}/{key} an id")
+            where.select(self._open, [self.done], self.components(),
+                         api_name=f"{tab}_{key}_open", api_visibility="undocumented", show_progress="minimal")
+        if _CURRENT is not None:
+            _CURRENT.add(self)
+
+    # -- running -------------------------------------------------------------------------------------------------
+
+    @property
+    def switcher(self) -> gr.Tabs | None:
+        """The gr.Tabs that holds this view's sub-tab (to select it from a lesson or a deep link)."""
+        return None if self.where is None else self.where.parent
+
+    def components(self) -> list:
+        extra = [self.switcher] if self.switcher is not None else []
+        return unique([self.done, *extra, *self.inputs, *self.outputs])
+
+    def run(self, slug: str | None = None, select: bool = False) -> dict:
+        """The updates that show preset ``slug`` (default: the view's default): its inputs and its results."""
+        preset = self.presets.get(slug or self.default)
+        if preset is None or preset.values is None:
+            preset = self.presets[self.default]
+        values = preset.resolved()
+        results = self.fn(*values)
+        if len(self.outputs) == 1:
+            results = (results,)
+        updates: dict = dict(zip(self.inputs, values))
+        updates.update(zip(self.outputs, results))
+        updates[self.done] = True
+        if select and self.switcher is not None:
+            updates[self.switcher] = gr.Tabs(selected=self.where.id)
+        return updates
+
+    @friendly_errors
+    def _open(self, done: bool = False):
+        # Already shown: change nothing. (An empty dict would be read as one output value, not as "no updates".)
+        return {self.done: True} if done else self.run()
+
+    def runner(self, slug: str, select: bool = False) -> Callable:
+        @friendly_errors
+        def run_preset(done: bool = False):
+            return self.run(slug, select)
+
+        run_preset.__name__ = f"run_{self.tab}_{self.key}_{slug}".replace("-", "_")
+        return run_preset
+
+    # -- layout --------------------------------------------------------------------------------------------------
+
+    def buttons(self, label: str = PRESETS_LABEL) -> None:
+        """A row of preset buttons; each runs its preset, and its 🔗 copies the deep link."""
+        with gr.Row(elem_classes=["preset-bar"]):
+            gr.Markdown(label, elem_classes=["preset-label"])
+            for preset in self.presets.values():
+                if preset.values is None:
+                    gr.Button(SLOT_LABEL.format(label=preset.label, note=preset.note), size="sm", interactive=False,
+                              scale=0)
+                    continue
+                button = gr.Button(preset.label, size="sm", scale=0, elem_id=f"preset-{self.tab}-{preset.slug}")
+                button.click(self.runner(preset.slug), [self.done], self.components(),
+                             api_name=f"{self.tab}_preset_{preset.slug}".replace("-", "_"))
+                link = gr.Button(COPY_LINK, size="sm", scale=0, min_width=36, elem_classes=["copy-link"])
+                link.click(None, js=COPY_JS.format(tab=self.tab, slug=preset.slug),
+                           api_name=f"{self.tab}_link_{preset.slug}".replace("-", "_"), api_visibility="private")
+
+
+def unique(components) -> list:
+    seen, out = set(), []
+    for component in components:
+        if id(component) not in seen:
+            seen.add(id(component))
+            out.append(component)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Lessons
+
+
+@dataclass(frozen=True)
+class Step:
+    """One "Try this" step: the seed § it comes from, a question, the answer revealed on demand, and the preset of
+    ``view`` that shows it."""
+    section: str
+    question: str
+    answer: str
+    view: View
+    slug: str
+
+
+def lesson(steps: Sequence[Step], title: str = LESSON_TITLE, open: bool = False) -> None:
+    """A "Try this" accordion: each step is a question, a button that runs its preset, and a hidden answer."""
+    with gr.Accordion(title, open=open, elem_classes=["lesson"]):
+        for number, step in enumerate(steps, 1):
+            with gr.Row():
+                gr.Markdown(LESSON_STEP.format(number=number, section=step.section, question=step.question))
+                button = gr.Button(LESSON_RUN, size="sm", scale=0, min_width=90)
+            with gr.Accordion(LESSON_ANSWER, open=False):
+                gr.Markdown(step.answer)
+            button.click(step.view.runner(step.slug, select=True), [step.view.done], step.view.components(),
+                         api_name=f"{step.view.tab}_lesson_{number}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The app-wide registry: tab-open events and deep links
+
+_CURRENT: "Registry | None" = None
+
+
+@dataclass
+class _TabEntry:
+    tab: gr.Tab
+    views: list[View] = field(default_factory=list)
+
+
+class Registry:
+    """Collects every view while the app is built; :meth:`wire` adds tab-open events and the deep-link load."""
+
+    def __init__(self):
+        self.tabs: dict[str, _TabEntry] = {}
+        self._tab: str | None = None
+
+    @contextlib.contextmanager
+    def tab(self, tab_id: str, tab: gr.Tab):
+        global _CURRENT
+        self.tabs[tab_id] = _TabEntry(tab)
+        previous, _CURRENT, self._tab = _CURRENT, self, tab_id
+        try:
+            yield self
+        finally:
+            _CURRENT, self._tab = previous, None
+
+    def add(self, view: View) -> None:
+        if self._tab is not None:
+            self.tabs[self._tab].views.append(view)
+
+    def find(self, tab_id: str, slug: str | None) -> View | None:
+        entry = self.tabs.get(tab_id)
+        if entry is None:
+            return None
+        return next((v for v in entry.views if slug in v.presets), None)
+
+    def opening(self, tab_id: str) -> list[View]:
+        """The views shown when the tab itself is opened: tab-level ones and those in the first sub-tab."""
+        return [v for v in self.tabs[tab_id].views
+                if v.where is None or (v.switcher is not None and v.switcher.children
+                                       and v.switcher.children[0] is v.where
+                                       and v.switcher.parent is self.tabs[tab_id].tab)]
+
+    def open_tab(self, tab_id: str, done: Sequence[bool]) -> dict:
+        views = self.opening(tab_id)
+        updates: dict = {view.done: True for view in views}  # never empty: {} would count as one output value
+        for view, seen in zip(views, done):
+            if not seen:
+                updates.update(view.run())
+        return updates
+
+    def deep_link(self, query: dict, first_tab: str) -> dict:
+        """Updates for a URL's query: select the tab, (sub-tab,) and compute the preset or the tab's defaults."""
+        tab_id = query.get("tab") if query.get("tab") in self.tabs else first_tab
+        view = self.find(tab_id, query.get("preset")) if query.get("preset") else None
+        updates: dict = {}
+        if view is not None:
+            updates.update(view.run(query.get("preset"), select=True))
+        else:
+            for opened in self.opening(tab_id):
+                updates.update(opened.run())
+        return updates
+
+    def wire(self, app: gr.Blocks, tabs: gr.Tabs) -> None:
+        """Tab-open events for every tab, and one demo.load that reads ``?tab=…&preset=…`` (default: first tab)."""
+        first_tab = next(iter(self.tabs))
+        app.preset_registry = self  # for tests and tools: every view and preset of the built app
+        everything = [tabs]
+        for tab_id, entry in self.tabs.items():
+            views = self.opening(tab_id)
+            outputs = unique(c for v in views for c in v.components())
+            everything += [c for v in entry.views for c in v.components()]
+            if not views:
+                continue
+
+            def open_tab(*done, tab_id=tab_id):
+                return self.open_tab(tab_id, done)
+
+            entry.tab.select(friendly_errors(open_tab), [v.done for v in views], outputs,
+                             api_name=f"{tab_id}_open", api_visibility="undocumented", show_progress="minimal")
+
+        @friendly_errors
+        def load_from_url(request: gr.Request = None):
+            query = dict(request.query_params) if request is not None else {}
+            updates = self.deep_link(query, first_tab)
+            tab_id = query.get("tab")
+            if tab_id in self.tabs:
+                updates[tabs] = gr.Tabs(selected=tab_id)
+            return updates or {tabs: gr.skip()}  # never {}: Gradio would read it as one output value
+
+        app.load(load_from_url, None, unique(everything), api_name="app_open", api_visibility="undocumented")

@@ -1,0 +1,75 @@
+"""What "content on first open" means in the browser, shared by the e2e test and benchmarks/bench_first_paint.py.
+
+Every tab and sub-tab, opened by a click on its tab button and with no other click, must show its default preset's
+result: each visible plot holds data and each visible table has rows. Offline, views whose model cannot be had
+show the ModelUnavailableError note (it names `hf download <id>`) instead: those are listed in OFFLINE_NOTE.
+"""
+from __future__ import annotations
+
+VIEWPORT = {"width": 1440, "height": 900}
+
+# Top-level tab → its sub-tabs in order ([] when the tab has none). Training sub-tabs are left out on purpose:
+# a training run is never started by opening a tab (it takes up to two minutes).
+SUBTABS = {
+    "N-gram": ["Counts", "Score a sentence", "Generate"],
+    "Word embeddings": ["One-hot vs dense", "Neural LM (NNLM)", "GloVe: neighbours & analogies", "Projection",
+                        "One vector per word"],
+    "RNN & LSTM": ["Gates & predictions", "Vanishing gradients", "Generate", "ELMo: both directions"],
+    "Attention": ["Step by step", "Multi-head", "Positions", "Real model"],
+    "BERT masked LM": ["Fill in the blank", "Both sides vs left only", "Input representation", "Masking procedure",
+                       "Next sentence", "Model card", "Contextual vs static"],
+    "NER": ["BIO · IOBES · entities", "Per-token probabilities", "Aggregation on split words",
+            "Tokenisation & windows", "BIO → IOBES (seed §14)"],
+    "QA": [],
+}
+# (tab, sub-tab) whose predictions need a checkpoint the offline app cannot have: they show the "hf download" note;
+# their other plots and tables (tokenisation, input layout) must still be full.
+OFFLINE_NOTE = {("BERT masked LM", "Fill in the blank"), ("BERT masked LM", "Both sides vs left only"),
+                ("BERT masked LM", "Next sentence"), ("NER", "BIO · IOBES · entities"),
+                ("NER", "Per-token probabilities"), ("NER", "Aggregation on split words"), ("QA", "")}
+
+# Counts of visible plots / tables, and of those that are still empty. A plot is full when one trace has points;
+# a table when it has a row below its header (aria-rowcount > 1). Views whose results are text (generation) count
+# visible text areas holding more than 40 characters.
+CONTENT_JS = """() => {
+  const shown = el => el.offsetParent !== null && el.getBoundingClientRect().width > 0;
+  const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(shown);
+  const emptyPlots = plots.filter(el => !(el.data || []).some(
+      t => ['x', 'y', 'z', 'values'].some(k => t[k] && (t[k].length > 0 || t[k].bdata))));  // bdata: typed arrays
+  const tables = [...document.querySelectorAll('[role="grid"].table-wrap')].filter(shown);
+  const emptyTables = tables.filter(el => Number(el.getAttribute('aria-rowcount') || 0) <= 1);  // header only
+  const texts = [...document.querySelectorAll('textarea')].filter(shown).filter(el => el.value.length > 40);
+  const busy = !!document.querySelector('.wrap.generating, .progress-text, .eta-bar');
+  return {plots: plots.length, emptyPlots: emptyPlots.length, tables: tables.length,
+          emptyTables: emptyTables.length, longTexts: texts.length, busy};
+}"""
+
+FULL_JS = f"() => {{ const c = ({CONTENT_JS})(); return !c.busy && c.plots + c.tables + c.longTexts > 0 " \
+          "&& c.emptyPlots === 0 " \
+          "&& c.emptyTables === 0; }"
+IDLE_JS = "() => !document.querySelector('.wrap.generating, .progress-text, .eta-bar')"
+
+
+def visible(locator):
+    return locator.filter(visible=True).first
+
+
+def open_tab(page, name: str) -> None:
+    visible(page.get_by_role("tab", name=name, exact=True)).click()
+
+
+def views():
+    """Every (tab, sub-tab) in the order a learner meets them; sub-tab "" is a tab without sub-tabs."""
+    for tab, subs in SUBTABS.items():
+        for sub in subs or [""]:
+            yield tab, sub
+
+
+def open_view(page, tab: str, sub: str) -> None:
+    open_tab(page, tab)
+    if sub:
+        open_tab(page, sub)
+
+
+def content(page) -> dict:
+    return page.evaluate(CONTENT_JS)
