@@ -56,7 +56,7 @@ class Rung:
     name: str  # "3-gram, Kneser-Ney"
     family: str  # "n-gram", "RNN", "LSTM", "Transformer"
     equation: str
-    tab: str  # the tab that shows this model, as a link: "?tab=ngram&preset=moby-dick-chars"
+    tab: str  # the tab that shows this model, as a link: "?tab=ngram&preset=moby-trigram"
     vocabulary: frozenset[str]  # the characters it has a symbol for; others are its <unk>
     log2_probs: Callable[[str], np.ndarray] = field(repr=False, compare=False)  # text → (T-1,) log2 P(c_i | c_<i)
     parameters: int = 0  # weights, or stored counts for an n-gram
@@ -159,7 +159,7 @@ def ngram_rungs() -> list[Rung]:
                  int(sum(map(len, model.keys[:-1])))),  # + a continuation count per lower-order gram
         ):
             rungs.append(Rung(f"ngram-{n}-{smoothing}", f"{n}-gram, {label}", "n-gram", equation,
-                              "?tab=ngram&preset=moby-dick-chars", vocabulary, _ngram_scorer(model, smoothing),
+                              "?tab=ngram&preset=moby-trigram", vocabulary, _ngram_scorer(model, smoothing),
                               stored + continuation, "stored counts"))
     return rungs
 
@@ -169,10 +169,10 @@ def recurrent_rungs() -> list[Rung]:
     vocabulary = frozenset(models.vocab.tokens[1:])  # tokens[0] is <unk>
     return [
         Rung("rnn", "vanilla RNN", "RNN", "h_t = tanh(U x_t + W h_{t−1} + b); P(c_{t+1} | c_≤t) = softmax(V h_t + b_V)",
-             "?tab=lstm&preset=gates", vocabulary, _recurrent_scorer(models.rnn, models.vocab),
+             "?tab=lstm&preset=forget-gate", vocabulary, _recurrent_scorer(models.rnn, models.vocab),
              sum(p.numel() for p in models.rnn.parameters())),
         Rung("lstm", "LSTM", "LSTM", "C_t = f_t ⊙ C_{t−1} + i_t ⊙ C̃_t; h_t = o_t ⊙ tanh(C_t); "
-             "P(c_{t+1} | c_≤t) = softmax(V h_t + b_V)", "?tab=lstm&preset=gates", vocabulary,
+             "P(c_{t+1} | c_≤t) = softmax(V h_t + b_V)", "?tab=lstm&preset=forget-gate", vocabulary,
              _recurrent_scorer(models.lstm, models.vocab), sum(p.numel() for p in models.lstm.parameters())),
     ]
 
@@ -193,7 +193,7 @@ def gpt_rungs() -> list[Rung]:
     equation = ("h⁰ = token + position embedding; per layer: h += Attention(LN(h)) with softmax(QKᵀ/√d + causal "
                 "mask)V, h += MLP(LN(h)); P(c_{{t+1}} | c_≤t) = softmax(W_e LN(h_t)), context {context} characters")
     return [Rung("gpt", "char-GPT", "Transformer", equation.format(context=model.config.n_positions),
-                 "?tab=transformer&preset=char-gpt", frozenset(vocab.tokens[1:]), _gpt_scorer(model.eval(), vocab),
+                 "?tab=transformer", frozenset(vocab.tokens[1:]), _gpt_scorer(model.eval(), vocab),
                  model.num_parameters())]
 
 

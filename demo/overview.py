@@ -13,7 +13,12 @@ from demo.common import friendly_errors, gpu_handler
 from demo.figures import bar, empty_figure, heatmap, timeline
 
 TITLE = "Overview"
-LINK = "?tab={tab}&preset={preset}"  # deep links; the tabs read them (URL handling lives with the app shell)
+LINK = "?tab={tab}&preset={preset}"  # deep links, read by demo/presets.py's Registry (tests check every target exists)
+
+
+def link(tab: str, preset: str | None) -> str:
+    """A deep link to a tab, and to one of its presets when the tab registers presets (demo/presets.py)."""
+    return LINK.format(tab=tab, preset=preset) if preset else f"?tab={tab}"
 
 INTRO = """
 ### From counting to BERT, on one screen
@@ -26,15 +31,15 @@ once** (Transformer, GPT, BERT). Follow the timeline from left to right; each st
 # (when, name, what it brought, tab, preset) in the lessons' order (the seed's): recurrent networks are older
 # than word2vec, but recurrent language models and ELMo came after the fixed-window NNLM
 TIMELINE = [
-    ("§2.1 · 1948 → 1990s", "n-gram", "counts of the last n−1 words", "ngram", "seed-bigram"),
-    ("2003", "NNLM", "words as dense vectors, a fixed window", "embeddings", "nnlm"),
-    ("2013", "word2vec", "embeddings from context, fast", "embeddings", "word2vec"),
-    ("LSTM 1997 · RNN LM 2010", "RNN / LSTM", "a memory of everything read, gated", "lstm", "gates"),
+    ("§2.1 · 1948 → 1990s", "n-gram", "counts of the last n−1 words", "ngram", "p-cixing-de"),
+    ("2003", "NNLM", "words as dense vectors, a fixed window", "embeddings", "nnlm-toy"),
+    ("2013", "word2vec", "embeddings from context, fast", "embeddings", "king-queen"),
+    ("LSTM 1997 · RNN LM 2010", "RNN / LSTM", "a memory of everything read, gated", "lstm", "forget-gate"),
     ("2014–15", "attention", "look back at every position", "attention", "thinking-machines"),
-    ("2017", "Transformer", "attention only, all positions at once", "transformer", "one-block"),
-    ("2018", "ELMo / GPT / BERT", "pre-train once, fine-tune for every task", "mlm", "fill-mask"),
+    ("2017", "Transformer", "attention only, all positions at once", "transformer", None),
+    ("2018", "ELMo / GPT / BERT", "pre-train once, fine-tune for every task", "mlm", "my-dog-is"),
 ]
-LATER_LINKS = [("ELMo", "lstm", "elmo-bank"), ("GPT", "transformer", "char-gpt"), ("BERT", "mlm", "fill-mask")]
+LATER_LINKS = [("ELMo", "lstm", "elmo-bank"), ("GPT", "transformer", None), ("BERT", "mlm", "my-dog-is")]
 
 # (label, text, what to look at): each preset shows where some rung fails
 PRESETS = [
@@ -71,13 +76,13 @@ TEXT_HEADERS = ["model", "total bits", "bits/char", "outside its vocabulary (sco
 
 
 def timeline_figure():
-    steps = [(when, name, what, LINK.format(tab=tab, preset=preset)) for when, name, what, tab, preset in TIMELINE]
+    steps = [(when, name, what, link(tab, preset)) for when, name, what, tab, preset in TIMELINE]
     return timeline(steps, "How language models got better at predicting text")
 
 
 def timeline_links() -> str:
-    links = [f"[{name}]({LINK.format(tab=tab, preset=preset)})" for _, name, _, tab, preset in TIMELINE[:-1]]
-    links += [f"[{name}]({LINK.format(tab=tab, preset=preset)})" for name, tab, preset in LATER_LINKS]
+    links = [f"[{name}]({link(tab, preset)})" for _, name, _, tab, preset in TIMELINE[:-1]]
+    links += [f"[{name}]({link(tab, preset)})" for name, tab, preset in LATER_LINKS]
     return "**Open a step:** " + " · ".join(links)
 
 

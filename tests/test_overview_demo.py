@@ -16,10 +16,29 @@ def test_timeline_steps_link_to_their_tabs_in_order():
     names = ["n-gram", "NNLM", "word2vec", "RNN / LSTM", "attention", "Transformer", "ELMo / GPT / BERT"]
     assert len(texts) == len(names)
     for text, name, (_, _, _, tab, preset) in zip(texts, names, overview.TIMELINE):
-        assert f'href="?tab={tab}&preset={preset}"' in text and f">{name}</a>" in text
+        assert f'href="{overview.link(tab, preset)}"' in text and f">{name}</a>" in text
     assert "2003" in texts[1] and "2013" in texts[2] and "2017" in texts[5] and "2018" in texts[6]
     links = overview.timeline_links()
-    assert "(?tab=attention&preset=thinking-machines)" in links and "(?tab=transformer&preset=char-gpt)" in links
+    assert "(?tab=attention&preset=thinking-machines)" in links and "(?tab=transformer)" in links
+
+
+def test_every_link_opens_a_tab_and_a_preset_the_app_has():
+    """The timeline's, the step list's and every rung's links name a tab of the app and, when they name a preset,
+    one that tab registers (demo/presets.py reads ?tab=…&preset=…; an unknown slug would open nothing)."""
+    import re
+
+    import app
+
+    registry = app.build_app().preset_registry
+    links = re.findall(r"\(([^)]*)\)", overview.timeline_links())
+    links += [overview.link(tab, preset) for *_, tab, preset in overview.TIMELINE]
+    links += [rung.tab for rung in ladder.rungs()]
+    assert len(links) > 20
+    for target in links:
+        query = dict(part.split("=", 1) for part in target.lstrip("?").split("&"))
+        assert query["tab"] in registry.tabs, target
+        if "preset" in query:
+            assert registry.find(query["tab"], query["preset"]) is not None, target
 
 
 def test_first_open_shows_the_held_out_ladder_from_the_file():
