@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from core import registry
-from core.errors import ModelUnavailableError, UserInputError
+from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import normalize_text
 from core.tokenizer import WordPieceEncoding
@@ -116,13 +116,7 @@ def input_layout(text_a: str | None, text_b: str | None = None, model_id: str | 
     pair = bool(text_b) if pair is None else pair
     text_a, text_b = check_texts(text_a, text_b, pair)
     model_id = registry.model_id_or_default("classify", model_id)
-    try:
-        tokenizer, _ = registry.tokenizer(model_id)
-        source = f"Tokens from the tokenizer of {model_id}"
-    except (ModelUnavailableError, UserInputError):
-        tokenizer, _ = registry.tokenizer(registry.OFFLINE_ENCODER)
-        source = (f"{model_id} is not available here, so the tokens come from {registry.OFFLINE_ENCODER}'s "
-                  "tokenizer (bert-base-uncased's vocabulary; [UNK] marks characters it lacks)")
+    tokenizer, source = registry.tokenizer_with_fallback(model_id)
     return _encode(tokenizer, text_a, text_b, max_length), source
 
 

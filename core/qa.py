@@ -34,7 +34,7 @@ import torch
 from tokenizers import Encoding, Tokenizer
 
 from core import registry
-from core.errors import ModelUnavailableError, UserInputError
+from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import CleanText, clean_text, normalize_text
 from core.tokenizer import WordPieceTokenizer
@@ -240,13 +240,7 @@ def input_layout(question: str, context: str, model_id: str | None = None, max_s
     Returns the windows and a line naming the tokenizer used."""
     question, context, _ = check_inputs(question, context)
     model_id = registry.model_id_or_default("qa", model_id)
-    try:
-        tokenizer, _ = registry.tokenizer(model_id)
-        source = f"Tokens from the tokenizer of {model_id}"
-    except (ModelUnavailableError, UserInputError):
-        tokenizer, _ = registry.tokenizer(registry.OFFLINE_ENCODER)
-        source = (f"{model_id} is not available here, so the tokens come from {registry.OFFLINE_ENCODER}'s "
-                  "tokenizer (bert-base-uncased's vocabulary; [UNK] marks characters it lacks)")
+    tokenizer, source = registry.tokenizer_with_fallback(model_id)
     max_seq_len, doc_stride = default_lengths(tokenizer, max_seq_len, doc_stride)
     return make_windows(tokenizer, question, context, max_seq_len, doc_stride), source
 

@@ -496,6 +496,18 @@ def tokenizer(model_id: str, progress: Progress | None = None) -> tuple[Any, Che
     return _tokenizer_for(files), files
 
 
+def tokenizer_with_fallback(model_id: str) -> tuple[Any, str]:
+    """The checkpoint's tokenizer, or MiniLM-L6's when the checkpoint is not here (the offline views: input layouts
+    and windows need only a WordPiece vocabulary). Returns the tokenizer and a line saying which one it is."""
+    try:
+        found, _ = tokenizer(model_id)
+        return found, f"Tokens from the tokenizer of {model_id}"
+    except (ModelUnavailableError, UserInputError):
+        found, _ = tokenizer(OFFLINE_ENCODER)
+        return found, (f"{model_id} is not available here, so the tokens come from {OFFLINE_ENCODER}'s tokenizer "
+                       "(bert-base-uncased's vocabulary; [UNK] marks characters it lacks)")
+
+
 def _tokenizer_for(files: CheckpointFiles):
     key = str(files.directory)
     with _lock:

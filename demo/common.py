@@ -6,6 +6,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import math
 import os
 
 import gradio as gr
@@ -112,6 +113,17 @@ def preprocess_payload(component: gr.components.Component, payload):
         name = component.label or type(component).__name__
         raise gr.Error(f"Could not read the value given for “{name}” ({type(exc).__name__}).",
                        print_exception=False) from None
+
+
+def number_in_range(value: object, name: str, low: float, high: float) -> float:
+    """A slider/number value checked for range (API callers can send anything, NaN included)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = math.nan
+    if not low <= number <= high:  # also refuses NaN
+        raise UserInputError(f"{name} must be a number between {low:g} and {high:g}.")
+    return number
 
 
 def whole_number(value: object, name: str, minimum: int = 0) -> int:

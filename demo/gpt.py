@@ -3,14 +3,13 @@ attention maps, and GPT vs BERT on one blank. ``build()`` adds the sub-tabs insi
 (demo/transformer.py); events are named ``transformer_gpt_*``."""
 from __future__ import annotations
 
-import math
 
 import gradio as gr
 import numpy as np
 
 from core import gpt
 from core.errors import UserInputError
-from demo.common import friendly_errors, gpu_handler
+from demo.common import friendly_errors, gpu_handler, number_in_range
 from demo.figures import bar, empty_figure, heatmap
 
 INTRO = r"""
@@ -49,22 +48,11 @@ VS_EXAMPLES = [
 ]
 
 
-def _number(value, name: str, low: float, high: float) -> float:
-    """A slider/number value checked for range (API callers can send anything)."""
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not low <= value <= high:  # also refuses NaN
-        raise UserInputError(f"{name} must be a number between {low:g} and {high:g}.")
-    return value
-
-
 def _top_k(value) -> int | None:
     """0 or empty: no top-k cut."""
     if value in (None, ""):
         return None
-    return int(_number(value, "Top-k", 0, 100_000)) or None
+    return int(number_in_range(value, "Top-k", 0, 100_000)) or None
 
 
 def _temperature(value) -> float:
@@ -116,8 +104,8 @@ def next_token(model_id: str, text: str, temperature: float, top_k: float):
 @gpu_handler
 def generate(model_id: str, prompt: str, length: float, temperature: float, top_k: float, seed: float):
     """Sample token by token; the text and the table of steps grow as it goes."""
-    length = int(_number(length, "Length", 1, gpt.MAX_GENERATE))
-    seed = int(_number(seed, "The seed", 0, 2**32 - 1))
+    length = int(number_in_range(length, "Length", 1, gpt.MAX_GENERATE))
+    seed = int(number_in_range(seed, "The seed", 0, 2**32 - 1))
     temperature, top_k = _temperature(temperature), _top_k(top_k)
     steps = gpt.generate_steps(model_id, prompt, length, temperature, top_k, seed)
     text, rows = "", []
@@ -138,8 +126,8 @@ def attention(model_id: str, text: str, layer: float, head: float):
     result = gpt.attention_maps(model_id, text)
     n_layer, n_head = result.maps.shape[:2]
     try:
-        layer = int(_number(layer, "Layer", 1, n_layer))
-        head = int(_number(head, "Head", 1, n_head))
+        layer = int(number_in_range(layer, "Layer", 1, n_layer))
+        head = int(number_in_range(head, "Head", 1, n_head))
     except UserInputError:
         raise UserInputError(f"{result.model_id} has {n_layer} layers of {n_head} heads: pick a layer from 1 to "
                              f"{n_layer} and a head from 1 to {n_head}.") from None

@@ -1,7 +1,6 @@
 """RNN & LSTM tab (issue #5): gates, vanishing gradients, generation, ELMo's two directions, and retraining."""
 from __future__ import annotations
 
-import math
 
 import gradio as gr
 import numpy as np
@@ -12,7 +11,8 @@ from core import jobs, lstm
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
 from demo import presets
-from demo.common import TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, stopped_note, training_run
+from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, number_in_range, stopped_note,
+                         training_run)
 from demo.figures import COLORWAY, empty_figure, heatmap, lines, styled
 
 TITLE = "RNN & LSTM"
@@ -84,17 +84,6 @@ def _badge(models: lstm.ModelSet, retrained: bool) -> str:
     return text
 
 
-def _number(value, name: str, low: float, high: float) -> float:
-    """A slider/number value checked for range (API callers can send anything)."""
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not low <= value <= high:  # also refuses NaN
-        raise UserInputError(f"{name} must be a number between {low:g} and {high:g}.")
-    return value
-
-
 def _shown(token: str) -> str:
     return "␣" if token == " " else token
 
@@ -136,7 +125,7 @@ def inspect_text(text: str, signal: str, units: float, state: lstm.ModelSet | No
     key = SIGNALS.get(signal)
     if key is None:
         raise UserInputError(f"Pick one of: {', '.join(SIGNALS)}.")
-    count = int(_number(units, "The number of units", 4, 64))
+    count = int(number_in_range(units, "The number of units", 4, 64))
     lstm_fig = _unit_heatmap(np.array(result.lstm_gates[key]), result.tokens, count,
                              f"LSTM {signal} over time ({count} most active units)", key in SIGNED)
     rnn_fig = _unit_heatmap(np.array(result.rnn_hidden), result.tokens, count,
@@ -160,7 +149,7 @@ def inspect_text(text: str, signal: str, units: float, state: lstm.ModelSet | No
 def measure_gradients(length: float, text: str, state: lstm.ModelSet | None = None):
     """‖∂loss_T/∂h_t‖ vs T−t for both models on held-out text, and the forget-gate products on the learner's text."""
     models = _models(state)
-    length = int(_number(length, "The sequence length", 10, 200))
+    length = int(number_in_range(length, "The sequence length", 10, 200))
     windows = lstm.corpus_windows(models.vocab, length)
     norms = {"RNN": lstm.gradient_norms(models.rnn, windows), "LSTM": lstm.gradient_norms(models.lstm, windows)}
     distance = list(range(length))
@@ -208,9 +197,9 @@ def generate_both(prompt: str, length: float, temperature: float, seed: float, s
     models = _models(state)
     unknown = lstm.encode_prompt(models.vocab, prompt)[2]
     sep = "" if models.vocab.level == "char" else " "
-    length = int(_number(length, "Length", 1, lstm.MAX_GENERATE))
-    temperature = _number(temperature, "Temperature", 0.05, 3)
-    seed = int(_number(seed, "The seed", 0, 2**32 - 1))
+    length = int(number_in_range(length, "Length", 1, lstm.MAX_GENERATE))
+    temperature = number_in_range(temperature, "Temperature", 0.05, 3)
+    seed = int(number_in_range(seed, "The seed", 0, 2**32 - 1))
     outputs = [lstm.clean_text(prompt) + sep + lstm.generate(model, models.vocab, prompt, length, temperature, seed)
                for model in (models.rnn, models.lstm)]
     return outputs[0], outputs[1], _unknown_note(unknown)
@@ -247,8 +236,8 @@ def train_models(level: str, steps: float, seconds: float, progress=gr.Progress(
     The run stops at its time limit (at most the server's budget, core.jobs) or when this session starts another."""
     if level not in ("char", "word"):
         raise UserInputError("Choose character-level or word-level.")
-    steps = int(_number(steps, "Steps", 10, 5000))
-    seconds = _number(seconds, "The time limit", 10, jobs.TRAIN_SECONDS)
+    steps = int(number_in_range(steps, "Steps", 10, 5000))
+    seconds = number_in_range(seconds, "The time limit", 10, jobs.TRAIN_SECONDS)
     with training_run(request, seconds) as budget:
         yield from _train(level, steps, budget, progress)
 

@@ -221,6 +221,7 @@ class Registry:
     def __init__(self):
         self.tabs: dict[str, _TabEntry] = {}
         self._tab: str | None = None
+        self._opening: dict[str, list[View]] = {}
 
     @contextlib.contextmanager
     def tab(self, tab_id: str, tab: gr.Tab):
@@ -243,7 +244,12 @@ class Registry:
         return next((v for v in entry.views if slug in v.presets), None)
 
     def opening(self, tab_id: str) -> list[View]:
-        """The views shown when the tab itself is opened: tab-level ones and those in the first sub-tab."""
+        """The views shown when the tab itself is opened: tab-level ones and those in the first sub-tab.
+
+        Fixed when the app is wired: the layout's ``children``/``parent`` links are build-time facts, and components
+        created while serving (``gr.Tabs(selected=...)`` updates) must not change which views an open event fills."""
+        if tab_id in self._opening:
+            return self._opening[tab_id]
         return [v for v in self.tabs[tab_id].views
                 if v.where is None or (v.switcher is not None and v.switcher.children
                                        and v.switcher.children[0] is v.where
@@ -273,6 +279,7 @@ class Registry:
         """Tab-open events for every tab, and one demo.load that reads ``?tab=…&preset=…`` (default: first tab)."""
         first_tab = next(iter(self.tabs))
         app.preset_registry = self  # for tests and tools: every view and preset of the built app
+        self._opening = {tab_id: self.opening(tab_id) for tab_id in self.tabs}
         everything = [tabs]
         for tab_id, entry in self.tabs.items():
             views = self.opening(tab_id)

@@ -1,7 +1,6 @@
 """Every cache is bounded (issue 21 §4): n-gram models, attention maps, loaded models, tokenizers, windowers."""
 from __future__ import annotations
 
-import functools
 import importlib
 import pkgutil
 

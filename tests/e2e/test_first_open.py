@@ -23,6 +23,25 @@ def wide_page(browser, served_app):
     context.close()
 
 
+@pytest.mark.parametrize("query, tab, texts", [
+    ("?tab=attention&preset=thinking-machines", "Attention", ["0.8808", "112"]),
+    ("?tab=embeddings&preset=one-hot-times-q", "Word embeddings", ["[10 12 19]"]),
+    ("?tab=mlm&preset=bert-base-parameters", "BERT masked LM", ["108,808,704", "109,482,240"]),
+])
+def test_deep_link_opens_the_tab_with_the_preset_computed(browser, served_app, query, tab, texts):
+    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale="en-US")
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    try:
+        page.goto(served_app.url + query, wait_until="load")
+        page.get_by_role("tab", name=tab, exact=True).and_(page.locator("[aria-selected=true]")).wait_for()
+        for text in texts:
+            page.get_by_text(text).filter(visible=True).first.wait_for()
+    finally:
+        context.close()
+
+
+# Last: it opens every view of every tab in one session, which leaves the server busy for a while after it.
 def test_every_tab_and_subtab_shows_its_default_before_any_click(wide_page):
     page = wide_page
     failures = []
@@ -40,21 +59,3 @@ def test_every_tab_and_subtab_shows_its_default_before_any_click(wide_page):
         if errors:
             failures.append(f"{tab} / {sub or '(tab)'}: error toast {errors}")
     assert not failures, "views without content on first open:\n" + "\n".join(failures)
-
-
-@pytest.mark.parametrize("query, tab, texts", [
-    ("?tab=attention&preset=thinking-machines", "Attention", ["0.8808", "112"]),
-    ("?tab=embeddings&preset=one-hot-times-q", "Word embeddings", ["[10 12 19]"]),
-    ("?tab=mlm&preset=bert-base-parameters", "BERT masked LM", ["108,808,704", "109,482,240"]),
-])
-def test_deep_link_opens_the_tab_with_the_preset_computed(browser, served_app, query, tab, texts):
-    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale="en-US")
-    page = context.new_page()
-    page.set_default_timeout(120_000)
-    try:
-        page.goto(served_app.url + query, wait_until="load")
-        page.get_by_role("tab", name=tab, exact=True).and_(page.locator("[aria-selected=true]")).wait_for()
-        for text in texts:
-            page.get_by_text(text).filter(visible=True).first.wait_for()
-    finally:
-        context.close()
