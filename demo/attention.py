@@ -658,5 +658,4 @@ def build() -> None:
 
     views = {"steps": steps_view, "multihead": multihead_view}
     with lesson_slot:
-        presets.lesson([presets.Step(section, question, answer, views[key], slug)
-                        for section, question, answer, key, slug in LESSON])
+        presets.lesson_table(LESSON, views)

@@ -406,5 +406,4 @@ def build() -> None:
 
     views = {"lookup": lookup_view, "onehot": onehot_view, "static": static_view}
     with lesson_slot:
-        presets.lesson([presets.Step(section, question, answer, views[key], slug)
-                        for section, question, answer, key, slug in LESSON])
+        presets.lesson_table(LESSON, views)

@@ -438,5 +438,4 @@ def build() -> None:
 
     views = {"inspect": inspect_view, "gradients": gradients_view, "elmo": elmo_view}
     with lesson_slot:
-        presets.lesson([presets.Step(section, question, answer, views[key], slug)
-                        for section, question, answer, key, slug in LESSON])
+        presets.lesson_table(LESSON, views)

@@ -556,5 +556,4 @@ def build() -> None:
 
     views = {"card": card_view, "inputs": inputs_view, "masking": masking_view}
     with lesson_slot:
-        presets.lesson([presets.Step(section, question, answer, views[key], slug)
-                        for section, question, answer, key, slug in LESSON])
+        presets.lesson_table(LESSON, views)

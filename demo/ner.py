@@ -302,5 +302,4 @@ def build() -> None:
         convert_view.buttons()
     views = {"tag": tag_view, "convert": convert_view}
     with lesson_slot:
-        presets.lesson([presets.Step(section, question, answer, views[key], slug)
-                        for section, question, answer, key, slug in LESSON])
+        presets.lesson_table(LESSON, views)

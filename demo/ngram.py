@@ -439,4 +439,4 @@ def build() -> None:
                         PRESETS)
     with preset_row:
         view.buttons()
-        presets.lesson([presets.Step(section, question, answer, view, slug) for section, question, answer, slug in LESSON])
+        presets.lesson_table(LESSON, view)

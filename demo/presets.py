@@ -190,6 +190,15 @@ class Step:
     slug: str
 
 
+def lesson_table(rows: Sequence[tuple], views: "View | dict[str, View]") -> None:
+    """:func:`lesson` from a tab's LESSON table: rows (section, question, answer, slug) for a tab with one view, or
+    (section, question, answer, view key, slug) with ``views`` a dict of the tab's views by key."""
+    if isinstance(views, dict):
+        lesson([Step(section, question, answer, views[key], slug) for section, question, answer, key, slug in rows])
+    else:
+        lesson([Step(section, question, answer, views, slug) for section, question, answer, slug in rows])
+
+
 def lesson(steps: Sequence[Step], title: str = LESSON_TITLE, open: bool = False) -> None:
     """A "Try this" accordion: each step is a question, a button that runs its preset, and a hidden answer."""
     with gr.Accordion(title, open=open, elem_classes=["lesson"]):

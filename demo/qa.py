@@ -321,4 +321,4 @@ def build() -> None:
     with preset_bar:
         view.buttons()
     with lesson_slot:
-        presets.lesson([presets.Step(section, q, a, view, slug) for section, q, a, slug in LESSON])
+        presets.lesson_table(LESSON, view)
