@@ -12,20 +12,19 @@ import os
 import gradio as gr
 
 from core import jobs
-from core.errors import ModelUnavailableError, UserInputError
+from core.errors import LearnerError, UserInputError
+from core.i18n import text, using_language
 
 log = logging.getLogger("plm_explorer")
-
-INTERNAL_ERROR = "Something went wrong while computing this ({name}). The server log has the details; try a shorter or simpler input."
 
 
 def _to_gradio_error(exc: Exception) -> gr.Error:
     if isinstance(exc, gr.Error):
         return exc
-    if isinstance(exc, (UserInputError, ModelUnavailableError)):
-        return gr.Error(str(exc), print_exception=False)
+    if isinstance(exc, LearnerError):
+        return gr.Error(exc.message(), print_exception=False)
     log.exception("handler failed")
-    return gr.Error(INTERNAL_ERROR.format(name=type(exc).__name__), print_exception=False)
+    return gr.Error(text("errors.internal", name=type(exc).__name__), print_exception=False)
 
 
 def _space_gpu_decorator():
@@ -55,30 +54,77 @@ def gpu_handler(fn):
     return wrapped
 
 
-def friendly_errors(fn):
-    """Wrap an event handler so the learner sees a clear message instead of a traceback.
+def _with_request_parameter(fn):
+    """fn's signature, plus a trailing ``request: gr.Request`` when fn has none, and a function that takes the
+    request out of a call's arguments (returning it and the arguments fn itself expects)."""
+    signature = inspect.signature(fn)
+    params = list(signature.parameters.values())
+    own = next((p.name for p in params if p.name == "request"), None)
+    if own or any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        def split(args, kwargs):
+            try:
+                request = signature.bind_partial(*args, **kwargs).arguments.get("request")
+            except TypeError:
+                request = None
+            return request, args, kwargs
+        return signature, split
+    added = inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                              annotation=gr.Request)
+    positional = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
 
-    Our own UserInputError/ModelUnavailableError messages are shown as they are; anything unexpected is logged
-    with its traceback on the server and shown as a short generic message. Works for generator handlers too.
+    def split(args, kwargs):
+        kwargs = dict(kwargs)
+        request = kwargs.pop("request", None)
+        if len(args) > positional:  # Gradio passes special arguments positionally, in signature order
+            request, args = args[positional], args[:positional] + args[positional + 1:]
+        return request, args, kwargs
+    return signature.replace(parameters=[*params, added]), split
+
+
+def friendly_errors(fn):
+    """Wrap an event handler so the learner sees a clear message, in their language, instead of a traceback.
+
+    - The call runs in the learner's language (core.i18n.using_language): ``text(key)`` in the handler and the
+      messages of our errors need no language argument. The wrapper asks Gradio for the request to know it.
+    - Our own UserInputError/ModelUnavailableError messages are shown as they are; anything unexpected is logged
+      with its traceback on the server and shown as a short generic message.
+    Works for generator handlers too.
     """
+    from demo.i18n import language_of  # demo.i18n imports this module's neighbours; keep the import local
+
+    signature, split = _with_request_parameter(fn)
+
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def gen_wrapper(*args, **kwargs):
-            try:
-                yield from fn(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - this is the UI's last line of defence
-                raise _to_gradio_error(exc) from None
+            request, args, kwargs = split(args, kwargs)
+            lang = language_of(request)
+            steps = fn(*args, **kwargs)
+            while True:  # each step may run in another worker thread: set the language around every one
+                with using_language(lang):
+                    try:
+                        item = next(steps)
+                    except StopIteration:
+                        return
+                    except Exception as exc:  # noqa: BLE001 - this is the UI's last line of defence
+                        raise _to_gradio_error(exc) from None
+                yield item
 
-        return gen_wrapper
+        wrapped = gen_wrapper
+    else:
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            request, args, kwargs = split(args, kwargs)
+            with using_language(language_of(request)):
+                try:
+                    return fn(*args, **kwargs)
+                except Exception as exc:  # noqa: BLE001
+                    raise _to_gradio_error(exc) from None
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001
-            raise _to_gradio_error(exc) from None
-
-    return wrapper
+        wrapped = wrapper
+    wrapped.__signature__ = signature
+    wrapped.__annotations__ = {**getattr(fn, "__annotations__", {}), "request": gr.Request}
+    return wrapped
 
 
 def preprocess_in_handler(fn, inputs: list[gr.components.Component]):

@@ -5,8 +5,11 @@ The tables live in assets/i18n/en.yaml and zh.yaml, nested for the translators a
 
 - Component labels, tab titles, buttons and info texts: ``label("tabs.ngram")`` returns a ``gr.I18n`` key; Gradio's
   front end translates it in the browser, from ``I18N`` passed to ``launch(i18n=...)``.
-- Markdown, result sentences, error messages and figure titles are made by handlers on the server:
-  ``text("errors.internal", lang, name="ValueError")`` with ``lang = language_of(request)``.
+- Static Markdown (a tab's explanation) is ``gr.Markdown(label("<tab>.intro"))`` too.
+- Result sentences, error messages and figure titles are made by handlers on the server: ``t("<tab>.result",
+  n=3)``. Every handler is wrapped in demo.common.friendly_errors, which sets the call's language from the request
+  (``language_of``), so ``text`` needs no language argument inside a handler. Core raises
+  ``UserInputError("ngram.empty_corpus", ...)`` with a key, rendered the same way.
 
 A learner's language is the 中文/English toggle in the header when they have used it (a ``plm_lang`` cookie that the
 toggle sets, so every request carries it), otherwise the browser's (``Accept-Language`` on the server,
@@ -15,50 +18,19 @@ toggle sets, so every request carries it), otherwise the browser's (``Accept-Lan
 from __future__ import annotations
 
 import re
-import string
-from functools import lru_cache
 from http.cookies import CookieError, SimpleCookie
 
 import gradio as gr
-import yaml
 
-from core.paths import ASSETS_DIR
+from core.i18n import DEFAULT_LANGUAGE, LANGUAGES, current_language, placeholders, table, text, using_language
 
-LANGUAGES = ("en", "zh")
-DEFAULT_LANGUAGE = "en"
 COOKIE = "plm_lang"
-I18N_DIR = ASSETS_DIR / "i18n"
 
+# The tables and text() live in core.i18n (gradio-free, so core's error messages use the same keys).
+__all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "table", "placeholders", "text", "t", "current_language", "using_language",
+           "label", "language_of", "I18N", "TOGGLE_JS", "LanguageMiddleware"]
 
-def _flatten(tree: dict, prefix: str = "") -> dict[str, str]:
-    flat: dict[str, str] = {}
-    for key, value in tree.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(_flatten(value, dotted + "."))
-        else:
-            flat[dotted] = str(value)
-    return flat
-
-
-@lru_cache(maxsize=None)
-def table(lang: str) -> dict[str, str]:
-    """Every string of one language, by dotted key."""
-    if lang not in LANGUAGES:
-        raise KeyError(f"unknown language {lang!r}; one of {LANGUAGES}")
-    with open(I18N_DIR / f"{lang}.yaml", encoding="utf-8") as handle:
-        return _flatten(yaml.safe_load(handle) or {})
-
-
-def placeholders(template: str) -> set[str]:
-    """The {named} fields a string formats (the same set must appear in every language)."""
-    return {field for _, field, _, _ in string.Formatter().parse(template) if field}
-
-
-def text(key: str, lang: str = DEFAULT_LANGUAGE, **fields) -> str:
-    """The string for ``key`` in ``lang`` (English if the language is unknown), with ``fields`` filled in."""
-    template = table(lang if lang in LANGUAGES else DEFAULT_LANGUAGE)[key]
-    return template.format(**fields) if fields else template
+t = text  # the short name tab modules use (their inputs are often called ``text``): ``t("ngram.result", n=3)``
 
 
 def gradio_i18n() -> gr.I18n:

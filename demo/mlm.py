@@ -10,7 +10,8 @@ from core import registry
 from core.registry import MINILM_ID
 from core.errors import ModelUnavailableError, UserInputError
 from demo import presets
-from demo.common import INTERNAL_ERROR, TABLE_BUTTONS, friendly_errors, gpu_handler, log, model_picker, whole_number
+from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, log, model_picker, whole_number
+from demo.i18n import t
 from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
 
 TITLE = "BERT masked LM"
@@ -167,7 +168,7 @@ def fill_batch(model_id: list, text: list, top_k: list) -> tuple[list, list, lis
             elif isinstance(result, Exception):
                 if not isinstance(result, UserInputError):
                     log.error("fill-mask batch failed", exc_info=result)
-                message = str(result) if isinstance(result, UserInputError) else INTERNAL_ERROR.format(
+                message = str(result) if isinstance(result, UserInputError) else t("errors.internal", 
                     name=type(result).__name__)
                 outputs[i] = (FILL_REFUSED.format(message=message), "", empty_figure(message), [])
             else:

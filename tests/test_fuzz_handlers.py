@@ -1,7 +1,7 @@
 """Bad input, generated: every event handler of the built app and the core entry points get random Unicode, empty
 and huge strings, odd numbers and junk choices. No exception may reach the learner as a traceback.
 
-A handler may return, or raise gr.Error with a message. A gr.Error that carries demo.common.INTERNAL_ERROR means
+A handler may return, or raise gr.Error with a message. A gr.Error that carries the errors.internal message means
 an unexpected exception escaped inside the handler (friendly_errors caught it as a last resort): that fails.
 Core functions may raise only UserInputError or ModelUnavailableError.
 
@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.errors import ModelUnavailableError, UserInputError
-from demo.common import INTERNAL_ERROR, preprocess_payload
+from demo.common import preprocess_payload
+from demo.i18n import text
 
 EXAMPLES = int(os.environ.get("PLM_FUZZ_EXAMPLES", "6"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -36,7 +37,7 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database
 # bad-input paths are covered by their tabs' own tests.
 LONG_RUNNING = {"lstm_train", "embeddings_train", "classify_train"}
 
-INTERNAL = re.compile(re.escape(INTERNAL_ERROR).replace(r"\{name\}", ".*"))
+INTERNAL = re.compile(re.escape(text("errors.internal", "en")).replace(r"\{name\}", ".*"))
 
 NASTY_TEXT = [
     "", " ", "\n\n\t", "\x00", "\x00abc\x07\x1b[31m", "\ud800", "a\udfffb", "\ufeffBOM", "\u200b\u200c\u200d",

@@ -11,8 +11,9 @@ import pytest
 from demo import i18n
 
 ROOT = Path(__file__).resolve().parent.parent
-# Literal keys passed to label("…") / text("…") in app.py and demo/: each must exist in the tables.
-KEY_CALL = re.compile(r"""\b(?:label|text)\(\s*f?["']([a-z_]+\.[a-z_.{}]+)["']""")
+# Literal keys passed to label("…") / text("…") / t("…") in app.py and demo/: each must exist in the tables.
+# (A call inside ``double backticks`` is a docstring's example.)
+KEY_CALL = re.compile(r"""(?<!`)\b(?:label|text|t)\(\s*f?["']([a-z_]+\.[a-z_.{}]+)["']""")
 
 
 def test_both_languages_have_the_same_keys_and_placeholders():
@@ -101,3 +102,50 @@ def test_middleware_serves_the_page_in_the_toggled_language():
     assert '"en"' in client.get("/", headers={"cookie": "plm_lang=en"}).text
     assert client.get("/", headers={"cookie": "plm_lang=<script>"}).text == page  # only our two languages
     assert client.get("/config", headers={"cookie": "plm_lang=zh"}).json() == {"a": 1}  # other routes untouched
+
+
+def _zh_request():
+    import gradio as gr
+    from starlette.requests import Request as StarletteRequest
+
+    scope = {"type": "http", "method": "POST", "path": "/", "query_string": b"",
+             "headers": [(b"cookie", b"plm_lang=zh"), (b"accept-language", b"en-US")]}
+    return gr.Request(request=StarletteRequest(scope))
+
+
+@pytest.mark.parametrize("generator", [False, True])
+def test_friendly_errors_runs_the_handler_in_the_requests_language(generator):
+    """Gradio finds the request parameter friendly_errors adds (special_args), and the handler's text() and our
+    errors' messages come out in the cookie's language; without a request, English."""
+    import gradio as gr
+    from gradio.helpers import special_args
+
+    from core.errors import UserInputError
+    from demo.common import friendly_errors
+
+    seen = []
+
+    def order(n):
+        seen.append(i18n.text("tabs.attention"))
+        raise UserInputError("errors.at_least", name="n", minimum=int(n) + 1)
+
+    def order_steps(n):
+        seen.append(i18n.text("tabs.attention"))
+        yield n
+        raise UserInputError("errors.at_least", name="n", minimum=int(n) + 1)
+
+    handler = friendly_errors(order_steps if generator else order)
+    args, *_ = special_args(handler, [1], request=_zh_request())
+    assert len(args) == 2, "Gradio did not see the request parameter"
+
+    def run(call_args):
+        if generator:
+            return list(handler(*call_args))
+        return handler(*call_args)
+
+    with pytest.raises(gr.Error) as zh:
+        run(args)
+    assert zh.value.message == "n至少为 2。" and seen[-1] == "注意力"
+    with pytest.raises(gr.Error) as en:
+        run([1])
+    assert en.value.message == "n must be at least 2." and seen[-1] == "Attention"
