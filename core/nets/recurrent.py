@@ -12,6 +12,7 @@ recurrence used, so ∂loss_T/∂h_t can be measured with autograd (vanishing gr
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -105,47 +106,104 @@ class RecurrentLM(nn.Module):
         return Trace(logits=self.head(h), hs=hs, state=state, gates=gates)
 
     @torch.inference_mode()
-    def forward_fused(self, ids: torch.Tensor) -> Trace:
+    def forward_fused(self, ids: torch.Tensor, keep_gates: bool = True) -> Trace:
         """forward() from the zero state, for display: the same numbers (tested) from a handful of torch calls.
 
-        The recurrence runs over the whole sequence in torch's fused RNN/LSTM kernel (torch.rnn_tanh / torch.lstm,
-        what nn.RNN / nn.LSTM call) with our weights. The LSTM's gates then come back for all steps at once: every
-        gate of step t is a function of x_t and h_{t-1}, and the kernel returned every h_t, so one batched matmul
-        gives them all. The cell states follow from C_t = C_{t-1} ⊙ f_t + i_t ⊙ C̃_t, an elementwise scan.
+        The recurrence runs in torch's fused RNN/LSTM kernel (torch.rnn_tanh / torch.lstm, what nn.RNN / nn.LSTM
+        call) with our weights. The kernel keeps only h_t, so the LSTM's gates are recovered afterwards: every gate
+        of step t is a function of x_t and h_{t-1}, and the kernel returned every h_t, so one matmul per chunk of
+        steps gives them all (see recover_gates). ``keep_gates=False`` skips that (the ladder needs only logits).
         Why not a per-step loop: every torch call releases and re-takes the GIL, and on a busy server each re-take
         waits for the other threads (a 30-character text took ~0.4 s under load instead of 2 ms).
         """
-        B, T = ids.shape
-        x = self.embed(ids)  # (B, T, E)
+        B = ids.shape[0]
+        x = self.embed(ids.t())  # (T, B, E): time-major, so a chunk of steps is one contiguous block
         U, W = self.cell.U, self.cell.W
         h0 = torch.zeros(1, B, self.cell.hidden_size, device=ids.device)  # (layers, B, H)
         weights = [U.weight, W.weight, U.bias, torch.zeros_like(U.bias)]  # nn.LSTM's w_ih, w_hh, b_ih, b_hh
-        if self.kind == "rnn":  # args after the weights: biases, 1 layer, no dropout, eval, one direction, (B, T, ·)
-            hidden, h_last = torch.rnn_tanh(x, h0, weights, True, 1, 0.0, False, False, True)  # (B, T, H)
+        if self.kind == "rnn":  # args after the weights: biases, 1 layer, no dropout, eval, one direction, (T, B, ·)
+            hidden, h_last = torch.rnn_tanh(x, h0, weights, True, 1, 0.0, False, False, False)  # (T, B, H)
+            hidden = hidden.transpose(0, 1)  # (B, T, H)
             return Trace(logits=self.head(hidden), hs=list(hidden.unbind(1)), state=h_last[0])
-        hidden, h_last, c_last = torch.lstm(x, (h0, h0), weights, True, 1, 0.0, False, False, True)  # (B, T, H)
-        z = U(x)  # (B, T, 4H): U x_t + b; plus W h_{t-1} from t = 2 on (h_0 = 0), one matmul for all steps
-        z[:, 1:].baddbmm_(hidden[:, :-1], W.weight.t().expand(B, -1, -1))
-        i, f, a, o = self.cell.activate(z)  # each (B, T, H)
-        gates = {"input": i, "forget": f, "output": o, "candidate": a, "cell": cell_scan(f, i * a),
+        if not keep_gates:
+            hidden, h_last, c_last = torch.lstm(x, (h0, h0), weights, True, 1, 0.0, False, False, False)  # (T, B, H)
+            hidden = hidden.transpose(0, 1)  # (B, T, H)
+            return Trace(logits=self.head(hidden), hs=list(hidden.unbind(1)), state=(h_last[0], c_last[0]))
+        hidden, z, cells, (h_last, c_last) = self.recover_gates(x, weights)  # (T, B, H), (T, B, 4H), (T, B, H)
+        H = self.cell.hidden_size
+        i, f, a, o = (z[..., k * H:(k + 1) * H].transpose(0, 1) for k in range(4))  # each (B, T, H)
+        hidden = hidden.transpose(0, 1)  # (B, T, H)
+        gates = {"input": i, "forget": f, "output": o, "candidate": a, "cell": cells.transpose(0, 1),
                  "hidden": hidden}
-        return Trace(logits=self.head(hidden), hs=list(hidden.unbind(1)), state=(h_last[0], c_last[0]), gates=gates)
+        return Trace(logits=self.head(hidden), hs=list(hidden.unbind(1)), state=(h_last, c_last), gates=gates)
+
+    def recover_gates(self, x: torch.Tensor, weights: list[torch.Tensor], chunk: int = 64):
+        """Run torch.lstm over x (T, B, E) chunk by chunk, and recover every gate of each chunk while the kernel
+        runs the next one; then every cell state.
+
+        Chunk [s, e) needs only x_s..x_{e-1} and h_{s-1}..h_{e-2}, which the kernel has returned once it is past
+        the chunk, so chunks are independent:
+            z_t = U x_t + b + W h_{t-1}      one matmul pair for all steps of the chunk
+            i, f, C̃, o = σ, σ, tanh, σ of z_t, in place
+        and then, for all steps, C_t = C_{t-1} ⊙ f_t + i_t ⊙ C̃_t (an elementwise scan from C_0 = 0).
+        On the CPU the chunks are recovered on a second thread while this one runs the sequential recurrence, which
+        cannot use a second core itself; both threads spend their time inside torch kernels, which release the GIL.
+        Returns (every h_t (T, B, H), gates z (T, B, 4H) stacked (i, f, a, o), every C_t (T, B, H), (h_T, C_T))."""
+        T, B, _ = x.shape
+        H = self.cell.hidden_size
+        z = x.new_empty(T, B, 4 * H)
+        h = c = x.new_zeros(1, B, H)  # (layers, B, H)
+        outputs, pending = [], []
+        parallel = x.device.type == "cpu" and T > chunk
+        for s in range(0, T, chunk):
+            e = min(T, s + chunk)
+            out, h, c = torch.lstm(x[s:e], (h, c), weights, True, 1, 0.0, False, False, False)  # (L, B, H)
+            h_prev = torch.cat([outputs[-1][-1:] if outputs else torch.zeros_like(out[:1]), out[:-1]])  # h_{s-1..e-2}
+            job = (x[s:e], h_prev, z[s:e])
+            if parallel:
+                pending.append(_GATE_WORKER.submit(self._gates_of_chunk, *job))
+            else:
+                self._gates_of_chunk(*job)
+            outputs.append(out)
+        for job in pending:
+            job.result()
+        cells = cell_scan(z[..., H:2 * H], z[..., :H] * z[..., 2 * H:3 * H])  # f_t, i_t ⊙ C̃_t
+        return torch.cat(outputs), z, cells, (h[0], c[0])
+
+    @torch.inference_mode()  # also on the worker thread (inference mode is per thread)
+    def _gates_of_chunk(self, x: torch.Tensor, h_prev: torch.Tensor, z: torch.Tensor) -> None:
+        """Fill z (L, B, 4H) with i, f, C̃, o for one chunk of steps (see recover_gates)."""
+        L, B, E = x.shape
+        H = self.cell.hidden_size
+        U, W = self.cell.U, self.cell.W
+        z2 = z.view(L * B, 4 * H)
+        torch.addmm(U.bias, x.reshape(L * B, E), U.weight.t(), out=z2)  # U x_t + b
+        z2.addmm_(h_prev.reshape(L * B, H), W.weight.t())  # + W h_{t-1}
+        z[..., :2 * H].sigmoid_()  # i_t, f_t
+        z[..., 2 * H:3 * H].tanh_()  # C̃_t
+        z[..., 3 * H:].sigmoid_()  # o_t
+
+
+# The second thread of recover_gates. One intra-op thread: OpenMP's thread count is per OS thread, and a worker
+# left at the default would start its own team and spin against the caller's.
+_GATE_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lstm-gates",
+                                  initializer=lambda: torch.set_num_threads(1))
 
 
 def cell_scan(f: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
-    """C_t = C_{t-1} ⊙ f_t + update_t from C_0 = 0, for (B, T, H) inputs; returns every C_t, (B, T, H).
+    """C_t = C_{t-1} ⊙ f_t + update_t from C_0 = 0, for time-major (T, B, H) inputs; returns every C_t, (T, B, H).
 
-    On the CPU a numpy loop over time-major rows: ~1 µs a step, and small numpy operations keep the GIL (each torch
-    call would give it up and wait to get it back on a busy server)."""
+    On the CPU a numpy loop over rows: ~1 µs a step, and small numpy operations keep the GIL (each torch call
+    would give it up and wait to get it back on a busy server)."""
     if f.device.type != "cpu":
-        c, cells = torch.zeros_like(f[:, 0]), []
-        for f_t, u_t in zip(f.unbind(1), update.unbind(1)):
+        c, cells = torch.zeros_like(f[0]), []
+        for f_t, u_t in zip(f, update):
             c = torch.addcmul(u_t, c, f_t)
             cells.append(c)
-        return torch.stack(cells, dim=1)
-    forget = list(f.transpose(0, 1).contiguous().numpy())  # T × (B, H)
-    cells = update.transpose(0, 1).numpy().copy(order="C")  # (T, B, H), a copy overwritten with C_t
-    rows, carried = list(cells), np.empty_like(cells[0])  # T views, and one scratch row: no allocation per step
-    for t in range(1, len(rows)):
-        np.add(rows[t], np.multiply(rows[t - 1], forget[t], out=carried), out=rows[t])
-    return torch.from_numpy(cells).transpose(0, 1)  # (B, T, H)
+        return torch.stack(cells)
+    forget = f.numpy()
+    cells = update.numpy()  # update is a fresh tensor: overwritten in place with C_t
+    carried = np.empty_like(cells[0])  # one scratch row: no allocation per step
+    for t in range(1, len(cells)):
+        np.add(cells[t], np.multiply(cells[t - 1], forget[t], out=carried), out=cells[t])
+    return update
