@@ -32,7 +32,7 @@ def write_checkpoint(folder: str, size: str) -> str:
     else:
         config = transformers.BertConfig(vocab_size=30522, **labels)  # bert-base: 12 layers, hidden 768, 12 heads
     transformers.BertForTokenClassification(config).eval().save_pretrained(folder)
-    transformers.BertTokenizerFast.from_pretrained(str(resolve(MINILM_ID).directory)).save_pretrained(folder)
+    transformers.BertTokenizerFast.from_pretrained(str(resolve(MINILM_ID, need="tokenizer").directory)).save_pretrained(folder)
     return folder
 
 

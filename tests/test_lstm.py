@@ -93,15 +93,14 @@ def test_fused_forward_equals_the_step_by_step_forward():
         assert (set(lstm.GATES) == set(fused.gates)) == (kind == "lstm")
 
 
-def test_fused_gates_across_chunk_boundaries():
-    """A text longer than one chunk: the chunks recovered on the worker thread, the carried C_{s-1} at each chunk
-    boundary and the last chunk (recovered in the caller) all give the step-by-step numbers; so does the ladder's
-    logits-only pass."""
+def test_fused_gates_of_long_texts_and_the_logits_only_pass():
+    """A batch of long texts (the tab's length, several rows): every gate and the last cell state equal the
+    step-by-step numbers; so do the logits of the ladder's pass without gates."""
     ids = torch.randint(0, 12, (3, 150), generator=torch.Generator().manual_seed(5))
     model = random_lm("lstm", seed=6)
     with torch.no_grad():
         stepwise = model(ids)
-    fused = model.forward_fused(ids)  # chunks of 64: 0-63, 64-127 on the worker, 128-149 here
+    fused = model.forward_fused(ids)
     for name in lstm.GATES:
         torch.testing.assert_close(fused.gates[name], stepwise.gates[name], atol=1e-5, rtol=0)
     torch.testing.assert_close(fused.state[1], stepwise.state[1], atol=1e-5, rtol=0)

@@ -12,7 +12,6 @@ recurrence used, so ∂loss_T/∂h_t can be measured with autograd (vanishing gr
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -110,84 +109,51 @@ class RecurrentLM(nn.Module):
         """forward() from the zero state, for display: the same numbers (tested) from a handful of torch calls.
 
         The recurrence runs in torch's fused RNN/LSTM kernel (torch.rnn_tanh / torch.lstm, what nn.RNN / nn.LSTM
-        call) with our weights. The kernel keeps only h_t, so the LSTM's gates are recovered afterwards: every gate
-        of step t is a function of x_t and h_{t-1}, and the kernel returned every h_t, so one matmul per chunk of
-        steps gives them all (see recover_gates). ``keep_gates=False`` skips that (the ladder needs only logits).
+        call) with our weights. The kernel keeps only h_t, so the LSTM's gates are recovered afterwards for all
+        steps at once (recover_gates); ``keep_gates=False`` skips that (the ladder needs only the logits).
         Why not a per-step loop: every torch call releases and re-takes the GIL, and on a busy server each re-take
         waits for the other threads (a 30-character text took ~0.4 s under load instead of 2 ms).
         """
         B = ids.shape[0]
-        x = self.embed(ids.t())  # (T, B, E): time-major, so a chunk of steps is one contiguous block
+        x = self.embed(ids.t())  # (T, B, E): time-major, so that every product below is one 2-D matmul
         U, W = self.cell.U, self.cell.W
         h0 = torch.zeros(1, B, self.cell.hidden_size, device=ids.device)  # (layers, B, H)
         weights = [U.weight, W.weight, U.bias, torch.zeros_like(U.bias)]  # nn.LSTM's w_ih, w_hh, b_ih, b_hh
-        if self.kind == "rnn":  # args after the weights: biases, 1 layer, no dropout, eval, one direction, (T, B, ·)
+        # args after the weights: biases, 1 layer, no dropout, eval, one direction, time-major (T, B, ·)
+        if self.kind == "rnn":
             hidden, h_last = torch.rnn_tanh(x, h0, weights, True, 1, 0.0, False, False, False)  # (T, B, H)
             hidden = hidden.transpose(0, 1)  # (B, T, H)
             return Trace(logits=self.head(hidden), hs=list(hidden.unbind(1)), state=h_last[0])
-        if not keep_gates:
-            hidden, h_last, c_last = torch.lstm(x, (h0, h0), weights, True, 1, 0.0, False, False, False)  # (T, B, H)
-            hidden = hidden.transpose(0, 1)  # (B, T, H)
-            return Trace(logits=self.head(hidden), hs=list(hidden.unbind(1)), state=(h_last[0], c_last[0]))
-        hidden, z, cells, (h_last, c_last) = self.recover_gates(x, weights)  # (T, B, H), (T, B, 4H), (T, B, H)
-        H = self.cell.hidden_size
-        i, f, a, o = (z[..., k * H:(k + 1) * H].transpose(0, 1) for k in range(4))  # each (B, T, H)
+        hidden, h_last, c_last = torch.lstm(x, (h0, h0), weights, True, 1, 0.0, False, False, False)  # (T, B, H)
+        gates = self.recover_gates(x, hidden) if keep_gates else {}
         hidden = hidden.transpose(0, 1)  # (B, T, H)
-        gates = {"input": i, "forget": f, "output": o, "candidate": a, "cell": cells.transpose(0, 1),
-                 "hidden": hidden}
-        return Trace(logits=self.head(hidden), hs=list(hidden.unbind(1)), state=(h_last, c_last), gates=gates)
+        if gates:
+            gates["hidden"] = hidden
+        return Trace(logits=self.head(hidden), hs=list(hidden.unbind(1)), state=(h_last[0], c_last[0]), gates=gates)
 
-    def recover_gates(self, x: torch.Tensor, weights: list[torch.Tensor], chunk: int = 64):
-        """Run torch.lstm over x (T, B, E) chunk by chunk, and recover every gate of each chunk while the kernel
-        runs the next one; then every cell state.
+    def recover_gates(self, x: torch.Tensor, hidden: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Every gate and cell state of every step, from the inputs x (T, B, E) and the kernel's h_t (T, B, H).
 
-        Chunk [s, e) needs only x_s..x_{e-1} and h_{s-1}..h_{e-2}, which the kernel has returned once it is past
-        the chunk, so chunks are independent:
-            z_t = U x_t + b + W h_{t-1}      one matmul pair for all steps of the chunk
-            i, f, C̃, o = σ, σ, tanh, σ of z_t, in place
-        and then, for all steps, C_t = C_{t-1} ⊙ f_t + i_t ⊙ C̃_t (an elementwise scan from C_0 = 0).
-        On the CPU the chunks are recovered on a second thread while this one runs the sequential recurrence, which
-        cannot use a second core itself; both threads spend their time inside torch kernels, which release the GIL.
-        Returns (every h_t (T, B, H), gates z (T, B, 4H) stacked (i, f, a, o), every C_t (T, B, H), (h_T, C_T))."""
-        T, B, _ = x.shape
-        H = self.cell.hidden_size
-        z = x.new_empty(T, B, 4 * H)
-        h = c = x.new_zeros(1, B, H)  # (layers, B, H)
-        outputs, pending = [], []
-        parallel = x.device.type == "cpu" and T > chunk
-        for s in range(0, T, chunk):
-            e = min(T, s + chunk)
-            out, h, c = torch.lstm(x[s:e], (h, c), weights, True, 1, 0.0, False, False, False)  # (L, B, H)
-            h_prev = torch.cat([outputs[-1][-1:] if outputs else torch.zeros_like(out[:1]), out[:-1]])  # h_{s-1..e-2}
-            job = (x[s:e], h_prev, z[s:e])
-            if parallel:
-                pending.append(_GATE_WORKER.submit(self._gates_of_chunk, *job))
-            else:
-                self._gates_of_chunk(*job)
-            outputs.append(out)
-        for job in pending:
-            job.result()
-        cells = cell_scan(z[..., H:2 * H], z[..., :H] * z[..., 2 * H:3 * H])  # f_t, i_t ⊙ C̃_t
-        return torch.cat(outputs), z, cells, (h[0], c[0])
-
-    @torch.inference_mode()  # also on the worker thread (inference mode is per thread)
-    def _gates_of_chunk(self, x: torch.Tensor, h_prev: torch.Tensor, z: torch.Tensor) -> None:
-        """Fill z (L, B, 4H) with i, f, C̃, o for one chunk of steps (see recover_gates)."""
-        L, B, E = x.shape
+        Every gate of step t is a function of x_t and h_{t-1}, so
+            z_t = U x_t + b + W h_{t-1}        two matmuls for all steps at once (time-major: one 2-D product each)
+            i, f, C̃, o = σ, σ, tanh, σ of z_t   in place, one call per block of z
+            C_t = C_{t-1} ⊙ f_t + i_t ⊙ C̃_t    an elementwise scan from C_0 = 0
+        The W h_{t-1} product repeats, as one large matmul, the arithmetic the kernel did step by step: that, not
+        Python, is what the view costs over nn.LSTM (profile in benchmarks/README.md).
+        Returns name in GATES (but "hidden") → (B, T, H)."""
+        T, B, E = x.shape
         H = self.cell.hidden_size
         U, W = self.cell.U, self.cell.W
-        z2 = z.view(L * B, 4 * H)
-        torch.addmm(U.bias, x.reshape(L * B, E), U.weight.t(), out=z2)  # U x_t + b
-        z2.addmm_(h_prev.reshape(L * B, H), W.weight.t())  # + W h_{t-1}
+        z = torch.addmm(U.bias, x.reshape(T * B, E), U.weight.t())  # (T·B, 4H): U x_t + b
+        z[B:].addmm_(hidden[:-1].reshape((T - 1) * B, H), W.weight.t())  # + W h_{t-1}, from t = 2 on (h_0 = 0)
+        z = z.view(T, B, 4 * H)
         z[..., :2 * H].sigmoid_()  # i_t, f_t
         z[..., 2 * H:3 * H].tanh_()  # C̃_t
         z[..., 3 * H:].sigmoid_()  # o_t
-
-
-# The second thread of recover_gates. One intra-op thread: OpenMP's thread count is per OS thread, and a worker
-# left at the default would start its own team and spin against the caller's.
-_GATE_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lstm-gates",
-                                  initializer=lambda: torch.set_num_threads(1))
+        i, f, a, o = (z[..., k * H:(k + 1) * H] for k in range(4))  # each (T, B, H)
+        cells = cell_scan(f, i * a)  # (T, B, H)
+        return {name: g.transpose(0, 1) for name, g in
+                (("input", i), ("forget", f), ("output", o), ("candidate", a), ("cell", cells))}  # each (B, T, H)
 
 
 def cell_scan(f: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
