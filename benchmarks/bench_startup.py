@@ -91,16 +91,24 @@ def breakdown() -> tuple[dict[str, float], dict[str, float]]:
 
 def run(quick: bool = False) -> list[dict]:
     repeats = 2 if quick else 20
-    served, answered, walls, cpus = [], [], [], []
+    served, answered, walls, cpus, failed = [], [], [], [], []
     for _ in range(repeats):  # alternating: one real start, one instrumented start
-        s, a = end_to_end()
-        served.append(s)
-        answered.append(a)
-        wall, cpu = breakdown()
+        try:
+            s, a = end_to_end()
+            served.append(s)
+            answered.append(a)
+            wall, cpu = breakdown()
+        except (RuntimeError, subprocess.CalledProcessError) as exc:  # e.g. Gradio's 3 s localhost check under load
+            failed.append(str(exc).strip().splitlines()[-1][:100])
+            continue
         walls.append(wall)
         cpus.append(cpu)
     median = statistics.median
-    spread = f"{min(answered):.1f}–{max(answered):.1f} s over {repeats}"
+    if failed:
+        print(f"{len(failed)} of {repeats} starts failed; last: {failed[-1]}", file=sys.stderr)
+    if not answered:
+        raise RuntimeError(f"no start reached its first answer ({failed[-1]})")
+    spread = f"{min(answered):.1f}–{max(answered):.1f} s over {len(answered)}" + (f", {len(failed)} failed" if failed else "")
     rows = [row(f"cold start to first answer, app.py --offline ({spread})", median(answered), None, "s",
                 f"≤ {TARGET_S:g} s", target_value=TARGET_S),
             row("  spawn to serving (first HTTP 200)", median(served), None, "s", "")]

@@ -77,12 +77,15 @@ def gpu_pass(names: list[str], quick: bool) -> list[dict]:
 ISSUE_22 = [
     ("ngram", "score 200 sentences, trigram add-one (batch)", "n-gram scoring, 200 sentences (vs nltk.lm)"),
     ("lstm", "LSTM Gates view, 300 chars × 1 text", "LSTM Gates view, batch 1 (vs nn.LSTM)"),
+    ("lstm", "  Gates view × 1: CPU time", "  same, CPU time on 1 thread"),
     ("lstm", "LSTM Gates view, 300 chars × 4 text", "LSTM Gates view, 4 texts (vs nn.LSTM)"),
+    ("lstm", "  Gates view × 4: CPU time", "  same, CPU time on 1 thread"),
     ("embeddings", "train word2vec skip-gram", "word2vec, 1 epoch Moby-Dick (vs gensim)"),
     ("bert", "bert-base size (random weights): forward + attention probs", "BERT-base + attention probs (vs eager)"),
     ("ner", "NER bert-base (random weights): 20k characters", "NER bert-base, 20k chars (vs pipeline)"),
     ("qa", "QA bert-base (random weights): 300-word context", "QA bert-base, 300 words (vs pipeline)"),
     ("startup", "cold start to first answer", "cold start to first answer, --offline"),
+    ("startup", "  CPU time of a start", "  same, CPU time of the app's process"),
 ]
 
 
