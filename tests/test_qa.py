@@ -225,9 +225,9 @@ def test_qa_sliders_cannot_make_a_refused_combination_for_ordinary_questions():
 
     with gr.Blocks() as blocks:
         qa_demo.build()
-    sliders = {c.label: c for c in blocks.blocks.values() if isinstance(c, gr.Slider)}
-    stride = sliders["Doc stride (tokens shared by windows)"]
-    window = sliders["Window length (max_seq_len)"]
+    sliders = {getattr(c.label, "key", c.label): c for c in blocks.blocks.values() if isinstance(c, gr.Slider)}
+    stride = sliders["qa.doc_stride"]  # labels are translation keys (gr.I18n)
+    window = sliders["qa.max_seq_len"]
     # the largest stride beside the shortest window still leaves room for a 40-token question and a step of 20
     assert window.minimum - 3 - 40 - stride.maximum >= 20
     qa.default_lengths(_NoTokenizing(), int(window.minimum), int(stride.maximum))  # no error
