@@ -47,6 +47,8 @@ SEED_PAIR_PROBS = (0.02, 0.98)
 # Seed §14.2: a scrambled string judged "not a coherent sentence" (a CoLA-style acceptability task).
 SEED_SINGLE_ZH = "海大球星饭茶吃"
 SEED_SINGLE_EN = "Big sea ball star rice tea eat."
+# A Dianping-style restaurant review for the Chinese sentiment checkpoint.
+DIANPING_REVIEW = "菜很好吃，服务也很热情，下次还会再来。"
 
 
 @dataclass

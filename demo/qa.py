@@ -107,9 +107,14 @@ def _summary(result: qa.QAResult, expected: str = "") -> str:
     lines += result.notes
     lines.append(t("qa.summary_scores"))
     if expected:
-        lines.append(t("qa.summary_preset", expected=t(expected) if expected in table_of("en") else expected))
+        lines.append(t("qa.summary_preset", expected=_expected(expected)))
     lines.append(f"<span class='badge'>{result.badge}</span>")
     return "  \n".join(lines)
+
+
+def _expected(expected: str) -> str:
+    """A preset's note: a translation key, or the text itself."""
+    return t(expected) if expected in table_of("en") else expected
 
 
 def chart_data(result: qa.QAResult) -> dict:
@@ -195,8 +200,10 @@ def table(rows: list[list], columns: list[str]) -> pd.DataFrame:
 # Handlers
 
 
-def _no_model(exc: ModelUnavailableError):
+def _no_model(exc: ModelUnavailableError, expected: str = ""):
     message = t("qa.no_model", error=exc, hint=t("qa.no_model_hint"))
+    if expected:  # a preset still says what the seed / the checkpoint gives, and which checkpoint to fetch
+        message += "  \n" + t("qa.summary_preset", expected=_expected(expected))
     return ([], message, table([], CANDIDATE_COLUMNS), empty_figure(t("qa.no_model_figure")), gr.update(visible=False),
             None)
 
@@ -212,7 +219,7 @@ def answer_question(model_id, question, context, max_answer_len, top_k, doc_stri
                            handle_impossible_answer=bool(no_answer),
                            progress=lambda fraction, desc: progress(fraction, desc=desc))
     except ModelUnavailableError as exc:
-        return _no_model(exc)
+        return _no_model(exc, expected)
     chart = chart_data(result)
     slider = gr.update(visible=len(result.windows) > 1, maximum=max(2, len(result.windows)),  # a slider needs min < max
                        value=chart["best"] + 1)

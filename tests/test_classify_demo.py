@@ -21,9 +21,15 @@ def folder(tiny_checkpoint):
     return str(tiny_checkpoint("DistilBertForSequenceClassification", id2label=LABELS))
 
 
+def rows_of(frame):
+    """A result table's rows as lists (handlers return pandas frames with headers in the learner's language)."""
+    return frame.values.tolist()
+
+
 def test_pair_shows_layout_vector_w_and_probabilities(folder):
     summary, probs, vector, table, entries, note, rows = classify.classify_text(
         folder, "sentence pair", *core_classify.SEED_PAIR_EN, 128)
+    table, rows = rows_of(table), rows_of(rows)
     result = core_classify.classify(*core_classify.SEED_PAIR_EN, folder)
     best = result.ranked[0]
     assert f"**{best['label']}** · P = {best['score']:.4f}" in summary and "id2label" in summary
@@ -46,13 +52,16 @@ def test_offline_checkpoint_names_the_fetch_command_and_layout_still_works():
     summary, probs, vector, table, entries, note, rows = classify.classify_text(
         core_classify.DIANPING_ID, "single sentence", "菜很好吃", "", 128)
     assert "not available" in summary and f"hf download {core_classify.DIANPING_ID}" in summary
-    assert table == [] and rows[0][1] == "[CLS]" and "not available here" in note
+    assert table.empty and rows_of(rows)[0][1] == "[CLS]" and "not available here" in note
 
 
 def test_preset_fills_the_inputs():
-    model_id, task, text_a, text_b, summary, *_ = classify._preset(0)(128)
+    preset = next(p for p in classify.VIEW_PRESETS if p.slug == "wo-hen-xihuan-ni")
+    index, model_id, task, text_a, text_b, max_length = preset.resolved()
     assert (text_a, text_b) == core_classify.SEED_PAIR_ZH and task == "sentence pair"
-    assert model_id == core_classify.SIMILARITY_ZH_ID and "illustrate" in classify.PRESETS[0][-1]
+    assert model_id == core_classify.SIMILARITY_ZH_ID
+    summary, *_ = classify.run_example(index, model_id, task, text_a, text_b, max_length)
+    assert "illustrate" in summary and "hf download IDEA-CCNL/Erlangshen-Roberta-110M-Similarity" in summary
 
 
 def test_empty_pair_side_is_a_clear_error(folder):
@@ -62,6 +71,7 @@ def test_empty_pair_side_is_a_clear_error(folder):
 
 def test_data_view_shows_split_and_baselines():
     note, rows, sample = classify.show_data(finetune.DEFAULT_DATASET, "", None, 0)
+    rows, sample = rows_of(rows), rows_of(sample)
     assert "164 training and 56 held-out" in note
     assert [row[0] for row in rows][0] == "majority class" and rows[0][1] == 0.5
     assert len(rows) == 3 and all(0 <= row[1] <= 1 for row in rows)
@@ -103,6 +113,7 @@ def test_short_run_streams_then_every_model_classifies_and_changes_show():
     updates = list(classify.train(finetune.DEFAULT_DATASET, "", None, 0, 30, 1, 1, request=request))
     assert len(updates) >= 3
     status, loss, rows = updates[-1]
+    rows = rows_of(rows)
     assert status.startswith("**Done**")
     assert [row[0] for row in rows][-2:] == ["MiniLM frozen + head (a)", "MiniLM, top 1 layer(s) fine-tuned (b)"]
     assert len(loss.data) == 2
