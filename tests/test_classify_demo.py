@@ -130,3 +130,49 @@ def test_short_run_streams_then_every_model_classifies_and_changes_show():
 def test_changes_view_before_any_training_shows_the_frozen_picture():
     note, projection, changes = classify.show_changes(finetune.DEFAULT_DATASET, "", None, 0, FakeRequest("fresh"))
     assert "Before fine-tuning" in note and len(projection.data) == 2
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 中文 (issue #19)
+
+from types import SimpleNamespace  # noqa: E402
+
+from core.i18n import using_language  # noqa: E402
+
+
+def test_results_and_errors_come_out_in_chinese(folder):
+    with using_language("zh"):
+        summary, probs, vector, logits, entries, note, rows = classify.classify_text(
+            folder, "sentence pair", *core_classify.SEED_PAIR_ZH, 128)
+        data_note, accuracy, sample = classify.show_data(finetune.DEFAULT_DATASET, "", None, 0)
+    assert "在 2 个标签上做 softmax" in summary and "标签名来自模型的 config.json" in summary
+    assert list(logits.columns) == ["标签", "W_c · v", "b_c", "logit", "概率"]
+    assert probs.layout.title.text.startswith("P(标签)") and "片段编号为 0" in note
+    assert ("[SEP]", "特殊词元") in entries
+    assert "164 个训练句子" in data_note and rows_of(accuracy)[0][0] == "多数类"
+    zh = SimpleNamespace(headers={"accept-language": "zh-CN,zh;q=0.9"}, session_hash="zh-never-trained")
+    with pytest.raises(gr.Error, match="句子 B 为空"):
+        classify.classify_text(folder, "sentence pair", "你好", "  ", 128, request=zh)
+    with pytest.raises(gr.Error, match="请先训练"):
+        classify.predict("好", zh)
+
+
+def test_seed_pair_preset_on_the_chinese_similarity_model(monkeypatch, tmp_path):
+    """The 我很喜欢你 / 我很中意你 preset on IDEA-CCNL/Erlangshen-Roberta-110M-Similarity (tiny, served by a local
+    Hub): the pair layout, the model's own two probabilities, and the note that the seed's [0.02, 0.98] is an
+    illustration."""
+    from tests import chinese_checkpoints
+
+    folder = chinese_checkpoints.write(tmp_path / "similarity", "BertForSequenceClassification", safetensors=True,
+                                       tokenizer_config=False, num_labels=2)
+    server = chinese_checkpoints.serve(monkeypatch, tmp_path, {core_classify.SIMILARITY_ZH_ID: folder})
+    try:
+        preset = next(p for p in classify.VIEW_PRESETS if p.slug == "wo-hen-xihuan-ni")
+        with using_language("zh"):
+            summary, probs, vector, logits, entries, note, rows = classify.run_example(*preset.resolved())
+    finally:
+        chinese_checkpoints.stop(server)
+    assert list(probs.data[0].y) == ["不相似", "相似"]
+    assert sum(probs.data[0].x) == pytest.approx(1.0, abs=1e-6)
+    assert "[0.02, 0.98]" in summary and "说明原理" in summary
+    assert [row[2] for row in rows_of(rows)] == [0] * 7 + [1] * 6
