@@ -143,7 +143,8 @@ class Cancelled(Exception):
 
 def check_settings(head_steps: int, unfrozen: int, epochs: int) -> tuple[int, int, int]:
     limits = (("classify.setting_head_steps", head_steps, 1, MAX_HEAD_STEPS),
-              ("classify.setting_unfrozen", unfrozen, 1, MAX_LAYERS), ("classify.setting_epochs", epochs, 1, MAX_EPOCHS))
+              ("classify.setting_unfrozen", unfrozen, 1, MAX_LAYERS),
+              ("classify.setting_epochs", epochs, 1, MAX_EPOCHS))
     for name, value, low, high in limits:
         if not low <= int(value) <= high:
             raise UserInputError("classify.error_setting", name=tr(name), low=low, high=high, value=value)

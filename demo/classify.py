@@ -11,9 +11,9 @@ from core import classify, finetune, finetune_train
 from core.errors import ModelUnavailableError, UserInputError
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
-from demo.i18n import LANGUAGES, label, t
-from demo.i18n import table as table_of
 from demo.figures import COLORWAY, bar, empty_figure, heatmap, styled, subplot_grid
+from demo.i18n import label, t
+from demo.i18n import table as table_of
 
 TITLE = "Classification & fine-tuning"
 
@@ -28,16 +28,6 @@ LOGIT_COLUMNS = ["classify.col_label", "classify.col_wv", "classify.col_bias", "
 ACCURACY_COLUMNS = ["classify.col_model", "classify.col_accuracy", "classify.col_note"]
 SAMPLE_COLUMNS = ["classify.col_label", "classify.col_sentence"]
 
-
-def both_languages(key: str) -> list[str]:
-    """A category's name in every language (colour maps are fixed at build time, entries are named per learner)."""
-    return sorted({t(key, lang) for lang in LANGUAGES})
-
-
-SEGMENT_COLORS = {name: color for key, color in (("classify.segment_a", COLORWAY[0]),
-                                                  ("classify.segment_b", COLORWAY[2]),
-                                                  ("classify.segment_special", "#9ca3af"))
-                  for name in both_languages(key)}
 
 # (label key, slug, checkpoint, task, sentence A, sentence B, key of what the learner should know)
 PRESETS = [
@@ -343,8 +333,9 @@ def build() -> None:
             summary = gr.Markdown()
             gr.Markdown(label("classify.step_input"))
             layout_note = gr.Markdown()
-            layout = gr.HighlightedText(label=label("classify.layout_label"), color_map=SEGMENT_COLORS,
-                                        show_legend=True, show_inline_category=False)
+            # No colour map: one fixed at build time would put every language's segment names in the legend.
+            layout = gr.HighlightedText(label=label("classify.layout_label"), show_legend=True,
+                                        show_inline_category=False)
             with gr.Accordion(label("classify.token_table"), open=False):
                 layout_table = gr.Dataframe(headers=[label(key) for key in LAYOUT_COLUMNS],
                                             label=label("classify.tokens_label"), interactive=False, max_height=320,

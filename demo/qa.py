@@ -13,9 +13,9 @@ from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
+from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, styled
 from demo.i18n import LANGUAGES, label, t
 from demo.i18n import table as table_of
-from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, styled
 
 TITLE = "QA"
 
@@ -28,16 +28,10 @@ LAYOUT_COLUMNS = ["qa.col_window", "qa.col_position", "qa.col_token", "qa.col_se
 QA_ID, SQUAD2_ID, CHINESE_QA_ID = registry.CHECKPOINTS["qa"][0], qa.SQUAD2_ID, qa.CHINESE_ID
 
 
-def both_languages(key: str) -> list[str]:
-    """A category's name in every language: colour maps are fixed when the tab is built, before a language is
-    known, while the highlighted entries are named in the learner's."""
-    return sorted({t(key, lang) for lang in LANGUAGES})
-
-
-SEGMENT_COLORS = {name: color for key, color in (("qa.segment_question", COLORWAY[0]),
-                                                  ("qa.segment_context", COLORWAY[2]))
-                  for name in both_languages(key)}
-ANSWER_COLORS = {name: HIGHLIGHT for name in both_languages("qa.answer_category")}
+# The answer's colour, under its name in every language: a colour map is fixed when the tab is built, before the
+# learner's language is known. (The segment view has no colour map: its legend would list every language's names,
+# so Gradio picks the two colours and the legend shows the learner's names only.)
+ANSWER_COLORS = {t("qa.answer_category", lang): HIGHLIGHT for lang in LANGUAGES}
 
 
 MOBY_QUESTION = t("qa.preset_moby_question", "en")  # the presets' English question about an English text
@@ -76,7 +70,8 @@ def _highlighted(result: qa.QAResult) -> list[tuple[str, str | None]]:
     if last < len(text):
         space = text.rfind(" ", best.end, last)
         last = space if space > best.end else last
-    return [(("… " if first else "") + text[first:best.start], None), (text[best.start:best.end], t("qa.answer_category")),
+    return [(("… " if first else "") + text[first:best.start], None),
+            (text[best.start:best.end], t("qa.answer_category")),
             (text[best.end:last] + (" …" if last < len(text) else ""), None)]
 
 
@@ -308,8 +303,7 @@ def build() -> None:
 
     gr.Markdown(label("qa.layout_heading"))
     layout_note = gr.Markdown()
-    layout = gr.HighlightedText(label=label("qa.layout_label"), color_map=SEGMENT_COLORS,
-                                show_legend=True, show_inline_category=False)
+    layout = gr.HighlightedText(label=label("qa.layout_label"), show_legend=True, show_inline_category=False)
     layout_table = gr.Dataframe(headers=[label(key) for key in LAYOUT_COLUMNS], label=label("qa.layout_table_label"),
                                 interactive=False, max_height=320, buttons=TABLE_BUTTONS)
 

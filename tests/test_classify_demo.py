@@ -1,11 +1,14 @@
 """demo.classify handlers, called directly: the checkpoint view (layout, v and W, probabilities), the offline
 message, the data view, a short training run streamed to the end, every model on one sentence, what changed."""
+from types import SimpleNamespace
+
 import gradio as gr
 import numpy as np
 import pytest
 
 from core import classify as core_classify
 from core import finetune, finetune_train
+from core.i18n import using_language
 from demo import classify
 
 LABELS = {0: "negative", 1: "positive"}
@@ -135,9 +138,7 @@ def test_changes_view_before_any_training_shows_the_frozen_picture():
 # ----------------------------------------------------------------------------------------------------------------
 # 中文 (issue #19)
 
-from types import SimpleNamespace  # noqa: E402
 
-from core.i18n import using_language  # noqa: E402
 
 
 def test_results_and_errors_come_out_in_chinese(folder):

@@ -1,9 +1,12 @@
 """demo.qa handlers, called directly: highlighted answer, candidates table, probability charts, layout, errors."""
+from types import SimpleNamespace
+
 import gradio as gr
 import pytest
 
 from benchmarks.bench_qa import TransformersQA
 from core import qa as core_qa
+from core.i18n import using_language
 from demo import qa
 
 OPTIONS = dict(max_answer_len=15, top_k=5, doc_stride=128, max_seq_len=384)
@@ -114,9 +117,7 @@ def test_tab_builds_with_its_api_names():
 # ----------------------------------------------------------------------------------------------------------------
 # 中文 (issue #19)
 
-from types import SimpleNamespace  # noqa: E402
 
-from core.i18n import using_language  # noqa: E402
 
 ZH = SimpleNamespace(headers={"cookie": "plm_lang=zh"})  # what the 中文 toggle sends
 
