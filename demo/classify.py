@@ -201,6 +201,15 @@ def show_data(dataset, pasted, upload, seed):
 
 
 @friendly_errors
+def open_finetune(dataset, pasted, upload, seed, request: gr.Request = None):
+    """The fine-tuning view when it is opened: the data, the baselines, and this session's latest loss curves (or
+    a note that training draws them)."""
+    outcome = finetune_train.RUNS.result(_session(request))
+    loss = loss_figure(outcome.head_losses, outcome.layer_losses) if outcome is not None else loss_figure([], [])
+    return (*show_data(dataset, pasted, upload, seed), loss)
+
+
+@friendly_errors
 def show_upload(pasted, upload, seed):
     """An upload switches the data choice to the learner's own data and shows it."""
     return (MY_DATA, *show_data(MY_DATA, pasted, upload, seed))
@@ -398,7 +407,7 @@ def build() -> None:
 
     data_inputs = [dataset, pasted, upload, seed]
     data_outputs = [data_note, accuracy, sample]
-    tune_tab.select(show_data, data_inputs, data_outputs, api_name="classify_data")
+    tune_tab.select(open_finetune, data_inputs, [*data_outputs, loss], api_name="classify_data")
     dataset.input(show_data, data_inputs, data_outputs, api_name="classify_data_change")
     upload.upload(show_upload, [pasted, upload, seed], [dataset, *data_outputs], api_name="classify_upload")
     # A second click starts a new run at once (trigger_mode="multiple", no queue limit), which cancels this

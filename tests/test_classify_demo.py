@@ -177,3 +177,10 @@ def test_seed_pair_preset_on_the_chinese_similarity_model(monkeypatch, tmp_path)
     assert sum(probs.data[0].x) == pytest.approx(1.0, abs=1e-6)
     assert "[0.02, 0.98]" in summary and "说明原理" in summary
     assert [row[2] for row in rows_of(rows)] == [0] * 7 + [1] * 6
+
+
+def test_opening_the_finetune_view_shows_the_data_and_says_training_draws_the_loss():
+    note, accuracy, sample, loss = classify.open_finetune(finetune.DEFAULT_DATASET, "", None, 0,
+                                                          FakeRequest("opened-never-trained"))
+    assert "164 training and 56 held-out" in note and len(rows_of(sample)) == 8
+    assert not loss.data and "Train to see the loss curves" in str(loss.layout)
