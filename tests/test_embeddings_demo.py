@@ -41,7 +41,9 @@ def test_seed_lookup():
 
 
 def test_neighbours_and_analogy():
-    fig, rows = tab.neighbours("Frog", 7)
+    fig, table = tab.neighbours("Frog", 7)
+    assert list(table.columns) == ["rank", "word", "cosine"]
+    rows = table.values.tolist()
     assert len(rows) == 7 and len(fig.data[0].y) == 7
     assert [row[0] for row in rows] == list(range(1, 8))
     assert all(-1 <= row[2] <= 1 for row in rows)
