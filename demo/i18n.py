@@ -70,9 +70,10 @@ def preferred_language(accept_language: str | None) -> str:
 
 
 def language_of(request: gr.Request | None) -> str:
-    """The learner's language for this request: the header toggle's cookie wins over the browser's Accept-Language."""
+    """The learner's language for this request: the header toggle's cookie wins over the browser's Accept-Language.
+    Without a request (a handler called directly, in a test or another handler), the language already in force."""
     if request is None:
-        return DEFAULT_LANGUAGE
+        return current_language()
     headers = getattr(request, "headers", None) or {}
     try:
         cookie = SimpleCookie(headers.get("cookie", "") or "")
