@@ -27,17 +27,26 @@ sorted keys, so a batch of sentences (score_batch) or a long text costs a few nu
 from __future__ import annotations
 
 import copy
-import math
 import re
 from itertools import repeat
 from typing import Callable, Literal
 
 import numpy as np
 
-from core.errors import UserInputError
 from core import i18n
-from core.ngram_results import (BOS, EOS, UNK, ContextCounts, Factor, Generation, NextWord,  # noqa: F401
-                                SentenceScore, Step, log2_or_inf)
+from core.errors import UserInputError
+from core.ngram_results import (  # noqa: F401
+    BOS,
+    EOS,
+    UNK,
+    ContextCounts,
+    Factor,
+    Generation,
+    NextWord,
+    SentenceScore,
+    Step,
+    log2_or_inf,
+)
 from core.tokenizer import char_tokens, word_tokens
 
 MAX_ORDER = 5
@@ -249,7 +258,8 @@ class NgramModel:
                 safe = np.maximum(t, 1)
                 p = np.where(t > 0, np.maximum(c - d, 0) / safe + d * n1 / safe * p, p)
         else:
-            raise UserInputError("ngram.err.unknown_smoothing", smoothing=repr(smoothing), choices=", ".join(SMOOTHINGS))
+            raise UserInputError("ngram.err.unknown_smoothing", smoothing=repr(smoothing),
+                                 choices=", ".join(SMOOTHINGS))
         return p, count, total
 
     # -- what the tab shows ---------------------------------------------------------------------------------------

@@ -11,8 +11,15 @@ from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.textio import read_text_upload
 from demo import embeddings_nnlm, presets
-from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, stopped_note, training_run,
-                         whole_number)
+from demo.common import (
+    TABLE_BUTTONS,
+    TRAIN_QUEUE,
+    friendly_errors,
+    gpu_handler,
+    stopped_note,
+    training_run,
+    whole_number,
+)
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
 from demo.i18n import label, t
 
@@ -321,7 +328,8 @@ def build() -> None:
         with gr.Row():
             with gr.Column(scale=1):
                 static_word = gr.Textbox("bank", label=label("embeddings.word"))
-                first = gr.Textbox("We sat on the river bank and watched the water.", label=label("embeddings.sentence_1"))
+                first = gr.Textbox("We sat on the river bank and watched the water.",
+                                   label=label("embeddings.sentence_1"))
                 second = gr.Textbox("She opened a savings account at the bank.", label=label("embeddings.sentence_2"))
                 static_button = gr.Button(label("embeddings.static_btn"), variant="primary")
                 static_md = gr.Markdown()
@@ -340,8 +348,9 @@ def build() -> None:
         model = gr.State(None)  # this session's TrainedWord2Vec; kept in memory only
         with gr.Row():
             with gr.Column(scale=1):
-                source = gr.Radio([(label("embeddings.corpus_moby"), MOBY), (label("embeddings.corpus_upload"), UPLOAD)],
-                                  value=MOBY, label=label("embeddings.corpus"))
+                source = gr.Radio([(label("embeddings.corpus_moby"), MOBY),
+                                   (label("embeddings.corpus_upload"), UPLOAD)], value=MOBY,
+                                  label=label("embeddings.corpus"))
                 upload = gr.File(label=label("embeddings.upload"), file_types=[".txt"], type="filepath")
                 architecture = gr.Radio([SKIPGRAM, CBOW], value=SKIPGRAM, label=label("embeddings.architecture"))
                 with gr.Row():

@@ -11,8 +11,17 @@ from core.cache import bounded_cache
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.limits import MAX_UPLOAD_BYTES
-from core.ngram import (EOS, KN_DISCOUNT, MAX_ORDER, ContextCounts, Generation, NgramModel, SentenceScore,
-                        short, tokenize_sentences)
+from core.ngram import (
+    EOS,
+    KN_DISCOUNT,
+    MAX_ORDER,
+    ContextCounts,
+    Generation,
+    NgramModel,
+    SentenceScore,
+    short,
+    tokenize_sentences,
+)
 from core.textio import normalize_text, read_text_upload
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, preprocess_in_handler, whole_number
@@ -193,8 +202,8 @@ def score_table(score: SentenceScore):
              short(f.word) if f.known else t("ngram.word_unknown", word=short(f.word)),
              f.count, f.context_count, f.p, math.log2(f.p) if f.p > 0 else -math.inf]
             for i, f in enumerate(score.factors)]
-    frame = pd.DataFrame(rows, columns=["i", t("ngram.col_context"), "wᵢ", "count(ctx,wᵢ)", "count(ctx)", "P(wᵢ|ctx)",
-                                        "log₂ P"])
+    columns = ["i", t("ngram.col_context"), "wᵢ", "count(ctx,wᵢ)", "count(ctx)", "P(wᵢ|ctx)", "log₂ P"]
+    frame = pd.DataFrame(rows, columns=columns)
     return (frame.style
             .apply(lambda row: [ZERO_STYLE if row["P(wᵢ|ctx)"] == 0 else ""] * len(row), axis=1)
             .format({"P(wᵢ|ctx)": fmt, "log₂ P": log2_text}))
@@ -268,8 +277,8 @@ def generate_text(corpus, own_text, upload, unit, lowercase, n, boundaries, smoo
     ended = " `</s>`" if gen.steps and gen.steps[-1].chosen == EOS else ""
     sep = "" if unit == CHARS else " "
     text = (f"**{prompt_text}**{sep}{new}{ended}" if prompt_text else f"{new}{ended}").strip()
-    settings = t("ngram.gen_settings", seed=whole_number(seed, t("ngram.seed_name")), temperature=f"{float(temperature):g}",
-                 top_k=int(top_k), smoothing=t(SMOOTHING_KEYS[smoothing]))
+    settings = t("ngram.gen_settings", seed=whole_number(seed, t("ngram.seed_name")),
+                 temperature=f"{float(temperature):g}", top_k=int(top_k), smoothing=t(SMOOTHING_KEYS[smoothing]))
     summary = (corpus_summary(model, corpus, unit) + f"\n\n### {text or t('ngram.nothing_generated')}\n" + settings
                + notes_markdown(gen.notes))
     if gen.steps:
