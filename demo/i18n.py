@@ -70,10 +70,9 @@ def preferred_language(accept_language: str | None) -> str:
 
 
 def language_of(request: gr.Request | None) -> str:
-    """The learner's language for this request: the header toggle's cookie wins over the browser's Accept-Language.
-    Without a request (a handler called directly, in a test or another handler), the language already in force."""
+    """The learner's language for this request: the header toggle's cookie wins over the browser's Accept-Language."""
     if request is None:
-        return current_language()
+        return DEFAULT_LANGUAGE
     headers = getattr(request, "headers", None) or {}
     try:
         cookie = SimpleCookie(headers.get("cookie", "") or "")
