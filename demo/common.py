@@ -22,9 +22,10 @@ def _to_gradio_error(exc: Exception) -> gr.Error:
     if isinstance(exc, gr.Error):
         return exc
     if isinstance(exc, LearnerError):
-        return gr.Error(exc.message(), print_exception=False)
+        return gr.Error(exc.message(), title=text("common.error_title"), print_exception=False)
     log.exception("handler failed")
-    return gr.Error(text("errors.internal", name=type(exc).__name__), print_exception=False)
+    return gr.Error(text("errors.internal", name=type(exc).__name__), title=text("common.error_title"),
+                    print_exception=False)
 
 
 def _space_gpu_decorator():
@@ -81,6 +82,15 @@ def _with_request_parameter(fn):
     return signature.replace(parameters=[*params, added]), split
 
 
+def _event_request():
+    """The request of the event Gradio is running now (Gradio sets it around every handler call), or None. Used when
+    the handler's signature cannot take one (``def open_tab(*done, ...)``: Gradio inserts special arguments by
+    position, which a ``*args`` signature cannot place)."""
+    from gradio.context import LocalContext
+
+    return LocalContext.request.get(None)
+
+
 def friendly_errors(fn):
     """Wrap an event handler so the learner sees a clear message, in their language, instead of a traceback.
 
@@ -98,7 +108,7 @@ def friendly_errors(fn):
         @functools.wraps(fn)
         def gen_wrapper(*args, **kwargs):
             request, args, kwargs = split(args, kwargs)
-            lang = language_of(request)
+            lang = language_of(request or _event_request())
             steps = fn(*args, **kwargs)
             while True:  # each step may run in another worker thread: set the language around every one
                 with using_language(lang):
@@ -115,7 +125,7 @@ def friendly_errors(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             request, args, kwargs = split(args, kwargs)
-            with using_language(language_of(request)):
+            with using_language(language_of(request or _event_request())):
                 try:
                     return fn(*args, **kwargs)
                 except Exception as exc:  # noqa: BLE001
@@ -161,7 +171,8 @@ def preprocess_payload(component: gr.components.Component, payload):
         raise
     except Exception as exc:  # noqa: BLE001 - a malformed payload from an API client
         raise UnreadableValue(text("common.unreadable_value", name=component_name(component),
-                                   error=type(exc).__name__), print_exception=False) from None
+                                   error=type(exc).__name__), title=text("common.error_title"),
+                              print_exception=False) from None
 
 
 def component_name(component: gr.components.Component) -> str:

@@ -43,6 +43,11 @@ _REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>")
 # Readable API errors
 
 
+def _error(message: str, lang: str | None = None) -> gr.Error:
+    """An error for the client, titled in the learner's language (Gradio's default title is "Error")."""
+    return gr.Error(message, title=text("common.error_title", lang), print_exception=False)
+
+
 def _parameter_names(block_fn) -> list[str]:
     params = get_function_params(block_fn.fn) if block_fn.fn else []
     return [_get_api_parameter_name(block_fn, params, i) for i in range(len(block_fn.inputs))]
@@ -104,10 +109,9 @@ def _bad_value(block_fn, inputs: list, exc: Exception) -> gr.Error:
                 reason = text("common.api_refused", message=_readable(str(refused.message)), wants=_wants(component))
             else:
                 reason = text("common.api_expected", wants=_wants(component), given=type(payload).__name__)
-            return gr.Error(text(BAD_VALUE, name=names[index], reason=reason), print_exception=False)
-    return gr.Error(text(BAD_VALUE, name=", ".join(names) or text("common.api_the_input"),
-                         reason=text("common.api_unreadable", error=type(exc).__name__)),
-                    print_exception=False)
+            return _error(text(BAD_VALUE, name=names[index], reason=reason))
+    return _error(text(BAD_VALUE, name=", ".join(names) or text("common.api_the_input"),
+                       reason=text("common.api_unreadable", error=type(exc).__name__)))
 
 
 def guard_api(app: gr.Blocks) -> gr.Blocks:
@@ -122,13 +126,13 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
                 message = text(WRONG_ARITY, expected=len(block_fn.inputs), names=names, got=len(inputs))
             else:
                 message = text("common.api_not_a_list", expected=len(block_fn.inputs), names=names)
-            raise gr.Error(message, print_exception=False)
+            raise _error(message)
         names = None
         for index, (component, payload) in enumerate(zip(block_fn.inputs, inputs)):
             if not getattr(component, "stateful", False) and _wrong_type(component, payload):
                 names = names or _parameter_names(block_fn)
                 reason = text("common.api_expected", wants=_wants(component), given=type(payload).__name__)
-                raise gr.Error(text(BAD_VALUE, name=names[index], reason=reason), print_exception=False)
+                raise _error(text(BAD_VALUE, name=names[index], reason=reason))
         try:
             return await preprocess_data(block_fn, inputs, state, explicit_call)
         except Exception as exc:  # noqa: BLE001 - gr.Error from a component included: it does not say which input
@@ -208,7 +212,7 @@ async def replace_training(queue, session: str, lang: str | None = None) -> int:
              if event.session_hash == session]
     for event in stale:
         await queue.remove_from_queue(event._id)
-        refused = gr.Error(text(REPLACED_IN_QUEUE, lang), print_exception=False)
+        refused = _error(text(REPLACED_IN_QUEUE, lang), lang)
         queue.send_message(event, ProcessCompletedMessage(output=error_payload(refused, True), success=False))
     return len(stale) + int(jobs.TRAINING.cancel(session))
 

@@ -147,3 +147,24 @@ def test_the_session_cap_answers_in_the_requests_language():
     assert [ok for ok, *_ in results] == [True, True, False]
     assert results[2][1] == "你已有 2 个请求在排队。请等它们完成（或刷新页面）后再发送新的请求。"
     assert run_async(blocks._queue.push(body, request("en")))[1].startswith("You already have 2 requests waiting.")
+
+
+def test_errors_are_titled_in_the_language_and_star_args_handlers_find_the_request():
+    """A handler with a ``*args`` signature (presets' tab-open event) cannot be given the request by position;
+    friendly_errors then takes it from Gradio's event context. The error's toast title follows the language too."""
+    from gradio.context import LocalContext
+
+    def open_tab(*done, tab_id="ngram"):
+        raise UserInputError("common.whole_number", name=text("common.field_seed"))
+
+    handler = common.friendly_errors(open_tab)
+    token = LocalContext.request.set(request("zh"))
+    try:
+        with pytest.raises(gr.Error) as zh:
+            handler(True, False)
+    finally:
+        LocalContext.request.reset(token)
+    assert zh.value.message == "请为随机种子输入一个整数。" and zh.value.title == "出错了"
+    with pytest.raises(gr.Error) as en:
+        handler(True, False)
+    assert en.value.message == "Enter a whole number for the seed." and en.value.title == "Error"

@@ -64,7 +64,8 @@ def _data_url_bytes(url: str) -> bytes:
 
 
 def title_cells(png: bytes) -> list[np.ndarray]:
-    """The title band of a PNG export, cut into its four character cells (by the ink's horizontal extent)."""
+    """The title band of a PNG export cut into its four character cells (the ink's horizontal extent in four), each
+    cropped tight to its ink, so the same glyph gives the same array wherever it sits."""
     from PIL import Image
 
     image = np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=np.int16)
@@ -74,18 +75,25 @@ def title_cells(png: bytes) -> list[np.ndarray]:
     assert columns.size, "no ink at all in the title band"
     left, right = columns[0], columns[-1] + 1
     width = (right - left) / len(TITLE)
-    return [band[:, int(left + i * width): int(left + (i + 1) * width)] for i in range(len(TITLE))]
+    cells = []
+    for i in range(len(TITLE)):
+        cell = band[:, int(left + i * width): int(left + (i + 1) * width)]
+        rows, cols = np.flatnonzero(cell.any(axis=1)), np.flatnonzero(cell.any(axis=0))
+        cells.append(cell[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1] if rows.size else cell[:0, :0])
+    return cells
 
 
 def assert_distinct_glyphs(png: bytes, what: str) -> None:
     cells = title_cells(png)
     ink = [int(cell.sum()) for cell in cells]
     assert min(ink) > 200, f"{what}: a title character left (almost) no ink: {ink}"
-    width = min(cell.shape[1] for cell in cells)
+    height = max(cell.shape[0] for cell in cells)
+    width = max(cell.shape[1] for cell in cells)
+    padded = [np.pad(cell, ((0, height - cell.shape[0]), (0, width - cell.shape[1]))) for cell in cells]
     for i in range(len(cells)):
         for j in range(i + 1, len(cells)):
-            differing = int((cells[i][:, :width] != cells[j][:, :width]).sum())
-            # Two boxes differ by a few pixels at most (cell alignment); two different characters by hundreds.
+            differing = int((padded[i] != padded[j]).sum())
+            # The same box drawn twice differs by a few pixels at most; two different characters by hundreds.
             assert differing > 0.2 * min(ink[i], ink[j]), \
                 f"{what}: characters {TITLE[i]} and {TITLE[j]} are drawn alike ({differing} pixels differ)"
 
@@ -159,3 +167,31 @@ def test_the_glyph_check_sees_boxes(plot_page):
     }""")
     with pytest.raises(AssertionError):
         assert_distinct_glyphs(_data_url_bytes(url), "private-use characters")
+
+
+def test_in_the_app_chinese_ticks_use_a_cjk_font_and_the_svg_button_keeps_them(page):
+    """The same in the running app, with Gradio's own plotly.js: the N-gram tab opens on the seed's Chinese toy
+    corpus, so its bar chart's tick labels are Chinese words. The CJK font draws them, and the SVG the modebar's
+    SVG button downloads carries them as text with the CJK font stack."""
+    page.get_by_role("tab", name="N-gram", exact=True).filter(visible=True).first.click()
+    plot = page.locator(".js-plotly-plot").filter(visible=True).first
+    plot.locator("text", has_text="词性").first.wait_for()
+
+    client = page.context.new_cdp_session(page)
+    client.send("DOM.enable")
+    client.send("CSS.enable")
+    root = client.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+    ticks = client.send("DOM.querySelectorAll", {"nodeId": root, "selector": ".js-plotly-plot .ytick text"})["nodeIds"]
+    cjk = {font.strip("'") for font in figures.CJK_FONTS}
+    drawn = {}
+    for node in ticks:
+        for font in client.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]:
+            drawn[font["familyName"]] = drawn.get(font["familyName"], 0) + font["glyphCount"]
+    assert sum(count for family, count in drawn.items() if family in cjk) >= 2, drawn
+
+    plot.hover()
+    with page.expect_download() as download:
+        plot.locator('[data-title^="Download plot as SVG"]').click()
+    svg = Path(download.value.path()).read_text(encoding="utf-8")
+    assert "词性" in svg
+    assert all("WenQuanYi Micro Hei" in family for family in re.findall(r"font-family:\s*([^;\"]+)", svg))
