@@ -8,10 +8,11 @@ titles, labels, info texts, placeholders, accordion titles). Then one error mess
 "No string of the other language" is decided two ways, both precise:
 - **From the tables.** A string of the other language's table (one that differs between the two tables, and that
   no string of the shown language contains) must not appear in the page's visible text. In 中文, a single-line
-  English value must not be a whole line of the page ("Count"), and no 3-word piece of a longer English value may
-  appear; in English, no 8-character piece of a 中文 value may appear. Model ids, code and the learner's text are
-  never table values, so they cannot trip it; a Chinese seed example on an English page is not a 中文 *table* value
-  unless the English table has it too, in which case it is allowed.
+  English value must not be a whole line of the page ("Count"), and no 4-word piece of a longer English value may
+  appear; in English, no 8-character piece of a 中文 value may appear. The page's text here leaves out data: tables,
+  highlighted tokens, text boxes, code and plots (but keeps the plots' titles and axis titles), so model ids, code,
+  the learner's text and a model's output cannot trip it; a Chinese seed example on an English page is not a 中文
+  *table* value unless the English table has it too, in which case it is allowed.
 - **Hard-coded English** (no key at all) in the 中文 page: a UI string with an English word that the 中文 table does
   not use itself (tests/test_i18n_literals.english_words: "Count", "Smoothing"; not "BERT", "top-k", a model id).
   The explanation must be mostly 中文: 20+ CJK characters and no run of four English words outside brackets.
@@ -92,10 +93,10 @@ def _other_language(shown: str) -> tuple[set[str], list[str]]:
                                                                  else english_words(pieces[0])):
             lines.add(pieces[0])
         for piece in pieces:
-            if other == "en":  # runs of three words
+            if other == "en":  # runs of four English words, one of them long (not "is in the" filler)
                 words = piece.split()
-                fragments |= {" ".join(words[i:i + 3]) for i in range(len(words) - 2)
-                              if english_words(" ".join(words[i:i + 3])) == words[i:i + 3]}
+                fragments |= {" ".join(run) for run in (words[i:i + 4] for i in range(len(words) - 3))
+                              if english_words(" ".join(run)) == run and max(map(len, run)) >= 5}
             else:  # runs of eight characters with CJK in them
                 fragments |= {piece[i:i + 8] for i in range(max(0, len(piece) - 7))
                               if len(CJK.findall(piece[i:i + 8])) >= 4}
@@ -129,6 +130,19 @@ UI_STRINGS_JS = """() => {
   }
   const md = panel ? [...panel.querySelectorAll('[data-testid="markdown"]')].find(shown) : null;
   return {ui: [...new Set(out)], explanation: md ? md.innerText : ''};
+}"""
+
+
+# The visible page without its data (tables, highlighted tokens, text boxes, code, plots), plus the plots' titles.
+PAGE_TEXT_JS = """() => {
+  const data = [...document.querySelectorAll('[role=grid], .js-plotly-plot, .textfield, textarea, input, pre, code')];
+  const saved = data.map(el => el.style.visibility);
+  data.forEach(el => { el.style.visibility = 'hidden'; });
+  const text = document.body.innerText;
+  data.forEach((el, i) => { el.style.visibility = saved[i]; });
+  const titles = [...document.querySelectorAll('.js-plotly-plot')].filter(el => el.offsetParent !== null)
+    .flatMap(el => [...el.querySelectorAll('.gtitle, .xtitle, .ytitle, .annotation-text')].map(t => t.textContent));
+  return text + '\\n' + titles.join('\\n');
 }"""
 
 
@@ -220,7 +234,7 @@ def test_each_tab_speaks_the_browser_language(pages, request, lang, tab):
     open_tab(page, tab, lang)
     save_screenshot(page, f"{lang}-{tab}")
     shown = page.evaluate(UI_STRINGS_JS)
-    body = page.locator("body").inner_text()
+    body = page.evaluate(PAGE_TEXT_JS)
 
     leaks = other_language_shown(body, lang)
     assert not leaks, f"{tab} ({lang}): strings of the other language are visible: {leaks[:10]}"
