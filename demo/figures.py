@@ -316,6 +316,7 @@ def scatter(
 SVG_EXPORT_HEAD = """<script>
 (() => {
   const titles = __SVG_TITLES__;  // the button's tooltip in each language (assets/i18n, common.svg_button)
+  const zhModebar = {dictionary: __PLOTLY_ZH__};  // plotly's own modebar texts in 中文 (common.plotly_*)
   const button = {name: "toSVG", title: "",
     click: (gd) => {
       const o = gd._context.toImageButtonOptions || {};
@@ -327,8 +328,10 @@ SVG_EXPORT_HEAD = """<script>
     const react = P.react;
     P.react = function (gd, data, layout, config) {
       const lang = (document.documentElement.lang || navigator.language || "en").toLowerCase();
-      button.title = lang.startsWith("zh") ? titles.zh : titles.en;
+      const zh = lang.startsWith("zh");
+      button.title = zh ? titles.zh : titles.en;
       if (config && config.toImageButtonOptions) config = {...config, modeBarButtonsToAdd: [button]};
+      if (config && zh) config = {...config, locale: "zh-CN", locales: {"zh-CN": zhModebar}};
       return react.call(this, gd, data, layout, config);
     };
     P.__svgExport = true;
@@ -338,4 +341,6 @@ SVG_EXPORT_HEAD = """<script>
   Object.defineProperty(window, "Plotly", {configurable: true, get: () => plotly, set: (P) => { plotly = withSvg(P); }});
 })();
 </script>""".replace("__SVG_TITLES__", json.dumps({lang: text("common.svg_button", lang) for lang in ("en", "zh")},
-                                                  ensure_ascii=False))
+                                                  ensure_ascii=False)).replace(
+    "__PLOTLY_ZH__", json.dumps({text(key, "en"): text(key, "zh") for key in table("en")
+                                 if key.startswith("common.plotly_")}, ensure_ascii=False))
