@@ -61,6 +61,7 @@ def test_unknown_preset_is_a_clear_error():
 
 def test_multi_head_lists_every_shape():
     summary, rows, heads_fig, concat_fig = tab.multi_head("i have a dream", 512, 8, False)
+    rows = rows.values.tolist()  # a table with headers in the learner's language
     assert "512 = 8 heads × 64" in summary
     shapes = {row[0]: row[2] for row in rows}
     assert shapes["split into heads"] == "8 × 4 × 64" and shapes["concatenate"] == "4 × 512"
@@ -82,6 +83,7 @@ def test_positional_encoding_views():
 
 def test_permutation_view_and_bad_input():
     summary, rows, fig = tab.permutation("the dog bit the man", 0)
+    rows = rows.values.tolist()  # a table whose headers are in the learner's language
     assert "equal up to floating-point rounding" in summary and len(rows) == 5
     assert all(float(row[3]) < 1e-9 and float(row[4]) > 1e-3 for row in rows)
     with pytest.raises(gr.Error, match="at least two"):
@@ -143,7 +145,7 @@ def test_presets_run_and_show_the_seed_numbers():
     text, *figs = tab.steps_with_note(*steps["thinking-machines"].resolved())
     assert "0.8808" in text and "112" in text and "96" in text and all(f.data for f in figs)
     summary, rows, heads_fig, concat_fig = tab.multi_head(*tab.MULTIHEAD_PRESETS[0].resolved())
-    assert "d_model = 512 = 8 heads × 64" in summary and len(heads_fig.data) == 8 and rows
+    assert "d_model = 512 = 8 heads × 64" in summary and len(heads_fig.data) == 8 and len(rows)
     worked, heat, curves = tab.positional_view(*tab.PE_PRESETS[0].resolved())
     assert "PE(1, 0) = sin(1 / 10000^(0/512)) = 0.8415" in worked  # sin(1)
     assert "PE(1, 1) = cos(1 / 10000^(0/512)) = 0.5403" in worked  # cos(1)
