@@ -233,7 +233,7 @@ def test_attention_maps_are_causal_and_rows_sum_to_one():
 
 @pytest.mark.parametrize("text, message", [
     ("", "empty"), ("  \r\n ", "empty"), ("x" * 129, "at most 128"),
-    ("今天天气", "knows none of these characters: 今"),
+    ("今天天气", "knows none of these characters: '今', '天', '气'"),
 ])
 def test_bad_text_gets_a_clear_message(text, message):
     from core import gpt
