@@ -21,6 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from core import i18n
 from core.device import get_device, one_cpu_thread
 from core.errors import UserInputError
 from core.nets.recurrent import GATES, LSTMCell, RecurrentLM, RNNCell, Trace  # noqa: F401
@@ -195,7 +196,8 @@ def encode_prompt(vocab: Vocab, text: str, max_chars: int = MAX_PROMPT_CHARS) ->
     ids, tokens, unknown = vocab.encode(text)
     if all(i == 0 for i, token in zip(ids, tokens) if not token.isspace()):
         # Nothing the models know (Chinese text, say): every step would read <unk>, and the result mean nothing.
-        raise UserInputError("lstm.all_unknown", level=vocab.level, count=len(unknown), chars=name_tokens(unknown))
+        raise UserInputError("lstm.all_unknown", level=i18n.text(f"lstm.level_{vocab.level}"), count=len(unknown),
+                             chars=name_tokens(unknown))
     return ids, tokens, unknown
 
 

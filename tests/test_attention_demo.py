@@ -150,3 +150,24 @@ def test_presets_run_and_show_the_seed_numbers():
     assert "PE(1, 0) = sin(1 / 10000^(0/512)) = 0.8415" in worked  # sin(1)
     assert "PE(1, 1) = cos(1 / 10000^(0/512)) = 0.5403" in worked  # cos(1)
     assert f"{math.sin(1 / 10000 ** (2 / 512)):.4f}" in worked and heat.data and curves.data
+
+
+def test_results_and_errors_come_in_the_learners_language():
+    """Under 中文 the arithmetic, the figure titles and the errors are Chinese; English stays the default."""
+    from core.i18n import using_language
+
+    values = tab.load_preset(list(tab.PRESETS)[0])
+    tokens, mode, *matrices, score, causal, note = values
+    args = (tokens, mode, *[m.values.tolist() for m in matrices], score, causal)
+    text, scores, *_ = tab.step_through(*args)
+    assert text.startswith("**Shapes:**") and "every query" in scores.layout.title.text
+    with using_language("zh"):
+        text, scores, *_ = tab.step_through(*args)
+        assert text.startswith("**形状：**") and "0.8808" in text and "每个查询" in scores.layout.title.text
+        assert "构造" in tab.load_preset(list(tab.PRESETS)[0])[-1]
+        with pytest.raises(gr.Error, match="请输入一个句子"):
+            tab.multi_head("   ", 512, 8, False)
+        summary, rows, *_ = tab.multi_head("i have a dream", 512, 8, False)
+        assert "512 = 8 个头 × 64" in summary and list(rows.columns) == ["步骤", "公式", "形状"]
+    with pytest.raises(gr.Error, match="Type a sentence"):
+        tab.multi_head("   ", 512, 8, False)

@@ -94,3 +94,31 @@ def test_built_sub_tabs_are_named_and_fill_on_open():
     want = core_gpt.next_token(CHAR, gpt.NEXT_EXAMPLES[0][1])
     assert [r[0] for r in rows] == [t.replace(" ", "␣") for t, _ in want.candidates]
     assert [r[1] for r in rows] == pytest.approx([p for _, p in want.candidates], abs=1e-4)
+
+
+def test_results_and_errors_come_in_the_learners_language():
+    from core.i18n import using_language
+
+    with using_language("zh"):
+        note, fig, table = gpt.next_token(CHAR, "The White Wha", 1.0, 0)
+        assert note.startswith("**模型：** char-gpt · 4 层 × 4 个头") and list(table.columns)[0] == "词元"
+        assert "温度 1 下的" in fig.layout.title.text
+        with pytest.raises(gr.Error, match="不认识这些字符中的任何一个：'今', '天', '气'.*中文 GPT-2"):
+            gpt.next_token(CHAR, "今天天气", 1.0, 0)
+    with pytest.raises(gr.Error, match="knows none of these characters: '今', '天', '气'"):
+        gpt.next_token(CHAR, "今天天气", 1.0, 0)
+
+
+def test_the_chinese_weather_preset_says_what_to_fetch_and_that_numbers_differ():
+    """今天天气很 on uer/gpt2-chinese-cluecorpussmall: offline (no cached checkpoint) the preset still shows a result
+    view: the message names the checkpoint and `hf download`; GPT vs BERT on the seed's sentence says the seed's
+    numbers are illustrations."""
+    preset = {p.slug: p for p in gpt.NEXT_PRESETS}["chinese-gpt2-weather"]
+    assert preset.resolved()[:2] == (core_gpt.CHINESE_GPT2_ID, "今天天气很")
+    view_fn = gpt._or_message(gpt.next_token, 1, table="next")
+    note, fig, table = view_fn(*preset.resolved())
+    assert "uer/gpt2-chinese-cluecorpussmall" in note and "hf download" in note and table.empty
+    vs = {p.slug: p for p in gpt.VS_PRESETS}["jintian-tianqi-hen"]
+    note, gpt_fig, bert_fig = gpt.gpt_vs_bert(*vs.resolved())
+    assert "hf download uer/gpt2-chinese-cluecorpussmall" in note and "illustrations" in note
+    assert "hf download bert-base-chinese" in bert_fig.layout.annotations[0].text

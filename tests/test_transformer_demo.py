@@ -174,3 +174,17 @@ def test_latex_is_rendered_not_shown_raw():
         delimiters = block.latex_delimiters
         assert {"left": "$", "right": "$", "display": False} in delimiters
         assert {"left": "$$", "right": "$$", "display": True} in delimiters
+
+def test_results_and_errors_come_in_the_learners_language():
+    from core.i18n import using_language
+
+    with using_language("zh"):
+        summary, table, figure = tab.base_params(6, 6, 512, 8, 2048, 37000, True)
+        assert "**合计：63,082,496 个参数**" in summary and table["参数量（全部）"].iloc[-1] == "63,082,496"
+        assert table["位置"].iloc[0] == "嵌入" and "每个子层的参数量" in figure.layout.title.text
+        with pytest.raises(gr.Error, match="请输入一个句子"):
+            tab.block(MINILM_ID, "  ", TOKEN, LAYER)
+    summary, table, _ = tab.base_params(6, 6, 512, 8, 2048, 37000, True)
+    assert "**Total: 63,082,496 parameters**" in summary and table["where"].iloc[0] == "embeddings"
+    with pytest.raises(gr.Error, match="Type a sentence"):
+        tab.block(MINILM_ID, "  ", TOKEN, LAYER)
