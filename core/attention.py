@@ -19,9 +19,9 @@ import torch
 
 from core import i18n, registry
 from core.cache import bounded_cache
-from core.nets.distilbert import sinusoidal_table
 from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.nets.distilbert import sinusoidal_table
 from core.textio import normalize_text
 from core.tokenizer import Truncation
 

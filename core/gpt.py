@@ -33,9 +33,9 @@ from core import i18n, registry
 from core.device import get_device
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_TEXT_CHARS
+from core.lstm import UNK, Vocab, clean_text, name_tokens
 from core.nets.gpt import GPT, GPTConfig, from_state_dict, to_gpt2_state_dict
 from core.paths import ASSETS_DIR
-from core.lstm import UNK, Vocab, clean_text, name_tokens
 from core.textio import normalize_text
 from core.tokenizer import ByteBPETokenizer, CausalEncoding, WordPieceGPTTokenizer
 

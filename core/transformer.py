@@ -32,9 +32,9 @@ import torch
 from torch import nn
 
 from core import registry
-from core.nets.bert import attention
 from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.nets.bert import attention
 from core.textio import normalize_text
 from core.tokenizer import Truncation
 

@@ -1,7 +1,6 @@
 """Attention tab (issue #6): from one dot product to the multi-head maps of a real pretrained BERT (seed §8–§11)."""
 from __future__ import annotations
 
-
 import gradio as gr
 import numpy as np
 import pandas as pd
@@ -9,9 +8,18 @@ import pandas as pd
 from core import attention as att
 from core.errors import UserInputError
 from demo import presets
+from demo.attention_views import (  # noqa: F401
+    MODEL_EXAMPLES,
+    PERMUTATION_HEADERS,
+    SHAPE_HEADERS,
+    explore,
+    multi_head,
+    permutation,
+    positional,
+    positional_view,
+    show_head,
+)
 from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, model_picker
-from demo.attention_views import (MODEL_EXAMPLES, PERMUTATION_HEADERS, SHAPE_HEADERS, explore,  # noqa: F401
-                                  multi_head, permutation, positional, positional_view, show_head)
 from demo.figures import DIVERGING_SCALE, empty_figure, heatmap
 from demo.i18n import label, t
 
@@ -57,7 +65,8 @@ def _labels(tokens_text: str, count: int, fallback: str) -> list[str]:
 def _matrix_figure(values: np.ndarray, x: list[str], y: list[str], title: str, **kwargs):
     """A heatmap that prints −∞ for masked cells (plotly cannot colour infinities, so they stay blank)."""
     shown = np.where(np.isneginf(values), np.nan, values)
-    fig = heatmap(shown, x, y, title, x_title="key", y_title="query", annotate=values.size <= 144, **kwargs)
+    fig = heatmap(shown, x, y, title, x_title=t("attention.axis_key"), y_title=t("attention.axis_query"),
+                  annotate=values.size <= 144, **kwargs)
     if np.isneginf(values).any():
         fig.data[0].update(text=[[_num(v) for v in row] for row in values], texttemplate="%{text}")
     return fig

@@ -13,9 +13,17 @@ import plotly.graph_objects as go
 from core import attention as att
 from core.errors import ModelUnavailableError, UserInputError
 from demo.common import friendly_errors, gpu_handler, whole_number
+from demo.figures import (
+    COLORWAY,
+    DIVERGING_SCALE,
+    SEQUENTIAL_SCALE,
+    empty_figure,
+    lines,
+    styled,
+    subplot_grid,
+    unique_labels,
+)
 from demo.i18n import t
-from demo.figures import (COLORWAY, DIVERGING_SCALE, SEQUENTIAL_SCALE, empty_figure, lines, styled, subplot_grid,
-                          unique_labels)
 
 MODEL_EXAMPLES = [
     ["The animal didn't cross the street because it was too tired.", ""],
@@ -37,9 +45,10 @@ def _hover(weight_format: str = ".3f") -> str:
 def _big_heatmap(values: np.ndarray, title: str, x_title: str, y_title: str, colorscale=DIVERGING_SCALE,
                  height: int = 420, **kwargs):
     """A heatmap with numeric axes, for matrices too wide to label every column (PE, concatenated heads)."""
+    value = t("attention.value")
     fig = go.Figure(go.Heatmap(z=np.asarray(values, dtype=np.float32), colorscale=colorscale,  # float32: lighter JSON
                                colorbar=dict(thickness=14), **kwargs,
-                               hovertemplate=f"{y_title}: %{{y}}<br>{x_title}: %{{x}}<br>value: %{{z:.3f}}"
+                               hovertemplate=f"{y_title}: %{{y}}<br>{x_title}: %{{x}}<br>{value}: %{{z:.3f}}"
                                              "<extra></extra>"))
     fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(title_text=y_title, autorange="reversed")

@@ -1,7 +1,6 @@
 """RNN & LSTM tab (issue #5): gates, vanishing gradients, generation, ELMo's two directions, and retraining."""
 from __future__ import annotations
 
-
 import gradio as gr
 import numpy as np
 import pandas as pd
@@ -12,8 +11,15 @@ from core import jobs, lstm
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
 from demo import presets
-from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, number_in_range, stopped_note,
-                         training_run)
+from demo.common import (
+    TABLE_BUTTONS,
+    TRAIN_QUEUE,
+    friendly_errors,
+    gpu_handler,
+    number_in_range,
+    stopped_note,
+    training_run,
+)
 from demo.figures import COLORWAY, empty_figure, heatmap, lines, styled
 from demo.i18n import label, t
 

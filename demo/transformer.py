@@ -8,14 +8,13 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from core import registry
-from core.registry import MINILM_ID
 from core import param_count as pc
+from core import registry
 from core import transformer as tr
 from core.errors import ModelUnavailableError, UserInputError
-from demo import gpt
+from core.registry import MINILM_ID
+from demo import gpt, presets
 from demo.common import friendly_errors, gpu_handler, model_picker, whole_number
-from demo import presets
 from demo.figures import bar, empty_figure, heatmap, lines
 from demo.i18n import label, t
 
