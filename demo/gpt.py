@@ -158,7 +158,7 @@ def gpt_vs_bert(text: str, gpt_id: str, bert_id: str):
                       t("gpt.fig_vs_gpt", model=result.gpt.model_id),
                       highlight=[i == 0 for i in range(len(result.gpt.candidates))])
     else:
-        gpt_fig = empty_figure(result.gpt_note or t("gpt.no_causal_result"))
+        gpt_fig = empty_figure(t("gpt.see_message") if result.gpt_note else t("gpt.no_causal_result"))
     if result.bert:
         bert_fig = bar([tok for tok, _ in result.bert], [p for _, p in result.bert],
                        t("gpt.fig_vs_bert", model=result.bert_model),
