@@ -13,7 +13,7 @@ import gradio as gr
 
 from core import jobs
 from core.errors import LearnerError, UserInputError
-from core.i18n import text, using_language
+from core.i18n import current_language, text, using_language
 
 log = logging.getLogger("plm_explorer")
 
@@ -90,20 +90,20 @@ def friendly_errors(fn):
       with its traceback on the server and shown as a short generic message.
     Works for generator handlers too.
     """
-    from demo.i18n import current_language, language_of  # demo.i18n imports this module's neighbours: local
-
-    def language(request):
-        # No request: a direct call (a test, or a handler called by another handler such as a preset's run):
-        # keep the language the caller is in instead of falling back to English.
-        return language_of(request) if request is not None else current_language()
+    from demo.i18n import language_of  # demo.i18n imports this module's neighbours; keep the import local
 
     signature, split = _with_request_parameter(fn)
+
+    def _language(request) -> str:
+        # A handler called by another handler (a preset running its view) gets no request: it keeps the caller's
+        # language instead of falling back to English.
+        return language_of(request) if request is not None else current_language()
 
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def gen_wrapper(*args, **kwargs):
             request, args, kwargs = split(args, kwargs)
-            lang = language(request)
+            lang = _language(request)
             steps = fn(*args, **kwargs)
             while True:  # each step may run in another worker thread: set the language around every one
                 with using_language(lang):
@@ -120,7 +120,7 @@ def friendly_errors(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             request, args, kwargs = split(args, kwargs)
-            with using_language(language(request)):
+            with using_language(_language(request)):
                 try:
                     return fn(*args, **kwargs)
                 except Exception as exc:  # noqa: BLE001

@@ -10,6 +10,7 @@ from core import registry
 from demo import presets
 
 OFFLINE_VIEWS = {("mlm", "fill"), ("mlm", "compare"), ("mlm", "nsp"), ("ner", "tag"), ("qa", "answer"),
+                 ("classify", "checkpoint"),
                  ("transformer", "gpt_vs_bert")}  # GPT vs BERT: the BERT side needs bert-base-uncased
 
 
