@@ -273,7 +273,13 @@ def score_rung(rung: Rung, text: str) -> RungScore:
 def score_text(text: str, ladder: tuple[Rung, ...] | None = None) -> LadderScore:
     """Per-character surprisal of the learner's text under every rung, aligned (row r, column i = character i+1)."""
     text = prepare(text)
-    return LadderScore(text, [score_rung(rung, text) for rung in ladder or rungs()])
+    ladder = ladder or rungs()
+    known = set().union(*(rung.vocabulary for rung in ladder))
+    if all(ch not in known for ch in text if not ch.isspace()):
+        # Every rung was trained on English (Moby-Dick): Chinese text, say, would be scored as one long guess.
+        unknown = list(dict.fromkeys(ch for ch in text if not ch.isspace()))
+        raise UserInputError("lstm.ladder_all_unknown", count=len(unknown), chars=lstm.name_tokens(unknown))
+    return LadderScore(text, [score_rung(rung, text) for rung in ladder])
 
 
 # ----------------------------------------------------------------------------------------------------------------
