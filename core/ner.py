@@ -75,10 +75,9 @@ def _checked(text: str | None) -> CleanText:
     clean = clean_text(text or "")
     text = clean.text
     if not text.strip():
-        raise UserInputError("The text is empty. Type or paste a sentence to tag, or pick an example.")
+        raise UserInputError("ner.empty")
     if len(text) > MAX_TEXT_CHARS:
-        raise UserInputError(f"The text has {len(text):,} characters; the limit is {MAX_TEXT_CHARS:,}. "
-                             "Paste a shorter passage.")
+        raise UserInputError("ner.too_long", chars=f"{len(text):,}", limit=f"{MAX_TEXT_CHARS:,}")
     return clean
 
 
@@ -86,7 +85,7 @@ def window_ranges(num_tokens: int, max_length: int, stride: int) -> list[tuple[i
     """Token ranges of the windows: the same split as a fast tokenizer's overflow with ``stride``."""
     budget = max_length - 2  # room left by [CLS] and [SEP]
     if not 0 <= stride < budget:
-        raise UserInputError(f"The stride must be between 0 and {budget - 1} tokens for windows of {max_length}.")
+        raise UserInputError("ner.stride", most=budget - 1, length=max_length)
     ranges, start = [], 0
     while True:
         stop = min(start + budget, num_tokens)
@@ -105,7 +104,7 @@ def encode(tokenizer: WordPieceTokenizer, text: str, max_length: int | None = No
     max_length = min(max_length or tokenizer.model_max_length, MAX_MODEL_TOKENS)
     encoding = tokenizer.backend.encode(text, add_special_tokens=False)
     if not encoding.ids:
-        raise UserInputError("The text has no tokens the model can read (only spaces or invisible characters).")
+        raise UserInputError("ner.no_tokens")
     unk_id = tokenizer.token_to_id(tokenizer.unk_token)
     tokens = []
     for token_id, piece, (start, end), word_id in zip(encoding.ids, encoding.tokens, encoding.offsets,
@@ -232,17 +231,26 @@ class Entity:
 
 
 def split_tag(label: str) -> tuple[str, str]:
-    """("B" | "I", type). Labels without a B-/I- prefix (O, or IO schemes) count as inside, as in the pipeline."""
-    if label.startswith(("B-", "I-")):
+    """(prefix, type), the prefix one of B, I, E, S. BIO checkpoints (dslim/bert-base-NER) use B-/I-; IOBES ones
+    (ckiplab/bert-base-chinese-ner) add E- (end) and S- (single). Labels without a prefix (O, or IO schemes) count as
+    inside, as in the pipeline."""
+    if label.startswith(("B-", "I-", "E-", "S-")):
         return label[0], label[2:]
     return "I", label
+
+
+def _continues(previous: str, label: str) -> bool:
+    """Does ``label`` extend the chunk ``previous`` belongs to? Only an I- or E- of the same type does, and only
+    if ``previous`` did not close its chunk (E-, S-). For BIO labels this is the pipeline's grouping rule."""
+    (before, kind_before), (prefix, kind) = split_tag(previous), split_tag(label)
+    return prefix in ("I", "E") and kind == kind_before and before not in ("E", "S")
 
 
 def aggregate(tokens: list[Token], probs: np.ndarray, labels: list[str], strategy: str,
               decode: Callable[[list[str]], str], offset: int = 0) -> list[Unit]:
     """Tag tokens ("simple") or whole words; a word is a token plus the subword pieces that follow it."""
     if strategy not in STRATEGIES:
-        raise UserInputError(f"Unknown aggregation '{strategy}'; choose one of {', '.join(STRATEGIES)}.")
+        raise UserInputError("ner.unknown_strategy", strategy=str(strategy)[:40], choices=", ".join(STRATEGIES))
     if strategy == "simple":
         groups = [[i] for i in range(len(tokens))]
     else:
@@ -268,11 +276,11 @@ def aggregate(tokens: list[Token], probs: np.ndarray, labels: list[str], strateg
 
 
 def group(units: list[Unit], decode: Callable[[list[str]], str]) -> list[Entity]:
-    """Merge neighbours of the same type into entities; B- always starts a new one. "O" groups are dropped."""
+    """Merge neighbours of the same type into entities; B- and S- always start a new one, and nothing continues
+    after an E- or S-. "O" groups are dropped."""
     runs: list[list[Unit]] = []
     for unit in units:
-        prefix, kind = split_tag(unit.label)
-        if runs and prefix != "B" and kind == split_tag(runs[-1][-1].label)[1]:
+        if runs and _continues(runs[-1][-1].label, unit.label):
             runs[-1].append(unit)
         else:
             runs.append([unit])
@@ -323,10 +331,10 @@ def units(tagged: TaggedText, strategy: str) -> list[Unit]:
 
 
 def bio_to_iobes(tags: list[str]) -> list[str]:
-    """BIO → IOBES. A chunk starts at B-X, or at I-X after a different type (as the pipeline groups); a one-unit
-    chunk becomes S-X, a longer one B-X I-X … E-X."""
+    """BIO (or a model's IOBES) → IOBES. A chunk starts where ``group`` starts one: at B-X or S-X, at I-X after a
+    different type or after a closed chunk; a one-unit chunk becomes S-X, a longer one B-X I-X … E-X."""
     kinds = [split_tag(tag)[1] for tag in tags]
-    starts = [split_tag(tag)[0] == "B" or i == 0 or kinds[i - 1] != kinds[i] for i, tag in enumerate(tags)]
+    starts = [i == 0 or not _continues(tags[i - 1], tag) for i, tag in enumerate(tags)]
     out = []
     for i, kind in enumerate(kinds):
         if kind == OUTSIDE:
@@ -344,10 +352,10 @@ def parse_word_tags(line: str) -> list[tuple[str, str]]:
     for item in (line or "").split():
         word, slash, tag = item.rpartition("/")
         if not slash or not word:
-            raise UserInputError(f"'{item}' has no tag. Write each word as word/TAG, e.g. 柏林/B-LOC or in/O.")
+            raise UserInputError("ner.no_tag", item=item)
         if tag != OUTSIDE and not (tag[:2] in ("B-", "I-") and len(tag) > 2):
-            raise UserInputError(f"'{tag}' (on '{word}') is not a BIO tag. Use O, B-TYPE or I-TYPE, e.g. B-PER.")
+            raise UserInputError("ner.not_bio", tag=tag, word=word)
         pairs.append((word, tag))
     if not pairs:
-        raise UserInputError("Write some words with BIO tags, e.g. 爱/B-PER 因/I-PER 斯坦/I-PER 在/O.")
+        raise UserInputError("ner.no_pairs")
     return pairs

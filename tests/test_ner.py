@@ -253,6 +253,7 @@ def test_tab_handlers_show_entities_tables_and_heatmap(bert_dir):
 
     out = tab.tag_text(TEXTS[1], bert_dir, "first")
     tagged, note, highlighted, entity_rows, scheme_rows, agg_rows, fig, _, token_rows = out
+    scheme_rows, agg_rows, token_rows = map(tab.rows_of, (scheme_rows, agg_rows, token_rows))
     assert "BertForTokenClassification" in note and "one window" in note
     expected = ner.entities(tagged, "first")
     assert [row[:1] + row[2:] for row in entity_rows] == [[e.entity_group, e.word, e.start, e.end] for e in expected]
@@ -267,7 +268,8 @@ def test_tab_handlers_show_entities_tables_and_heatmap(bert_dir):
     assert list(marks.x) == [heat.x[j] for j in tagged.probs[:tab.HEAT_ROWS].argmax(-1)]  # argmax boxed per row
     for strategy in ner.STRATEGIES:
         assert len(tab.show(tagged, strategy)[1]) == len(ner.entities(tagged, strategy))
-    assert tab.show(ner.tag("My name is Wolfgang.", bert_dir), "first")[3][0][0] == tab.NO_SPLIT_WORDS
+    no_split = tab.rows_of(tab.show(ner.tag("My name is Wolfgang.", bert_dir), "first")[3])
+    assert no_split[0][0].startswith("(no word here is split")
     assert tab.page_heatmap(tagged, 5).data[0].y[0].startswith("5·")
     assert tab.page_heatmap(None, 0).data == ()
 
@@ -277,8 +279,10 @@ def test_tab_offline_message_keeps_tokenisation_view():
 
     out = tab.tag_text("Call me Ishmael.", "dslim/bert-base-NER", "first")
     assert out[0] is None and "dslim/bert-base-NER" in out[1] and "MiniLM" in out[1]
-    assert [row[1] for row in out[-1]] == ["call", "me", "is", "##hma", "##el", "."]
-    assert [row[7] for row in out[-1]] == ["", "", "", "yes", "yes", ""]
+    assert "hf download dslim/bert-base-NER" in out[1]
+    rows = tab.rows_of(out[-1])
+    assert [row[1] for row in rows] == ["call", "me", "is", "##hma", "##el", "."]
+    assert [row[7] for row in rows] == ["", "", "", "yes", "yes", ""]
 
 
 def test_tab_errors_and_seed_converter(bert_dir):
@@ -289,6 +293,7 @@ def test_tab_errors_and_seed_converter(bert_dir):
     with pytest.raises(gr.Error, match="token-classification head"):
         tab.tag_text("Berlin", MINILM_ID, "first")
     rows, note = tab.convert_tags(tab.CONVERT_EXAMPLES[0][0])
+    rows = tab.rows_of(rows)
     assert [row[2] for row in rows] == ["B-PER", "I-PER", "E-PER", "O", "S-LOC", "O", "O"] and "S-LOC" in note
     with pytest.raises(gr.Error, match="not a BIO tag"):
         tab.convert_tags("Berlin/LOCATION")
