@@ -35,7 +35,7 @@ INPUT_EXAMPLES = [
     ["my dog is cute", "he likes playing"],
     ["strawberries are flightless", "unaffable penguins"],
     ["my dog is hairy", ""],
-    ["我爱中文分词", "今天天气很好"],  # WordPiece: every Chinese character is one token
+    ["我学中文", "北京大学"],  # WordPiece: every Chinese character is one token
 ]
 MASKING_EXAMPLES = [
     ["my dog is hairy", 0, 10_000],
@@ -169,7 +169,8 @@ def build() -> None:
             with gr.Row():
                 masking_text = gr.Textbox(value="my dog is hairy", label=label("mlm.sentence"), scale=4)
                 seed = gr.Number(value=0, precision=0, label=label("mlm.seed"), scale=1)
-                draws = gr.Slider(100, pretraining.MAX_DRAWS, value=10_000, step=100, label=label("mlm.draws"), scale=2)
+                draws = gr.Slider(100, pretraining.MAX_DRAWS, value=10_000, step=100, label=label("mlm.draws"),
+                                  scale=2)
             masking_button = gr.Button(label("mlm.masking_button"), variant="primary")
             with gr.Row():
                 draw_view = gr.HighlightedText(label=label("mlm.one_draw"), combine_adjacent=False,

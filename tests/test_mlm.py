@@ -153,8 +153,10 @@ def _masking_all_at_once(tokenizer, text, seed, draws):
     chosen = candidates[np.argpartition(rng.random((draws, len(candidates))), n - 1, axis=1)[:, :n]]
     u = rng.random((draws, n))
     action = np.where(u < 0.8, pretraining.MASK, np.where(u < 0.9, pretraining.RANDOM, pretraining.UNCHANGED))
-    random_ids = pretraining.replacement_ids(tokenizer)[rng.integers(len(pretraining.replacement_ids(tokenizer)), size=(draws, n))]
-    counts = {pretraining.ACTION_NAMES[a]: int((action == a).sum()) for a in (pretraining.MASK, pretraining.RANDOM, pretraining.UNCHANGED)}
+    vocabulary = pretraining.replacement_ids(tokenizer)
+    random_ids = vocabulary[rng.integers(len(vocabulary), size=(draws, n))]
+    counts = {pretraining.ACTION_NAMES[a]: int((action == a).sum())
+              for a in (pretraining.MASK, pretraining.RANDOM, pretraining.UNCHANGED)}
     return chosen[0], action[0], random_ids[0], counts, np.bincount(chosen.ravel(), minlength=len(encoding))
 
 
