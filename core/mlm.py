@@ -279,3 +279,20 @@ def model_for_views(model_id: str | None, progress=None) -> tuple[registry.Loade
         return registry.load("encoder", MINILM_ID), str(exc)
 
 
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Old addresses: the views split into core/mlm_pretraining.py are still found here (core.mlm.model_card, ...).
+
+# English, for core/gpt.py's messages until they are keys too; this module's own messages use "mlm.no_blank".
+HOW_TO_BLANK = ("Put [MASK] (or _) where the missing word goes, for example \"my dog is [MASK] .\", or pick a word "
+                "and click 'Mask this word'.")
+
+
+def __getattr__(name: str):
+    from core import mlm_pretraining  # imported on first use: it imports this module
+
+    try:
+        return getattr(mlm_pretraining, name)
+    except AttributeError:
+        raise AttributeError(f"module 'core.mlm' has no attribute {name!r}") from None

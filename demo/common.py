@@ -13,7 +13,7 @@ import gradio as gr
 
 from core import jobs
 from core.errors import LearnerError, UserInputError
-from core.i18n import text, using_language
+from core.i18n import current_language, text, using_language
 
 log = logging.getLogger("plm_explorer")
 
@@ -81,6 +81,14 @@ def _with_request_parameter(fn):
     return signature.replace(parameters=[*params, added]), split
 
 
+def _language(request) -> str:
+    """The request's language; without one (a handler called by another handler, or a preset run by its view),
+    the language of the call already in progress, so nested handlers keep the learner's language."""
+    from demo.i18n import language_of  # demo.i18n imports this module's neighbours; keep the import local
+
+    return language_of(request) if request is not None else current_language()
+
+
 def friendly_errors(fn):
     """Wrap an event handler so the learner sees a clear message, in their language, instead of a traceback.
 
@@ -90,15 +98,13 @@ def friendly_errors(fn):
       with its traceback on the server and shown as a short generic message.
     Works for generator handlers too.
     """
-    from demo.i18n import language_of  # demo.i18n imports this module's neighbours; keep the import local
-
     signature, split = _with_request_parameter(fn)
 
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def gen_wrapper(*args, **kwargs):
             request, args, kwargs = split(args, kwargs)
-            lang = language_of(request)
+            lang = _language(request)
             steps = fn(*args, **kwargs)
             while True:  # each step may run in another worker thread: set the language around every one
                 with using_language(lang):
@@ -115,7 +121,7 @@ def friendly_errors(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             request, args, kwargs = split(args, kwargs)
-            with using_language(language_of(request)):
+            with using_language(_language(request)):
                 try:
                     return fn(*args, **kwargs)
                 except Exception as exc:  # noqa: BLE001

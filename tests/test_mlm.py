@@ -2,6 +2,8 @@
 
 Reference: transformers' fill-mask pipeline (test-only) on the same tiny random checkpoints; transformers' own
 models for embeddings, NSP and parameter counts; the seed's numbers for the model card; GloVe's raw file."""
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -399,3 +401,122 @@ def test_batched_handler_gives_each_request_its_own_answer(pretraining_folder):
         j = 0 if i == 0 else 2
         assert filled[j] == alone[1] and notices[j] == alone[0]
         assert [row[:3] for row in mlm.rows_of(tables[j])] == [row[:3] for row in mlm.rows_of(alone[3])]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 中文: a Chinese-character checkpoint through the registry, and the tab in the learner's language (issue #19)
+
+ZH_TEXTS = ["今天天气很[MASK]。", "今天天气很[MASK]，我们不得不取消户外运动。", "我学中文", "北京大学"]
+
+
+def zh_request():
+    """What friendly_errors reads from a browser that chose 中文 (the header toggle's cookie)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(headers={"cookie": "plm_lang=zh", "accept-language": "en-US"})
+
+
+@pytest.fixture(scope="module")
+def chinese_mlm_folder(tmp_path_factory):
+    """A tiny random BertForPreTraining with a Chinese-character vocabulary (as bert-base-chinese has: one entry per
+    character, [unused] slots, do_lower_case false), written by transformers."""
+    folder = tmp_path_factory.mktemp("bert_chinese_tiny")
+    characters = sorted(set("".join(ZH_TEXTS).replace("[MASK]", "") + "好坏差冷热晴雨我你他的了是不很天气学中文北京大"))
+    specials = ["[PAD]", *[f"[unused{i}]" for i in range(1, 10)], "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab = specials + characters + ["，", "。", "a", "##a"]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=37)
+    transformers.BertForPreTraining(config).eval().save_pretrained(folder)
+    # vocab.txt and tokenizer_config.json only (no tokenizer.json), as some Chinese repos ship: the registry builds
+    # the WordPiece pipeline from the vocabulary, transformers' AutoTokenizer does the same.
+    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False,
+                                                              "tokenizer_class": "BertTokenizer"}))
+    return str(folder)
+
+
+def test_chinese_checkpoint_loads_through_the_registry_and_matches_the_pipeline(chinese_mlm_folder):
+    loaded = registry.load("mlm", chinese_mlm_folder)
+    assert type(loaded.model).__name__ == "BertForPreTraining"
+    result = fm.fill_mask(loaded, ZH_TEXTS[0], top_k=5)
+    assert result.tokens == ["[CLS]", "今", "天", "天", "气", "很", "[MASK]", "。", "[SEP]"]  # one token a character
+    theirs = reference_pipeline(chinese_mlm_folder)(ZH_TEXTS[0], top_k=5)
+    assert [c.token_id for c in result.blanks[0].candidates] == [p["token"] for p in theirs]
+    assert [c.probability for c in result.blanks[0].candidates] == pytest.approx([p["score"] for p in theirs],
+                                                                                 abs=1e-5)
+    assert 0.0 <= fm.next_sentence(loaded, "今天天气很好", "我学中文") <= 1.0  # the NSP head loads too
+
+
+def test_fill_answers_in_chinese_and_refuses_in_chinese(chinese_mlm_folder):
+    import gradio as gr
+
+    from demo import mlm
+
+    notice, filled, figure, table = mlm.fill(chinese_mlm_folder, ZH_TEXTS[0], 3, progress=noop_progress,
+                                             request=zh_request())
+    assert filled.startswith("**填空结果：**") and "每个空格的前 3 个候选" in figure.layout.title.text
+    assert table.value["headers"] == ["空格", "名次", "词元", "概率"] and len(table.value["data"]) == 3
+    with pytest.raises(gr.Error) as refused:
+        mlm.fill(chinese_mlm_folder, "今天天气很好", 3, progress=noop_progress, request=zh_request())
+    assert refused.value.message.startswith("没有可填的空格。")
+    from core.i18n import using_language
+
+    with using_language("zh"):  # core's errors render in the current language wherever they are shown
+        with pytest.raises(UserInputError) as error:
+            fm.fill_mask(registry.load("mlm", chinese_mlm_folder), "x" * 20_001)
+        assert str(error.value) == "文本有 20,001 个字符，上限是 20,000。请缩短。"
+
+
+def test_offline_chinese_preset_says_what_to_fetch_in_the_learners_language():
+    from demo import mlm
+
+    preset = next(p for p in mlm.FILL_PRESETS if p.slug == "weather-zh-short")
+    model_id, text, top_k = preset.values
+    notice, filled, figure, table = mlm.fill(model_id, text, top_k, progress=noop_progress, request=zh_request())
+    assert "hf download bert-base-chinese" in notice and "预测需要一个掩码语言模型检查点" in notice and table == []
+    notice, *_ = mlm.fill(model_id, text, top_k, progress=noop_progress)
+    assert "hf download bert-base-chinese" in notice and "Predictions need a masked-LM checkpoint" in notice
+
+
+def test_batched_fill_answers_each_request_in_its_own_language(chinese_mlm_folder):
+    """Gradio 6 gives a batched function one gr.Request per sample (queueing.py); each gets its own language."""
+    from types import SimpleNamespace
+
+    from demo import mlm
+
+    english = SimpleNamespace(headers={"accept-language": "en-US"})
+    notices, filled, figures, tables = mlm.fill_batch([chinese_mlm_folder] * 3, ["没有空格", "没有空格", ZH_TEXTS[0]],
+                                                      [3, 3, 3], request=[zh_request(), english, zh_request()])
+    assert notices[0].startswith("**这句话无法填空。** 没有可填的空格")
+    assert notices[1].startswith("**This sentence cannot be filled in.** There is no blank")
+    assert filled[2].startswith("**填空结果：**") and tables[2].value["headers"][0] == "空格"
+
+
+def test_wordpiece_splits_chinese_into_characters_in_both_vocabularies(chinese_mlm_folder):
+    """The tokenizer view's 中文 preset: bert-base-chinese's vocabulary and bert-base-uncased's (MiniLM-L6, the
+    offline fallback) both read 我学中文 as four single-character tokens (BERT's pre-tokenizer isolates CJK)."""
+    from demo import mlm
+
+    preset = next(p for p in mlm.INPUT_PRESETS if p.slug == "wordpiece-zh")
+    _, first, second = preset.values
+    expected = ["[CLS]", *first, "[SEP]", *second, "[SEP]"]
+    for model_id in (chinese_mlm_folder, preset.values[0]):  # the tiny Chinese folder; offline, MiniLM-L6
+        note, highlighted, table, *figures = mlm.inputs(model_id, first, second, progress=noop_progress,
+                                                        request=zh_request())
+        assert [row[1] for row in mlm.rows_of(table)] == expected
+        assert "每个汉字单独隔开" in note or "把每个汉字单独隔开" in note
+        assert table.value["headers"] == ["位置", "词元", "编号", "句段"]
+    reference = transformers.AutoTokenizer.from_pretrained(chinese_mlm_folder)
+    assert reference.tokenize(first) == list(first)
+
+
+def test_tokenizer_messages_are_keys_rendered_in_chinese():
+    from core.i18n import using_language
+
+    tokenizer, _ = registry.tokenizer(MINILM_ID)
+    with pytest.raises(UserInputError) as error:
+        tokenizer.encode("中文", "北京", max_length=2)
+    assert error.value.key == "tokenizer.no_room"
+    with using_language("zh"):
+        assert str(error.value) == "长度上限 2 个词元，连特殊词元都放不下；请至少设为 3。"
