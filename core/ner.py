@@ -1,12 +1,14 @@
 """Named-entity recognition with BERT token classification (seed §14): tokenise → model → softmax → tags.
 
 A linear classifier reads every token's final vector h_t and gives p(y_t | x) = softmax(W h_t + b) over the labels in
-config.json's id2label (CoNLL-03: O, B-/I- PER, ORG, LOC, MISC). From those per-token distributions come
+config.json's id2label (CoNLL-03 in BIO: O, B-/I- PER, ORG, LOC, MISC; or a model that tags in IOBES itself, such as
+ckiplab/bert-base-chinese-ner: O, B-/I-/E-/S- over OntoNotes' 18 types). From those per-token distributions come
 
 * the per-token table (one row per WordPiece token, one column per label) and its argmax BIO tags;
 * the same tags in the IOBES scheme (B = begin, I = inside, E = end, S = single, O = other);
 * grouped entities, with the subword aggregation strategies of transformers' TokenClassificationPipeline
-  ("simple", "first", "average", "max"), reproduced step by step so the results are equal.
+  ("simple", "first", "average", "max"), reproduced step by step so the results are equal. For IOBES labels the
+  grouping also ends a chunk at E- and S- (the pipeline would read "E-PER" as a type of its own).
 
 Text longer than the model's 512 positions is cut into overlapping windows, exactly like that pipeline's
 ``stride`` mode: each window holds ``max_length - 2`` tokens plus [CLS]/[SEP] and starts ``stride`` tokens before the
