@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from core import registry
+from core import i18n, registry
 from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import CleanText, clean_text
@@ -169,7 +169,8 @@ def tag(text: str, model_id: str | None = None, stride: int = DEFAULT_STRIDE, ma
         for batch in _batches(encoded.windows):
             done, total = len(window_probs), len(encoded.windows)
             if progress is not None and total > 1:
-                progress(done / total, f"windows {done + 1}–{done + len(batch)} of {total}")
+                progress(done / total, i18n.text("ner.progress_windows", first=done + 1, last=done + len(batch),
+                                                 total=total))
             input_ids = torch.stack([torch.cat([specials[:1], ids[a:b], specials[1:]]) for a, b in batch])
             input_ids = input_ids.to(loaded.device)  # (W, T): [CLS] window [SEP]
             # no padding, so no attention mask: the fused attention kernel runs unmasked; segment ids are all 0
