@@ -432,8 +432,8 @@ def test_tab_in_chinese_result_and_error(ckip_like_dir):
     from demo import ner as tab
 
     out = tab.tag_text(SEED_ZH, ckip_like_dir, "simple", request=zh_request())
-    tagged, note = out[0], out[1]
-    assert "**模型：**" in note and "标注体系 IOBES" in note and "73 个" in note and "IOBES（B、I、E、S）" in note
+    note = out[1]
+    assert out[0].labels == CKIP_LABELS and "**模型：**" in note and "标注体系 IOBES" in note and "73 个" in note and "IOBES（B、I、E、S）" in note
     assert tab.rows_of(out[4])[0][1] == "爱" and out[4].value["headers"][1:3] == ["词元 / 词", "标签（模型）"]
     assert out[6].layout.title.text.startswith("p(标签 | 词元)")
     with pytest.raises(gr.Error) as refused:
