@@ -86,14 +86,15 @@ def candidate_table(blanks: list[fm.Blank]) -> gr.Dataframe:
     return table(rows, "mlm.col_blank", "mlm.col_rank", "mlm.col_token", "mlm.col_probability")
 
 
-def table(rows: list[list], *header_keys: str) -> gr.Dataframe:
-    """Rows with their headers in the learner's language (the headers built into the layout are English)."""
-    return gr.Dataframe(value=rows, headers=[t(key) for key in header_keys])
+def table(rows: list[list], *header_keys: str) -> dict:
+    """Rows with their headers in the learner's language (the headers built into the layout are English). A
+    gr.Dataframe takes {"headers", "data"} as its value, and API clients get the same dict back."""
+    return {"headers": [t(key) for key in header_keys], "data": rows}
 
 
 def rows_of(value) -> list[list]:
-    """The rows of a table a handler returned (tests and API callers read them)."""
-    return value.value["data"] if isinstance(value, gr.Dataframe) else value
+    """The rows of a table a handler returned."""
+    return value["data"] if isinstance(value, dict) else value
 
 
 @friendly_errors

@@ -48,13 +48,14 @@ def headers(names: list[str]) -> list[str]:
     return [t(name) if name.startswith("ner.") else name for name in names]
 
 
-def table(rows: list[list], names: list[str]) -> gr.Dataframe:
-    return gr.Dataframe(value=rows, headers=headers(names))
+def table(rows: list[list], names: list[str]) -> dict:
+    """A gr.Dataframe value with its headers in the learner's language; API clients get the same dict."""
+    return {"headers": headers(names), "data": rows}
 
 
 def rows_of(value) -> list[list]:
     """The rows of a table a handler returned."""
-    return value.value["data"] if isinstance(value, gr.Dataframe) else value
+    return value["data"] if isinstance(value, dict) else value
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -456,7 +456,7 @@ def test_fill_answers_in_chinese_and_refuses_in_chinese(chinese_mlm_folder):
     notice, filled, figure, table = mlm.fill(chinese_mlm_folder, ZH_TEXTS[0], 3, progress=noop_progress,
                                              request=zh_request())
     assert filled.startswith("**填空结果：**") and "每个空格的前 3 个候选" in figure.layout.title.text
-    assert table.value["headers"] == ["空格", "名次", "词元", "概率"] and len(table.value["data"]) == 3
+    assert table["headers"] == ["空格", "名次", "词元", "概率"] and len(table["data"]) == 3
     with pytest.raises(gr.Error) as refused:
         mlm.fill(chinese_mlm_folder, "今天天气很好", 3, progress=noop_progress, request=zh_request())
     assert refused.value.message.startswith("没有可填的空格。")
@@ -490,7 +490,7 @@ def test_batched_fill_answers_each_request_in_its_own_language(chinese_mlm_folde
                                                       [3, 3, 3], request=[zh_request(), english, zh_request()])
     assert notices[0].startswith("**这句话无法填空。** 没有可填的空格")
     assert notices[1].startswith("**This sentence cannot be filled in.** There is no blank")
-    assert filled[2].startswith("**填空结果：**") and tables[2].value["headers"][0] == "空格"
+    assert filled[2].startswith("**填空结果：**") and tables[2]["headers"][0] == "空格"
 
 
 def test_wordpiece_splits_chinese_into_characters_in_both_vocabularies(chinese_mlm_folder):
@@ -506,7 +506,7 @@ def test_wordpiece_splits_chinese_into_characters_in_both_vocabularies(chinese_m
                                                         request=zh_request())
         assert [row[1] for row in mlm.rows_of(table)] == expected
         assert "每个汉字单独隔开" in note or "把每个汉字单独隔开" in note
-        assert table.value["headers"] == ["位置", "词元", "编号", "句段"]
+        assert table["headers"] == ["位置", "词元", "编号", "句段"]
     reference = transformers.AutoTokenizer.from_pretrained(chinese_mlm_folder)
     assert reference.tokenize(first) == list(first)
 

@@ -434,13 +434,13 @@ def test_tab_in_chinese_result_and_error(ckip_like_dir):
     out = tab.tag_text(SEED_ZH, ckip_like_dir, "simple", request=zh_request())
     note = out[1]
     assert out[0].labels == CKIP_LABELS and "**模型：**" in note and "标注体系 IOBES" in note and "73 个" in note and "IOBES（B、I、E、S）" in note
-    assert tab.rows_of(out[4])[0][1] == "爱" and out[4].value["headers"][1:3] == ["词元 / 词", "标签（模型）"]
+    assert tab.rows_of(out[4])[0][1] == "爱" and out[4]["headers"][1:3] == ["词元 / 词", "标签（模型）"]
     assert out[6].layout.title.text.startswith("p(标签 | 词元)")
     with pytest.raises(gr.Error) as refused:
         tab.tag_text("   ", ckip_like_dir, "simple", request=zh_request())
     assert refused.value.message == "文本是空的。请输入或粘贴一个要标注的句子，或者选一个例子。"
     rows, converted = tab.convert_tags(tab.CONVERT_EXAMPLES[0][0], request=zh_request())
-    assert rows.value["headers"] == ["词", "BIO", "IOBES"]
+    assert rows["headers"] == ["词", "BIO", "IOBES"]
 
 
 def test_offline_chinese_preset_names_the_checkpoint_to_fetch():
