@@ -271,8 +271,8 @@ def build() -> None:
     with gr.Tab(label("ner.tab_schemes")):
         gr.Markdown(label("ner.schemes_intro"))
         with gr.Row():
-            schemes = gr.Dataframe(headers=headers(SCHEME_HEADERS), interactive=False, max_height=520, label=label("ner.tags"),
-                buttons=TABLE_BUTTONS)
+            schemes = gr.Dataframe(headers=headers(SCHEME_HEADERS), interactive=False, max_height=520,
+                                   label=label("ner.tags"), buttons=TABLE_BUTTONS)
             entity_table = gr.Dataframe(headers=ENTITY_HEADERS, interactive=False, max_height=520,
                                         label=label("ner.grouped_entities"),
                                             buttons=TABLE_BUTTONS)
