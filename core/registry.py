@@ -394,7 +394,8 @@ CHECKPOINTS: dict[str, list[str]] = {
     # ckiplab/bert-base-chinese-ner: 中文, OntoNotes' 18 types in IOBES (73 labels); ships vocab.txt only (no
     # tokenizer.json) and only pytorch_model.bin, which the registry reads with weights_only=True.
     "ner": ["dslim/bert-base-NER", "ckiplab/bert-base-chinese-ner"],
-    "qa": ["distilbert-base-cased-distilled-squad", "deepset/bert-base-cased-squad2"],
+    "qa": ["distilbert-base-cased-distilled-squad", "deepset/bert-base-cased-squad2",
+           "uer/roberta-base-chinese-extractive-qa"],  # Chinese: BertForQuestionAnswering, pytorch_model.bin + vocab.txt
     "causal-lm": ["gpt2", "distilgpt2", "uer/gpt2-chinese-cluecorpussmall"],
     # Single sentence (SST-2 sentiment, Dianping reviews), pairs (MRPC paraphrase, Chinese similarity), CoLA.
     "classify": ["distilbert-base-uncased-finetuned-sst-2-english", "textattack/bert-base-uncased-MRPC",

@@ -100,6 +100,11 @@ def friendly_errors(fn):
     """
     signature, split = _with_request_parameter(fn)
 
+    def _language(request) -> str:
+        # A handler called by another handler (a preset running its view) gets no request: it keeps the caller's
+        # language instead of falling back to English.
+        return language_of(request) if request is not None else current_language()
+
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def gen_wrapper(*args, **kwargs):
