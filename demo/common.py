@@ -81,14 +81,6 @@ def _with_request_parameter(fn):
     return signature.replace(parameters=[*params, added]), split
 
 
-def _language(request) -> str:
-    """The request's language; without one (a handler called by another handler, or a preset run by its view),
-    the language of the call already in progress, so nested handlers keep the learner's language."""
-    from demo.i18n import language_of  # demo.i18n imports this module's neighbours; keep the import local
-
-    return language_of(request) if request is not None else current_language()
-
-
 def friendly_errors(fn):
     """Wrap an event handler so the learner sees a clear message, in their language, instead of a traceback.
 
@@ -98,6 +90,8 @@ def friendly_errors(fn):
       with its traceback on the server and shown as a short generic message.
     Works for generator handlers too.
     """
+    from demo.i18n import language_of  # demo.i18n imports this module's neighbours; keep the import local
+
     signature, split = _with_request_parameter(fn)
 
     def _language(request) -> str:
