@@ -1,12 +1,14 @@
 """Named-entity recognition with BERT token classification (seed §14): tokenise → model → softmax → tags.
 
 A linear classifier reads every token's final vector h_t and gives p(y_t | x) = softmax(W h_t + b) over the labels in
-config.json's id2label (CoNLL-03: O, B-/I- PER, ORG, LOC, MISC). From those per-token distributions come
+config.json's id2label (CoNLL-03 in BIO: O, B-/I- PER, ORG, LOC, MISC; or a model that tags in IOBES itself, such as
+ckiplab/bert-base-chinese-ner: O, B-/I-/E-/S- over OntoNotes' 18 types). From those per-token distributions come
 
 * the per-token table (one row per WordPiece token, one column per label) and its argmax BIO tags;
 * the same tags in the IOBES scheme (B = begin, I = inside, E = end, S = single, O = other);
 * grouped entities, with the subword aggregation strategies of transformers' TokenClassificationPipeline
-  ("simple", "first", "average", "max"), reproduced step by step so the results are equal.
+  ("simple", "first", "average", "max"), reproduced step by step so the results are equal. For IOBES labels the
+  grouping also ends a chunk at E- and S- (the pipeline would read "E-PER" as a type of its own).
 
 Text longer than the model's 512 positions is cut into overlapping windows, exactly like that pipeline's
 ``stride`` mode: each window holds ``max_length - 2`` tokens plus [CLS]/[SEP] and starts ``stride`` tokens before the
@@ -22,7 +24,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from core import registry
+from core import i18n, registry
 from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import CleanText, clean_text
@@ -75,10 +77,9 @@ def _checked(text: str | None) -> CleanText:
     clean = clean_text(text or "")
     text = clean.text
     if not text.strip():
-        raise UserInputError("The text is empty. Type or paste a sentence to tag, or pick an example.")
+        raise UserInputError("ner.empty")
     if len(text) > MAX_TEXT_CHARS:
-        raise UserInputError(f"The text has {len(text):,} characters; the limit is {MAX_TEXT_CHARS:,}. "
-                             "Paste a shorter passage.")
+        raise UserInputError("ner.too_long", chars=f"{len(text):,}", limit=f"{MAX_TEXT_CHARS:,}")
     return clean
 
 
@@ -86,7 +87,7 @@ def window_ranges(num_tokens: int, max_length: int, stride: int) -> list[tuple[i
     """Token ranges of the windows: the same split as a fast tokenizer's overflow with ``stride``."""
     budget = max_length - 2  # room left by [CLS] and [SEP]
     if not 0 <= stride < budget:
-        raise UserInputError(f"The stride must be between 0 and {budget - 1} tokens for windows of {max_length}.")
+        raise UserInputError("ner.stride", most=budget - 1, length=max_length)
     ranges, start = [], 0
     while True:
         stop = min(start + budget, num_tokens)
@@ -105,7 +106,7 @@ def encode(tokenizer: WordPieceTokenizer, text: str, max_length: int | None = No
     max_length = min(max_length or tokenizer.model_max_length, MAX_MODEL_TOKENS)
     encoding = tokenizer.backend.encode(text, add_special_tokens=False)
     if not encoding.ids:
-        raise UserInputError("The text has no tokens the model can read (only spaces or invisible characters).")
+        raise UserInputError("ner.no_tokens")
     unk_id = tokenizer.token_to_id(tokenizer.unk_token)
     tokens = []
     for token_id, piece, (start, end), word_id in zip(encoding.ids, encoding.tokens, encoding.offsets,
@@ -168,7 +169,8 @@ def tag(text: str, model_id: str | None = None, stride: int = DEFAULT_STRIDE, ma
         for batch in _batches(encoded.windows):
             done, total = len(window_probs), len(encoded.windows)
             if progress is not None and total > 1:
-                progress(done / total, f"windows {done + 1}–{done + len(batch)} of {total}")
+                progress(done / total, i18n.text("ner.progress_windows", first=done + 1, last=done + len(batch),
+                                                 total=total))
             input_ids = torch.stack([torch.cat([specials[:1], ids[a:b], specials[1:]]) for a, b in batch])
             input_ids = input_ids.to(loaded.device)  # (W, T): [CLS] window [SEP]
             # no padding, so no attention mask: the fused attention kernel runs unmasked; segment ids are all 0
@@ -232,17 +234,26 @@ class Entity:
 
 
 def split_tag(label: str) -> tuple[str, str]:
-    """("B" | "I", type). Labels without a B-/I- prefix (O, or IO schemes) count as inside, as in the pipeline."""
-    if label.startswith(("B-", "I-")):
+    """(prefix, type), the prefix one of B, I, E, S. BIO checkpoints (dslim/bert-base-NER) use B-/I-; IOBES ones
+    (ckiplab/bert-base-chinese-ner) add E- (end) and S- (single). Labels without a prefix (O, or IO schemes) count as
+    inside, as in the pipeline."""
+    if label.startswith(("B-", "I-", "E-", "S-")):
         return label[0], label[2:]
     return "I", label
+
+
+def _continues(previous: str, label: str) -> bool:
+    """Does ``label`` extend the chunk ``previous`` belongs to? Only an I- or E- of the same type does, and only
+    if ``previous`` did not close its chunk (E-, S-). For BIO labels this is the pipeline's grouping rule."""
+    (before, kind_before), (prefix, kind) = split_tag(previous), split_tag(label)
+    return prefix in ("I", "E") and kind == kind_before and before not in ("E", "S")
 
 
 def aggregate(tokens: list[Token], probs: np.ndarray, labels: list[str], strategy: str,
               decode: Callable[[list[str]], str], offset: int = 0) -> list[Unit]:
     """Tag tokens ("simple") or whole words; a word is a token plus the subword pieces that follow it."""
     if strategy not in STRATEGIES:
-        raise UserInputError(f"Unknown aggregation '{strategy}'; choose one of {', '.join(STRATEGIES)}.")
+        raise UserInputError("ner.unknown_strategy", strategy=str(strategy)[:40], choices=", ".join(STRATEGIES))
     if strategy == "simple":
         groups = [[i] for i in range(len(tokens))]
     else:
@@ -268,11 +279,11 @@ def aggregate(tokens: list[Token], probs: np.ndarray, labels: list[str], strateg
 
 
 def group(units: list[Unit], decode: Callable[[list[str]], str]) -> list[Entity]:
-    """Merge neighbours of the same type into entities; B- always starts a new one. "O" groups are dropped."""
+    """Merge neighbours of the same type into entities; B- and S- always start a new one, and nothing continues
+    after an E- or S-. "O" groups are dropped."""
     runs: list[list[Unit]] = []
     for unit in units:
-        prefix, kind = split_tag(unit.label)
-        if runs and prefix != "B" and kind == split_tag(runs[-1][-1].label)[1]:
+        if runs and _continues(runs[-1][-1].label, unit.label):
             runs[-1].append(unit)
         else:
             runs.append([unit])
@@ -323,10 +334,10 @@ def units(tagged: TaggedText, strategy: str) -> list[Unit]:
 
 
 def bio_to_iobes(tags: list[str]) -> list[str]:
-    """BIO → IOBES. A chunk starts at B-X, or at I-X after a different type (as the pipeline groups); a one-unit
-    chunk becomes S-X, a longer one B-X I-X … E-X."""
+    """BIO (or a model's IOBES) → IOBES. A chunk starts where ``group`` starts one: at B-X or S-X, at I-X after a
+    different type or after a closed chunk; a one-unit chunk becomes S-X, a longer one B-X I-X … E-X."""
     kinds = [split_tag(tag)[1] for tag in tags]
-    starts = [split_tag(tag)[0] == "B" or i == 0 or kinds[i - 1] != kinds[i] for i, tag in enumerate(tags)]
+    starts = [i == 0 or not _continues(tags[i - 1], tag) for i, tag in enumerate(tags)]
     out = []
     for i, kind in enumerate(kinds):
         if kind == OUTSIDE:
@@ -344,10 +355,10 @@ def parse_word_tags(line: str) -> list[tuple[str, str]]:
     for item in (line or "").split():
         word, slash, tag = item.rpartition("/")
         if not slash or not word:
-            raise UserInputError(f"'{item}' has no tag. Write each word as word/TAG, e.g. 柏林/B-LOC or in/O.")
+            raise UserInputError("ner.no_tag", item=item)
         if tag != OUTSIDE and not (tag[:2] in ("B-", "I-") and len(tag) > 2):
-            raise UserInputError(f"'{tag}' (on '{word}') is not a BIO tag. Use O, B-TYPE or I-TYPE, e.g. B-PER.")
+            raise UserInputError("ner.not_bio", tag=tag, word=word)
         pairs.append((word, tag))
     if not pairs:
-        raise UserInputError("Write some words with BIO tags, e.g. 爱/B-PER 因/I-PER 斯坦/I-PER 在/O.")
+        raise UserInputError("ner.no_pairs")
     return pairs

@@ -391,7 +391,9 @@ TASKS = ("encoder", "mlm", "ner", "qa", "causal-lm", "classify")  # each family'
 CHECKPOINTS: dict[str, list[str]] = {
     "encoder": [MINILM_ID, "bert-base-uncased", "bert-base-cased", "distilbert-base-uncased", "bert-base-chinese"],
     "mlm": ["bert-base-uncased", "distilbert-base-uncased", "bert-base-chinese"],
-    "ner": ["dslim/bert-base-NER"],
+    # ckiplab/bert-base-chinese-ner: 中文, OntoNotes' 18 types in IOBES (73 labels); ships vocab.txt only (no
+    # tokenizer.json) and only pytorch_model.bin, which the registry reads with weights_only=True.
+    "ner": ["dslim/bert-base-NER", "ckiplab/bert-base-chinese-ner"],
     "qa": ["distilbert-base-cased-distilled-squad", "deepset/bert-base-cased-squad2",
            "uer/roberta-base-chinese-extractive-qa"],  # Chinese: BertForQuestionAnswering, pytorch_model.bin + vocab.txt
     "causal-lm": ["gpt2", "distilgpt2", "uer/gpt2-chinese-cluecorpussmall"],

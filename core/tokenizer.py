@@ -152,8 +152,7 @@ class WordPieceTokenizer:
         second = self.backend.encode(_encodable(pair), add_special_tokens=False) if pair is not None else None
         budget = max_length - self.backend.num_special_tokens_to_add(second is not None)
         if budget < 0:
-            raise UserInputError("A length limit of {limit} tokens leaves no room for the special tokens; choose at "
-                                 "least {least}.".format(limit=max_length, least=max_length - budget))
+            raise UserInputError("tokenizer.no_room", limit=max_length, least=max_length - budget)
         keep_first, keep_second = longest_first(len(first), len(second) if second is not None else 0, budget)
         truncation = None
         removed = (len(first) - keep_first) + ((len(second) - keep_second) if second is not None else 0)
@@ -295,10 +294,9 @@ def _encodable(text: str) -> str:
     """Refuse text the Rust tokenizer cannot take (lone surrogates); callers clean text with textio.normalize_text,
     which removes them, so only raw calls reach this error. Offsets stay valid because nothing is rewritten."""
     if not isinstance(text, str):
-        raise UserInputError(f"Expected text, got {type(text).__name__}.")
+        raise UserInputError("tokenizer.not_text", kind=type(text).__name__)
     if _SURROGATE.search(text):
-        raise UserInputError("The text contains unpaired surrogate code points, which are not valid Unicode text. "
-                             "Remove them (core.textio.normalize_text does) and try again.")
+        raise UserInputError("tokenizer.surrogates")
     return text
 
 

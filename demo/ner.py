@@ -11,21 +11,11 @@ from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
 from core.limits import MAX_TEXT_CHARS
 from demo import presets
-from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
+from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, heatmap
+from demo.i18n import label, t
 
 TITLE = "NER"
-
-INTRO = r"""
-### Named-entity recognition: a classifier on every token
-BERT gives each WordPiece token a vector h_t; a single linear layer turns it into a distribution over tags:
-$$p(y_t \mid x) = \mathrm{softmax}(W h_t + b)$$
-The tags come from the checkpoint's `config.json` (CoNLL-03 for
-dslim/bert-base-NER: **PER**, **ORG**, **LOC**, **MISC**, each as **B**-egin or **I**-nside, plus **O**utside).
-Words the tokenizer splits into pieces (*Ishmael* → `Is ##hma ##el`) get one tag per piece; an *aggregation*
-strategy decides what the whole word is: **first** piece, **average** of the pieces' distributions, or the **max**
-(most confident) piece. **simple** keeps the pieces' own tags.
-"""
 
 EXAMPLES = [
     ["My name is Wolfgang and I live in Berlin."],
@@ -33,7 +23,10 @@ EXAMPLES = [
     ["Angela Merkel met Emmanuel Macron at the Élysée Palace in Paris to discuss the European Union."],
     ["The weather was lovely, so we went for a long walk after lunch."],  # no entities
     ["Tim Cook 🍎 showed the new iPhone in Cupertino 🎉. 爱因斯坦在柏林发表演讲。"],  # emoji and CJK
+    ["爱因斯坦在柏林发表演讲。"],  # seed §14.4, on a Chinese tagger
+    ["愛因斯坦在柏林發表演講。"],  # the same in traditional characters, which ckiplab's model was trained on
 ]
+ZH_NER_ID = "ckiplab/bert-base-chinese-ner"  # OntoNotes' 18 types in IOBES; see the README's model table
 CONVERT_EXAMPLES = [
     [" ".join(f"{word}/{tag}" for word, tag in ner.SEED_WORD_TAGS)],
     ["Wolfgang/B-PER lives/O in/O New/B-LOC York/I-LOC City/I-LOC and/O Berlin/B-LOC ./O"],
@@ -42,12 +35,27 @@ CONVERT_EXAMPLES = [
 LONG_TEXT_START = 5_000  # skip Moby-Dick's front matter
 HEAT_ROWS = 30  # tokens per heatmap page: readable cells at 1280×800
 AGG_ROWS = 200  # multi-piece words listed in the aggregation table
-NO_SPLIT_WORDS = "(no word here is split into pieces: try the Queequeg example)"
+ENTITY_HEADERS = ["entity_group", "score", "word", "start", "end"]  # the pipeline's field names, as API clients see
+SCHEME_HEADERS = ["#", "ner.col_unit", "ner.col_model_tag", "IOBES"]  # keys are translated, names kept as they are
+AGG_HEADERS = ["ner.col_word", "ner.col_pieces", "first", "average", "max", "ner.col_differ"]
+TOKEN_HEADERS = ["#", "token", "id", "start", "end", "ner.col_characters", "word id", "ner.col_subword",
+                 "ner.col_window"]
+CONVERT_HEADERS = ["ner.col_word", "BIO", "IOBES"]
 
-ENTITY_HEADERS = ["entity_group", "score", "word", "start", "end"]
-SCHEME_HEADERS = ["#", "token / word", "BIO (model)", "IOBES"]
-AGG_HEADERS = ["word", "pieces: argmax tag (p)", "first", "average", "max", "strategies differ"]
-TOKEN_HEADERS = ["#", "token", "id", "start", "end", "characters", "word id", "##-piece (is_subword)", "window"]
+
+def headers(names: list[str]) -> list[str]:
+    """Column names in the learner's language (the entries that are keys; field and scheme names stay)."""
+    return [t(name) if name.startswith("ner.") else name for name in names]
+
+
+def table(rows: list[list], names: list[str]) -> dict:
+    """A gr.Dataframe value with its headers in the learner's language; API clients get the same dict."""
+    return {"headers": headers(names), "data": rows}
+
+
+def rows_of(value) -> list[list]:
+    """The rows of a table a handler returned."""
+    return value["data"] if isinstance(value, dict) else value
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -93,9 +101,9 @@ def _aggregation_rows(tagged: ner.TaggedText) -> list[list]:
                           f"({tagged.probs[t].max():.2f})" for t in word.tokens)
         tags = [f"{by_strategy[s][i].label} ({by_strategy[s][i].score:.2f})" for s in by_strategy]
         differ = len({by_strategy[s][i].label for s in by_strategy}) > 1
-        rows.append([word.word, pieces, *tags, "yes" if differ else ""])
+        rows.append([word.word, pieces, *tags, t("ner.yes") if differ else ""])
     rows.sort(key=lambda row: not row[-1])  # disagreements first: that is where the strategy matters
-    return rows[:AGG_ROWS] or [[NO_SPLIT_WORDS, "", "", "", "", ""]]
+    return rows[:AGG_ROWS] or [[t("ner.no_split_words"), "", "", "", "", ""]]
 
 
 def _token_label(token: ner.Token) -> str:
@@ -108,9 +116,10 @@ def _heatmap(tagged: ner.TaggedText, first: int):
     rows = slice(first, first + HEAT_ROWS)
     probs = tagged.probs[rows]  # (R, C)
     names = [f"{first + i}·{_token_label(token)}" for i, token in enumerate(tagged.tokens[rows])]
-    fig = heatmap(probs, tagged.labels, names, f"p(tag | token), tokens {first}–{first + len(names) - 1} of "
-                  f"{len(tagged.tokens)} (□ = argmax)", zmin=0, zmax=1, x_title="tag", y_title="token",
-                  annotate=True, value_format=".2f")
+    fig = heatmap(probs, tagged.labels, names, t("ner.heat_title", first=first, last=first + len(names) - 1,
+                                                   total=len(tagged.tokens)),
+                  zmin=0, zmax=1, x_title=t("ner.axis_tag"), y_title=t("ner.axis_token"), annotate=True,
+                  value_format=".2f")
     trace = fig.data[0]
     best = probs.argmax(-1)
     fig.add_trace(go.Scatter(x=[trace.x[j] for j in best], y=list(trace.y), mode="markers", hoverinfo="skip",
@@ -125,18 +134,24 @@ def _token_rows(encoded: ner.Encoded) -> list[list]:
         for i in range(a, b):
             in_windows[i].append(str(number))
     return [[i, token.piece, token.id, token.start, token.end, encoded.text[token.start:token.end], token.word_id,
-             "yes" if token.is_subword else "", ", ".join(in_windows[i])] for i, token in enumerate(encoded.tokens)]
+             t("ner.yes") if token.is_subword else "", ", ".join(in_windows[i])]
+            for i, token in enumerate(encoded.tokens)]
 
 
 def _window_note(encoded: ner.Encoded) -> str:
     count = len(encoded.windows)
     if count == 1:
-        return f"{len(encoded.tokens)} tokens: one window of at most {encoded.max_length} (with [CLS] and [SEP])."
-    return (f"{len(encoded.tokens):,} tokens: more than the {encoded.max_length} positions BERT has, so the text was "
-            f"read in **{count} overlapping windows** of {encoded.max_length - 2} tokens (+ [CLS], [SEP]), each "
-            f"repeating the last {encoded.stride} tokens of the one before. Offsets point into the full text; "
-            "entities found twice in an overlap keep the longer (then more confident) one, and the per-token table "
-            "takes each token from the window where it has the most context on both sides.")
+        return t("ner.one_window", tokens=len(encoded.tokens), length=encoded.max_length)
+    return t("ner.many_windows", tokens=f"{len(encoded.tokens):,}", length=encoded.max_length, count=count,
+             inner=encoded.max_length - 2, stride=encoded.stride)
+
+
+def _label_set(labels: list[str]) -> str:
+    """The checkpoint's label set in one line: its entity types and its scheme (BIO or IOBES)."""
+    prefixes = {ner.split_tag(label)[0] for label in labels if label != ner.OUTSIDE}
+    kinds = list(dict.fromkeys(ner.split_tag(label)[1] for label in labels if label != ner.OUTSIDE))
+    scheme = "IOBES" if prefixes & {"E", "S"} else "BIO"
+    return t("ner.label_set", count=len(labels), kinds=", ".join(kinds), scheme=scheme)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -147,14 +162,18 @@ def _window_note(encoded: ner.Encoded) -> str:
 @gpu_handler
 def tag_text(text: str, model_id: str, strategy: str, progress=gr.Progress()):
     """Run the tagger; if the checkpoint is unavailable, say so and still show the tokenisation."""
-    progress(0, desc="loading the model (first time only)")
+    progress(0, desc=t("ner.loading"))
     try:
         tagged = ner.tag(text, model_id, progress=lambda share, desc: progress(share, desc=desc))
     except ModelUnavailableError as exc:
         return _offline(text, model_id, exc)
-    note = f"**Model:** {tagged.badge}  \n{_window_note(tagged.encoded)}"
+    note = t("ner.model_note", badge=tagged.badge, labels=_label_set(tagged.labels),
+             windows=_window_note(tagged.encoded))
+    if any(ner.split_tag(label)[0] in "ES" for label in tagged.labels if label != ner.OUTSIDE):
+        note += "  \n" + t("ner.iobes_model_note")
     return (tagged, note, *show(tagged, strategy), _heatmap(tagged, 0),
-            gr.Slider(maximum=max(len(tagged.tokens) - 1, 1), value=0), _token_rows(tagged.encoded))
+            gr.Slider(maximum=max(len(tagged.tokens) - 1, 1), value=0),
+            table(_token_rows(tagged.encoded), TOKEN_HEADERS))
 
 
 def _offline(text: str, model_id: str, exc: ModelUnavailableError):
@@ -163,11 +182,13 @@ def _offline(text: str, model_id: str, exc: ModelUnavailableError):
     except ModelUnavailableError:
         tokenizer, files = registry.tokenizer(MINILM_ID)
     encoded = ner.encode(tokenizer, text)
-    note = (f"⚠️ **No tagger:** {exc}  \nThe tokenisation below still works: it uses the tokenizer of "
-            f"`{files.model_id}`" + (" (MiniLM-L6, bert-base-uncased's vocabulary)." if files.model_id == MINILM_ID
-                                     else ".") + f"  \n{_window_note(encoded)}")
-    waiting = empty_figure("Probabilities need the tagger (see the message above).")
-    return (None, note, None, [], [], [], waiting, gr.Slider(maximum=1, value=0), _token_rows(encoded))
+    model = registry.model_id_or_default("ner", model_id)[:100]
+    source = (t("ner.tokenizer_minilm", model=files.model_id) if files.model_id == MINILM_ID
+              else t("ner.tokenizer_own", model=files.model_id))
+    note = t("ner.offline_note", reason=str(exc), model=model, source=source, windows=_window_note(encoded))
+    waiting = empty_figure(t("ner.waiting_figure"))
+    return (None, note, None, [], [], [], waiting, gr.Slider(maximum=1, value=0),
+            table(_token_rows(encoded), TOKEN_HEADERS))
 
 
 @friendly_errors
@@ -176,14 +197,14 @@ def show(tagged: ner.TaggedText | None, strategy: str):
     if tagged is None:
         return None, [], [], []
     found = ner.entities(tagged, strategy)
-    return (_highlighted(tagged.text, found, tagged.labels), _entity_rows(found), _scheme_rows(tagged, strategy),
-            _aggregation_rows(tagged))
+    return (_highlighted(tagged.text, found, tagged.labels), _entity_rows(found),
+            table(_scheme_rows(tagged, strategy), SCHEME_HEADERS), table(_aggregation_rows(tagged), AGG_HEADERS))
 
 
 @friendly_errors
 def page_heatmap(tagged: ner.TaggedText | None, first: float):
     if tagged is None:
-        return empty_figure("Press “Tag entities” first.")
+        return empty_figure(t("ner.press_tag_first"))
     return _heatmap(tagged, int(first))
 
 
@@ -193,7 +214,8 @@ def convert_tags(line: str):
     pairs = ner.parse_word_tags(line)
     iobes = ner.bio_to_iobes([tag for _, tag in pairs])
     rows = [[word, tag, new] for (word, tag), new in zip(pairs, iobes)]
-    return rows, "**IOBES:** " + " ".join(f"{word} `{tag}`" for (word, _), tag in zip(pairs, iobes))
+    return table(rows, CONVERT_HEADERS), "**IOBES:** " + " ".join(f"{word} `{tag}`"
+                                                                for (word, _), tag in zip(pairs, iobes))
 
 
 @friendly_errors
@@ -208,80 +230,69 @@ def long_text():
 
 NER_ID = registry.CHECKPOINTS["ner"][0]
 P = presets.Preset
-TAG_PRESETS = [P("wolfgang-berlin", "Wolfgang in Berlin", (EXAMPLES[0][0], NER_ID, "first"), "§14.4"),
-               P("pequod", "Moby-Dick names (split words)", (EXAMPLES[1][0], NER_ID, "average"), "§14.4"),
-               P("merkel-macron", "Merkel, Macron, Paris", (EXAMPLES[2][0], NER_ID, "first"), "§14.4"),
-               P("no-entities", "No entities", (EXAMPLES[3][0], NER_ID, "first"), "§14.4"),
-               P("emoji-cjk", "Emoji and Chinese", (EXAMPLES[4][0], NER_ID, "max"), "§14.4"),
-               # Slot: the seed's Chinese example needs a Chinese NER checkpoint (its own issue).
-               P("einstein-berlin-zh", "爱因斯坦在柏林发表演讲", None, "§14.4", note="a Chinese NER model")]
-CONVERT_PRESETS = [P("einstein-iobes", "Seed: 爱因斯坦在柏林发表演讲", (CONVERT_EXAMPLES[0][0],), "§14.4"),
-                   P("new-york", "New York City (B I I → B I E)", (CONVERT_EXAMPLES[1][0],), "§14.4"),
-                   P("broken-bio", "B B, and I without B", (CONVERT_EXAMPLES[2][0],), "§14.4")]
+TAG_PRESETS = [P("wolfgang-berlin", label("ner.preset_wolfgang"), (EXAMPLES[0][0], NER_ID, "first"), "§14.4"),
+               P("pequod", label("ner.preset_pequod"), (EXAMPLES[1][0], NER_ID, "average"), "§14.4"),
+               P("merkel-macron", label("ner.preset_merkel"), (EXAMPLES[2][0], NER_ID, "first"), "§14.4"),
+               P("no-entities", label("ner.preset_no_entities"), (EXAMPLES[3][0], NER_ID, "first"), "§14.4"),
+               P("emoji-cjk", label("ner.preset_emoji_cjk"), (EXAMPLES[4][0], NER_ID, "max"), "§14.4"),
+               P("einstein-berlin-zh", label("ner.preset_einstein_zh"), (EXAMPLES[5][0], ZH_NER_ID, "simple"),
+                 "§14.4"),
+               P("einstein-berlin-zh-hant", label("ner.preset_einstein_zh_hant"),
+                 (EXAMPLES[6][0], ZH_NER_ID, "simple"), "§14.4")]
+CONVERT_PRESETS = [P("einstein-iobes", label("ner.preset_einstein_iobes"), (CONVERT_EXAMPLES[0][0],), "§14.4"),
+                   P("new-york", label("ner.preset_new_york"), (CONVERT_EXAMPLES[1][0],), "§14.4"),
+                   P("broken-bio", label("ner.preset_broken_bio"), (CONVERT_EXAMPLES[2][0],), "§14.4")]
 # (seed §, question, answer, view key, preset)
 LESSON = [
-    ("§14.4", "The seed tags 爱因斯坦在柏林发表演讲 as 爱 B-PER, 因 I-PER, 斯坦 I-PER … in BIO. What are the IOBES "
-     "tags?", "爱 B-PER, 因 I-PER, 斯坦 E-PER, 在 O, 柏林 S-LOC, 发表 O, 演讲 O: the last unit of a multi-unit "
-     "entity becomes E, and a one-unit entity S.", "convert", "einstein-iobes"),
-    ("§14.4", "A tagger puts a classifier with a softmax over labels on every token. Which tokens does it read in "
-     "“My name is Wolfgang and I live in Berlin.”?", "The WordPiece tokens between [CLS] and [SEP] (see "
-     "“Tokenisation & windows”); each gets its own label distribution. With dslim/bert-base-NER, Wolfgang comes "
-     "out as a person and Berlin as a location; offline, the tokenisation still shows.", "tag", "wolfgang-berlin"),
-    ("§14.4", "What does IOBES make of two B- tags in a row, or an I- tag with no B- before it?",
-     "Two B- tags are two entities: Obama S-PER, Barack S-PER. An I- without a B- starts a new entity, as the "
-     "transformers pipeline reads it: UN becomes S-ORG.", "convert", "broken-bio"),
+    ("§14.4", label("ner.lesson_1_q"), label("ner.lesson_1_a"), "convert", "einstein-iobes"),
+    ("§14.4", label("ner.lesson_2_q"), label("ner.lesson_2_a"), "tag", "wolfgang-berlin"),
+    ("§14.4", label("ner.lesson_3_q"), label("ner.lesson_3_a"), "convert", "broken-bio"),
+    ("§14.4", label("ner.lesson_4_q"), label("ner.lesson_4_a"), "tag", "einstein-berlin-zh"),
 ]
 
 
 def build() -> None:
-    gr.Markdown(INTRO)
+    gr.Markdown(label("ner.intro"), latex_delimiters=LATEX)
     lesson_slot = gr.Column()
     tagged = gr.State(None)
     with gr.Row():
         model_id = model_picker("ner")
-        strategy = gr.Radio(list(ner.STRATEGIES), value="first", label="Subword aggregation",
-                            info="How a word split into pieces gets one tag.")
-    text = gr.Textbox(label=f"Text (up to {MAX_TEXT_CHARS:,} characters; long text is read in windows)", lines=3,
-                      value=EXAMPLES[0][0])
+        strategy = gr.Radio(list(ner.STRATEGIES), value="first", label=label("ner.strategy"),
+                            info=label("ner.strategy_info"))
+    gr.Markdown(label("ner.checkpoints"))
+    text = gr.Textbox(label=label("ner.text_label"), lines=3, value=EXAMPLES[0][0])
     with gr.Row():
-        run_button = gr.Button("Tag entities", variant="primary", scale=3)
-        long_button = gr.Button(f"Load {MAX_TEXT_CHARS:,} characters of Moby-Dick", scale=1)
+        run_button = gr.Button(label("ner.tag_button"), variant="primary", scale=3)
+        long_button = gr.Button(label("ner.long_button"), scale=1)
     tag_bar = gr.Column()
     note = gr.Markdown()
-    highlighted = gr.HighlightedText(label="Entities (type and score)", show_legend=False, combine_adjacent=False)
+    highlighted = gr.HighlightedText(label=label("ner.entities_label"), show_legend=False, combine_adjacent=False)
 
-    with gr.Tab("BIO · IOBES · entities"):
-        gr.Markdown("Left: the tag of every unit (a token for **simple**, a whole word otherwise) and the same tags "
-                    "in IOBES, where a one-unit entity is **S** and a longer one runs **B** … **I** … **E**. "
-                    "Right: "
-                    "neighbouring units of one type merged into entities (a **B-** always starts a new one).")
+    with gr.Tab(label("ner.tab_schemes")):
+        gr.Markdown(label("ner.schemes_intro"))
         with gr.Row():
-            schemes = gr.Dataframe(headers=SCHEME_HEADERS, interactive=False, max_height=520, label="Tags",
-                buttons=TABLE_BUTTONS)
+            schemes = gr.Dataframe(headers=headers(SCHEME_HEADERS), interactive=False, max_height=520,
+                                   label=label("ner.tags"), buttons=TABLE_BUTTONS)
             entity_table = gr.Dataframe(headers=ENTITY_HEADERS, interactive=False, max_height=520,
-                                        label="Grouped entities (as transformers' pipeline reports them)",
+                                        label=label("ner.grouped_entities"),
                                             buttons=TABLE_BUTTONS)
-    with gr.Tab("Per-token probabilities"):
-        heat_first = gr.Slider(0, 1, value=0, step=1, label=f"First token shown ({HEAT_ROWS} rows per page)")
-        heat = gr.Plot(empty_figure("Press “Tag entities” to see p(tag | token) for every WordPiece token."),
-            show_label=False)
-    with gr.Tab("Aggregation on split words"):
-        gr.Markdown("Every word the tokenizer cut into pieces, with each piece's own argmax tag and the word's tag "
-                    "under each strategy. Rows where the strategies disagree come first.")
-        aggregation = gr.Dataframe(headers=AGG_HEADERS, interactive=False, max_height=520, wrap=True,
+    with gr.Tab(label("ner.tab_probabilities")):
+        heat_first = gr.Slider(0, 1, value=0, step=1, label=label("ner.heat_first"))
+        heat = gr.Plot(empty_figure(t("ner.heat_placeholder")), show_label=False)
+    with gr.Tab(label("ner.tab_aggregation")):
+        gr.Markdown(label("ner.aggregation_intro"))
+        aggregation = gr.Dataframe(headers=headers(AGG_HEADERS), interactive=False, max_height=520, wrap=True,
             buttons=TABLE_BUTTONS)
-    with gr.Tab("Tokenisation & windows"):
-        gr.Markdown("WordPiece tokens with their character offsets and word ids. A token is a **##-piece** when it "
-                    "continues the previous token's word; only those are merged by first/average/max.")
-        tokens = gr.Dataframe(headers=TOKEN_HEADERS, interactive=False, max_height=520, buttons=TABLE_BUTTONS)
-    with gr.Tab("BIO → IOBES (seed §14)", id="iobes") as iobes_tab:
-        gr.Markdown("Tag words by hand as `word/TAG` and convert. The seed's example: 爱 B-PER, 因 I-PER, 斯坦 "
-                    "E-PER, 在 O, 柏林 S-LOC, 发表 O, 演讲 O.")
-        tag_line = gr.Textbox(label="Words with BIO tags", value=CONVERT_EXAMPLES[0][0])
-        convert_button = gr.Button("Convert to IOBES", variant="primary")
+    with gr.Tab(label("ner.tab_tokens")):
+        gr.Markdown(label("ner.tokens_intro"))
+        tokens = gr.Dataframe(headers=headers(TOKEN_HEADERS), interactive=False, max_height=520, buttons=TABLE_BUTTONS)
+    with gr.Tab(label("ner.tab_convert"), id="iobes") as iobes_tab:
+        gr.Markdown(label("ner.convert_intro"))
+        tag_line = gr.Textbox(label=label("ner.tag_line"), value=CONVERT_EXAMPLES[0][0])
+        convert_button = gr.Button(label("ner.convert_button"), variant="primary")
         convert_bar = gr.Column()
         converted_note = gr.Markdown()
-        converted = gr.Dataframe(headers=["word", "BIO", "IOBES"], interactive=False, buttons=TABLE_BUTTONS)
+        converted = gr.Dataframe(headers=headers(CONVERT_HEADERS), interactive=False, buttons=TABLE_BUTTONS)
 
     run_button.click(tag_text, [text, model_id, strategy],
                      [tagged, note, highlighted, entity_table, schemes, aggregation, heat, heat_first, tokens],

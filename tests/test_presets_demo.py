@@ -26,6 +26,8 @@ def rows(value) -> int:
         return len(value)
     if hasattr(value, "data") and isinstance(value.data, pd.DataFrame):  # a pandas Styler
         return len(value.data)
+    if isinstance(value, dict):  # {"headers": ..., "data": ...}: a table with headers in the learner's language
+        return len(value.get("data") or [])
     return len(value) if isinstance(value, list) else -1
 
 

@@ -276,7 +276,7 @@ def test_config_and_tokenizer_fetch_only_their_files(server, mlm_folder):
     assert tokenizer.encode("hello world").tokens[1:3] == ["hello", "world"]
     assert server.count("model.safetensors") == 0
     card = mlm.model_card(REPO)  # the masked-LM tab's Model card view
-    assert card.source == "the checkpoint's config.json" and card.config.hidden_size == 32
+    assert card.source == mlm.CONFIG_FILE and card.config.hidden_size == 32
     from demo import mlm as mlm_demo
 
     summary = mlm_demo.masking(REPO, "the cat sat on the mat", 0, 20)[-1]  # the Masking view, on its tokenizer
