@@ -35,7 +35,7 @@ def _flatten(tree: dict, prefix: str = "") -> dict[str, str]:
     return flat
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=len(LANGUAGES))  # one table per language
 def table(lang: str) -> dict[str, str]:
     """Every string of one language, by dotted key ("tabs.ngram")."""
     if lang not in LANGUAGES:
