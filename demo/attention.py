@@ -12,6 +12,7 @@ from core import attention as att
 from core.errors import ModelUnavailableError, UserInputError
 from demo import presets
 from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker, whole_number
+from demo.downloads import model_event
 from demo.figures import (COLORWAY, DIVERGING_SCALE, SEQUENTIAL_SCALE, empty_figure, heatmap, lines, styled,
                           subplot_grid, unique_labels)
 
@@ -647,10 +648,12 @@ def build() -> None:
         grid_plot = gr.Plot(empty_figure("The layer × head grid appears here."), show_label=False)
         model_inputs = [picker, text, pair, layer, head, hide]
         model_outputs = [notice, head_plot, mean_plot, grid_plot, layer, head]
-        run_button.click(explore, model_inputs, model_outputs, api_name="attention_model", concurrency_id="bert", concurrency_limit=4)
-        hide.input(explore, model_inputs, model_outputs, api_name="attention_model_hide", concurrency_id="bert", concurrency_limit=4, api_visibility="undocumented")
-        layer.release(show_head, model_inputs, [head_plot, mean_plot], api_name="attention_layer", concurrency_id="bert", concurrency_limit=4)
-        head.release(show_head, model_inputs, [head_plot, mean_plot], api_name="attention_head", concurrency_id="bert", concurrency_limit=4)
+        encoder = {"encoder": picker}
+        model_event(run_button.click, encoder, explore, model_inputs, model_outputs, api_name="attention_model")
+        model_event(hide.input, encoder, explore, model_inputs, model_outputs, api_name="attention_model_hide",
+                    api_visibility="undocumented")
+        model_event(layer.release, encoder, show_head, model_inputs, [head_plot, mean_plot], api_name="attention_layer")
+        model_event(head.release, encoder, show_head, model_inputs, [head_plot, mean_plot], api_name="attention_head")
         model_view = presets.View("attention", "model", model_inputs, model_outputs, explore, MODEL_PRESETS,
                                   where=model_tab)
         with model_bar:

@@ -11,6 +11,7 @@ from gradio.context import Context
 from core import classify, finetune, finetune_train
 from core.errors import ModelUnavailableError, UserInputError
 from demo.common import friendly_errors, gpu_handler, model_picker
+from demo.downloads import model_event
 from demo.figures import COLORWAY, bar, empty_figure, heatmap, styled, subplot_grid
 
 TITLE = "Classification & fine-tuning"
@@ -355,16 +356,15 @@ def build() -> None:
 
     view1_outputs = [summary, probs, vector, logits, layout, layout_note, layout_table]
     view1_inputs = [model_id, task, text_a, text_b, max_length]
-    run_button.click(classify_text, view1_inputs, view1_outputs, api_name="classify_run", concurrency_id="bert",
-                     concurrency_limit=4)
+    model_event(run_button.click, {"classify": model_id}, classify_text, view1_inputs, view1_outputs,
+                api_name="classify_run")
     for index, button in enumerate(preset_buttons):
-        button.click(_preset(index), [max_length], [model_id, task, text_a, text_b, *view1_outputs],
-                     api_name=f"classify_preset_{index}", concurrency_id="bert", concurrency_limit=4)
+        model_event(button.click, {"classify": PRESETS[index][1]}, _preset(index), [max_length],
+                    [model_id, task, text_a, text_b, *view1_outputs], api_name=f"classify_preset_{index}")
     # Content on first open: the tab's own select event (or page load when built outside a tab).
     parent = Context.block
     opener = parent.select if isinstance(parent, gr.Tab) else Context.root_block.load
-    opener(classify_text, view1_inputs, view1_outputs, api_name="classify_open", concurrency_id="bert",
-           concurrency_limit=4)
+    model_event(opener, {"classify": model_id}, classify_text, view1_inputs, view1_outputs, api_name="classify_open")
 
     data_inputs = [dataset, pasted, upload, seed]
     data_outputs = [data_note, accuracy, sample]

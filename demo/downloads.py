@@ -26,6 +26,7 @@ import gradio as gr
 
 from core import registry
 from core.errors import LearnerError
+from core.gpt import CHAR_GPT_ID
 from demo.common import friendly_errors, log
 
 # Downloads are I/O-bound and deduplicated per model id (core/hub.py), so the group is wide; the limit bounds the
@@ -33,6 +34,8 @@ from demo.common import friendly_errors, log
 DOWNLOAD_QUEUE = dict(concurrency_id="download", concurrency_limit=8)
 BERT_QUEUE = dict(concurrency_id="bert", concurrency_limit=4)
 TRIGGER_OPTIONS = ("trigger_mode", "js")  # options of the trigger (the first step), not of the model step
+# Ids a task runs without the registry: the GPT views' bundled char-GPT (also what an empty picker means there).
+BUNDLED = {"causal-lm": ("", CHAR_GPT_ID)}
 
 
 def byte_progress(progress: gr.Progress) -> registry.Progress:
@@ -45,24 +48,36 @@ def fetch_models(models: list[tuple[str, object]], progress: registry.Progress |
     """Make each ``(task, model id)`` local. A learner's error (offline, stalled, refused) is not raised here: the
     registry remembers it and the model step reports it, or falls back where the view can."""
     for task, model_id in models:
+        if str(model_id or "").strip() in BUNDLED.get(task, ()):
+            continue
         try:
             registry.fetch(task, model_id, progress)
         except LearnerError as exc:
             log.info("download step: %s", exc.key)
 
 
-def _download_step(tasks: list[str], outputs: int) -> Callable:
+def _download_step(models: dict[str, object], outputs: int) -> Callable:
+    """The first step's handler: one parameter per model component (a str in ``models`` is a fixed id)."""
     unchanged = gr.skip() if outputs == 1 else tuple(gr.skip() for _ in range(outputs))
-    if len(tasks) == 1:
+
+    def fetch(values, progress):
+        given = iter(values)
+        fetch_models([(task, source if isinstance(source, str) else next(given)) for task, source in models.items()],
+                     byte_progress(progress))
+        return unchanged
+
+    inputs = sum(not isinstance(source, str) for source in models.values())
+    if inputs == 0:
+        def download(progress=gr.Progress()):
+            return fetch((), progress)
+    elif inputs == 1:
         def download(model_id, progress=gr.Progress()):
-            fetch_models([(tasks[0], model_id)], byte_progress(progress))
-            return unchanged
-    elif len(tasks) == 2:
+            return fetch((model_id,), progress)
+    elif inputs == 2:
         def download(first_id, second_id, progress=gr.Progress()):
-            fetch_models(list(zip(tasks, (first_id, second_id))), byte_progress(progress))
-            return unchanged
+            return fetch((first_id, second_id), progress)
     else:
-        raise ValueError("a view downloads one or two checkpoints")
+        raise ValueError("a view downloads at most two checkpoints")
     return friendly_errors(download)
 
 
@@ -90,14 +105,15 @@ def local_only(fn: Callable) -> Callable:
     return wrapper
 
 
-def model_event(trigger: Callable, models: dict[str, gr.components.Component], fn: Callable, inputs, outputs, *,
-                api_name: str, queue: dict | None = None, **options):
+def model_event(trigger: Callable, models: dict[str, object], fn: Callable, inputs, outputs, *, api_name: str,
+                queue: dict | None = None, **options):
     """``trigger`` (a bound event listener such as ``button.click``) runs the download step for ``models``
-    ({task: the component holding its checkpoint id}), then ``fn`` on ``queue`` (default: the "bert" group) with
-    ``options`` (batch=True, max_batch_size, api_visibility, ...). Returns the model step's dependency."""
+    ({task: the component holding its checkpoint id, or a fixed id}), then ``fn`` on ``queue`` (default: the
+    "bert" group) with ``options`` (batch=True, max_batch_size, api_visibility, ...). Returns the model step."""
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     first = {key: options.pop(key) for key in TRIGGER_OPTIONS if key in options}
-    download = trigger(_download_step(list(models), len(outputs)), list(models.values()), outputs,
+    sources = [source for source in models.values() if not isinstance(source, str)]
+    download = trigger(_download_step(models, len(outputs)), sources, outputs,
                        api_name=f"{api_name}_download", api_visibility="undocumented", **DOWNLOAD_QUEUE, **first)
     return download.then(local_only(fn), inputs, outputs, api_name=api_name,
                          **(BERT_QUEUE if queue is None else queue), **options)

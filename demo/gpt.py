@@ -10,6 +10,7 @@ import numpy as np
 from core import gpt
 from core.errors import UserInputError
 from demo.common import friendly_errors, gpu_handler, number_in_range
+from demo.downloads import model_event
 from demo.figures import bar, empty_figure, heatmap
 
 INTRO = r"""
@@ -202,9 +203,12 @@ def build() -> None:
             next_table = gr.Dataframe(headers=["token", "p after τ and top-k", "p at τ = 1"], interactive=False)
         next_inputs, next_outputs = [model, text, temperature, top_k], [next_note, next_plot, next_table]
         _presets(NEXT_EXAMPLES, next_inputs, next_outputs, next_token, "transformer_gpt_next")
-        next_button.click(next_token, next_inputs, next_outputs, api_name="transformer_gpt_next")
-        text.submit(next_token, next_inputs, next_outputs, api_name="transformer_gpt_next_submit")
-        next_tab.select(next_token, next_inputs, next_outputs, api_name="transformer_gpt_next_open")
+        model_event(next_button.click, {"causal-lm": model}, next_token, next_inputs, next_outputs,
+                    api_name="transformer_gpt_next", queue={})
+        model_event(text.submit, {"causal-lm": model}, next_token, next_inputs, next_outputs,
+                    api_name="transformer_gpt_next_submit", queue={})
+        model_event(next_tab.select, {"causal-lm": model}, next_token, next_inputs, next_outputs,
+                    api_name="transformer_gpt_next_open", queue={})
 
     with gr.Tab("GPT: generate") as generate_tab:
         gen_model = _model_picker()
@@ -222,8 +226,10 @@ def build() -> None:
         gen_inputs = [gen_model, prompt, length, gen_temperature, gen_top_k, seed]
         gen_outputs = [gen_text, gen_steps, gen_note]
         _presets(GENERATE_EXAMPLES, gen_inputs, gen_outputs, generate, "transformer_gpt_generate")
-        gen_button.click(generate, gen_inputs, gen_outputs, api_name="transformer_gpt_generate")
-        generate_tab.select(generate, gen_inputs, gen_outputs, api_name="transformer_gpt_generate_open")
+        model_event(gen_button.click, {"causal-lm": gen_model}, generate, gen_inputs, gen_outputs,
+                    api_name="transformer_gpt_generate", queue={})
+        model_event(generate_tab.select, {"causal-lm": gen_model}, generate, gen_inputs, gen_outputs,
+                    api_name="transformer_gpt_generate_open", queue={})
 
     with gr.Tab("GPT: causal attention") as attention_tab:
         att_model = _model_picker()
@@ -239,8 +245,10 @@ def build() -> None:
             att_mean = gr.Plot(empty_figure("The mean over heads appears here."))
         att_inputs, att_outputs = [att_model, att_text, layer, head], [att_note, att_plot, att_mean]
         _presets(ATTENTION_EXAMPLES, att_inputs, att_outputs, attention, "transformer_gpt_attention")
-        att_button.click(attention, att_inputs, att_outputs, api_name="transformer_gpt_attention")
-        attention_tab.select(attention, att_inputs, att_outputs, api_name="transformer_gpt_attention_open")
+        model_event(att_button.click, {"causal-lm": att_model}, attention, att_inputs, att_outputs,
+                    api_name="transformer_gpt_attention", queue={})
+        model_event(attention_tab.select, {"causal-lm": att_model}, attention, att_inputs, att_outputs,
+                    api_name="transformer_gpt_attention_open", queue={})
 
     with gr.Tab("GPT vs BERT") as vs_tab:
         gr.Markdown("One blank (`__` or `[MASK]`), two kinds of model. A causal LM (GPT) predicts the blank from the "
@@ -260,5 +268,7 @@ def build() -> None:
             bert_plot = gr.Plot(empty_figure("The masked LM's distribution appears here."))
         vs_inputs, vs_outputs = [vs_text, gpt_id, bert_id], [vs_note, gpt_plot, bert_plot]
         _presets(VS_EXAMPLES, vs_inputs, vs_outputs, gpt_vs_bert, "transformer_gpt_vs_bert")
-        vs_button.click(gpt_vs_bert, vs_inputs, vs_outputs, api_name="transformer_gpt_vs_bert")
-        vs_tab.select(gpt_vs_bert, vs_inputs, vs_outputs, api_name="transformer_gpt_vs_bert_open")
+        model_event(vs_button.click, {"causal-lm": gpt_id, "mlm": bert_id}, gpt_vs_bert, vs_inputs, vs_outputs,
+                    api_name="transformer_gpt_vs_bert", queue={})
+        model_event(vs_tab.select, {"causal-lm": gpt_id, "mlm": bert_id}, gpt_vs_bert, vs_inputs, vs_outputs,
+                    api_name="transformer_gpt_vs_bert_open", queue={})

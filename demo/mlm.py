@@ -11,6 +11,7 @@ from core.registry import MINILM_ID
 from core.errors import ModelUnavailableError, UserInputError
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, log, model_picker, whole_number
+from demo.downloads import byte_progress, model_event
 from demo.i18n import t
 from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
 
@@ -67,13 +68,8 @@ PIECE_NOTE = ("The real bert-base-uncased vocabulary keeps *playing* whole; the 
 # Loading, with the reason shown when the checkpoint cannot be had
 
 
-def download_progress(progress: gr.Progress):
-    """registry's progress(fraction, message) callable -> gr.Progress (MB of MB while a checkpoint downloads)."""
-    return lambda fraction, message: progress(fraction, desc=message)
-
-
 def load_mlm(model_id: str, progress: gr.Progress) -> registry.LoadedModel:
-    return registry.load("mlm", model_id, progress=download_progress(progress))
+    return registry.load("mlm", model_id, progress=byte_progress(progress))
 
 
 def unavailable(exc: ModelUnavailableError) -> str:
@@ -231,7 +227,7 @@ def compare(model_id: str, text: str, top_k: float, progress=gr.Progress()):
 def inputs(model_id: str, text: str, pair: str, progress=gr.Progress()):
     """→ notice, highlighted tokens, token table, 4 heatmaps."""
     fm.clean_text(text)
-    loaded, reason = fm.model_for_views(model_id, download_progress(progress))
+    loaded, reason = fm.model_for_views(model_id, byte_progress(progress))
     rep = fm.input_representation(loaded, text, pair or None)
     segment_names = {0: "segment A (0)", 1: "segment B (1)"}
     highlighted = [(token + " ", segment_names[s]) for token, s in zip(rep.tokens, rep.segment_ids)]
@@ -440,9 +436,9 @@ def build() -> None:
             mask_button.click(mask_chosen_word, [text, word], text, api_name="mlm_mask_word")
             # batch=True: requests that arrive together (a class pressing Fill at once) share one forward pass;
             # benchmarks/batching.py measures the throughput against fill (unbatched).
-            fill_button.click(fill_batch, [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
-                              api_name="mlm_fill", concurrency_id="bert", concurrency_limit=4, batch=True,
-                              max_batch_size=fm.FILL_BATCH)
+            model_event(fill_button.click, {"mlm": model_id}, fill_batch, [model_id, text, top_k],
+                        [notice, filled, fill_plot, fill_table], api_name="mlm_fill", batch=True,
+                        max_batch_size=fm.FILL_BATCH)
             # Tab level (where=None): the first sub-tab, shown (and computed) when the tab opens.
             fill_view = presets.View("mlm", "fill", [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
                                      fill, FILL_PRESETS)
@@ -460,8 +456,8 @@ def build() -> None:
             with gr.Row():
                 both_plot, left_plot = gr.Plot(label="Both sides", show_label=False), gr.Plot(label="Left only",
                     show_label=False)
-            compare_button.click(compare, [model_id, compare_text, compare_k],
-                                 [notice, compare_md, both_plot, left_plot], api_name="mlm_compare", concurrency_id="bert", concurrency_limit=4)
+            model_event(compare_button.click, {"mlm": model_id}, compare, [model_id, compare_text, compare_k],
+                        [notice, compare_md, both_plot, left_plot], api_name="mlm_compare")
             presets.View("mlm", "compare", [model_id, compare_text, compare_k], [notice, compare_md, both_plot, left_plot],
                          compare, COMPARE_PRESETS, where=compare_tab).buttons()
 
@@ -482,9 +478,9 @@ def build() -> None:
                 token_plot, segment_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
             with gr.Row():
                 position_plot, sum_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
-            inputs_button.click(inputs, [model_id, first, second],
-                                [inputs_md, tokens, token_table, token_plot, segment_plot, position_plot, sum_plot],
-                                api_name="mlm_inputs")
+            model_event(inputs_button.click, {"mlm": model_id}, inputs, [model_id, first, second],
+                        [inputs_md, tokens, token_table, token_plot, segment_plot, position_plot, sum_plot],
+                        api_name="mlm_inputs", queue={})
             inputs_view = presets.View("mlm", "inputs", [model_id, first, second],
                                        [inputs_md, tokens, token_table, token_plot, segment_plot, position_plot,
                                         sum_plot], inputs, INPUT_PRESETS, where=inputs_tab)
@@ -524,7 +520,8 @@ def build() -> None:
             nsp_button = gr.Button("Is B the next sentence?", variant="primary")
             nsp_plot = gr.Plot(show_label=False)
             nsp_md = gr.Markdown()
-            nsp_button.click(nsp, [model_id, nsp_first, nsp_second], [notice, nsp_plot, nsp_md], api_name="mlm_nsp", concurrency_id="bert", concurrency_limit=4)
+            model_event(nsp_button.click, {"mlm": model_id}, nsp, [model_id, nsp_first, nsp_second],
+                        [notice, nsp_plot, nsp_md], api_name="mlm_nsp")
             presets.View("mlm", "nsp", [model_id, nsp_first, nsp_second], [notice, nsp_plot, nsp_md], nsp,
                          NSP_PRESETS, where=nsp_tab).buttons()
 
@@ -550,8 +547,8 @@ def build() -> None:
             bank_md = gr.Markdown()
             with gr.Row():
                 contextual_plot, static_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
-            bank_button.click(bank, [model_id, bank_word, bank_1, bank_2, bank_3],
-                              [notice, contextual_plot, static_plot, bank_md], api_name="mlm_bank", concurrency_id="bert", concurrency_limit=4)
+            model_event(bank_button.click, {"mlm": model_id}, bank, [model_id, bank_word, bank_1, bank_2, bank_3],
+                        [notice, contextual_plot, static_plot, bank_md], api_name="mlm_bank")
             presets.View("mlm", "bank", [model_id, bank_word, bank_1, bank_2, bank_3],
                          [notice, contextual_plot, static_plot, bank_md], bank, BANK_PRESETS, where=bank_tab).buttons()
 

@@ -12,6 +12,7 @@ from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
+from demo.downloads import model_event
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, styled
 
 TITLE = "QA"
@@ -311,8 +312,8 @@ def build() -> None:
     options = [max_answer_len, top_k, doc_stride, max_seq_len]
     answer_outputs = [highlight, summary, candidates, probs, window, chart_state]
     layout_outputs = [layout, layout_note, layout_table]
-    run_button.click(answer_question, [model_id, question, context, *options, no_answer], answer_outputs,
-                     api_name="qa_answer", concurrency_id="bert", concurrency_limit=4)
+    model_event(run_button.click, {"qa": model_id}, answer_question, [model_id, question, context, *options, no_answer],
+                answer_outputs, api_name="qa_answer")
     layout_button.click(show_layout, [model_id, question, context, doc_stride, max_seq_len], layout_outputs,
                         api_name="qa_layout")
     window.release(show_window, [chart_state, window], [probs], api_name="qa_window")

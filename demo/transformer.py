@@ -15,6 +15,7 @@ from core import transformer as tr
 from core.errors import ModelUnavailableError, UserInputError
 from demo import gpt
 from demo.common import friendly_errors, gpu_handler, model_picker, whole_number
+from demo.downloads import model_event
 from demo.figures import bar, empty_figure, heatmap, lines
 
 TITLE = "Transformer & GPT"
@@ -282,8 +283,8 @@ def build() -> None:
         gpt.build()  # the GPT views: next token, generation, causal attention, GPT vs BERT
     for trigger, name in ((opened, "transformer_block_open"), (block_tab, "transformer_block_view")):
         if trigger is not None:
-            trigger.select(block, block_inputs, block_outputs, api_name=name, api_visibility="undocumented",
-                           concurrency_id="bert", concurrency_limit=4)
+            model_event(trigger.select, {"encoder": block_inputs[0]}, block, block_inputs, block_outputs, api_name=name,
+                        api_visibility="undocumented")
 
 
 def build_block_view():
@@ -313,12 +314,15 @@ def build_block_view():
                              label="Every step of the chosen layer, with its shape (the chosen token's values)")
     inputs = [picker, text, token, layer]
     outputs = [summary, token, layer, strip, residual, movement, attn, table]
-    bert = dict(concurrency_id="bert", concurrency_limit=4)
-    run_button.click(block, inputs, outputs, api_name="transformer_block", **bert)
-    text.submit(block, inputs, outputs, api_name="transformer_block_submit", api_visibility="undocumented", **bert)
-    token.input(block, inputs, outputs, api_name="transformer_block_token", api_visibility="undocumented", **bert)
-    layer.release(block_layer, inputs, [strip, attn, table], api_name="transformer_block_layer", **bert)
-    preset.input(block_preset, [picker, preset], [text, *outputs], api_name="transformer_block_preset", **bert)
+    encoder = {"encoder": picker}
+    model_event(run_button.click, encoder, block, inputs, outputs, api_name="transformer_block")
+    model_event(text.submit, encoder, block, inputs, outputs, api_name="transformer_block_submit",
+                api_visibility="undocumented")
+    model_event(token.input, encoder, block, inputs, outputs, api_name="transformer_block_token",
+                api_visibility="undocumented")
+    model_event(layer.release, encoder, block_layer, inputs, [strip, attn, table], api_name="transformer_block_layer")
+    model_event(preset.input, encoder, block_preset, [picker, preset], [text, *outputs],
+                api_name="transformer_block_preset")
     return tab, inputs, outputs
 
 
