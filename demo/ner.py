@@ -12,6 +12,7 @@ from core.errors import ModelUnavailableError
 from core.limits import MAX_TEXT_CHARS
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
+from demo.batching import BATCH, batched
 from demo.downloads import model_event
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, heatmap
 
@@ -284,9 +285,10 @@ def build() -> None:
         converted_note = gr.Markdown()
         converted = gr.Dataframe(headers=["word", "BIO", "IOBES"], interactive=False, buttons=TABLE_BUTTONS)
 
-    model_event(run_button.click, {"ner": model_id}, tag_text, [text, model_id, strategy],
-                [tagged, note, highlighted, entity_table, schemes, aggregation, heat, heat_first, tokens],
-                api_name="ner_tag")
+    tag_inputs = [text, model_id, strategy]
+    tag_outputs = [tagged, note, highlighted, entity_table, schemes, aggregation, heat, heat_first, tokens]
+    model_event(run_button.click, {"ner": model_id}, batched(tag_text, tag_inputs, tag_outputs, note), tag_inputs,
+                tag_outputs, api_name="ner_tag", **BATCH)
     strategy.change(show, [tagged, strategy], [highlighted, entity_table, schemes, aggregation],
                     api_name="ner_show")
     heat_first.release(page_heatmap, [tagged, heat_first], [heat], api_name="ner_heatmap")

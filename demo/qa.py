@@ -12,6 +12,7 @@ from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
+from demo.batching import BATCH, batched
 from demo.downloads import model_event
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, styled
 
@@ -312,8 +313,9 @@ def build() -> None:
     options = [max_answer_len, top_k, doc_stride, max_seq_len]
     answer_outputs = [highlight, summary, candidates, probs, window, chart_state]
     layout_outputs = [layout, layout_note, layout_table]
-    model_event(run_button.click, {"qa": model_id}, answer_question, [model_id, question, context, *options, no_answer],
-                answer_outputs, api_name="qa_answer")
+    answer_inputs = [model_id, question, context, *options, no_answer]
+    model_event(run_button.click, {"qa": model_id}, batched(answer_question, answer_inputs, answer_outputs, summary),
+                answer_inputs, answer_outputs, api_name="qa_answer", **BATCH)
     layout_button.click(show_layout, [model_id, question, context, doc_stride, max_seq_len], layout_outputs,
                         api_name="qa_layout")
     window.release(show_window, [chart_state, window], [probs], api_name="qa_window")
