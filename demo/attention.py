@@ -12,7 +12,6 @@ from core import attention as att
 from core.errors import ModelUnavailableError, UserInputError
 from demo import presets
 from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker, whole_number
-from demo.batching import BATCH, batched
 from demo.downloads import model_event
 from demo.figures import (COLORWAY, DIVERGING_SCALE, SEQUENTIAL_SCALE, empty_figure, heatmap, lines, styled,
                           subplot_grid, unique_labels)
@@ -650,8 +649,7 @@ def build() -> None:
         model_inputs = [picker, text, pair, layer, head, hide]
         model_outputs = [notice, head_plot, mean_plot, grid_plot, layer, head]
         encoder = {"encoder": picker}
-        model_event(run_button.click, encoder, batched(explore, model_inputs, model_outputs, notice), model_inputs,
-                    model_outputs, api_name="attention_model", **BATCH)
+        model_event(run_button.click, encoder, explore, model_inputs, model_outputs, api_name="attention_model")
         model_event(hide.input, encoder, explore, model_inputs, model_outputs, api_name="attention_model_hide",
                     api_visibility="undocumented")
         model_event(layer.release, encoder, show_head, model_inputs, [head_plot, mean_plot], api_name="attention_layer")

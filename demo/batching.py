@@ -1,65 +1,57 @@
-"""Gradio's dynamic batching (``batch=True``) for handlers written for one request.
+"""Gradio's dynamic batching (``batch=True``) for the BERT events whose model reads many requests in one pass.
 
-With ``batch=True`` Gradio gathers the requests that wait for the same event into one call: each parameter arrives
-as a list (one value per request) and each output must be a list. ``batched(fn, inputs, outputs, notice)`` adapts a
-per-request handler (wrapped in friendly_errors, as every handler is):
+With ``batch=True`` Gradio gathers the requests waiting for the same event into one call: each parameter arrives as
+a list (one value per request) and each output must be a list. ``by_checkpoint`` does the bookkeeping a batch
+handler needs (demo/ner.py ``tag_batch``): requests are grouped by checkpoint, each group runs through the core's
+batched function (core.ner.tag_many: the windows of all texts share forward passes), and a request's own problem
+(empty text, a slip of ours) becomes that request's message in its notice output, the other outputs left as they
+were, so the other requests of the batch still answer. The batch runs in the language of its first request (Gradio
+passes one request per batch).
 
-- a batch of one behaves exactly like ``fn`` (its error is raised, and shown as the usual message);
-- in a larger batch each request runs on its own, and a request's own error (empty text, a checkpoint that is not
-  here, a slip of ours) becomes that request's outputs: the message in its ``notice`` output, the other outputs
-  left as they were. The other requests of the batch answer normally;
-- the parameters keep ``fn``'s names, which are the endpoint's parameter names for API clients.
-
-The gain is in serving, not in the arithmetic: one worker-thread round trip and one queue slot for up to
-``max_batch_size`` requests, instead of one each (benchmarks/batching.py measures it against the unbatched
-handler). The batch runs in the language of its first request (Gradio passes one request per batch).
+A per-request loop inside a batch is not batching: measured on 16 users it served fewer requests than the
+unbatched handler on 4 slots (benchmarks/batching.py), so only events with a real batched forward pass use this.
 """
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
 
 import gradio as gr
 
-BATCH = dict(batch=True, max_batch_size=8)  # pass to demo.downloads.model_event with a batched handler
+from core import registry
+from core.errors import LearnerError
+from core.i18n import text, using_language
+from demo.common import log
+
+BATCH = dict(batch=True, max_batch_size=8)  # pass to demo.downloads.model_event with a batch handler
 REFUSED = "⚠️ {message}"
 
 
-def batched(fn: Callable, inputs: list, outputs: list, notice) -> Callable:
-    """``fn`` as a batch handler for an event with these ``inputs`` (its first parameters; the others keep their
-    defaults) and ``outputs``; ``notice`` (one of ``outputs``) shows a refused request's message."""
-    where = next(index for index, component in enumerate(outputs) if component is notice)
-    signature = inspect.signature(fn)
-    kept = [p for p in signature.parameters.values()
-            if p.name != "request" and not isinstance(p.default, gr.Progress)][:len(inputs)]
-    request_parameter = inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
-                                          annotation=gr.Request)
+def by_checkpoint(task: str, model_ids: list, run: Callable[[str, list[int]], list], *, outputs: int, notice: int,
+                  request: gr.Request | None = None) -> tuple[list, ...]:
+    """The output lists of a batch. ``run(checkpoint, indices)`` answers the requests at ``indices`` (all for one
+    checkpoint) with one entry each: that request's outputs, or the LearnerError that refuses it. ``notice`` is the
+    index of the output that shows a refused request's message."""
+    from demo.i18n import language_of  # demo.i18n imports demo.common; keep the import local, as common does
 
-    def refused(message: str) -> tuple:
-        return tuple(REFUSED.format(message=message) if index == where else gr.skip()
-                     for index in range(len(outputs)))
-
-    @functools.wraps(fn)
-    def handler(*args, **kwargs):
-        request = kwargs.pop("request", args[len(kept)] if len(args) > len(kept) else None)
-        columns = [*args[:len(kept)], *(kwargs[p.name] for p in kept[len(args):] if p.name in kwargs)]
-        rows = list(zip(*columns))
-        if len(rows) == 1:  # exactly the unbatched handler, errors included
-            return tuple([value] for value in _as_tuple(fn(*rows[0], request=request), len(outputs)))
-        answers = []
-        for row in rows:
+    groups: dict[str, list[int]] = {}
+    for index, model_id in enumerate(model_ids):
+        groups.setdefault(registry.model_id_or_default(task, model_id), []).append(index)
+    answers: list[tuple] = [()] * len(model_ids)
+    with using_language(language_of(request)):
+        for checkpoint, indices in groups.items():
             try:
-                answers.append(_as_tuple(fn(*row, request=request), len(outputs)))
-            except gr.Error as error:  # friendly_errors made every failure one, with the learner's message
-                answers.append(refused(str(error.message)))
-        return tuple(list(column) for column in zip(*answers))
-
-    handler.__signature__ = signature.replace(parameters=[*kept, request_parameter])
-    handler.__annotations__ = {**getattr(fn, "__annotations__", {}), "request": gr.Request}
-    handler.__wrapped_single__ = fn  # the per-request handler, for tests and benchmarks
-    return handler
+                results = run(checkpoint, indices)
+            except Exception as exc:  # noqa: BLE001 - shown per request, never as a traceback
+                results = [exc] * len(indices)
+            for index, result in zip(indices, results):
+                answers[index] = _refused(result, outputs, notice) if isinstance(result, Exception) else result
+    return tuple(list(column) for column in zip(*answers))
 
 
-def _as_tuple(result, outputs: int) -> tuple:
-    return (result,) if outputs == 1 else tuple(result)
+def _refused(error: Exception, outputs: int, notice: int) -> tuple:
+    if isinstance(error, LearnerError):
+        message = error.message()
+    else:
+        log.error("batch handler failed", exc_info=error)
+        message = text("errors.internal", name=type(error).__name__)
+    return tuple(REFUSED.format(message=message) if index == notice else gr.skip() for index in range(outputs))

@@ -12,7 +12,6 @@ from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
-from demo.batching import BATCH, batched
 from demo.downloads import model_event
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, styled
 
@@ -314,8 +313,8 @@ def build() -> None:
     answer_outputs = [highlight, summary, candidates, probs, window, chart_state]
     layout_outputs = [layout, layout_note, layout_table]
     answer_inputs = [model_id, question, context, *options, no_answer]
-    model_event(run_button.click, {"qa": model_id}, batched(answer_question, answer_inputs, answer_outputs, summary),
-                answer_inputs, answer_outputs, api_name="qa_answer", **BATCH)
+    model_event(run_button.click, {"qa": model_id}, answer_question, answer_inputs, answer_outputs,
+                api_name="qa_answer")
     layout_button.click(show_layout, [model_id, question, context, doc_stride, max_seq_len], layout_outputs,
                         api_name="qa_layout")
     window.release(show_window, [chart_state, window], [probs], api_name="qa_window")

@@ -1,17 +1,21 @@
-"""demo/batching.py: NER, QA and attention answer batches of requests (Gradio's batch=True), each request with its
-own result or its own message, and the endpoints keep their parameter names."""
+"""Dynamic batching (batch=True) of NER: one forward pass for many requests' windows, each request with its own
+result or its own message, the same numbers as one request alone, and the endpoint keeps its parameter names."""
 from __future__ import annotations
 
 import json
 import shutil
 
 import gradio as gr
+import numpy as np
 import pytest
 
+from core import ner as core_ner
 from core import registry
-from demo import attention, batching, ner
+from core.i18n import using_language
+from demo import ner
 
 CONLL = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
+TEXTS = ["Wolfgang lives in Berlin.", "   ", "Angela Merkel visited Emmanuel Macron in Paris on a rainy Monday."]
 
 
 @pytest.fixture(scope="module")
@@ -25,44 +29,60 @@ def ner_folder(tiny_checkpoint, tmp_path_factory):
     return str(folder)
 
 
-def components(n: int) -> list:
-    return [gr.Markdown() for _ in range(n)]
+def test_tag_many_reads_texts_of_different_lengths_in_one_pass(ner_folder, monkeypatch):
+    """Padding is masked out: each text's probabilities equal transformers' on that text alone."""
+    transformers = pytest.importorskip("transformers")
+    loaded = registry.load("ner", ner_folder)
+    passes = []
+    real_forward = type(loaded.model).forward
+
+    def counted(self, input_ids, *args, **kwargs):
+        passes.append(tuple(input_ids.shape))
+        return real_forward(self, input_ids, *args, **kwargs)
+
+    monkeypatch.setattr(type(loaded.model), "forward", counted)
+    results = core_ner.tag_many(TEXTS, ner_folder)
+    assert len(passes) == 1 and passes[0][0] == 2  # the two usable texts, padded to the longer
+    assert isinstance(results[1], core_ner.UserInputError)
+    reference = transformers.BertForTokenClassification.from_pretrained(ner_folder).eval()
+    for result in (results[0], results[2]):
+        ids = [loaded.tokenizer.token_to_id("[CLS]"), *(t.id for t in result.tokens),
+               loaded.tokenizer.token_to_id("[SEP]")]
+        import torch
+
+        with torch.no_grad():
+            expected = torch.softmax(reference(torch.tensor([ids])).logits[0, 1:-1], -1).numpy()
+        np.testing.assert_allclose(result.probs, expected, atol=1e-5)
 
 
 def test_a_batch_answers_each_request_and_refuses_only_the_bad_one(ner_folder):
-    outputs = components(9)
-    handler = batching.batched(ner.tag_text, components(3), outputs, outputs[1])
-    texts = ["Wolfgang lives in Berlin.", "   ", "Angela visited Paris."]
-    columns = handler(texts, [ner_folder] * 3, ["first"] * 3)
+    columns = ner.tag_batch(TEXTS, [ner_folder] * 3, ["first"] * 3)
     assert len(columns) == 9 and all(len(column) == 3 for column in columns)
     for index in (0, 2):  # the same answer as the request alone
-        alone = ner.tag_text(texts[index], ner_folder, "first")
-        assert columns[1][index] == alone[1]
-        assert columns[3][index] == alone[3]  # the entity table
-    refused = [column[1] for column in columns]
+        alone = ner.tag_text(TEXTS[index], ner_folder, "first")
+        assert columns[1][index] == alone[1] and columns[3][index] == alone[3]
+        np.testing.assert_allclose(columns[0][index].probs, alone[0].probs, atol=1e-5)
     with pytest.raises(gr.Error) as alone:
-        ner.tag_text(texts[1], ner_folder, "first")
-    assert refused[1] == f"⚠️ {alone.value.message}"
-    assert all(value == gr.skip() for i, value in enumerate(refused) if i != 1)
+        ner.tag_text(TEXTS[1], ner_folder, "first")
+    assert columns[1][1] == f"⚠️ {alone.value.message}"
+    assert all(column[1] == gr.skip() for i, column in enumerate(columns) if i != 1)
 
 
-def test_a_batch_of_one_behaves_like_the_handler(ner_folder):
-    outputs = components(9)
-    handler = batching.batched(ner.tag_text, components(3), outputs, outputs[1])
-    with pytest.raises(gr.Error):
-        handler(["   "], [ner_folder], ["first"])
-    single = handler(["Wolfgang lives in Berlin."], [ner_folder], ["first"])
-    assert single[1] == [ner.tag_text("Wolfgang lives in Berlin.", ner_folder, "first")[1]]
+def test_a_batch_mixes_checkpoints_and_an_unavailable_one(ner_folder):
+    columns = ner.tag_batch([TEXTS[0], TEXTS[0]], ["not-here/no-such-ner", ner_folder], ["first", "first"])
+    assert "hf download not-here/no-such-ner" in columns[1][0]  # its offline view, tokenisation included
+    assert columns[-1][0] and columns[1][1].startswith("**Model:**")
 
 
-def test_attention_batch_mixes_models_and_errors():
-    model_id = registry.MINILM_ID
-    outputs = components(6)
-    handler = batching.batched(attention.explore, components(6), outputs, outputs[0])
-    columns = handler([model_id, model_id], ["the cat sat", ""], ["", ""], [1, 1], [1, 1], [False, False])
-    alone = attention.explore(model_id, "the cat sat", "", 1, 1, False)
-    assert columns[0][0] == alone[0]
-    assert columns[0][1].startswith("⚠️ ")
+def test_a_refused_request_speaks_the_batch_language(ner_folder):
+    from types import SimpleNamespace
+
+    zh = SimpleNamespace(headers={"accept-language": "zh-CN"})
+    with using_language("zh"):
+        with pytest.raises(gr.Error) as alone:
+            ner.tag_text(TEXTS[1], ner_folder, "first")
+    columns = ner.tag_batch(TEXTS[:2], [ner_folder] * 2, ["first"] * 2, request=zh)
+    assert columns[1][1] == f"⚠️ {alone.value.message}"
 
 
 def test_the_bert_events_are_batched_with_their_parameter_names():
@@ -70,11 +90,7 @@ def test_the_bert_events_are_batched_with_their_parameter_names():
 
     blocks = app.build_app()
     by_name = {fn.api_name: fn for fn in blocks.fns.values()}
-    expected = {"ner_tag": ["text", "model_id", "strategy"],
-                "qa_answer": ["model_id", "question", "context", "max_answer_len", "top_k", "doc_stride",
-                              "max_seq_len", "no_answer"],
-                "attention_model": ["model_id", "text", "pair", "layer", "head", "hide_special"],
-                "mlm_fill": ["model_id", "text", "top_k"]}
+    expected = {"ner_tag": ["text", "model_id", "strategy"], "mlm_fill": ["model_id", "text", "top_k"]}
     info = blocks.get_api_info()["named_endpoints"]
     for name, parameters in expected.items():
         assert by_name[name].batch and by_name[name].max_batch_size > 1, name
