@@ -1,11 +1,11 @@
 """Dynamic batching of the BERT events (issue 21 §8): throughput of 16 concurrent users, batch=True vs one at a time.
 
-The app is built as it is served (app.build_app()). For each batched BERT event (mlm_fill, ner_tag) a second,
-unbatched event is added on the same components with the per-request handler (mlm.fill, ner.tag_text), in the same
-"bert" concurrency group of 4 and run like the app's model step (demo.downloads.local_only). (qa_answer and
-attention_model are not batched: a per-request loop inside a batch measured 0.81x and 1.03x the unbatched
-throughput, one 6 s round on a loaded machine, so they keep 4 parallel slots until their core reads many requests
-in one pass.) 16 gradio_client users call one endpoint for a phase of
+The app is built as it is served (app.build_app()). For each batched BERT event (mlm_fill, ner_tag, qa_answer) a
+second, unbatched event is added on the same components with the per-request handler (mlm.fill, ner.tag_text,
+qa.answer_question), in the same "bert" concurrency group of 4 and run like the app's model step
+(demo.downloads.local_only). (attention_model is not batched: a per-request loop inside a batch, tried first,
+measured 1.03x the unbatched throughput and 0.76-0.81x for NER and QA, one 6 s round on a loaded machine; it keeps
+4 parallel slots until core/attention.py reads many requests in one pass.) 16 gradio_client users call one endpoint for a phase of
 --seconds, then the other, alternating for --rounds, so drifting machine load hits both alike; the ratio is the
 median batched throughput over the median unbatched one, per event. Users call the model step only (the checkpoints
 are local folders, so the download step would return at once for both).
@@ -15,7 +15,7 @@ transformers in a temporary folder: the Hub is unreachable here, and weights do 
 carries a different sentence (a number appended), so no result cache answers for the model.
 
     python benchmarks/batching.py --users 16 --seconds 20 --rounds 3
-    python benchmarks/batching.py --events ner_tag --seconds 10 --rounds 2
+    python benchmarks/batching.py --events ner_tag qa_answer --seconds 10 --rounds 2
 """
 from __future__ import annotations
 
@@ -35,12 +35,19 @@ SENTENCES = ["my dog is [MASK] .", "the man went to the [MASK] to buy milk .", "
              "a [MASK] of students walked into the museum and looked at the old paintings ."]
 NER_TEXTS = ["My name is Wolfgang and I live in Berlin.", "Angela Merkel met Emmanuel Macron in Paris on Monday.",
              "Hugging Face Inc. is a company based in New York City."]
+QA = [("What causes precipitation to fall?", "In meteorology, precipitation is any product of the condensation of "
+       "atmospheric water vapor that falls under gravity. The main forms of precipitation include drizzle, rain, "
+       "sleet, snow, graupel and hail."),
+      ("Where did Wolfgang live?", "Wolfgang was born in Salzburg and lived in Berlin for most of his life.")]
+
 # event -> (transformers class of its checkpoint, arguments of one call given a random source and the folder)
 EVENTS = {
     "mlm_fill": ("BertForMaskedLM", lambda rng, folder: (
         folder, rng.choice(SENTENCES)[:-1] + f"{rng.randrange(10**6)} .", 5)),
     "ner_tag": ("BertForTokenClassification", lambda rng, folder: (
         rng.choice(NER_TEXTS) + f" {rng.randrange(10**6)}", folder, "first")),
+    "qa_answer": ("BertForQuestionAnswering", lambda rng, folder: (
+        folder, *(lambda q, c: (q, f"{c} {rng.randrange(10**6)}"))(*rng.choice(QA)), 30, 3, 128, 384, False)),
 }
 
 
@@ -58,9 +65,9 @@ def make_checkpoint(folder: str, class_name: str) -> str:
 
 
 def single_handler(event: str):
-    from demo import mlm, ner
+    from demo import mlm, ner, qa
 
-    return {"mlm_fill": mlm.fill, "ner_tag": ner.tag_text}[event]
+    return {"mlm_fill": mlm.fill, "ner_tag": ner.tag_text, "qa_answer": qa.answer_question}[event]
 
 
 def build(events: list[str]):

@@ -167,9 +167,11 @@ def not_here(model_id: str, why: str) -> ModelUnavailableError:
     return ModelUnavailableError("registry.offline" if offline else "registry.unreachable", model=model_id)
 
 
-def _check_cap(model_id: str, nbytes: float, key: str) -> None:
+def _check_cap(model_id: str, nbytes: float, download: bool = False) -> None:
+    """The size cap: on the listing's weight bytes (``download``) or on the parameters counted from the config."""
     if nbytes > settings.max_model_bytes:
-        raise UserInputError(key, model=model_id, gb=nbytes / GB, cap=settings.max_model_bytes / GB)
+        raise UserInputError("registry.too_large_download" if download else "registry.too_large_params",
+                             model=model_id, gb=nbytes / GB, cap=settings.max_model_bytes / GB)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -320,7 +322,7 @@ def _checked(model_id: str, directory: Path, source: str, need: str) -> Checkpoi
     config = _read_config(directory, shown)
     family_of(config, shown)
     if need == "model":
-        _check_cap(shown, estimated_bytes(config, shown), "registry.too_large_params")
+        _check_cap(shown, estimated_bytes(config, shown))
         find_weights_file(directory, shown)
     elif need == "tokenizer" and not _has_tokenizer(directory, config, shown):
         raise ModelUnavailableError("registry.no_tokenizer", model=shown)
@@ -379,12 +381,12 @@ def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path
         suffix = ".safetensors" if weights.startswith("model.safetensors") else ".bin"
         weight_bytes = sum(size for name, size in listing.sizes.items()
                            if "/" not in name and name.endswith(suffix) and name.startswith(weights.split(".")[0]))
-        _check_cap(model_id, weight_bytes, "registry.too_large_download")
+        _check_cap(model_id, weight_bytes, download=True)
     config_path = hub.download(listing, "config.json")
     config = _read_config(config_path.parent, model_id)
     family = family_of(config, model_id)  # an unsupported model_type stops here, before any weights
     if need == "model":
-        _check_cap(model_id, estimated_bytes(config, model_id), "registry.too_large_params")
+        _check_cap(model_id, estimated_bytes(config, model_id))
     files = [] if need == "config" else [name for name in family.tokenizer_files if name in listing.sizes]
     if need == "model":
         files.append(weights)

@@ -12,7 +12,8 @@ import pytest
 from core import ner as core_ner
 from core import registry
 from core.i18n import using_language
-from demo import ner
+from core import qa as core_qa
+from demo import ner, qa
 
 CONLL = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
 TEXTS = ["Wolfgang lives in Berlin.", "   ", "Angela Merkel visited Emmanuel Macron in Paris on a rainy Monday."]
@@ -90,8 +91,52 @@ def test_the_bert_events_are_batched_with_their_parameter_names():
 
     blocks = app.build_app()
     by_name = {fn.api_name: fn for fn in blocks.fns.values()}
-    expected = {"ner_tag": ["text", "model_id", "strategy"], "mlm_fill": ["model_id", "text", "top_k"]}
+    expected = {"ner_tag": ["text", "model_id", "strategy"], "mlm_fill": ["model_id", "text", "top_k"],
+                "qa_answer": ["model_id", "question", "context", "max_answer_len", "top_k", "doc_stride",
+                              "max_seq_len", "no_answer"]}
     info = blocks.get_api_info()["named_endpoints"]
     for name, parameters in expected.items():
         assert by_name[name].batch and by_name[name].max_batch_size > 1, name
         assert [p["parameter_name"] for p in info[f"/{name}"]["parameters"]] == parameters, name
+
+
+QUESTIONS = [("Where does Wolfgang live?", "My name is Wolfgang and I live in Berlin."),
+             ("What falls?", "In meteorology, precipitation is any product of the condensation of atmospheric water "
+                             "vapor that falls under gravity. The main forms include drizzle, rain, sleet and snow.")]
+
+
+@pytest.fixture(scope="module")
+def qa_folder(tiny_checkpoint):
+    return str(tiny_checkpoint("BertForQuestionAnswering", num_labels=2))
+
+
+def test_answer_many_shares_passes_and_matches_each_request_alone(qa_folder, monkeypatch):
+    loaded = registry.load("qa", qa_folder)
+    passes = []
+    real_forward = type(loaded.model).forward
+
+    def counted(self, input_ids, *args, **kwargs):
+        passes.append(tuple(input_ids.shape))
+        return real_forward(self, input_ids, *args, **kwargs)
+
+    asked = [dict(question=q, context=c, top_k=3) for q, c in QUESTIONS]
+    alone = [core_qa.answer(q, c, qa_folder, top_k=3) for q, c in QUESTIONS]
+    monkeypatch.setattr(type(loaded.model), "forward", counted)
+    together = core_qa.answer_many([asked[0], dict(question="", context="x"), asked[1]], qa_folder)
+    assert len(passes) == 1 and passes[0][0] == 2  # two requests of different lengths, one padded pass
+    assert isinstance(together[1], core_qa.UserInputError)
+    for mine, reference in zip([together[0], together[2]], alone):
+        assert [a.text for a in mine.answers] == [a.text for a in reference.answers]
+        assert [a.score for a in mine.answers] == pytest.approx([a.score for a in reference.answers], rel=1e-4)
+
+
+def test_qa_batch_refuses_only_the_bad_request(qa_folder):
+    (q1, c1), (q2, c2) = QUESTIONS
+    columns = qa.answer_batch([qa_folder] * 3, [q1, q2, q2], [c1, c2, ""], [30] * 3, [3] * 3, [128] * 3,
+                              [384] * 3, [False] * 3)
+    for index, (q, c) in ((0, (q1, c1)), (1, (q2, c2))):
+        alone = qa.answer_question(qa_folder, q, c, 30, 3, 128, 384, False)
+        assert columns[1][index] == alone[1] and columns[2][index] == alone[2]
+    with pytest.raises(gr.Error) as refused:
+        qa.answer_question(qa_folder, q2, "", 30, 3, 128, 384, False)
+    assert columns[1][2] == f"⚠️ {refused.value.message}"

@@ -67,15 +67,15 @@ def client(blocks):
 
 @pytest.fixture
 def tag_calls(monkeypatch):
-    """How many times the NER model ran (core.ner.tag), and with which ids."""
+    """How many requests reached the NER model step (core.ner.tag_many, one entry per text), with which ids."""
     calls: list[str] = []
-    real = core_ner.tag
+    real = core_ner.tag_many
 
-    def counted(text, model_id, *args, **kwargs):
-        calls.append(str(model_id))
-        return real(text, model_id, *args, **kwargs)
+    def counted(texts, model_id, *args, **kwargs):
+        calls.extend(str(model_id) for _ in texts)
+        return real(texts, model_id, *args, **kwargs)
 
-    monkeypatch.setattr(core_ner, "tag", counted)
+    monkeypatch.setattr(core_ner, "tag_many", counted)
     return calls
 
 
