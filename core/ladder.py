@@ -109,7 +109,7 @@ def _recurrent_scorer(model: lstm.RecurrentLM, vocab: lstm.Vocab) -> Callable[[s
         """The RNN tab's own computation (core.lstm.inspect): forward_fused, softmax, P of the next token."""
         x = torch.tensor([vocab.encode(text)[0]], device=get_device())  # (1, T)
         with torch.inference_mode(), _one_cpu_thread():
-            probs = model.forward_fused(x).logits[0].softmax(-1)  # (T, V)
+            probs = model.forward_fused(x, keep_gates=False).logits[0].softmax(-1)  # (T, V)
             p = probs[torch.arange(x.shape[1] - 1), x[0, 1:]]  # (T-1,)
         return np.log2(np.asarray(p.tolist(), dtype=np.float64))
 
