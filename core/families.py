@@ -31,39 +31,33 @@ def _bert_mlm(config, keys):
     if config.model_type == "distilbert":
         return distilbert.DistilBertForMaskedLM
     if not any(k.endswith("predictions.transform.dense.weight") for k in keys):
-        raise UserInputError("This checkpoint has no masked-LM head (cls.predictions), so it cannot fill in "
-                             "blanks. Choose a checkpoint trained with masked LM, such as bert-base-uncased.")
+        raise UserInputError("registry.no_mlm_head")
     return bert.BertForPreTraining if "cls.seq_relationship.weight" in keys else bert.BertForMaskedLM
 
 
 def _bert_ner(config, keys):
     if not any(k.startswith("classifier.") for k in keys):
-        raise UserInputError("This checkpoint has no token-classification head (classifier.*). Choose a "
-                             "BertForTokenClassification checkpoint such as dslim/bert-base-NER.")
+        raise UserInputError("registry.no_token_head")
     distil = config.model_type == "distilbert"
     return distilbert.DistilBertForTokenClassification if distil else bert.BertForTokenClassification
 
 
 def _bert_qa(config, keys):
     if not any(k.startswith("qa_outputs.") for k in keys):
-        raise UserInputError("This checkpoint has no question-answering head (qa_outputs.*). Choose a "
-                             "SQuAD checkpoint such as distilbert-base-cased-distilled-squad.")
+        raise UserInputError("registry.no_qa_head")
     distil = config.model_type == "distilbert"
     return distilbert.DistilBertForQuestionAnswering if distil else bert.BertForQuestionAnswering
 
 
 def _bert_classify(config, keys):
     if not any(k.startswith("classifier.") for k in keys):
-        raise UserInputError("This checkpoint has no sequence-classification head (classifier.*). Choose a "
-                             "fine-tuned classifier such as distilbert-base-uncased-finetuned-sst-2-english.")
+        raise UserInputError("registry.no_sequence_head")
     if any("TokenClassification" in name for name in config.architectures):
-        raise UserInputError("This checkpoint tags tokens (its config says TokenClassification); sentence "
-                             "classification needs a *ForSequenceClassification checkpoint. Try the NER tab.")
+        raise UserInputError("registry.tags_tokens")
     if config.model_type == "distilbert":
         return distilbert.DistilBertForSequenceClassification
     if not any(k.endswith("pooler.dense.weight") for k in keys):
-        raise UserInputError("This BERT checkpoint has a classifier but no pooler, so it is not a "
-                             "BertForSequenceClassification (it may tag tokens: try the NER tab).")
+        raise UserInputError("registry.no_pooler")
     return bert.BertForSequenceClassification
 
 
@@ -80,7 +74,7 @@ def _gpt_config(raw: dict) -> gpt.GPTConfig:
     try:
         return gpt.GPTConfig.from_dict(raw)
     except ValueError as exc:  # a GPT-2 option core/nets/gpt.py does not implement
-        raise ModelUnavailableError(f"This GPT-2 checkpoint cannot be run here: {exc}.") from None
+        raise ModelUnavailableError("registry.gpt2_unsupported", detail=str(exc)) from None
 
 
 def _gpt_tokenizer(directory: Path) -> ByteBPETokenizer | WordPieceGPTTokenizer:
@@ -106,8 +100,8 @@ def family_of(config: dict, model_id: str) -> Family:
     model_type = str(config.get("model_type") or "")
     family = FAMILIES.get(model_type)
     if family is None:
-        raise UserInputError(f"'{model_id}' is a '{model_type[:40] or 'unknown'}' model; this app runs "
-                             f"{', '.join(sorted(FAMILIES))} checkpoints.")
+        raise UserInputError("registry.unsupported_type", model=model_id, model_type=model_type[:40] or "unknown",
+                             families=", ".join(sorted(FAMILIES)))
     return family
 
 
@@ -118,8 +112,7 @@ def estimated_bytes(config: dict, model_id: str) -> int:
         with torch.device("meta"):
             skeleton = family.base(family.parse_config(config))
     except Exception as exc:  # noqa: BLE001 - a config our classes cannot build is the checkpoint's fault
-        raise ModelUnavailableError(f"The config.json of '{model_id}' cannot be built ({type(exc).__name__}).") \
-            from exc
+        raise ModelUnavailableError("registry.config_unbuildable", model=model_id, error=type(exc).__name__) from exc
     return 4 * sum(p.numel() for p in skeleton.parameters())
 
 

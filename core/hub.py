@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from core.errors import ModelUnavailableError
+from core import i18n
+from core.errors import LearnerError, ModelUnavailableError
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
 
@@ -111,23 +112,20 @@ def _request(url: str, what: str, model_id: str):
     except urllib.error.HTTPError as exc:
         exc.close()
         if exc.code in (401, 403, 404):
-            raise HubError(f"The Hugging Face Hub has no public model '{model_id}' (HTTP {exc.code} for {what}). "
-                           "Check the spelling of the id.") from None
-        raise HubError(f"The Hugging Face Hub answered HTTP {exc.code} for {what} of '{model_id}'. "
-                       "Try again later.") from None
+            raise HubError("registry.hub_not_found", model=model_id, code=exc.code, what=what) from None
+        raise HubError("registry.hub_http", model=model_id, code=exc.code, what=what) from None
     except (TimeoutError, socket.timeout) as exc:
-        raise HubError(f"The Hugging Face Hub did not answer within {timeout():.0f} s ({what} of '{model_id}'). "
-                       "The network may be slow or down; try again later.") from exc
+        raise HubError("registry.hub_timeout", model=model_id, seconds=timeout(), what=what) from exc
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise HubError(f"The Hugging Face Hub cannot be reached ({what} of '{model_id}'). "
-                       "Check the network connection.") from exc
+        raise HubError("registry.hub_unreachable", model=model_id, what=what) from exc
 
 
 def list_repo(model_id: str, revision: str = "main") -> RepoListing:
     """One request: the commit ``revision`` points at, and every file with its size."""
     url = f"{endpoint()}/api/models/{model_id}/revision/{urllib.parse.quote(revision, safe='')}?blobs=true"
-    with _request(url, "the file listing", model_id) as response:
-        body = _read_all(response, model_id, "the file listing")
+    what = i18n.text("registry.the_listing")
+    with _request(url, what, model_id) as response:
+        body = _read_all(response, model_id, what)
     try:
         info = json.loads(body)
         commit = str(info["sha"])
@@ -135,9 +133,9 @@ def list_repo(model_id: str, revision: str = "main") -> RepoListing:
         sizes = {str(s["rfilename"]): int((s.get("lfs") or {}).get("size") or s.get("size") or 0) for s in siblings}
         sha = {str(s["rfilename"]): str(s["lfs"]["sha256"]) for s in siblings if (s.get("lfs") or {}).get("sha256")}
     except (ValueError, KeyError, TypeError) as exc:
-        raise HubError(f"The Hub's file listing for '{model_id}' could not be read.") from exc
+        raise HubError("registry.listing_unreadable", model=model_id) from exc
     if not re.fullmatch(r"[0-9a-f]{40}", commit):
-        raise HubError(f"The Hub's file listing for '{model_id}' has no valid commit id.")
+        raise HubError("registry.listing_no_commit", model=model_id)
     return RepoListing(model_id, commit, sizes, sha)
 
 
@@ -146,7 +144,7 @@ def _read_all(response, model_id: str, what: str) -> bytes:
     for chunk in _chunks(response, model_id, what):
         parts.append(chunk)
         if sum(map(len, parts)) > 64 << 20:
-            raise HubError(f"The Hub's answer for {what} of '{model_id}' is too large.")
+            raise HubError("registry.answer_too_large", model=model_id, what=what)
     return b"".join(parts)
 
 
@@ -157,8 +155,7 @@ def _chunks(response, model_id: str, what: str):
         try:
             chunk = response.read1(CHUNK_BYTES)
         except (TimeoutError, socket.timeout, OSError) as exc:
-            raise HubError(f"The download of {what} of '{model_id}' stalled: nothing arrived for {timeout():.0f} s. "
-                           "Try again later.") from exc
+            raise HubError("registry.stalled_silent", model=model_id, what=what, seconds=timeout()) from exc
         if not chunk:
             return
         yield chunk
@@ -166,8 +163,8 @@ def _chunks(response, model_id: str, what: str):
         now = time.monotonic()
         if now - window_start >= timeout():
             if window_bytes < MIN_PROGRESS_BYTES:
-                raise HubError(f"The download of {what} of '{model_id}' stalled: {window_bytes} bytes in "
-                               f"{timeout():.0f} s. Try again later.")
+                raise HubError("registry.stalled_slow", model=model_id, what=what, received=window_bytes,
+                               seconds=timeout())
             window_start, window_bytes = now, 0
 
 
@@ -194,10 +191,9 @@ def download(listing: RepoListing, filename: str, progress: Progress | None = No
                     progress(done_before + size, total)
         expected = listing.sizes.get(filename)
         if expected and size != expected:
-            raise HubError(f"The download of {filename} of '{model_id}' ended early ({size:,} of {expected:,} "
-                           "bytes). Try again.")
+            raise HubError("registry.ended_early", model=model_id, what=filename, size=size, expected=expected)
         if filename in listing.sha256 and digest.hexdigest() != listing.sha256[filename]:
-            raise HubError(f"The download of {filename} of '{model_id}' is corrupt (checksum mismatch). Try again.")
+            raise HubError("registry.corrupt", model=model_id, what=filename)
         blob = blobs / digest.hexdigest()
         os.replace(partial, blob)
     finally:
@@ -254,6 +250,8 @@ def shared(key: str, ready: Callable[[], Path | None], work: Callable[[Progress]
                 flight.listeners.append(progress)
         if not owner:
             flight.done.wait()
+            if isinstance(flight.error, LearnerError):  # the same message, rendered in this caller's language
+                raise type(flight.error)(flight.error.key, **flight.error.fields)
             if flight.error is not None:
                 raise type(flight.error)(str(flight.error))
             continue

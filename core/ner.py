@@ -156,41 +156,66 @@ def _decoder(tokenizer: WordPieceTokenizer) -> Callable[[list[str]], str]:
 def tag(text: str, model_id: str | None = None, stride: int = DEFAULT_STRIDE, max_length: int | None = None,
         progress: Callable[[float, str], None] | None = None) -> TaggedText:
     """Run the token classifier over the text, windows batched. Raises ModelUnavailableError / UserInputError."""
+    result = tag_many([text], model_id, stride, max_length, progress)[0]
+    if isinstance(result, UserInputError):
+        raise result
+    return result
+
+
+def tag_many(texts: list[str], model_id: str | None = None, stride: int = DEFAULT_STRIDE,
+             max_length: int | None = None, progress: Callable[[float, str], None] | None = None
+             ) -> list[TaggedText | UserInputError]:
+    """``tag`` for several texts with one checkpoint (Gradio's dynamic batching): the windows of all texts share
+    forward passes. A text that cannot be tagged gets its UserInputError in its place; the others are unaffected.
+    Raises ModelUnavailableError when the checkpoint is not here."""
     loaded = registry.load("ner", model_id)
     config, tokenizer = loaded.config, loaded.tokenizer
-    encoded = encode(tokenizer, text, min(max_length or tokenizer.model_max_length, config.max_position_embeddings),
-                     stride)
+    limit = min(max_length or tokenizer.model_max_length, config.max_position_embeddings)
     labels = [config.id2label.get(i, f"LABEL_{i}") for i in range(config.num_labels)]
+    encoded: list[Encoded | UserInputError] = []
+    for text in texts:
+        try:
+            encoded.append(encode(tokenizer, text, limit, stride))
+        except UserInputError as exc:
+            encoded.append(exc)
     cls_id, sep_id = tokenizer.token_to_id(tokenizer.cls_token), tokenizer.token_to_id(tokenizer.sep_token)
-    ids = torch.tensor([token.id for token in encoded.tokens])  # (N,)
-    specials = torch.tensor([cls_id, sep_id])
-    window_probs = []
+    windows = [(k, [cls_id, *(t.id for t in enc.tokens[a:b]), sep_id])  # [CLS] window [SEP]
+               for k, enc in enumerate(encoded) if isinstance(enc, Encoded) for a, b in enc.windows]
+    probs = _window_probs(loaded, [ids for _, ids in windows], progress)
+    out: list[TaggedText | UserInputError] = []
+    for k, enc in enumerate(encoded):
+        if isinstance(enc, UserInputError):
+            out.append(enc)
+            continue
+        mine = [p for (owner, _), p in zip(windows, probs) if owner == k]
+        out.append(TaggedText(enc, labels, mine, _merge_windows(enc, mine), _decoder(tokenizer), loaded.badge))
+    return out
+
+
+def _window_probs(loaded: registry.LoadedModel, windows: list[list[int]],
+                  progress: Callable[[float, str], None] | None) -> list[np.ndarray]:
+    """p(y_t | x) for the tokens of every window, WINDOW_BATCH windows per forward pass. Windows are taken in
+    order of length, so most passes hold windows of one length: no padding, no attention mask, and the fused
+    attention kernel runs unmasked. A pass of mixed lengths pads and masks the padding out of attention."""
+    order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
+    out: list[np.ndarray] = [None] * len(windows)  # type: ignore[list-item]
     with torch.inference_mode():
-        for batch in _batches(encoded.windows):
-            done, total = len(window_probs), len(encoded.windows)
-            if progress is not None and total > 1:
-                progress(done / total, i18n.text("ner.progress_windows", first=done + 1, last=done + len(batch),
-                                                 total=total))
-            input_ids = torch.stack([torch.cat([specials[:1], ids[a:b], specials[1:]]) for a, b in batch])
-            input_ids = input_ids.to(loaded.device)  # (W, T): [CLS] window [SEP]
-            # no padding, so no attention mask: the fused attention kernel runs unmasked; segment ids are all 0
-            logits = loaded.model(input_ids, output_attentions=False).logits  # (W, T, C)
-            probs = torch.softmax(logits[:, 1:-1].float(), dim=-1)  # (W, T - 2, C): p(y_t | x), no [CLS]/[SEP]
-            window_probs += list(probs.cpu().numpy())
-    return TaggedText(encoded, labels, window_probs, _merge_windows(encoded, window_probs), _decoder(tokenizer),
-                      loaded.badge)
-
-
-def _batches(windows: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
-    """Consecutive windows of one length, WINDOW_BATCH at a time: all but the last are full, so no padding."""
-    batches = []
-    for a, b in windows:
-        last = batches[-1] if batches else None
-        if last and len(last) < WINDOW_BATCH and last[0][1] - last[0][0] == b - a:
-            last.append((a, b))
-        else:
-            batches.append([(a, b)])
-    return batches
+        for done in range(0, len(order), WINDOW_BATCH):
+            rows = order[done:done + WINDOW_BATCH]
+            if progress is not None and len(windows) > 1:
+                progress(done / len(windows), i18n.text("ner.progress_windows", first=done + 1, last=done + len(rows),
+                                                         total=len(windows)))
+            longest = max(len(windows[r]) for r in rows)
+            ids = torch.tensor([windows[r] + [0] * (longest - len(windows[r])) for r in rows])  # (W, T)
+            mask = None
+            if any(len(windows[r]) < longest for r in rows):
+                mask = torch.tensor([[1] * len(windows[r]) + [0] * (longest - len(windows[r])) for r in rows])
+                mask = mask.to(loaded.device)  # (W, T): 0 marks padding
+            logits = loaded.model(ids.to(loaded.device), mask, output_attentions=False).logits  # (W, T, C)
+            probs = torch.softmax(logits.float(), dim=-1).cpu().numpy()  # (W, T, C)
+            for row, r in enumerate(rows):
+                out[r] = probs[row, 1:len(windows[r]) - 1]  # (T_r - 2, C): no [CLS]/[SEP], no padding
+    return out
 
 
 def _merge_windows(encoded: Encoded, window_probs: list[np.ndarray]) -> np.ndarray:

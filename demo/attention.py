@@ -20,6 +20,7 @@ from demo.attention_views import (  # noqa: F401
     show_head,
 )
 from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, model_picker
+from demo.downloads import model_event
 from demo.figures import DIVERGING_SCALE, empty_figure, heatmap
 from demo.i18n import label, t
 
@@ -356,12 +357,12 @@ def build() -> None:
         grid_plot = gr.Plot(empty_figure(""), show_label=False)
         model_inputs = [picker, text, pair, layer, head, hide]
         model_outputs = [notice, head_plot, mean_plot, grid_plot, layer, head]
-        bert = dict(concurrency_id="bert", concurrency_limit=4)
-        run_button.click(explore, model_inputs, model_outputs, api_name="attention_model", **bert)
-        hide.input(explore, model_inputs, model_outputs, api_name="attention_model_hide",
-                   api_visibility="undocumented", **bert)
-        layer.release(show_head, model_inputs, [head_plot, mean_plot], api_name="attention_layer", **bert)
-        head.release(show_head, model_inputs, [head_plot, mean_plot], api_name="attention_head", **bert)
+        encoder = {"encoder": picker}
+        model_event(run_button.click, encoder, explore, model_inputs, model_outputs, api_name="attention_model")
+        model_event(hide.input, encoder, explore, model_inputs, model_outputs, api_name="attention_model_hide",
+                    api_visibility="undocumented")
+        model_event(layer.release, encoder, show_head, model_inputs, [head_plot, mean_plot], api_name="attention_layer")
+        model_event(head.release, encoder, show_head, model_inputs, [head_plot, mean_plot], api_name="attention_head")
         model_view = presets.View("attention", "model", model_inputs, model_outputs, explore, MODEL_PRESETS,
                                   where=model_tab)
         with model_bar:

@@ -11,6 +11,7 @@ from core import classify, finetune, finetune_train
 from core.errors import ModelUnavailableError, UserInputError
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
+from demo.downloads import model_event
 from demo.figures import COLORWAY, bar, empty_figure, heatmap, styled, subplot_grid
 from demo.i18n import label, t
 from demo.i18n import table as table_of
@@ -395,8 +396,8 @@ def build() -> None:
 
     view1_outputs = [summary, probs, vector, logits, layout, layout_note, layout_table]
     view1_inputs = [model_id, task, text_a, text_b, max_length]
-    run_button.click(classify_text, view1_inputs, view1_outputs, api_name="classify_run", concurrency_id="bert",
-                     concurrency_limit=4)
+    model_event(run_button.click, {"classify": model_id}, classify_text, view1_inputs, view1_outputs,
+                api_name="classify_run")
     # Presets, content on first open (the tab or this sub-tab), deep links and the lesson: demo/presets.py.
     view = presets.View("classify", "checkpoint", [preset_index, *view1_inputs], view1_outputs, run_example,
                         VIEW_PRESETS, where=checkpoint_tab)

@@ -12,6 +12,7 @@ from core import gpt
 from core.errors import UserInputError
 from demo import presets
 from demo.common import friendly_errors, gpu_handler, number_in_range
+from demo.downloads import model_event
 from demo.figures import bar, empty_figure, heatmap
 from demo.i18n import label, t
 
@@ -256,8 +257,10 @@ def build() -> dict[str, presets.View]:
             next_plot = gr.Plot(empty_figure(""), show_label=False)
             next_table = gr.Dataframe(headers=["token", "p after τ and top-k", "p at τ = 1"], interactive=False)
         next_inputs, next_outputs = [model, text, temperature, top_k], [next_note, next_plot, next_table]
-        next_button.click(next_token, next_inputs, next_outputs, api_name="transformer_gpt_next")
-        text.submit(next_token, next_inputs, next_outputs, api_name="transformer_gpt_next_submit")
+        model_event(next_button.click, {"causal-lm": model}, next_token, next_inputs, next_outputs,
+                    api_name="transformer_gpt_next", queue={})
+        model_event(text.submit, {"causal-lm": model}, next_token, next_inputs, next_outputs,
+                    api_name="transformer_gpt_next_submit", queue={})
         next_view = presets.View("transformer", "gpt_next", next_inputs, next_outputs,
                                  _or_message(next_token, 1, table="next"), NEXT_PRESETS, where=next_tab)
         with next_bar:
@@ -279,7 +282,8 @@ def build() -> dict[str, presets.View]:
                                  max_height=360)
         gen_inputs = [gen_model, prompt, length, gen_temperature, gen_top_k, seed]
         gen_outputs = [gen_text, gen_steps, gen_note]
-        gen_button.click(generate, gen_inputs, gen_outputs, api_name="transformer_gpt_generate")
+        model_event(gen_button.click, {"causal-lm": gen_model}, generate, gen_inputs, gen_outputs,
+                    api_name="transformer_gpt_generate", queue={})
         generate_view = presets.View("transformer", "gpt_generate", gen_inputs, gen_outputs, _generate_or_message,
                                      GENERATE_PRESETS, where=generate_tab)
         with gen_bar:
@@ -298,7 +302,8 @@ def build() -> dict[str, presets.View]:
             att_plot = gr.Plot(empty_figure(""), show_label=False)
             att_mean = gr.Plot(empty_figure(""), show_label=False)
         att_inputs, att_outputs = [att_model, att_text, layer, head], [att_note, att_plot, att_mean]
-        att_button.click(attention, att_inputs, att_outputs, api_name="transformer_gpt_attention")
+        model_event(att_button.click, {"causal-lm": att_model}, attention, att_inputs, att_outputs,
+                    api_name="transformer_gpt_attention", queue={})
         attention_view = presets.View("transformer", "gpt_attention", att_inputs, att_outputs,
                                       _or_message(attention, 2), ATTENTION_PRESETS, where=attention_tab)
         with att_bar:
@@ -319,7 +324,8 @@ def build() -> dict[str, presets.View]:
             gpt_plot = gr.Plot(empty_figure(""), show_label=False)
             bert_plot = gr.Plot(empty_figure(""), show_label=False)
         vs_inputs, vs_outputs = [vs_text, gpt_id, bert_id], [vs_note, gpt_plot, bert_plot]
-        vs_button.click(gpt_vs_bert, vs_inputs, vs_outputs, api_name="transformer_gpt_vs_bert")
+        model_event(vs_button.click, {"causal-lm": gpt_id, "mlm": bert_id}, gpt_vs_bert, vs_inputs, vs_outputs,
+                    api_name="transformer_gpt_vs_bert", queue={})
         vs_view = presets.View("transformer", "gpt_vs_bert", vs_inputs, vs_outputs, _or_message(gpt_vs_bert, 2),
                                VS_PRESETS, where=vs_tab)
         with vs_bar:

@@ -12,6 +12,7 @@ from core import mlm_pretraining as pretraining
 from core import registry
 from demo import presets
 from demo.common import TABLE_BUTTONS, LATEX, model_picker
+from demo.downloads import model_event
 from demo.figures import COLORWAY
 from demo.i18n import label
 from demo.mlm_handlers import (bank, card, compare, fill, fill_batch, inputs, mask_chosen_word,  # noqa: F401
@@ -116,9 +117,9 @@ def build() -> None:
             mask_button.click(mask_chosen_word, [text, word], text, api_name="mlm_mask_word")
             # batch=True: requests that arrive together (a class pressing Fill at once) share one forward pass;
             # benchmarks/batching.py measures the throughput against fill (unbatched).
-            fill_button.click(fill_batch, [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
-                              api_name="mlm_fill", concurrency_id="bert", concurrency_limit=4, batch=True,
-                              max_batch_size=fm.FILL_BATCH)
+            model_event(fill_button.click, {"mlm": model_id}, fill_batch, [model_id, text, top_k],
+                        [notice, filled, fill_plot, fill_table], api_name="mlm_fill", batch=True,
+                        max_batch_size=fm.FILL_BATCH)
             # Tab level (where=None): the first sub-tab, shown (and computed) when the tab opens.
             fill_view = presets.View("mlm", "fill", [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
                                      fill, FILL_PRESETS)
@@ -134,8 +135,8 @@ def build() -> None:
             compare_md = gr.Markdown()
             with gr.Row():
                 both_plot, left_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
-            compare_button.click(compare, [model_id, compare_text, compare_k],
-                                 [notice, compare_md, both_plot, left_plot], api_name="mlm_compare", concurrency_id="bert", concurrency_limit=4)
+            model_event(compare_button.click, {"mlm": model_id}, compare, [model_id, compare_text, compare_k],
+                        [notice, compare_md, both_plot, left_plot], api_name="mlm_compare")
             presets.View("mlm", "compare", [model_id, compare_text, compare_k], [notice, compare_md, both_plot, left_plot],
                          compare, COMPARE_PRESETS, where=compare_tab).buttons()
 
@@ -156,9 +157,9 @@ def build() -> None:
                 token_plot, segment_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
             with gr.Row():
                 position_plot, sum_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
-            inputs_button.click(inputs, [model_id, first, second],
-                                [inputs_md, tokens, token_table, token_plot, segment_plot, position_plot, sum_plot],
-                                api_name="mlm_inputs")
+            model_event(inputs_button.click, {"mlm": model_id}, inputs, [model_id, first, second],
+                        [inputs_md, tokens, token_table, token_plot, segment_plot, position_plot, sum_plot],
+                        api_name="mlm_inputs", queue={})
             inputs_view = presets.View("mlm", "inputs", [model_id, first, second],
                                        [inputs_md, tokens, token_table, token_plot, segment_plot, position_plot,
                                         sum_plot], inputs, INPUT_PRESETS, where=inputs_tab)
@@ -197,7 +198,8 @@ def build() -> None:
             nsp_button = gr.Button(label("mlm.nsp_button"), variant="primary")
             nsp_plot = gr.Plot(show_label=False)
             nsp_md = gr.Markdown()
-            nsp_button.click(nsp, [model_id, nsp_first, nsp_second], [notice, nsp_plot, nsp_md], api_name="mlm_nsp", concurrency_id="bert", concurrency_limit=4)
+            model_event(nsp_button.click, {"mlm": model_id}, nsp, [model_id, nsp_first, nsp_second],
+                        [notice, nsp_plot, nsp_md], api_name="mlm_nsp")
             presets.View("mlm", "nsp", [model_id, nsp_first, nsp_second], [notice, nsp_plot, nsp_md], nsp,
                          NSP_PRESETS, where=nsp_tab).buttons()
 
@@ -222,8 +224,8 @@ def build() -> None:
             bank_md = gr.Markdown()
             with gr.Row():
                 contextual_plot, static_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
-            bank_button.click(bank, [model_id, bank_word, bank_1, bank_2, bank_3],
-                              [notice, contextual_plot, static_plot, bank_md], api_name="mlm_bank", concurrency_id="bert", concurrency_limit=4)
+            model_event(bank_button.click, {"mlm": model_id}, bank, [model_id, bank_word, bank_1, bank_2, bank_3],
+                        [notice, contextual_plot, static_plot, bank_md], api_name="mlm_bank")
             presets.View("mlm", "bank", [model_id, bank_word, bank_1, bank_2, bank_3],
                          [notice, contextual_plot, static_plot, bank_md], bank, BANK_PRESETS, where=bank_tab).buttons()
 

@@ -16,6 +16,7 @@ from core import registry
 from core.errors import ModelUnavailableError, UserInputError
 from core.registry import MINILM_ID
 from demo.common import friendly_errors, gpu_handler, log, whole_number
+from demo.downloads import byte_progress
 from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
 from demo.i18n import language_of, t, using_language
 
@@ -32,13 +33,8 @@ def action_name(action: int) -> str:
 # Loading, with the reason shown when the checkpoint cannot be had
 
 
-def download_progress(progress: gr.Progress):
-    """registry's progress(fraction, message) callable -> gr.Progress (MB of MB while a checkpoint downloads)."""
-    return lambda fraction, message: progress(fraction, desc=message)
-
-
 def load_mlm(model_id: str, progress: gr.Progress) -> registry.LoadedModel:
-    return registry.load("mlm", model_id, progress=download_progress(progress))
+    return registry.load("mlm", model_id, progress=byte_progress(progress))
 
 
 def unavailable(exc: ModelUnavailableError, model_id: str | None = None) -> str:
@@ -214,7 +210,7 @@ def compare(model_id: str, text: str, top_k: float, progress=gr.Progress()):
 def inputs(model_id: str, text: str, pair: str, progress=gr.Progress()):
     """→ notice, highlighted tokens, token table, 4 heatmaps."""
     fm.clean_text(text)
-    loaded, reason = fm.model_for_views(model_id, download_progress(progress))
+    loaded, reason = fm.model_for_views(model_id, byte_progress(progress))
     rep = pretraining.input_representation(loaded, text, pair or None)
     segment_names = {0: t("mlm.segment_a"), 1: t("mlm.segment_b")}
     highlighted = gr.HighlightedText(

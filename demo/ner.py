@@ -8,10 +8,12 @@ import plotly.graph_objects as go
 from core import ner, registry
 from core.registry import MINILM_ID
 from core.corpora import load_corpus
-from core.errors import ModelUnavailableError
+from core.errors import LearnerError, ModelUnavailableError
 from core.limits import MAX_TEXT_CHARS
 from demo import presets
+from demo.batching import BATCH, by_checkpoint
 from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
+from demo.downloads import model_event
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, heatmap
 from demo.i18n import label, t
 
@@ -167,6 +169,10 @@ def tag_text(text: str, model_id: str, strategy: str, progress=gr.Progress()):
         tagged = ner.tag(text, model_id, progress=lambda share, desc: progress(share, desc=desc))
     except ModelUnavailableError as exc:
         return _offline(text, model_id, exc)
+    return _tagged_outputs(tagged, strategy)
+
+
+def _tagged_outputs(tagged: ner.TaggedText, strategy: str) -> tuple:
     note = t("ner.model_note", badge=tagged.badge, labels=_label_set(tagged.labels),
              windows=_window_note(tagged.encoded))
     if any(ner.split_tag(label)[0] in "ES" for label in tagged.labels if label != ner.OUTSIDE):
@@ -174,6 +180,28 @@ def tag_text(text: str, model_id: str, strategy: str, progress=gr.Progress()):
     return (tagged, note, *show(tagged, strategy), _heatmap(tagged, 0),
             gr.Slider(maximum=max(len(tagged.tokens) - 1, 1), value=0),
             table(_token_rows(tagged.encoded), TOKEN_HEADERS))
+
+
+def tag_batch(text: list, model_id: list, strategy: list, request: gr.Request = None) -> tuple[list, ...]:
+    """``tag_text`` for a batch of requests (batch=True): requests for one checkpoint share forward passes
+    (core.ner.tag_many). A request's own problem is shown in its note; the others answer. The parameters keep
+    tag_text's names (each a list here): they are the endpoint's parameter names for API clients."""
+    def one_checkpoint(checkpoint: str, indices: list[int]) -> list:
+        try:
+            tagged = ner.tag_many([text[i] for i in indices], checkpoint)
+        except ModelUnavailableError as exc:
+            return [_offline_or_refused(text[i], model_id[i], exc) for i in indices]
+        return [result if isinstance(result, Exception) else _tagged_outputs(result, strategy[i])
+                for i, result in zip(indices, tagged)]
+
+    return by_checkpoint("ner", model_id, one_checkpoint, outputs=9, notice=1, request=request)
+
+
+def _offline_or_refused(text: str, model_id: str, exc: ModelUnavailableError):
+    try:
+        return _offline(text, model_id, exc)
+    except LearnerError as refused:  # e.g. empty text: this request alone is refused
+        return refused
 
 
 def _offline(text: str, model_id: str, exc: ModelUnavailableError):
@@ -294,9 +322,9 @@ def build() -> None:
         converted_note = gr.Markdown()
         converted = gr.Dataframe(headers=headers(CONVERT_HEADERS), interactive=False, buttons=TABLE_BUTTONS)
 
-    run_button.click(tag_text, [text, model_id, strategy],
-                     [tagged, note, highlighted, entity_table, schemes, aggregation, heat, heat_first, tokens],
-                     api_name="ner_tag", concurrency_id="bert", concurrency_limit=4)
+    tag_inputs = [text, model_id, strategy]
+    tag_outputs = [tagged, note, highlighted, entity_table, schemes, aggregation, heat, heat_first, tokens]
+    model_event(run_button.click, {"ner": model_id}, tag_batch, tag_inputs, tag_outputs, api_name="ner_tag", **BATCH)
     strategy.change(show, [tagged, strategy], [highlighted, entity_table, schemes, aggregation],
                     api_name="ner_show")
     heat_first.release(page_heatmap, [tagged, heat_first], [heat], api_name="ner_heatmap")

@@ -13,6 +13,8 @@ from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
+from demo.batching import BATCH, by_checkpoint
+from demo.downloads import model_event
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, styled
 from demo.i18n import LANGUAGES, label, t
 from demo.i18n import table as table_of
@@ -215,11 +217,40 @@ def answer_question(model_id, question, context, max_answer_len, top_k, doc_stri
                            progress=lambda fraction, desc: progress(fraction, desc=desc))
     except ModelUnavailableError as exc:
         return _no_model(exc, expected)
+    return _answer_outputs(result, expected)
+
+
+def _answer_outputs(result: qa.QAResult, expected: str = "") -> tuple:
     chart = chart_data(result)
     slider = gr.update(visible=len(result.windows) > 1, maximum=max(2, len(result.windows)),  # a slider needs min < max
                        value=chart["best"] + 1)
     return (_highlighted(result), _summary(result, expected), table(_candidate_rows(result), CANDIDATE_COLUMNS),
             probability_figure(chart, chart["best"]), slider, chart)
+
+
+def answer_batch(model_id: list, question: list, context: list, max_answer_len: list, top_k: list, doc_stride: list,
+                 max_seq_len: list, no_answer: list, request: gr.Request = None) -> tuple[list, ...]:
+    """``answer_question`` for a batch of requests (batch=True): requests for one checkpoint share forward passes
+    (core.qa.answer_many). A request's own problem is shown in its summary; the others answer. The parameters keep
+    answer_question's names (each a list here): they are the endpoint's parameter names for API clients."""
+    def one_checkpoint(checkpoint: str, indices: list[int]) -> list:
+        asked: list = []
+        for i in indices:
+            try:
+                asked.append(dict(question=question[i], context=context[i], top_k=int(top_k[i]),
+                                  max_answer_len=int(max_answer_len[i]), doc_stride=int(doc_stride[i]),
+                                  max_seq_len=int(max_seq_len[i]), handle_impossible_answer=bool(no_answer[i])))
+            except (TypeError, ValueError, OverflowError) as exc:
+                asked.append(exc)
+        usable = [request for request in asked if isinstance(request, dict)]
+        try:
+            answered = iter(qa.answer_many(usable, checkpoint))
+        except ModelUnavailableError as exc:
+            return [_no_model(exc)] * len(indices)
+        results = [next(answered) if isinstance(request, dict) else request for request in asked]
+        return [result if isinstance(result, Exception) else _answer_outputs(result) for result in results]
+
+    return by_checkpoint("qa", model_id, one_checkpoint, outputs=6, notice=1, request=request)
 
 
 @friendly_errors
@@ -310,8 +341,9 @@ def build() -> None:
     options = [max_answer_len, top_k, doc_stride, max_seq_len]
     answer_outputs = [highlight, summary, candidates, probs, window, chart_state]
     layout_outputs = [layout, layout_note, layout_table]
-    run_button.click(answer_question, [model_id, question, context, *options, no_answer], answer_outputs,
-                     api_name="qa_answer", concurrency_id="bert", concurrency_limit=4)
+    answer_inputs = [model_id, question, context, *options, no_answer]
+    model_event(run_button.click, {"qa": model_id}, answer_batch, answer_inputs, answer_outputs, api_name="qa_answer",
+                **BATCH)
     layout_button.click(show_layout, [model_id, question, context, doc_stride, max_seq_len], layout_outputs,
                         api_name="qa_layout")
     window.release(show_window, [chart_state, window], [probs], api_name="qa_window")

@@ -15,6 +15,7 @@ from core.errors import ModelUnavailableError, UserInputError
 from core.registry import MINILM_ID
 from demo import gpt, presets
 from demo.common import friendly_errors, gpu_handler, model_picker, whole_number
+from demo.downloads import model_event
 from demo.figures import bar, empty_figure, heatmap, lines
 from demo.i18n import label, t
 
@@ -356,11 +357,13 @@ def build_block_view():
                              label=label("transformer.steps_table"))
     inputs = [picker, text, token, layer]
     outputs = [summary, token, layer, strip, residual, movement, attn, table]
-    bert = dict(concurrency_id="bert", concurrency_limit=4)
-    run_button.click(block, inputs, outputs, api_name="transformer_block", **bert)
-    text.submit(block, inputs, outputs, api_name="transformer_block_submit", api_visibility="undocumented", **bert)
-    token.input(block, inputs, outputs, api_name="transformer_block_token", api_visibility="undocumented", **bert)
-    layer.release(block_layer, inputs, [strip, attn, table], api_name="transformer_block_layer", **bert)
+    encoder = {"encoder": picker}
+    model_event(run_button.click, encoder, block, inputs, outputs, api_name="transformer_block")
+    model_event(text.submit, encoder, block, inputs, outputs, api_name="transformer_block_submit",
+                api_visibility="undocumented")
+    model_event(token.input, encoder, block, inputs, outputs, api_name="transformer_block_token",
+                api_visibility="undocumented")
+    model_event(layer.release, encoder, block_layer, inputs, [strip, attn, table], api_name="transformer_block_layer")
     view = presets.View("transformer", "block", inputs, outputs, _block_for_preset, BLOCK_VIEW_PRESETS, where=tab)
     with bar_slot:
         view.buttons()

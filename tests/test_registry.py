@@ -446,3 +446,50 @@ def test_messages_and_readme_say_hf_download(monkeypatch):
     sources = [root / "README.md", *root.glob("core/*.py"), *root.glob("demo/*.py"), root / "app.py"]
     assert not [p.name for p in sources if "huggingface-cli" in p.read_text(encoding="utf-8")]
     assert "hf download" in (root / "README.md").read_text(encoding="utf-8")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Messages: keys in the registry section, rendered in the learner's language
+
+
+LOADING_MODULES = ("registry.py", "model_cache.py", "hub.py", "weights.py", "families.py")
+
+
+def test_every_learner_message_of_the_loading_path_is_a_key():
+    import ast
+
+    from core import i18n
+
+    table = i18n.table("en")
+    root = Path(__file__).resolve().parent.parent / "core"
+    found, sentences = 0, []
+    for name in LOADING_MODULES:
+        for node in ast.walk(ast.parse((root / name).read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("UserInputError", "ModelUnavailableError", "HubError") and node.args):
+                first = node.args[0]
+                keys = [first] if not isinstance(first, ast.IfExp) else [first.body, first.orelse]
+                for key in keys:
+                    found += 1
+                    if not (isinstance(key, ast.Constant) and key.value.startswith("registry.")
+                            and key.value in table):
+                        sentences.append(f"{name}:{node.lineno}")
+    assert found >= 40 and sentences == []
+
+
+def test_messages_come_out_in_chinese(server, mlm_folder, monkeypatch):
+    from core.i18n import using_language
+
+    monkeypatch.setattr(registry, "_offline_flag", True)
+    with pytest.raises(ModelUnavailableError) as offline:
+        registry.resolve("some-org/some-model")
+    with using_language("zh"):
+        assert "离线" in str(offline.value) and "`hf download some-org/some-model`" in str(offline.value)
+    assert "is not on this machine and the app is offline" in str(offline.value)
+    monkeypatch.setattr(registry, "_offline_flag", False)
+    server.add_repo("tiny-org/gpt-like", files={"config.json": json.dumps({"model_type": "llama"}).encode(),
+                                                "model.safetensors": b"x" * 10})
+    with pytest.raises(UserInputError) as refused:
+        registry.load("mlm", "tiny-org/gpt-like")
+    with using_language("zh"):
+        assert str(refused.value).startswith("“tiny-org/gpt-like”是“llama”类型的模型")

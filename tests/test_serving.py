@@ -27,6 +27,8 @@ def app():
 
 def call(app, api_name: str, inputs: list):
     fn = next(f for f in app.fns.values() if f.api_name == api_name)
+    if fn.batch:  # the queue hands a batch=True event one list per parameter (here a batch of one request)
+        inputs = [[value] for value in inputs]
     return run_async(app.process_api(fn, inputs, state=SessionState(app)))
 
 

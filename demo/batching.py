@@ -1,0 +1,57 @@
+"""Gradio's dynamic batching (``batch=True``) for the BERT events whose model reads many requests in one pass.
+
+With ``batch=True`` Gradio gathers the requests waiting for the same event into one call: each parameter arrives as
+a list (one value per request) and each output must be a list. ``by_checkpoint`` does the bookkeeping a batch
+handler needs (demo/ner.py ``tag_batch``): requests are grouped by checkpoint, each group runs through the core's
+batched function (core.ner.tag_many: the windows of all texts share forward passes), and a request's own problem
+(empty text, a slip of ours) becomes that request's message in its notice output, the other outputs left as they
+were, so the other requests of the batch still answer. The batch runs in the language of its first request (Gradio
+passes one request per batch).
+
+A per-request loop inside a batch is not batching: measured on 16 users it served fewer requests than the
+unbatched handler on 4 slots (benchmarks/batching.py), so only events with a real batched forward pass use this.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import gradio as gr
+
+from core import registry
+from core.errors import LearnerError
+from core.i18n import text, using_language
+from demo.common import log
+
+BATCH = dict(batch=True, max_batch_size=8)  # pass to demo.downloads.model_event with a batch handler
+REFUSED = "⚠️ {message}"
+
+
+def by_checkpoint(task: str, model_ids: list, run: Callable[[str, list[int]], list], *, outputs: int, notice: int,
+                  request: gr.Request | None = None) -> tuple[list, ...]:
+    """The output lists of a batch. ``run(checkpoint, indices)`` answers the requests at ``indices`` (all for one
+    checkpoint) with one entry each: that request's outputs, or the LearnerError that refuses it. ``notice`` is the
+    index of the output that shows a refused request's message."""
+    from demo.i18n import language_of  # demo.i18n imports demo.common; keep the import local, as common does
+
+    groups: dict[str, list[int]] = {}
+    for index, model_id in enumerate(model_ids):
+        groups.setdefault(registry.model_id_or_default(task, model_id), []).append(index)
+    answers: list[tuple] = [()] * len(model_ids)
+    with using_language(language_of(request)):
+        for checkpoint, indices in groups.items():
+            try:
+                results = run(checkpoint, indices)
+            except Exception as exc:  # noqa: BLE001 - shown per request, never as a traceback
+                results = [exc] * len(indices)
+            for index, result in zip(indices, results):
+                answers[index] = _refused(result, outputs, notice) if isinstance(result, Exception) else result
+    return tuple(list(column) for column in zip(*answers))
+
+
+def _refused(error: Exception, outputs: int, notice: int) -> tuple:
+    if isinstance(error, LearnerError):
+        message = error.message()
+    else:
+        log.error("batch handler failed", exc_info=error)
+        message = text("errors.internal", name=type(error).__name__)
+    return tuple(REFUSED.format(message=message) if index == notice else gr.skip() for index in range(outputs))
