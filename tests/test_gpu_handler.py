@@ -14,7 +14,7 @@ from tests.live_app import ROOT
 MODEL_HANDLERS = [attention.explore, attention.show_head, embeddings.train, lstm.inspect_text,
                   lstm.measure_gradients, lstm.generate_both, lstm.compare_contexts, lstm.train_models, mlm.fill,
                   mlm.compare, mlm.inputs, mlm.nsp, mlm.bank, ner.tag_text, qa.answer_question, transformer.block,
-                  transformer.block_layer, transformer.base_preset, overview.score_text, overview.run_preset,
+                  transformer.block_layer, transformer.base_preset, overview.score_text, overview.run_ladder,
                   classify.classify_text, classify.train, classify.predict, gpt.next_token, gpt.generate,
                   gpt.attention, gpt.gpt_vs_bert]
 NO_MODEL_HANDLERS = [ngram.show_counts, embeddings.neighbours, embeddings.one_hot_lookup, attention.multi_head,
