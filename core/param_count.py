@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core import i18n
 from core.errors import UserInputError
 from core.nets.bert import BertConfig
 
@@ -98,17 +99,16 @@ def transformer_shape(config: dict) -> TransformerShape:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if not isinstance(value, int) or isinstance(value, bool):
-            raise UserInputError(f"Enter a whole number for {key.replace('_', ' ')}.")
+            raise UserInputError("transformer.shape_whole_number", name=i18n.text(f"transformer.field_{key}"))
         low = 0 if key.endswith("_layers") else 1
         if not low <= value <= limit:
-            raise UserInputError(f"{key.replace('_', ' ').capitalize()} must be between {low} and {limit:,}; "
-                                 f"it is {value:,}.")
+            raise UserInputError("transformer.shape_between", name=i18n.text(f"transformer.field_{key}"), low=low,
+                                 high=f"{limit:,}", value=f"{value:,}")
         values[key] = value
     if values["encoder_layers"] + values["decoder_layers"] == 0:
-        raise UserInputError("A Transformer needs at least one encoder or decoder layer.")
+        raise UserInputError("transformer.shape_no_layers")
     if values["d_model"] % values["heads"]:
-        raise UserInputError(f"d_model = {values['d_model']} does not split into {values['heads']} heads: the heads "
-                             f"share d_model equally, so it must be a multiple of the head count.")
+        raise UserInputError("transformer.shape_heads_split", d_model=values["d_model"], heads=values["heads"])
     return TransformerShape(**values)
 
 

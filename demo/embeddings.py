@@ -16,6 +16,7 @@ from demo.common import (
     TRAIN_QUEUE,
     friendly_errors,
     gpu_handler,
+    stopped_error,
     stopped_note,
     training_run,
     whole_number,
@@ -168,7 +169,7 @@ def train(source: str, upload: str | None, architecture: str, dim: float, window
         model = w2v.train_word2vec(text, config, progress=lambda fraction, message: progress(fraction, desc=message),
                                    stop=budget.stop_reason)
     if model.stopped == jobs.REPLACED:
-        raise UserInputError(stopped_note(model.stopped, budget.elapsed, model.loss_steps[-1], model.steps_planned))
+        raise stopped_error(model.stopped, budget.elapsed, model.loss_steps[-1], model.steps_planned)
     loss_name = t("embeddings.loss_name")
     fig = lines(model.loss_steps, {loss_name: model.losses}, t("embeddings.fig_loss", architecture=architecture),
                 x_title=t("embeddings.axis_step", batch=f"{config.batch_size:,}"), y_title=t("embeddings.axis_loss"))

@@ -255,7 +255,7 @@ def build() -> dict[str, presets.View]:
         next_note = gr.Markdown()
         with gr.Row():
             next_plot = gr.Plot(empty_figure(""), show_label=False)
-            next_table = gr.Dataframe(headers=["token", "p after τ and top-k", "p at τ = 1"], interactive=False)
+            next_table = gr.Dataframe(headers=[""] * 3, interactive=False)
         next_inputs, next_outputs = [model, text, temperature, top_k], [next_note, next_plot, next_table]
         model_event(next_button.click, {"causal-lm": model}, next_token, next_inputs, next_outputs,
                     api_name="transformer_gpt_next", queue={})
@@ -278,7 +278,7 @@ def build() -> dict[str, presets.View]:
         gen_bar = gr.Column()
         gen_note = gr.Markdown()
         gen_text = gr.Textbox(label=label("gpt.prompt_and_generated"), lines=6)
-        gen_steps = gr.Dataframe(headers=["step", "token", "p(token)", "top 3 at this step"], interactive=False,
+        gen_steps = gr.Dataframe(headers=[""] * 4, interactive=False,
                                  max_height=360)
         gen_inputs = [gen_model, prompt, length, gen_temperature, gen_top_k, seed]
         gen_outputs = [gen_text, gen_steps, gen_note]

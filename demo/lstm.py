@@ -17,6 +17,7 @@ from demo.common import (
     friendly_errors,
     gpu_handler,
     number_in_range,
+    stopped_error,
     stopped_note,
     training_run,
 )
@@ -247,7 +248,7 @@ def _train(level: str, steps: int, budget: jobs.Budget, progress):
         if stopped:
             break
     if stopped == jobs.REPLACED:
-        raise UserInputError(stopped_note(stopped, budget.elapsed, len(history["RNN"]), steps))
+        raise stopped_error(stopped, budget.elapsed, len(history["RNN"]), steps)
     held = lstm.corpus_ids(held_text, vocab)
     models.info = {name: {"steps": len(history["RNN"]), "held_out_loss_nats": lstm.evaluate(getattr(models, name), held)}
                    for name in ("rnn", "lstm")}
@@ -333,7 +334,7 @@ def build() -> None:
         lstm_plot = gr.Plot(empty_figure(""), show_label=False)
         rnn_plot = gr.Plot(empty_figure(""), show_label=False)
         prob_plot = gr.Plot(empty_figure(""), show_label=False)
-        table = gr.Dataframe(headers=["t", "input", "actual next", "RNN top-3", "LSTM top-3"], interactive=False,
+        table = gr.Dataframe(headers=[""] * 5, interactive=False,
                              max_height=360, buttons=TABLE_BUTTONS)
         inspect_button.click(inspect_text, [text, signal, units, models], [note, lstm_plot, rnn_plot, prob_plot, table],
                              api_name="lstm_inspect")
@@ -385,7 +386,7 @@ def build() -> None:
         elmo_note = gr.Markdown()
         with gr.Row():
             elmo_plot = gr.Plot(empty_figure(""), show_label=False)
-            elmo_table = gr.Dataframe(headers=["pair", "whole vector", "context part"], interactive=False,
+            elmo_table = gr.Dataframe(headers=[""] * 3, interactive=False,
                                       buttons=TABLE_BUTTONS)
         elmo_button.click(compare_contexts, [word, first, second, third], [elmo_note, elmo_plot, elmo_table],
                           api_name="lstm_elmo")

@@ -111,7 +111,7 @@ def build() -> None:
             filled = gr.Markdown()
             with gr.Row():
                 fill_plot = gr.Plot(label=label("mlm.predictions"), scale=3, show_label=False)
-                fill_table = gr.Dataframe(headers=["blank", "rank", "token", "probability"], interactive=False,
+                fill_table = gr.Dataframe(headers=[""] * 4, interactive=False,
                                           label=label("mlm.fill_table"), scale=2, buttons=TABLE_BUTTONS)
             text.change(word_choices, text, word, api_name="mlm_words")
             mask_button.click(mask_chosen_word, [text, word], text, api_name="mlm_mask_word")
@@ -150,7 +150,7 @@ def build() -> None:
             with gr.Row():
                 tokens = gr.HighlightedText(label=label("mlm.tokens_by_segment"), combine_adjacent=False, scale=3,
                                             color_map={"segment A (0)": COLORWAY[0], "segment B (1)": COLORWAY[1]})
-                token_table = gr.Dataframe(headers=["position", "token", "id", "segment"], interactive=False,
+                token_table = gr.Dataframe(headers=[""] * 4, interactive=False,
                                            label=label("mlm.tokens_table"), scale=2, max_height=320,
                                            buttons=TABLE_BUTTONS)
             with gr.Row():
@@ -176,7 +176,7 @@ def build() -> None:
             with gr.Row():
                 draw_view = gr.HighlightedText(label=label("mlm.one_draw"), combine_adjacent=False,
                                                scale=3)
-                draw_table = gr.Dataframe(headers=["position", "original", "model reads", "what happened"],
+                draw_table = gr.Dataframe(headers=[""] * 4,
                                           interactive=False, label=label("mlm.chosen_tokens"), scale=2,
                                           buttons=TABLE_BUTTONS)
             masking_md = gr.Markdown()
@@ -206,7 +206,7 @@ def build() -> None:
         with gr.Tab(label("mlm.tab_card"), id="card") as card_tab:
             card_button = gr.Button(label("mlm.card_button"), variant="primary")
             card_md = gr.Markdown()
-            card_table = gr.Dataframe(headers=["part", "parameters"], interactive=False,
+            card_table = gr.Dataframe(headers=[""] * 2, interactive=False,
                                       label=label("mlm.card_table"), buttons=TABLE_BUTTONS)
             card_button.click(card, model_id, [card_table, card_md], api_name="mlm_card")
             card_view = presets.View("mlm", "card", [model_id], [card_table, card_md], card, CARD_PRESETS,

@@ -37,7 +37,8 @@ CONVERT_EXAMPLES = [
 LONG_TEXT_START = 5_000  # skip Moby-Dick's front matter
 HEAT_ROWS = 30  # tokens per heatmap page: readable cells at 1280×800
 AGG_ROWS = 200  # multi-piece words listed in the aggregation table
-ENTITY_HEADERS = ["entity_group", "score", "word", "start", "end"]  # the pipeline's field names, as API clients see
+# In English the transformers pipeline's own field names; translated for 中文 learners.
+ENTITY_HEADERS = ["ner.col_entity_group", "ner.col_score", "ner.col_word", "ner.col_start", "ner.col_end"]
 SCHEME_HEADERS = ["#", "ner.col_unit", "ner.col_model_tag", "IOBES"]  # keys are translated, names kept as they are
 AGG_HEADERS = ["ner.col_word", "ner.col_pieces", "first", "average", "max", "ner.col_differ"]
 TOKEN_HEADERS = ["#", "token", "id", "start", "end", "ner.col_characters", "word id", "ner.col_subword",
@@ -225,7 +226,7 @@ def show(tagged: ner.TaggedText | None, strategy: str):
     if tagged is None:
         return None, [], [], []
     found = ner.entities(tagged, strategy)
-    return (_highlighted(tagged.text, found, tagged.labels), _entity_rows(found),
+    return (_highlighted(tagged.text, found, tagged.labels), table(_entity_rows(found), ENTITY_HEADERS),
             table(_scheme_rows(tagged, strategy), SCHEME_HEADERS), table(_aggregation_rows(tagged), AGG_HEADERS))
 
 
@@ -301,7 +302,7 @@ def build() -> None:
         with gr.Row():
             schemes = gr.Dataframe(headers=headers(SCHEME_HEADERS), interactive=False, max_height=520,
                                    label=label("ner.tags"), buttons=TABLE_BUTTONS)
-            entity_table = gr.Dataframe(headers=ENTITY_HEADERS, interactive=False, max_height=520,
+            entity_table = gr.Dataframe(headers=[""] * len(ENTITY_HEADERS), interactive=False, max_height=520,
                                         label=label("ner.grouped_entities"),
                                             buttons=TABLE_BUTTONS)
     with gr.Tab(label("ner.tab_probabilities")):

@@ -37,8 +37,8 @@ BASE_PRESETS = {"the seed's Transformer-base": pc.TRANSFORMER_BASE, "Transformer
 PAPER_COUNTS = {pc.TRANSFORMER_BASE["name"]: "65M", pc.TRANSFORMER_BIG["name"]: "213M"}  # Vaswani et al., Table 3
 SHAPE_FIELDS = ("encoder_layers", "decoder_layers", "d_model", "heads", "d_ff", "vocab_size")
 
-STEP_HEADERS = ["layer", "step", "equation", "shape", "axes", "‖vector‖", "first values"]  # as first drawn
-PARAM_HEADERS = ["where", "sub-layer", "formula", "parameters (one)", "× layers", "parameters (all)"]
+STEP_COLUMNS = 7  # layer, step, equation, shape, axes, ‖vector‖, first values (transformer.col_step_*)
+PARAM_COLUMNS = 6  # where, sub-layer, formula, parameters (one), × layers, parameters (all) (transformer.col_param_*)
 PER_HEAD = {"q", "k", "v", "heads"}  # steps whose equation carries words ("split into heads", "per head")
 
 
@@ -73,7 +73,7 @@ def steps_table(walk: tr.BlockWalk, layer: int) -> pd.DataFrame:
     rows = [[step.layer, _step_name(step), _step_equation(step), _dims(step), step.dims,
              "—" if step.norm is None else round(step.norm, 3), _first_values(step.vector)]
             for step in walk.layer_steps(layer)]
-    return pd.DataFrame(rows, columns=_headers("col_step", len(STEP_HEADERS)))
+    return pd.DataFrame(rows, columns=_headers("col_step", STEP_COLUMNS))
 
 
 def step_strip(walk: tr.BlockWalk, layer: int):
@@ -151,7 +151,7 @@ def _unavailable(exc: ModelUnavailableError):
     message = t("transformer.unavailable", reason=str(exc))
     blank = empty_figure(t("transformer.no_model"))
     return (message, gr.update(), gr.update(), blank, blank, blank, blank,
-            pd.DataFrame(columns=_headers("col_step", len(STEP_HEADERS))))
+            pd.DataFrame(columns=_headers("col_step", STEP_COLUMNS)))
 
 
 def _block_outputs(walk: tr.BlockWalk, asked_layer: int):
@@ -230,7 +230,7 @@ def params_table(count: pc.ParamCount) -> pd.DataFrame:
     """One row per sub-layer kind; counts printed with thousands separators (the table is for reading)."""
     return pd.DataFrame([[_term(row.group), _term(row.part), row.formula, f"{row.each:,}", row.copies, f"{row.total:,}"]
                          for row in count.rows] + [[t("transformer.total"), "", "", "", "", f"{count.total:,}"]],
-                        columns=_headers("col_param", len(PARAM_HEADERS)))
+                        columns=_headers("col_param", PARAM_COLUMNS))
 
 
 def params_figure(count: pc.ParamCount):
@@ -353,7 +353,7 @@ def build_block_view():
         with gr.Row():
             residual = gr.Plot(empty_figure(""), show_label=False)
             movement = gr.Plot(empty_figure(""), show_label=False)
-        table = gr.Dataframe(headers=STEP_HEADERS, interactive=False, wrap=True, max_height=520,
+        table = gr.Dataframe(headers=[""] * STEP_COLUMNS, interactive=False, wrap=True, max_height=520,
                              label=label("transformer.steps_table"))
     inputs = [picker, text, token, layer]
     outputs = [summary, token, layer, strip, residual, movement, attn, table]
@@ -384,7 +384,7 @@ def build_base_numbers_view(picker: gr.Dropdown) -> presets.View:
             encoder_button = gr.Button(label("transformer.use_encoder_config"))
         summary = gr.Markdown()
         figure = gr.Plot(empty_figure(""), show_label=False)
-        table = gr.Dataframe(headers=PARAM_HEADERS, interactive=False, wrap=True, max_height=560,
+        table = gr.Dataframe(headers=[""] * PARAM_COLUMNS, interactive=False, wrap=True, max_height=560,
                              label=label("transformer.params_per_sublayer"))
     outputs = [summary, table, figure]  # the order _params_outputs returns them in
     count_button.click(base_params, [*numbers, shared], outputs, api_name="transformer_base_params")

@@ -6,7 +6,7 @@ from core.errors import ModelUnavailableError  # noqa: E402
 
 transformers = pytest.importorskip("transformers")
 
-from core import param_count, registry  # noqa: E402
+from core import families, param_count, registry  # noqa: E402
 from core.nets import bert as ours  # noqa: E402
 from core.nets import distilbert  # noqa: E402
 from core.registry import MINILM_ID, load_state_dict, resolve  # noqa: E402
@@ -188,7 +188,7 @@ def test_loader_refuses_missing_unexpected_and_misshapen_keys(tmp_path, damage):
         state["classifier.weight"] = torch.zeros(7, 32)
     model = ours.BertForTokenClassification(ours.BertConfig.from_dict(reference.config.to_dict()))
     with pytest.raises(registry.CheckpointMismatchError, match="layer.1.output.dense.weight|layer.9|classifier.weight"):
-        registry.load_checkpoint_into(model, state)
+        families.load_checkpoint_into(model, state)
 
 
 def test_real_minilm_hidden_states_match_transformers():

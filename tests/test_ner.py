@@ -253,7 +253,7 @@ def test_tab_handlers_show_entities_tables_and_heatmap(bert_dir):
 
     out = tab.tag_text(TEXTS[1], bert_dir, "first")
     tagged, note, highlighted, entity_rows, scheme_rows, agg_rows, fig, _, token_rows = out
-    scheme_rows, agg_rows, token_rows = map(tab.rows_of, (scheme_rows, agg_rows, token_rows))
+    entity_rows, scheme_rows, agg_rows, token_rows = map(tab.rows_of, (entity_rows, scheme_rows, agg_rows, token_rows))
     assert "BertForTokenClassification" in note and "one window" in note
     expected = ner.entities(tagged, "first")
     assert [row[:1] + row[2:] for row in entity_rows] == [[e.entity_group, e.word, e.start, e.end] for e in expected]
@@ -267,7 +267,7 @@ def test_tab_handlers_show_entities_tables_and_heatmap(bert_dir):
     assert np.asarray(heat.z).shape == (tab.HEAT_ROWS, len(CONLL))
     assert list(marks.x) == [heat.x[j] for j in tagged.probs[:tab.HEAT_ROWS].argmax(-1)]  # argmax boxed per row
     for strategy in ner.STRATEGIES:
-        assert len(tab.show(tagged, strategy)[1]) == len(ner.entities(tagged, strategy))
+        assert len(tab.rows_of(tab.show(tagged, strategy)[1])) == len(ner.entities(tagged, strategy))
     no_split = tab.rows_of(tab.show(ner.tag("My name is Wolfgang.", bert_dir), "first")[3])
     assert no_split[0][0].startswith("(no word here is split")
     assert tab.page_heatmap(tagged, 5).data[0].y[0].startswith("5·")

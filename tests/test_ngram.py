@@ -270,7 +270,7 @@ def test_errors_are_keys_rendered_in_the_learners_language():
         assert str(order.value) == "阶数 n 必须在 1 到 5 之间（当前为 9）。"
         with pytest.raises(UserInputError) as binary:
             textio.decode_text(b"\x00\x01")
-        assert str(binary.value) == "这看起来是一个二进制文件。请上传 UTF-8 编码的纯文本（.txt）。"
+        assert str(binary.value) == "这看起来是一个二进制文件。请上传 UTF-8 编码的纯文本文件（.txt）。"
     model = NgramModel(tokenize_sentences("北 京\n北 海\n"), n=2)
     with pytest.raises(UserInputError) as unknown:
         model.score(["上", "山"])

@@ -83,8 +83,8 @@ def test_lstm_training_at_the_sliders_maxima_stops_within_its_budget_and_says_so
 
     with gr.Blocks() as blocks:
         lstm_demo.build()
-    sliders = {c.label: c for c in blocks.blocks.values() if isinstance(c, gr.Slider)}
-    seconds = sliders["time limit (seconds)"]
+    sliders = {getattr(c.label, "key", c.label): c for c in blocks.blocks.values() if isinstance(c, gr.Slider)}
+    seconds = sliders["lstm.time_limit"]
     assert seconds.maximum <= jobs.TRAIN_SECONDS
     outputs = list(lstm_demo.train_models("char", 5000, seconds.maximum, progress=lambda *a, **k: None))
     figure, badge, models = outputs[-1]
