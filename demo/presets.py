@@ -115,6 +115,55 @@ class _Asked:
 ASKED = _Asked()
 
 
+class _Results:
+    """A preset's values and results, computed once per process for each language (issue #18: first paint ≤ 1 s).
+
+    A preset's result does not depend on the learner, only on its fixed values, the language (figure titles, notes)
+    and which checkpoints the server can use (offline views show an "hf download" note until the model is there),
+    so all three are in the key. The LSTM gradients default took 4–9 s and the bank sentences 4–7 s per open under
+    load; now only the first open in a process pays. One lock per key: sessions opening the same tab at once wait
+    for one computation instead of each running it. Bounded (LRU); results are treated as read-only."""
+
+    def __init__(self, limit: int = 512):
+        self._done: OrderedDict[tuple, tuple] = OrderedDict()
+        self._locks: dict[tuple, threading.Lock] = {}
+        self._lock = threading.Lock()
+        self._limit = limit
+
+    @staticmethod
+    def key(view: "View", preset: Preset) -> tuple:
+        from core import registry
+        from core.i18n import current_language
+
+        return (view.fn, view.tab, view.key, preset.slug, current_language(), registry.is_offline(),
+                tuple(sorted(set(registry.loaded_models()))))
+
+    def get(self, view: "View", preset: Preset) -> tuple[tuple, tuple]:
+        key = self.key(view, preset)
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            with self._lock:
+                if key in self._done:
+                    self._done.move_to_end(key)
+                    return self._done[key]
+            values = preset.resolved()
+            results = view.fn(*values)  # an error propagates and nothing is stored
+            with self._lock:
+                self._done[key] = values, results
+                while len(self._done) > self._limit:
+                    old, _ = self._done.popitem(last=False)
+                    self._locks.pop(old, None)
+            return values, results
+
+    def clear(self) -> None:
+        with self._lock:
+            self._done.clear()
+
+
+RESULTS = _Results()
+
+
 class View:
     """One form of a tab and its presets; see the module docstring."""
 
@@ -153,8 +202,7 @@ class View:
         preset = self.presets.get(slug or self.default)
         if preset is None or preset.values is None:
             preset = self.presets[self.default]
-        values = preset.resolved()
-        results = self.fn(*values)
+        values, results = RESULTS.get(self, preset)
         if len(self.outputs) == 1:
             results = (results,)
         updates: dict = dict(zip(self.inputs, values))

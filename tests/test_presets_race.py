@@ -78,3 +78,41 @@ def test_the_tab_open_event_receives_the_request():
 
     inputs, *_ = special_args(dep.fn, [False], request=session("r"))
     assert inputs[0].session_hash == "r"
+
+
+def test_a_preset_is_computed_once_per_process_and_language():
+    """First paint: a default does not depend on the learner, so the second session's open reuses the first's."""
+    from core.i18n import using_language
+
+    calls = []
+
+    def compute(x):
+        calls.append(x)
+        return f"{x} computed"
+
+    with gr.Blocks():
+        box, out = gr.Textbox(), gr.Textbox()
+        view = presets.View("cachetab", "v", [box], [out], compute, [presets.Preset("only", "O", ("x",), "§1")])
+    first = view.run_default(session("cache-1"))
+    second = view.run_default(session("cache-2"))
+    assert first[out] == second[out] == "x computed" and calls == ["x"]
+    with using_language("zh"):  # results hold translated text: another language is computed on its own
+        view.run_default(session("cache-3"))
+    assert calls == ["x", "x"]
+
+
+def test_a_failing_preset_is_not_remembered():
+    attempts = []
+
+    def compute(x):
+        attempts.append(x)
+        if len(attempts) == 1:
+            raise RuntimeError("model still loading")
+        return "ok"
+
+    with gr.Blocks():
+        box, out = gr.Textbox(), gr.Textbox()
+        view = presets.View("failtab", "v", [box], [out], compute, [presets.Preset("only", "O", ("x",), "§1")])
+    with pytest.raises(RuntimeError):
+        view.run()
+    assert view.run()[out] == "ok" and len(attempts) == 2
