@@ -4,7 +4,7 @@ import math
 import gradio as gr
 import pytest
 
-from core.i18n import using_language
+from types import SimpleNamespace
 from demo import elmo
 
 
@@ -17,6 +17,14 @@ def test_the_bank_preset_shows_layers_that_differ_across_contexts():
     assert list(table.iloc[:, 2]) == [round(c, 3) for c in cosines]
     assert sum(table.iloc[:3, 1]) == pytest.approx(1.0, abs=2e-3)  # s = softmax(0, 0, 0) = (1/3, 1/3, 1/3)
     assert "**bank**" in note
+
+
+def test_the_top_layer_separates_the_two_senses_of_bank():
+    """Two river sentences stay closer in layer 2 than a river and a money sentence (and closer than in layer 0's
+    terms, where every pair is 1): the context, not the spelling, moves the vector."""
+    _, different, _ = elmo.compare_layers(*elmo.PRESETS[0].values)
+    _, same, _ = elmo.compare_layers(*elmo.PRESETS[2].values)
+    assert same.data[0].y[2] > different.data[0].y[2] + 0.1
 
 
 def test_gamma_scales_the_sum_but_leaves_its_cosine_alone():
@@ -34,11 +42,11 @@ def test_weighting_the_top_layer_moves_the_sum_towards_it():
 
 
 def test_result_and_errors_in_chinese():
-    with using_language("zh"):
-        note, fig, table = elmo.compare_layers(*elmo.PRESETS[0].values)
-        assert "余弦" in note and "余弦" in fig.layout.title.text
-        with pytest.raises(gr.Error, match="没有作为一个词出现"):
-            elmo.compare_layers("bank", "the river", "the bank", 0, 0, 0, 1)
+    zh = SimpleNamespace(headers={"cookie": "plm_lang=zh"}, session_hash="zh")  # what language_of reads
+    note, fig, table = elmo.compare_layers(*elmo.PRESETS[0].values, request=zh)
+    assert "余弦" in note and "余弦" in fig.layout.title.text and "向量" in table.columns[0]
+    with pytest.raises(gr.Error, match="没有作为一个词出现"):
+        elmo.compare_layers("bank", "the river", "the bank", 0, 0, 0, 1, request=zh)
     with pytest.raises(gr.Error, match="between"):
         elmo.compare_layers("bank", "a bank", "the bank", 99, 0, 0, 1)
 
