@@ -24,18 +24,19 @@ import torch
 
 from core import registry
 from core.errors import UserInputError
+from core.i18n import text
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import normalize_text
 from core.tokenizer import WordPieceEncoding
 
 SST2_ID, MRPC_ID, DIANPING_ID, SIMILARITY_ZH_ID, COLA_ID = registry.CHECKPOINTS["classify"]
 
-# Display names for checkpoints whose config.json only says LABEL_0 / LABEL_1 (from the dataset's convention).
+# Display names for checkpoints whose config.json only says LABEL_0 / LABEL_1 (from the dataset's convention), as
+# keys of the translation tables: (one key per class index, the key of where the names come from).
 KNOWN_LABELS = {
-    MRPC_ID: (["not paraphrase", "paraphrase"], "GLUE MRPC: 1 = the two sentences are paraphrases"),
-    COLA_ID: (["unacceptable", "acceptable"], "GLUE CoLA: 1 = grammatically acceptable"),
-    SIMILARITY_ZH_ID: (["不相似 (not similar)", "相似 (similar)"],
-                       "its model card: trained on Chinese paraphrase sets such as LCQMC and AFQMC, 1 = similar"),
+    MRPC_ID: (["classify.labels_mrpc_0", "classify.labels_mrpc_1"], "classify.labels_mrpc_source"),
+    COLA_ID: (["classify.labels_cola_0", "classify.labels_cola_1"], "classify.labels_cola_source"),
+    SIMILARITY_ZH_ID: (["classify.labels_similar_0", "classify.labels_similar_1"], "classify.labels_similar_source"),
 }
 
 # Seed §14.1: "[CLS]我很喜欢你[SEP]我很中意你" → [0.02, 0.98], "similar". The numbers are the post's illustration,
@@ -46,6 +47,8 @@ SEED_PAIR_PROBS = (0.02, 0.98)
 # Seed §14.2: a scrambled string judged "not a coherent sentence" (a CoLA-style acceptability task).
 SEED_SINGLE_ZH = "海大球星饭茶吃"
 SEED_SINGLE_EN = "Big sea ball star rice tea eat."
+# A Dianping-style restaurant review for the Chinese sentiment checkpoint.
+DIANPING_REVIEW = "菜很好吃，服务也很热情，下次还会再来。"
 
 
 @dataclass
@@ -76,13 +79,12 @@ def check_texts(text_a: str | None, text_b: str | None, pair: bool) -> tuple[str
     text_a = normalize_text(text_a or "").replace("\r", " ").strip()
     text_b = normalize_text(text_b or "").replace("\r", " ").strip() if pair else None
     if not text_a:
-        raise UserInputError("Sentence A is empty. Type a sentence, or pick a preset.")
+        raise UserInputError("classify.error_empty_a")
     if pair and not text_b:
-        raise UserInputError("Sentence B is empty. A pair task needs two sentences; type the second one, or choose "
-                             "“single sentence”.")
-    for name, text in (("Sentence A", text_a), ("Sentence B", text_b or "")):
-        if len(text) > MAX_TEXT_CHARS:
-            raise UserInputError(f"{name} has {len(text):,} characters; the limit is {MAX_TEXT_CHARS:,}.")
+        raise UserInputError("classify.error_empty_b")
+    for key, side in (("classify.error_long_a", text_a), ("classify.error_long_b", text_b or "")):
+        if len(side) > MAX_TEXT_CHARS:
+            raise UserInputError(key, chars=f"{len(side):,}", limit=f"{MAX_TEXT_CHARS:,}")
     return text_a, text_b
 
 
@@ -93,19 +95,19 @@ def label_names(model_id: str, config) -> tuple[list[str], str]:
     generic = all(name == f"LABEL_{i}" for i, name in enumerate(names))
     if generic and model_id in KNOWN_LABELS and len(KNOWN_LABELS[model_id][0]) == count:
         known, source = KNOWN_LABELS[model_id]
-        return list(known), f"config.json says only LABEL_0…LABEL_{count - 1}; names from {source}"
-    return names, "label names from the checkpoint's config.json (id2label)"
+        return [text(key) for key in known], text("classify.labels_known", last=count - 1, source=text(source))
+    return names, text("classify.labels_from_config")
 
 
 def _encode(tokenizer, text_a: str, text_b: str | None, max_length: int | None) -> WordPieceEncoding:
     limit = min(tokenizer.model_max_length, MAX_MODEL_TOKENS)
     max_length = int(max_length or limit)
     if not 8 <= max_length <= limit:
-        raise UserInputError(f"The maximum length must be between 8 and {limit} tokens (got {max_length}).")
+        raise UserInputError("classify.error_length_range", limit=limit, length=max_length)
     encoding = tokenizer.encode(text_a, text_b, max_length=max_length)
     content = [t for t, special in zip(encoding.tokens, encoding.special_tokens_mask) if not special]
     if not content:
-        raise UserInputError("The text has no tokens the model can read (only spaces or invisible characters).")
+        raise UserInputError("classify.error_no_tokens")
     return encoding
 
 
@@ -142,7 +144,7 @@ def classify(text_a: str | None, text_b: str | None = None, model_id: str | None
     distil = config.model_type == "distilbert"
     return ClassifyResult(
         text_a=text_a, text_b=text_b, encoding=encoding,
-        vector_name="ReLU(W_pre h_[CLS] + b_pre)" if distil else "pooled [CLS]: tanh(W_p h_[CLS] + b_p)",
+        vector_name="ReLU(W_pre h_[CLS] + b_pre)" if distil else text("classify.vector_pooled"),
         vector=vector[0].float().cpu().numpy(), weight=model.classifier.weight.detach().float().cpu().numpy(),
         bias=model.classifier.bias.detach().float().cpu().numpy(), logits=logits.cpu().numpy(),
         probs=probs.cpu().numpy(), labels=labels, label_note=note, function=function, badge=loaded.badge)

@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from core.errors import UserInputError
+from core.i18n import text as tr
 from core.paths import ASSETS_DIR
 from core.textio import normalize_text, read_text_upload
 from core.tokenizer import word_tokens
@@ -42,6 +43,8 @@ from core.tokenizer import word_tokens
 DATA_DIR = ASSETS_DIR / "classify"
 BUNDLED = {"English sentiment (bundled)": DATA_DIR / "sentiment_en.tsv",
            "Chinese sentiment 中文情感 (bundled)": DATA_DIR / "sentiment_zh.tsv"}
+BUNDLED_LABELS = {"English sentiment (bundled)": "classify.data_en",  # the names the learner sees (translated)
+                  "Chinese sentiment 中文情感 (bundled)": "classify.data_zh"}
 DEFAULT_DATASET = next(iter(BUNDLED))
 MAX_UPLOAD_BYTES = 1024 * 1024  # labelled data: 1 MB is thousands of sentences
 MAX_EXAMPLES = 2000  # more would take minutes to encode on 2 cores
@@ -100,9 +103,10 @@ def _fields(line: str) -> list[str] | None:
     return None
 
 
-def parse_labelled(text: str | None, source: str = "the pasted lines") -> list[Example]:
+def parse_labelled(text: str | None, source: str = "classify.source_pasted", **source_fields) -> list[Example]:
     """``label<TAB>sentence`` (or ``label,sentence``) lines → examples. Blank lines and ``#`` comments are skipped,
-    and so is a header row (``label<TAB>sentence``). Malformed lines are named by number."""
+    and so is a header row (``label<TAB>sentence``). Malformed lines are named by number. ``source`` is the key of
+    the words that name the data in messages (with ``source_fields``)."""
     # \r\n and a lone \r end a line too (normalize_text would drop a bare \r as a control character).
     text = normalize_text((text or "").replace("\r\n", "\n").replace("\r", "\n"))
     examples, problems = [], []
@@ -112,53 +116,52 @@ def parse_labelled(text: str | None, source: str = "the pasted lines") -> list[E
             continue
         parts = _fields(raw)
         if parts is None:
-            problems.append(f"line {number}: no tab (or comma) between the label and the sentence")
+            problems.append(tr("classify.problem_no_tab", line=number))
             continue
         label, sentence = unicodedata.normalize("NFC", parts[0].strip()).lower(), " ".join(parts[1].split())
         if not examples and not problems and label in HEADER_LABELS:
             continue
         if not label:
-            problems.append(f"line {number}: the label is empty")
+            problems.append(tr("classify.problem_empty_label", line=number))
         elif len(label) > MAX_LABEL_CHARS:
-            problems.append(f"line {number}: the label is {len(label)} characters long (at most "
-                            f"{MAX_LABEL_CHARS}); is the order label, then sentence?")
+            problems.append(tr("classify.problem_long_label", line=number, chars=len(label), limit=MAX_LABEL_CHARS))
         elif not sentence:
-            problems.append(f"line {number}: the sentence is empty")
+            problems.append(tr("classify.problem_empty_sentence", line=number))
         elif len(sentence) > MAX_SENTENCE_CHARS:
-            problems.append(f"line {number}: the sentence has {len(sentence)} characters (at most "
-                            f"{MAX_SENTENCE_CHARS})")
+            problems.append(tr("classify.problem_long_sentence", line=number, chars=len(sentence),
+                               limit=MAX_SENTENCE_CHARS))
         else:
             examples.append(Example(label, sentence, number))
     if problems:
-        shown = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
-        raise UserInputError(f"{len(problems)} malformed line(s) in {source}: {shown}. Each line must be "
-                             "label<TAB>sentence, for example “positive<TAB>What a lovely day.”")
-    return check_examples(examples, source)
+        shown = problems[:6] + ([tr("classify.problem_more", count=len(problems) - 6)] if len(problems) > 6 else [])
+        raise UserInputError("classify.error_malformed", count=len(problems), source=tr(source, **source_fields),
+                             problems="; ".join(shown))
+    return check_examples(examples, tr(source, **source_fields))
 
 
 def check_examples(examples: list[Example], source: str) -> list[Example]:
-    """At least two classes, few enough classes, enough examples of each; otherwise a message that names them."""
+    """At least two classes, few enough classes, enough examples of each; otherwise a message that names them.
+    ``source`` names the data in the learner's language ("your pasted lines")."""
     if not examples:
-        raise UserInputError(f"{source.capitalize()} hold no labelled sentences. Paste label<TAB>sentence lines.")
+        raise UserInputError("classify.error_no_examples", source=source)
     if len(examples) > MAX_EXAMPLES:
-        raise UserInputError(f"{source.capitalize()} hold {len(examples):,} sentences; at most {MAX_EXAMPLES:,} "
-                             "can be encoded in a reasonable time here. Use a smaller sample.")
+        raise UserInputError("classify.error_too_many_examples", source=source, count=f"{len(examples):,}",
+                             limit=f"{MAX_EXAMPLES:,}")
     counts: dict[str, list[int]] = {}
     for example in examples:
         counts.setdefault(example.label, []).append(example.line)
     if len(counts) == 1:
-        raise UserInputError(f"Every sentence in {source} has the label “{examples[0].label}”. A classifier needs "
-                             "at least two classes, such as positive and negative.")
+        raise UserInputError("classify.error_one_class", source=source, label=examples[0].label)
     if len(counts) > MAX_CLASSES:
         names = ", ".join(sorted(counts)[:12])
-        raise UserInputError(f"{source.capitalize()} have {len(counts)} different labels ({names}…); at most "
-                             f"{MAX_CLASSES} are allowed. Is the label the first field of each line?")
+        raise UserInputError("classify.error_too_many_classes", source=source, count=len(counts), names=names,
+                             limit=MAX_CLASSES)
     rare = {label: lines for label, lines in counts.items() if len(lines) < MIN_PER_CLASS}
     if rare:
-        listed = "; ".join(f"“{label}” only on line(s) {', '.join(map(str, lines))}" for label, lines in rare.items())
-        raise UserInputError(f"Unknown or too rare label(s): {listed}. Each label needs at least {MIN_PER_CLASS} "
-                             f"sentences (a typo such as “postive” makes a new label). Labels seen: "
-                             f"{', '.join(sorted(counts))}.")
+        listed = "; ".join(tr("classify.rare_label", label=label, lines=", ".join(map(str, lines)))
+                           for label, lines in rare.items())
+        raise UserInputError("classify.error_rare", listed=listed, minimum=MIN_PER_CLASS,
+                             seen=", ".join(sorted(counts)))
     return examples
 
 
@@ -166,8 +169,9 @@ def load_bundled(name: str) -> list[Example]:
     """A bundled set. Its i-th positive and i-th negative sentence are twins on one topic ("The soup was hot…" /
     "The soup was cold…"); they share a group, so a topic word cannot carry a label from training into testing."""
     if name not in BUNDLED:
-        raise UserInputError(f"Unknown data set “{name}”. Choose one of: {', '.join(BUNDLED)}.")
-    examples = parse_labelled(BUNDLED[name].read_text(encoding="utf-8"), f"the bundled file {BUNDLED[name].name}")
+        raise UserInputError("classify.error_unknown_dataset", name=name, choices=", ".join(BUNDLED))
+    examples = parse_labelled(BUNDLED[name].read_text(encoding="utf-8"), "classify.source_bundled",
+                              name=BUNDLED[name].name)
     seen: dict[str, int] = {}
     for example in examples:
         example.group = seen[example.label] = seen.get(example.label, -1) + 1
@@ -176,7 +180,7 @@ def load_bundled(name: str) -> list[Example]:
 
 def read_upload(path: str | Path) -> list[Example]:
     """An uploaded .tsv/.csv/.txt: read as bytes (capped), decoded as UTF-8, parsed; never unpickled or executed."""
-    return parse_labelled(read_text_upload(path, MAX_UPLOAD_BYTES), "the uploaded file")
+    return parse_labelled(read_text_upload(path, MAX_UPLOAD_BYTES), "classify.source_upload")
 
 
 def split(examples: list[Example], seed: int = DEFAULT_SEED, test_fraction: float = TEST_FRACTION) -> Split:
@@ -261,12 +265,23 @@ def fit_logistic(features: torch.Tensor, y: np.ndarray, classes: int, seed: int,
 
 @dataclass
 class Baseline:
-    name: str
+    """A baseline's name and note are translation keys (baselines are cached across learners and languages);
+    ``name`` and ``note`` render them in the current call's language."""
+    name_key: str
     accuracy: float  # on the held-out sentences
-    note: str
+    note_key: str
+    note_fields: dict = field(default_factory=dict)
     features: object = None  # text -> (D,) tensor; None for the majority baseline
     head: nn.Linear | None = None
     majority: int = 0
+
+    @property
+    def name(self) -> str:
+        return tr(self.name_key)
+
+    @property
+    def note(self) -> str:
+        return tr(self.note_key, **self.note_fields)
 
     def probabilities(self, text: str, classes: int) -> np.ndarray:
         if self.head is None:
@@ -279,7 +294,8 @@ def majority_baseline(data: Split) -> Baseline:
     counts = np.bincount(data.y_train, minlength=len(data.labels))
     winner = int(counts.argmax())
     accuracy = float((data.y_test == winner).mean())
-    return Baseline("majority class", accuracy, f"always “{data.labels[winner]}”", majority=winner)
+    return Baseline("classify.baseline_majority", accuracy, "classify.baseline_majority_note",
+                    {"label": data.labels[winner]}, majority=winner)
 
 
 def ngram_baseline(data: Split, max_vocab: int = 20_000) -> Baseline:
@@ -299,8 +315,8 @@ def ngram_baseline(data: Split, max_vocab: int = 20_000) -> Baseline:
     x_train = torch.stack([features(e.text) for e in data.train])
     head = fit_logistic(x_train, data.y_train, len(data.labels), data.seed)
     accuracy = _accuracy(head, torch.stack([features(e.text) for e in data.test]), data.y_test)
-    return Baseline("bag of 1-2-grams + logistic regression", accuracy,
-                    f"{len(vocab):,} n-grams seen in training", features, head)
+    return Baseline("classify.baseline_ngram", accuracy, "classify.baseline_ngram_note", {"count": f"{len(vocab):,}"},
+                    features, head)
 
 
 def glove_baseline(data: Split) -> Baseline:
@@ -322,10 +338,8 @@ def glove_baseline(data: Split) -> Baseline:
     head = fit_logistic(x_train, data.y_train, len(data.labels), data.seed, lr=0.1, steps=300)
     accuracy = _accuracy(head, torch.stack([features(e.text) for e in data.test]), data.y_test)
     coverage = found / max(total, 1)
-    note = f"{coverage:.0%} of the words have a GloVe vector"
-    if coverage < 0.5:
-        note += " (GloVe 6B is English: most Chinese words are missing, so many sentences average to zero)"
-    return Baseline("mean GloVe 6B 50d + logistic regression", accuracy, note, features, head)
+    note = "classify.baseline_glove_note" if coverage >= 0.5 else "classify.baseline_glove_note_low"
+    return Baseline("classify.baseline_glove", accuracy, note, {"share": f"{coverage:.0%}"}, features, head)
 
 
 def _accuracy(head: nn.Linear, x: torch.Tensor, y: np.ndarray) -> float:
@@ -360,7 +374,7 @@ def check_sentence(text: str | None) -> str:
     """A sentence to classify with every trained model."""
     text = " ".join(normalize_text(text or "").split())
     if not text:
-        raise UserInputError("The sentence is empty. Type a sentence to classify.")
+        raise UserInputError("classify.error_empty_sentence")
     if len(text) > MAX_SENTENCE_CHARS:
-        raise UserInputError(f"The sentence has {len(text):,} characters; at most {MAX_SENTENCE_CHARS} here.")
+        raise UserInputError("classify.error_long_sentence", chars=f"{len(text):,}", limit=MAX_SENTENCE_CHARS)
     return text

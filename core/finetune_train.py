@@ -27,6 +27,7 @@ from core import finetune, registry
 from core.nets.bert import additive_attention_mask
 from core.registry import MINILM_ID
 from core.errors import UserInputError
+from core.i18n import text as tr
 from core.embeddings import pca
 
 DEFAULT_HEAD_STEPS = 150  # full-batch Adam steps for the head on frozen features
@@ -130,9 +131,9 @@ class Outcome:
         rows = [(b.name, b.probabilities(text, classes)) for b in self.baselines]
         encoded = encode([text], self.unfrozen)
         with torch.no_grad():
-            rows.append(("MiniLM frozen + head (a)", self.head(encoded.frozen).softmax(-1)[0].numpy()))
+            rows.append((tr("classify.model_frozen"), self.head(encoded.frozen).softmax(-1)[0].numpy()))
             tuned = self.tuned(encoded.layer_input, encoded.mask).softmax(-1)[0].numpy()
-        rows.append((f"MiniLM, top {self.unfrozen} layer(s) fine-tuned (b)", tuned))
+        rows.append((tr("classify.model_tuned", layers=self.unfrozen), tuned))
         return rows
 
 
@@ -141,11 +142,12 @@ class Cancelled(Exception):
 
 
 def check_settings(head_steps: int, unfrozen: int, epochs: int) -> tuple[int, int, int]:
-    limits = (("head steps", head_steps, 1, MAX_HEAD_STEPS), ("unfrozen layers", unfrozen, 1, MAX_LAYERS),
-              ("epochs", epochs, 1, MAX_EPOCHS))
+    limits = (("classify.setting_head_steps", head_steps, 1, MAX_HEAD_STEPS),
+              ("classify.setting_unfrozen", unfrozen, 1, MAX_LAYERS),
+              ("classify.setting_epochs", epochs, 1, MAX_EPOCHS))
     for name, value, low, high in limits:
         if not low <= int(value) <= high:
-            raise UserInputError(f"The number of {name} must be between {low} and {high} (got {value}).")
+            raise UserInputError("classify.error_setting", name=tr(name), low=low, high=high, value=value)
     return int(head_steps), int(unfrozen), int(epochs)
 
 
@@ -165,14 +167,13 @@ def train(data: finetune.Split, head_steps: int = DEFAULT_HEAD_STEPS, unfrozen: 
 def _train(data, head_steps, unfrozen, epochs, budget_seconds, cancel, with_baselines):
     started = time.perf_counter()
     notes: list[str] = []
-    yield Progress("baselines", 0.0, "baselines: majority, n-grams, GloVe", [], [])
+    yield Progress("baselines", 0.0, tr("classify.progress_baselines"), [], [])
     found = finetune.cached_baselines(data) if with_baselines else [finetune.majority_baseline(data)]
-    yield Progress("encode", 0.05, f"MiniLM reads {len(data.train) + len(data.test)} sentences (frozen)", [], [])
+    yield Progress("encode", 0.05, tr("classify.progress_encode", count=len(data.train) + len(data.test)), [], [])
     n_train = len(data.train)
     enc = encode([e.text for e in data.train + data.test], unfrozen)
     if enc.unknown:
-        notes.append(f"MiniLM's vocabulary (English, bert-base-uncased) lacks some characters: {enc.unknown} "
-                     "[UNK] tokens in this data.")
+        notes.append(tr("classify.note_unknown", count=enc.unknown))
     y_train, y_test = torch.as_tensor(data.y_train), data.y_test
     classes = len(data.labels)
 
@@ -190,7 +191,7 @@ def _train(data, head_steps, unfrozen, epochs, budget_seconds, cancel, with_base
         head_losses.append(loss.item())
         if step % 25 == 0 or step == head_steps - 1:
             yield Progress("head", 0.1 + 0.2 * (step + 1) / head_steps,
-                           f"(a) head on frozen features: step {step + 1}/{head_steps}", head_losses, [])
+                           tr("classify.progress_head", step=step + 1, steps=head_steps), head_losses, [])
     head.eval()
     with torch.no_grad():
         head_accuracy = _accuracy(head(enc.frozen[n_train:]), y_test)
@@ -219,16 +220,16 @@ def _train(data, head_steps, unfrozen, epochs, budget_seconds, cancel, with_base
             optimizer.step()
             layer_losses.append(loss.item())
             done = (epoch * batches + b + 1) / (epochs * batches)
-            yield Progress("layers", 0.3 + 0.65 * done, f"(b) top {unfrozen} layer(s) + head: epoch {epoch + 1}/"
-                           f"{epochs}, batch {b + 1}/{batches}", head_losses, layer_losses)
+            yield Progress("layers", 0.3 + 0.65 * done,
+                           tr("classify.progress_layers", layers=unfrozen, epoch=epoch + 1, epochs=epochs,
+                                batch=b + 1, batches=batches), head_losses, layer_losses)
             if time.perf_counter() - started > budget_seconds:
                 out_of_time = True
                 break
         if out_of_time:
             tuned.load_state_dict(kept)
-            notes.append(f"Stopped at the {budget_seconds:.0f} s budget during epoch {epoch + 1}; kept the weights "
-                         f"after epoch {epochs_done} (the last completed one)"
-                         + (", which are the head from (a) with unchanged layers." if epochs_done == 0 else "."))
+            notes.append(tr("classify.note_budget_none" if epochs_done == 0 else "classify.note_budget",
+                              budget=f"{budget_seconds:.0f}", epoch=epoch + 1, done=epochs_done))
             break
         kept = copy.deepcopy(tuned.state_dict())
         epochs_done = epoch + 1
@@ -253,7 +254,8 @@ def weight_change(original: list[nn.Module], tuned: TopLayers, first: int) -> li
             if name.endswith("weight") and param.dim() == 2:
                 before_weight = param.detach().float().cpu()
                 delta = (after_params[name].detach() - before_weight).norm() / before_weight.norm()
-                rows.append((f"layer {first + offset}: {name.removesuffix('.weight')}", float(delta)))
+                rows.append((tr("classify.changes_layer", layer=first + offset, name=name.removesuffix(".weight")),
+                             float(delta)))
     return rows
 
 
@@ -319,7 +321,7 @@ def run_for_session(session: str, data: finetune.Split, progress: Callable[[Prog
     try:
         while not RUNS.slots.acquire(timeout=0.5):
             _check(event)
-            yield Progress("waiting", 0.0, "waiting for a free training slot (other learners are training)", [], [])
+            yield Progress("waiting", 0.0, tr("classify.progress_waiting"), [], [])
         try:
             for update in train(data, cancel=event, **settings):
                 if isinstance(update, Outcome):

@@ -35,6 +35,7 @@ from tokenizers import Encoding, Tokenizer
 
 from core import registry
 from core.errors import UserInputError
+from core.i18n import text
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import CleanText, clean_text, normalize_text
 from core.tokenizer import WordPieceTokenizer
@@ -45,6 +46,9 @@ MAX_TOP_K = 20
 MASKED_LOGIT = -10000.0  # what the pipeline writes over question tokens before the softmax
 BATCH_WINDOWS = 16  # windows per forward pass
 MAX_WINDOWS = 256  # a stride close to the window length would make thousands of windows of one new token each
+
+SQUAD2_ID = "deepset/bert-base-cased-squad2"  # can answer "no answer" (SQuAD 2.0)
+CHINESE_ID = "uer/roberta-base-chinese-extractive-qa"  # BertForQuestionAnswering on Chinese reading comprehension
 
 # Seed §14 (Chinese) and seed 001 (English) examples, as (question, context) presets.
 SEED_ZH = ("今天的最高温度是多少", "天气预报显示今天最高温度 37 摄氏度")
@@ -137,17 +141,16 @@ def _checked(question: str | None, context: str | None) -> tuple[str, CleanText,
     clean = clean_text(context or "")
     context = clean.text
     if not question:
-        raise UserInputError("The question is empty. Type a question about the context, or pick an example.")
+        raise UserInputError("qa.error_empty_question")
     if not context.strip():
-        raise UserInputError("The context is empty. Paste the passage that should hold the answer, or pick an example.")
+        raise UserInputError("qa.error_empty_context")
     if len(question) > MAX_TEXT_CHARS:
-        raise UserInputError(f"The question has {len(question):,} characters; ask something shorter.")
+        raise UserInputError("qa.error_question_long", chars=f"{len(question):,}")
     notes = []
     if len(context) > MAX_TEXT_CHARS:
         cut = context.rfind(" ", 0, MAX_TEXT_CHARS)
         cut = cut if cut > MAX_TEXT_CHARS // 2 else MAX_TEXT_CHARS
-        notes.append(f"The context has {len(context):,} characters; only the first {cut:,} were searched "
-                     f"(the limit is {MAX_TEXT_CHARS:,}).")
+        notes.append(text("qa.note_cut", chars=f"{len(context):,}", cut=f"{cut:,}", limit=f"{MAX_TEXT_CHARS:,}"))
         end = clean.position(cut)
         clean = CleanText(context[:cut], clean.original[:end], clean.starts[:cut],
                           tuple(min(e, end) for e in clean.ends[:cut]))
@@ -160,14 +163,12 @@ def default_lengths(tokenizer: WordPieceTokenizer, max_seq_len: int | None, doc_
     limit = min(tokenizer.model_max_length, max_positions, MAX_MODEL_TOKENS)
     max_seq_len = int(max_seq_len or min(limit, DEFAULT_MAX_SEQ_LEN))
     if not 8 <= max_seq_len <= limit:
-        raise UserInputError(f"The window length must be between 8 and {limit} tokens (got {max_seq_len}).")
+        raise UserInputError("qa.error_window_range", limit=limit, length=max_seq_len)
     doc_stride = int(min(max_seq_len // 2, 128) if doc_stride is None else doc_stride)
     # Checked before any tokenising: a window holds at most max_seq_len - 3 context tokens ([CLS], two [SEP],
     # and at least one question token take the rest), and the tokenizer refuses a stride that is not smaller.
     if not 0 <= doc_stride < max_seq_len - 3:
-        raise UserInputError(f"The doc stride ({doc_stride}) must be at least 0 and smaller than the window length "
-                             f"minus the question and special tokens, so below {max_seq_len - 3} for windows of "
-                             f"{max_seq_len}. Lower the stride (half the window is usual) or use longer windows.")
+        raise UserInputError("qa.error_stride_range", stride=doc_stride, below=max_seq_len - 3, length=max_seq_len)
     return max_seq_len, doc_stride
 
 
@@ -199,29 +200,25 @@ def make_windows(tokenizer: WordPieceTokenizer, question: str, context: str, max
     shared = tokenizer.backend  # untruncated: for counting tokens
     question_len = len(shared.encode(question, add_special_tokens=False))
     if question_len == 0:
-        raise UserInputError("The question has no tokens the model can read (only spaces or invisible characters).")
+        raise UserInputError("qa.error_question_no_tokens")
     room = max_seq_len - shared.num_special_tokens_to_add(True) - question_len  # context tokens per window
     if room <= 0:
-        raise UserInputError(f"The question has {question_len} tokens, which leaves no room for the context in a "
-                             f"window of {max_seq_len} tokens. Shorten the question or use longer windows.")
+        raise UserInputError("qa.error_question_tokens", count=question_len, length=max_seq_len)
     # The tokenizer requires stride < room, but only when the context must be cut (the pipeline would crash here).
     context_len = len(shared.encode(context, add_special_tokens=False))
     if doc_stride >= room and context_len > room:
-        raise UserInputError(f"The doc stride ({doc_stride}) must be smaller than the {room} context tokens that "
-                             f"fit in a window beside this question. Lower the stride or use longer windows.")
+        raise UserInputError("qa.error_stride_room", stride=doc_stride, room=room)
     windows_needed = 1 if context_len <= room else 1 + math.ceil((context_len - room) / (room - doc_stride))
     if windows_needed > MAX_WINDOWS:
-        raise UserInputError(f"With windows of {max_seq_len} tokens and a doc stride of {doc_stride}, each window "
-                             f"moves on by only {room - doc_stride} context tokens, so this context would need "
-                             f"{windows_needed:,} windows (the limit is {MAX_WINDOWS}). Lower the stride or use "
-                             f"longer windows.")
+        raise UserInputError("qa.error_too_many_windows", length=max_seq_len, stride=doc_stride,
+                             step=room - doc_stride, windows=f"{windows_needed:,}", limit=MAX_WINDOWS)
     backend, lock = _windower(tokenizer)
     with lock:
         backend.enable_truncation(max_seq_len, stride=doc_stride, strategy="only_second")
         backend.no_padding()
         first = backend.encode(question, context)
     if 1 not in first.sequence_ids:
-        raise UserInputError("The context has no tokens the model can read (only spaces or invisible characters).")
+        raise UserInputError("qa.error_context_no_tokens")
     windows = []
     for index, encoding in enumerate([first, *first.overflowing]):
         context_positions = [i for i, s in enumerate(encoding.sequence_ids) if s == 1]
@@ -290,7 +287,8 @@ def _logits(loaded: registry.LoadedModel, windows: list[Window],
     with torch.inference_mode():
         for rows in batches:
             if progress is not None and len(windows) > BATCH_WINDOWS:
-                progress(done / len(windows), f"windows {done + 1}–{done + len(rows)} of {len(windows)}")
+                progress(done / len(windows), text("qa.progress_windows", first=done + 1, last=done + len(rows),
+                                                     total=len(windows)))
             ids = torch.tensor([windows[r].ids for r in rows], device=loaded.device)  # (B, T)
             segments = torch.tensor([windows[r].segment_ids for r in rows], device=loaded.device)  # (B, T)
             spans = loaded.model(ids, None, segments, output_attentions=False)
@@ -308,9 +306,9 @@ def answer(question: str, context: str, model_id: str | None = None, *, top_k: i
            progress: Callable[[float, str], None] | None = None) -> QAResult:
     """Find the answer to ``question`` in ``context``. Raises ModelUnavailableError / UserInputError."""
     if not 1 <= int(top_k) <= MAX_TOP_K:
-        raise UserInputError(f"top-k must be between 1 and {MAX_TOP_K} (got {top_k}).")
+        raise UserInputError("qa.error_top_k", limit=MAX_TOP_K, value=top_k)
     if int(max_answer_len) < 1:
-        raise UserInputError(f"The maximum answer length must be at least 1 token (got {max_answer_len}).")
+        raise UserInputError("qa.error_answer_len", value=max_answer_len)
     top_k, max_answer_len = int(top_k), int(max_answer_len)
     question, typed, notes = _checked(question, context)
     context = typed.text  # what the model reads; answers are reported in typed.original
@@ -320,8 +318,7 @@ def answer(question: str, context: str, model_id: str | None = None, *, top_k: i
                                               loaded.config.max_position_embeddings)
     windows = make_windows(tokenizer, question, context, max_seq_len, doc_stride)
     if len(windows) > 1:
-        notes.append(f"The context is too long for one window of {max_seq_len} tokens, so the model read it in "
-                     f"{len(windows)} overlapping windows (stride {doc_stride}); the best span across them wins.")
+        notes.append(text("qa.note_windows", length=max_seq_len, windows=len(windows), stride=doc_stride))
     cls_id = tokenizer.token_to_id(tokenizer.cls_token)
     per_window = 2 * top_k + 10  # the pipeline over-asks, because several token spans widen to the same words
     answers: list[Answer] = []

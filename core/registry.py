@@ -392,7 +392,8 @@ CHECKPOINTS: dict[str, list[str]] = {
     "encoder": [MINILM_ID, "bert-base-uncased", "bert-base-cased", "distilbert-base-uncased", "bert-base-chinese"],
     "mlm": ["bert-base-uncased", "distilbert-base-uncased", "bert-base-chinese"],
     "ner": ["dslim/bert-base-NER"],
-    "qa": ["distilbert-base-cased-distilled-squad", "deepset/bert-base-cased-squad2"],
+    "qa": ["distilbert-base-cased-distilled-squad", "deepset/bert-base-cased-squad2",
+           "uer/roberta-base-chinese-extractive-qa"],  # Chinese: BertForQuestionAnswering, pytorch_model.bin + vocab.txt
     "causal-lm": ["gpt2", "distilgpt2", "uer/gpt2-chinese-cluecorpussmall"],
     # Single sentence (SST-2 sentiment, Dianping reviews), pairs (MRPC paraphrase, Chinese similarity), CoLA.
     "classify": ["distilbert-base-uncased-finetuned-sst-2-english", "textattack/bert-base-uncased-MRPC",

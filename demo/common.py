@@ -13,7 +13,7 @@ import gradio as gr
 
 from core import jobs
 from core.errors import LearnerError, UserInputError
-from core.i18n import text, using_language
+from core.i18n import current_language, text, using_language
 
 log = logging.getLogger("plm_explorer")
 
@@ -94,11 +94,16 @@ def friendly_errors(fn):
 
     signature, split = _with_request_parameter(fn)
 
+    def _language(request) -> str:
+        # A handler called by another handler (a preset running its view) gets no request: it keeps the caller's
+        # language instead of falling back to English.
+        return language_of(request) if request is not None else current_language()
+
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def gen_wrapper(*args, **kwargs):
             request, args, kwargs = split(args, kwargs)
-            lang = language_of(request)
+            lang = _language(request)
             steps = fn(*args, **kwargs)
             while True:  # each step may run in another worker thread: set the language around every one
                 with using_language(lang):
@@ -115,7 +120,7 @@ def friendly_errors(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             request, args, kwargs = split(args, kwargs)
-            with using_language(language_of(request)):
+            with using_language(_language(request)):
                 try:
                     return fn(*args, **kwargs)
                 except Exception as exc:  # noqa: BLE001

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import gradio as gr
+import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -13,26 +14,27 @@ from core.errors import ModelUnavailableError
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, styled
+from demo.i18n import LANGUAGES, label, t
+from demo.i18n import table as table_of
 
 TITLE = "QA"
 
-INTRO = """
-### Extractive question answering: the answer is a span of the context
-BERT reads one sequence, **[CLS] question [SEP] context [SEP]**, with segment id 0 for the question part and 1 for the
-context. The QA head is just two learned vectors **S** and **E**. Every context token's final vector hᵢ gets a start
-score S·hᵢ and an end score E·hᵢ; a softmax over the context turns them into
-**P_start(i)** and **P_end(j)**, and the answer is the span with the largest **P_start(i) · P_end(j)**,
-with i ≤ j and at most *max answer length* tokens. SQuAD 2.0 models may instead point both at [CLS]: "no answer".
-"""
-
-NO_MODEL_HINT = ("The *input layout* view below still works: it needs only a tokenizer. To run the model, type a "
-                 "local folder with a BertForQuestionAnswering / DistilBertForQuestionAnswering checkpoint "
-                 "(config.json, weights, tokenizer files) into the checkpoint box.")
-SEGMENT_COLORS = {"segment 0 · question": COLORWAY[0], "segment 1 · context": COLORWAY[2]}
 EXCERPT_CHARS = 600  # long contexts show this much text either side of the answer
 LAYOUT_WINDOWS_SHOWN = 3
 LAYOUT_TABLE_ROWS = 1200
-MOBY_QUESTION = "What name does the narrator ask to be called?"
+CANDIDATE_COLUMNS = ["qa.col_rank", "qa.col_answer", "qa.col_score", "qa.col_chars", "qa.col_window",
+                     "qa.col_positions"]
+LAYOUT_COLUMNS = ["qa.col_window", "qa.col_position", "qa.col_token", "qa.col_segment", "qa.col_part"]
+QA_ID, SQUAD2_ID, CHINESE_QA_ID = registry.CHECKPOINTS["qa"][0], qa.SQUAD2_ID, qa.CHINESE_ID
+
+
+# The answer's colour, under its name in every language: a colour map is fixed when the tab is built, before the
+# learner's language is known. (The segment view has no colour map: its legend would list every language's names,
+# so Gradio picks the two colours and the legend shows the learner's names only.)
+ANSWER_COLORS = {t("qa.answer_category", lang): HIGHLIGHT for lang in LANGUAGES}
+
+
+MOBY_QUESTION = t("qa.preset_moby_question", "en")  # the presets' English question about an English text
 
 
 def moby_context(words: int = 1600) -> str:
@@ -42,20 +44,14 @@ def moby_context(words: int = 1600) -> str:
     return " ".join(text[start:].split()[:words])
 
 
-# (button label, question, context, what the seed / a real model gives, no-answer option)
+# (label key, checkpoint, question (a key when it starts with "qa."), context (None: Moby-Dick), key of what the
+# seed / a real model gives, no-answer option)
 PRESETS = [
-    ("Seed §14: 最高温度 (Chinese)", *qa.SEED_ZH,
-     "The seed's table: P_start = 0.80 at “37” and P_end = 0.80 at “摄氏度”, so the answer is “37 摄氏度”. "
-     "Reproducing it needs a Chinese QA checkpoint (BERT tokenises Chinese by character, so the end lands on “度”); "
-     "the English default model cannot read this.", False),
-    ("Seed 001: what makes it fall?", *qa.SEED_EN[0], "Seed 001: a SQuAD model answers “gravity”.", False),
-    ("Seed 001: where do droplets collide?", *qa.SEED_EN[1], "Seed 001: a SQuAD model answers “within a cloud”.",
-     False),
-    ("Long context: Moby-Dick (several windows)", MOBY_QUESTION, None,
-     "The answer (“Ishmael”) is in the first sentence; the context needs several windows.", False),
-    ("No answer (SQuAD 2.0)", "What is the boiling point of mercury?", qa.PRECIPITATION,
-     "The context does not say. With a SQuAD 2.0 model (deepset/bert-base-cased-squad2) and the no-answer option, "
-     "the best candidate is “no answer”.", True),
+    ("qa.preset_zh", CHINESE_QA_ID, *qa.SEED_ZH, "qa.preset_zh_expected", False),
+    ("qa.preset_fall", QA_ID, *qa.SEED_EN[0], "qa.preset_fall_expected", False),
+    ("qa.preset_cloud", QA_ID, *qa.SEED_EN[1], "qa.preset_cloud_expected", False),
+    ("qa.preset_moby", QA_ID, "qa.preset_moby_question", None, "qa.preset_moby_expected", False),
+    ("qa.preset_none", SQUAD2_ID, "qa.preset_none_question", qa.PRECIPITATION, "qa.preset_none_expected", True),
 ]
 
 
@@ -74,7 +70,8 @@ def _highlighted(result: qa.QAResult) -> list[tuple[str, str | None]]:
     if last < len(text):
         space = text.rfind(" ", best.end, last)
         last = space if space > best.end else last
-    return [(("… " if first else "") + text[first:best.start], None), (text[best.start:best.end], "answer"),
+    return [(("… " if first else "") + text[first:best.start], None),
+            (text[best.start:best.end], t("qa.answer_category")),
             (text[best.end:last] + (" …" if last < len(text) else ""), None)]
 
 
@@ -86,7 +83,7 @@ def _candidate_rows(result: qa.QAResult) -> list[list]:
     rows = []
     for rank, a in enumerate(result.answers, 1):
         if a.is_null:
-            rows.append([rank, "(no answer: [CLS])", _score(a.score), "–", "–", "–"])
+            rows.append([rank, t("qa.candidate_null"), _score(a.score), "–", "–", "–"])
         else:
             rows.append([rank, a.text, _score(a.score), f"{a.start}–{a.end}", a.window + 1,
                          f"{a.token_start}–{a.token_end}"])
@@ -96,20 +93,23 @@ def _candidate_rows(result: qa.QAResult) -> list[list]:
 def _summary(result: qa.QAResult, expected: str = "") -> str:
     best = result.best
     if best.is_null:
-        head = (f"**No answer.** The model prefers [CLS]: P_start([CLS]) · P_end([CLS]) = {best.score:.4g} beats "
-                f"every span.")
+        head = t("qa.summary_null", score=f"{best.score:.4g}")
     else:
-        head = f"**Answer:** “{best.text}” · **score** {best.score:.4g} · characters {best.start}–{best.end}"
+        head = t("qa.summary_answer", text=best.text, score=f"{best.score:.4g}", start=best.start, end=best.end)
     lines = [head]
     if len(result.windows) == 1:
-        lines.append(f"No-answer score P_start([CLS]) · P_end([CLS]) = {result.windows[0].null_score:.4g}.")
+        lines.append(t("qa.summary_null_score", score=f"{result.windows[0].null_score:.4g}"))
     lines += result.notes
-    lines.append("Scores of spans that give the same words (in one window or several) add up, as in the Hugging Face "
-                 "pipeline; spans are widened to whole words.")
+    lines.append(t("qa.summary_scores"))
     if expected:
-        lines.append(f"*Preset:* {expected}")
+        lines.append(t("qa.summary_preset", expected=_expected(expected)))
     lines.append(f"<span class='badge'>{result.badge}</span>")
     return "  \n".join(lines)
+
+
+def _expected(expected: str) -> str:
+    """A preset's note: a translation key, or the text itself."""
+    return t(expected) if expected in table_of("en") else expected
 
 
 def chart_data(result: qa.QAResult) -> dict:
@@ -128,7 +128,7 @@ def chart_data(result: qa.QAResult) -> dict:
 def probability_figure(chart: dict | None, window: int) -> go.Figure:
     """Two bar charts on a shared token axis: P_start and P_end over the window's context tokens."""
     if not chart:
-        return empty_figure("Ask a question to see the start and end probabilities.")
+        return empty_figure(t("qa.figure_empty"))
     window = min(max(int(window), 0), len(chart["windows"]) - 1)
     data = chart["windows"][window]
     tokens, span = data["tokens"], data["span"]
@@ -142,7 +142,8 @@ def probability_figure(chart: dict | None, window: int) -> go.Figure:
                         subplot_titles=("P_start(i) = softmax(S·hᵢ)", "P_end(j) = softmax(E·hⱼ)"))
     for row, key, marked in ((1, "start", span[0] if span else None), (2, "end", span[1] if span else None)):
         fig.add_trace(go.Bar(x=x, y=data[key], marker_color=colors(marked), customdata=tokens, showlegend=False,
-                             hovertemplate="%{customdata} (token %{x}): %{y:.3f}<extra>" + key + "</extra>"),
+                             hovertemplate="%{customdata} (" + t("qa.figure_token") + " %{x}): %{y:.3f}<extra>"
+                             + key + "</extra>"),
                       row=row, col=1)
         fig.update_yaxes(title_text=f"P_{key}", rangemode="tozero", row=row, col=1)
     if span is not None:
@@ -151,65 +152,73 @@ def probability_figure(chart: dict | None, window: int) -> go.Figure:
     every = max(1, math.ceil(len(tokens) / 60))  # at most ~60 token labels, so they stay readable
     fig.update_xaxes(tickmode="array", tickvals=x[::every], ticktext=tokens[::every],
                      tickangle=-45 if len(tokens) > 12 else 0, row=2, col=1)
-    where = (f"window {window + 1} of {len(chart['windows'])}, characters {data['chars'][0]}–{data['chars'][1]} · "
-             if len(chart["windows"]) > 1 else "")
-    marked = "the answer span is marked" if span else "no answer span in this window"
-    return styled(fig, f"Start and end probabilities over the context tokens ({where}{marked})", 600)
+    where = (t("qa.figure_where", window=window + 1, windows=len(chart["windows"]), start=data["chars"][0],
+               end=data["chars"][1]) if len(chart["windows"]) > 1 else "")
+    marked = t("qa.figure_marked") if span else t("qa.figure_unmarked")
+    return styled(fig, t("qa.figure_title", where=where, marked=marked), 600)
 
 
-def _layout_views(windows: list[qa.Window], source: str, doc_stride: int) -> tuple[list, str, list[list]]:
+def _layout_views(windows: list[qa.Window], source: str, doc_stride: int) -> tuple[list, str, pd.DataFrame]:
     entries: list[tuple[str, str | None]] = []
+    segment_names = (t("qa.segment_question"), t("qa.segment_context"))
     for w in windows[:LAYOUT_WINDOWS_SHOWN]:
         if len(windows) > 1:
-            entries.append((f"{'' if w.index == 0 else chr(10)}window {w.index + 1}: ", None))
+            entries.append((("" if w.index == 0 else "\n") + t("qa.layout_window", number=w.index + 1), None))
         for token, segment in zip(w.tokens, w.segment_ids):
-            entries += [(token, "segment 0 · question" if segment == 0 else "segment 1 · context"), (" ", None)]
+            entries += [(token, segment_names[segment]), (" ", None)]
+    parts = {"context": t("qa.part_context"), "question": t("qa.part_question"), "special": t("qa.part_special")}
     rows = []
     for w in windows:
         for position, (token, segment) in enumerate(zip(w.tokens, w.segment_ids)):
             part = ("context" if position in w.context
                     else "question" if 0 < position < w.context.start - 1 else "special")
-            rows.append([w.index + 1, position, token, segment, part])
+            rows.append([w.index + 1, position, token, segment, parts[part]])
     question_len = windows[0].context.start - 2  # minus [CLS] and the first [SEP]
     longest = max(len(w.tokens) for w in windows)
     note = [f"{source}.",
-            f"The question has {question_len} tokens and sits in every window. " + (
-                f"The context fits in one window of {longest} tokens." if len(windows) == 1 else
-                f"The context needs {len(windows)} windows of up to {longest} tokens, {len(windows[0].context)} "
-                f"context tokens each; neighbouring windows share {doc_stride} of them (the doc stride), so an "
-                "answer cut by one window's edge is whole in the next.")]
+            t("qa.layout_question", count=question_len) + " " + (
+                t("qa.layout_one_window", longest=longest) if len(windows) == 1 else
+                t("qa.layout_windows", windows=len(windows), longest=longest, per_window=len(windows[0].context),
+                  stride=doc_stride))]
     if len(windows) > LAYOUT_WINDOWS_SHOWN:
-        capped = f" (first {LAYOUT_TABLE_ROWS:,} rows)" if len(rows) > LAYOUT_TABLE_ROWS else ""
-        note.append(f"The coloured view shows the first {LAYOUT_WINDOWS_SHOWN} windows; the table has them "
-                    f"all{capped}.")
-    return entries, "  \n".join(note), rows[:LAYOUT_TABLE_ROWS]
+        capped = t("qa.layout_capped", rows=f"{LAYOUT_TABLE_ROWS:,}") if len(rows) > LAYOUT_TABLE_ROWS else ""
+        note.append(t("qa.layout_shown", shown=LAYOUT_WINDOWS_SHOWN, capped=capped))
+    return entries, "  \n".join(note), table(rows[:LAYOUT_TABLE_ROWS], LAYOUT_COLUMNS)
+
+
+def table(rows: list[list], columns: list[str]) -> pd.DataFrame:
+    """Rows under headers in the learner's language."""
+    return pd.DataFrame(rows, columns=[t(key) for key in columns])
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Handlers
 
 
-def _no_model(exc: ModelUnavailableError):
-    message = f"**Model not available.** {exc}  \n{NO_MODEL_HINT}"
-    return [], message, [], empty_figure("No model to run: see the message above."), gr.update(visible=False), None
+def _no_model(exc: ModelUnavailableError, expected: str = ""):
+    message = t("qa.no_model", error=exc, hint=t("qa.no_model_hint"))
+    if expected:  # a preset still says what the seed / the checkpoint gives, and which checkpoint to fetch
+        message += "  \n" + t("qa.summary_preset", expected=_expected(expected))
+    return ([], message, table([], CANDIDATE_COLUMNS), empty_figure(t("qa.no_model_figure")), gr.update(visible=False),
+            None)
 
 
 @friendly_errors
 @gpu_handler
 def answer_question(model_id, question, context, max_answer_len, top_k, doc_stride, max_seq_len, no_answer,
                     expected="", progress=gr.Progress()):
-    progress(0, desc="loading the model (first use) and reading the context")
+    progress(0, desc=t("qa.progress_loading"))
     try:
         result = qa.answer(question, context, model_id, top_k=int(top_k), max_answer_len=int(max_answer_len),
                            doc_stride=int(doc_stride), max_seq_len=int(max_seq_len),
                            handle_impossible_answer=bool(no_answer),
                            progress=lambda fraction, desc: progress(fraction, desc=desc))
     except ModelUnavailableError as exc:
-        return _no_model(exc)
+        return _no_model(exc, expected)
     chart = chart_data(result)
     slider = gr.update(visible=len(result.windows) > 1, maximum=max(2, len(result.windows)),  # a slider needs min < max
                        value=chart["best"] + 1)
-    return (_highlighted(result), _summary(result, expected), _candidate_rows(result),
+    return (_highlighted(result), _summary(result, expected), table(_candidate_rows(result), CANDIDATE_COLUMNS),
             probability_figure(chart, chart["best"]), slider, chart)
 
 
@@ -226,10 +235,11 @@ def show_layout(model_id, question, context, doc_stride, max_seq_len):
 
 
 def _preset_handler(index: int):
-    _, question, context, expected, no_answer = PRESETS[index]
+    _, _, question_key, context, expected, no_answer = PRESETS[index]
 
     @friendly_errors
     def run(model_id, max_answer_len, top_k, doc_stride, max_seq_len, current_no_answer, progress=gr.Progress()):
+        question = t(question_key) if question_key in table_of("en") else question_key
         text = context if context is not None else moby_context()
         flag = True if no_answer else current_no_answer
         answered = answer_question(model_id, question, text, max_answer_len, top_k, doc_stride, max_seq_len, flag,
@@ -241,71 +251,60 @@ def _preset_handler(index: int):
 
 @friendly_errors
 def run_example(index: int, model_id, max_answer_len, top_k, doc_stride, max_seq_len, no_answer):
-    """PRESETS[index] (question, context, expected answer) through both views."""
+    """PRESETS[index] (question, context, expected answer) through both views, on ``model_id``."""
     return _preset_handler(int(index))(model_id, max_answer_len, top_k, doc_stride, max_seq_len, no_answer)
 
 
 PRESET_SLUGS = ["zuigao-wendu", "what-makes-it-fall", "within-a-cloud", "moby-dick-long", "no-answer"]
 OPTION_DEFAULTS = (qa.DEFAULT_MAX_ANSWER_LEN, 5, 128, qa.DEFAULT_MAX_SEQ_LEN)
-QA_ID = registry.CHECKPOINTS["qa"][0]
-# The default (first) is seed 001's English example: the Chinese one needs a Chinese QA checkpoint (its own issue).
-VIEW_PRESETS = [presets.Preset(PRESET_SLUGS[i], PRESETS[i][0], (i, QA_ID, *OPTION_DEFAULTS, PRESETS[i][4]),
-                               "§14.3") for i in (1, 2, 0, 3, 4)]
+# The default (first) is seed 001's English example on the default model; the seed's Chinese example runs on the
+# Chinese QA checkpoint, the no-answer one on the SQuAD 2.0 model. Each preset sets the checkpoint it needs.
+VIEW_PRESETS = [presets.Preset(PRESET_SLUGS[i], label(PRESETS[i][0]),
+                               (i, PRESETS[i][1], *OPTION_DEFAULTS, PRESETS[i][5]), "§14.3") for i in (1, 2, 0, 3, 4)]
 # (seed §, question, answer, preset)
 LESSON = [
-    ("§14.3", "“What causes precipitation to fall?” Which span should a SQuAD model pick, and how is it scored?",
-     "“gravity”. Every context token gets a start score S·hᵢ and an end score E·hᵢ; after a softmax the best span "
-     "maximises P_start(i)·P_end(j) with i ≤ j. Offline, the input layout below still shows the segment ids.",
-     "what-makes-it-fall"),
-    ("§14.3", "The context is longer than one window. How does the model still find the answer?",
-     "The context is cut into overlapping windows (doc stride tokens shared); each window is read with the "
-     "question, and the best span over all windows wins. The input layout lists every window.", "moby-dick-long"),
-    ("§14.3", "The context does not contain the answer. What can a SQuAD 2.0 model say?",
-     "“No answer”: it can point start and end at [CLS], and with the option on, that candidate is scored "
-     "P_start([CLS])·P_end([CLS]) against the best real span.", "no-answer"),
+    ("§14.3", label("qa.lesson_1_question"), label("qa.lesson_1_answer"), "zuigao-wendu"),
+    ("§14.3", label("qa.lesson_2_question"), label("qa.lesson_2_answer"), "moby-dick-long"),
+    ("§14.3", label("qa.lesson_3_question"), label("qa.lesson_3_answer"), "no-answer"),
 ]
 
 
 def build() -> None:
-    gr.Markdown(INTRO)
+    gr.Markdown(label("qa.intro"))
+    gr.Markdown(label("qa.checkpoints"))
     lesson_slot = gr.Column()
     with gr.Row():
         model_id = model_picker("qa")
-        no_answer = gr.Checkbox(False, label="Allow “no answer” (SQuAD 2.0 models)",
-                                info="Adds the [CLS] candidate, scored P_start([CLS]) · P_end([CLS]).")
-    question = gr.Textbox(label="Question", lines=1, placeholder="What causes precipitation to fall?")
-    context = gr.Textbox(label="Context", lines=6, max_lines=14,
-                         placeholder="The passage that holds the answer (long texts are read in windows).")
-    with gr.Accordion("Options", open=False):
+        no_answer = gr.Checkbox(False, label=label("qa.no_answer_label"), info=label("qa.no_answer_info"))
+    question = gr.Textbox(label=label("qa.question_label"), lines=1, placeholder=label("qa.question_placeholder"))
+    context = gr.Textbox(label=label("qa.context_label"), lines=6, max_lines=14,
+                         placeholder=label("qa.context_placeholder"))
+    with gr.Accordion(label("qa.options"), open=False):
         with gr.Row():
             max_answer_len = gr.Slider(1, 30, value=qa.DEFAULT_MAX_ANSWER_LEN, step=1,
-                                       label="Max answer length (tokens)")
-            top_k = gr.Slider(1, qa.MAX_TOP_K, value=5, step=1, label="Top-k candidate spans")
-            doc_stride = gr.Slider(0, 128, value=128, step=1, label="Doc stride (tokens shared by windows)",
-                                   info="At most 128, so that even the shortest window moves on by a fair step.")
-            max_seq_len = gr.Slider(192, 512, value=qa.DEFAULT_MAX_SEQ_LEN, step=1,
-                                    label="Window length (max_seq_len)")
+                                       label=label("qa.max_answer_len"))
+            top_k = gr.Slider(1, qa.MAX_TOP_K, value=5, step=1, label=label("qa.top_k"))
+            doc_stride = gr.Slider(0, 128, value=128, step=1, label=label("qa.doc_stride"),
+                                   info=label("qa.doc_stride_info"))
+            max_seq_len = gr.Slider(192, 512, value=qa.DEFAULT_MAX_SEQ_LEN, step=1, label=label("qa.max_seq_len"))
     with gr.Row():
-        run_button = gr.Button("Find the answer", variant="primary", scale=3)
-        layout_button = gr.Button("Show the input layout only", scale=1)
+        run_button = gr.Button(label("qa.run"), variant="primary", scale=3)
+        layout_button = gr.Button(label("qa.layout_button"), scale=1)
     preset_index = gr.State(1)  # which PRESETS row a preset runs (set by the preset itself)
     preset_bar = gr.Column()
 
     summary = gr.Markdown()
-    highlight = gr.HighlightedText(label="The answer in the context", color_map={"answer": HIGHLIGHT},
-                                   show_legend=False)
-    candidates = gr.Dataframe(headers=["rank", "answer", "score", "characters", "window", "token positions"],
-                              label="Top-k candidate spans", interactive=False, wrap=True, max_height=320,
-                                  buttons=TABLE_BUTTONS)
-    window = gr.Slider(1, 2, value=1, step=1, label="Window shown in the charts", visible=False)
+    highlight = gr.HighlightedText(label=label("qa.highlight_label"), color_map=ANSWER_COLORS, show_legend=False)
+    candidates = gr.Dataframe(headers=[label(key) for key in CANDIDATE_COLUMNS], label=label("qa.candidates_label"),
+                              interactive=False, wrap=True, max_height=320, buttons=TABLE_BUTTONS)
+    window = gr.Slider(1, 2, value=1, step=1, label=label("qa.window_label"), visible=False)
     chart_state = gr.State(None)
-    probs = gr.Plot(probability_figure(None, 0), label="Start and end probabilities", show_label=False)
+    probs = gr.Plot(label=label("qa.probs_label"), show_label=False)
 
-    gr.Markdown("### Input layout: [CLS] question [SEP] context [SEP], with segment ids")
+    gr.Markdown(label("qa.layout_heading"))
     layout_note = gr.Markdown()
-    layout = gr.HighlightedText(label="What the model reads (colour = segment id)", color_map=SEGMENT_COLORS,
-                                show_legend=True, show_inline_category=False)
-    layout_table = gr.Dataframe(headers=["window", "position", "token", "segment id", "part"], label="Tokens",
+    layout = gr.HighlightedText(label=label("qa.layout_label"), show_legend=True, show_inline_category=False)
+    layout_table = gr.Dataframe(headers=[label(key) for key in LAYOUT_COLUMNS], label=label("qa.layout_table_label"),
                                 interactive=False, max_height=320, buttons=TABLE_BUTTONS)
 
     options = [max_answer_len, top_k, doc_stride, max_seq_len]

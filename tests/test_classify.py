@@ -285,3 +285,59 @@ def test_runs_wait_for_a_free_slot_and_can_be_replaced_while_waiting(small_split
     finally:
         finetune_train.RUNS = original
 
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The Chinese checkpoints (issue #19): their label sets, through the registry, equal to transformers
+
+
+@pytest.fixture
+def chinese_hub(monkeypatch, tmp_path):
+    """uer/roberta-base-finetuned-dianping-chinese (its id2label) and IDEA-CCNL/Erlangshen-Roberta-110M-Similarity
+    (LABEL_0/LABEL_1, vocab.txt only), tiny and random, served under their real ids by a local Hub."""
+    from tests import chinese_checkpoints
+
+    folders = {
+        classify.DIANPING_ID: chinese_checkpoints.write(
+            tmp_path / "dianping", "BertForSequenceClassification", safetensors=True, tokenizer_config=True,
+            id2label=chinese_checkpoints.DIANPING_LABELS),
+        classify.SIMILARITY_ZH_ID: chinese_checkpoints.write(
+            tmp_path / "similarity", "BertForSequenceClassification", safetensors=True, tokenizer_config=False,
+            seed=1, num_labels=2),
+    }
+    server = chinese_checkpoints.serve(monkeypatch, tmp_path, folders)
+    yield folders
+    chinese_checkpoints.stop(server)
+
+
+def test_chinese_checkpoints_load_through_the_registry_with_their_label_sets(chinese_hub):
+    from core.i18n import using_language
+
+    review = classify.classify(classify.DIANPING_REVIEW, None, classify.DIANPING_ID)
+    assert review.labels == ["negative (stars 1, 2 and 3)", "positive (stars 4 and 5)"]
+    assert "id2label" in review.label_note and "from Hub download" in review.badge
+    assert review.encoding.tokens[:3] == ["[CLS]", "菜", "很"]  # one token per character
+    expected, ids = reference_logits(str(chinese_hub[classify.DIANPING_ID]), classify.DIANPING_REVIEW, None)
+    assert review.encoding.ids == ids
+    np.testing.assert_allclose(review.logits, expected, atol=1e-5)
+
+    pair = classify.classify(*classify.SEED_PAIR_ZH, classify.SIMILARITY_ZH_ID)
+    assert pair.labels == ["不相似 (not similar)", "相似 (similar)"] and "LCQMC" in pair.label_note
+    assert pair.encoding.tokens == ["[CLS]", *"我很喜欢你", "[SEP]", *"我很中意你", "[SEP]"]
+    assert pair.encoding.segment_ids == [0] * 7 + [1] * 6
+    expected, ids = reference_logits(str(chinese_hub[classify.SIMILARITY_ZH_ID]), *classify.SEED_PAIR_ZH)
+    assert pair.encoding.ids == ids
+    np.testing.assert_allclose(pair.logits, expected, atol=1e-5)
+    assert pair.probs.sum() == pytest.approx(1.0, abs=1e-6)
+    with using_language("zh"):  # the names the model card gives, in the learner's language
+        assert classify.classify(*classify.SEED_PAIR_ZH, classify.SIMILARITY_ZH_ID).labels == ["不相似", "相似"]
+
+
+def test_finetune_messages_come_out_in_chinese():
+    from core.i18n import using_language
+
+    with using_language("zh"):
+        with pytest.raises(UserInputError, match="第 2 行：标签和句子之间没有制表符"):
+            finetune.parse_labelled("positive\tok\njust a sentence\n")
+        with pytest.raises(UserInputError, match="分类器至少需要两个类别"):
+            finetune.parse_labelled("positive\ta\npositive\tb\n")

@@ -1,11 +1,14 @@
 """demo.classify handlers, called directly: the checkpoint view (layout, v and W, probabilities), the offline
 message, the data view, a short training run streamed to the end, every model on one sentence, what changed."""
+from types import SimpleNamespace
+
 import gradio as gr
 import numpy as np
 import pytest
 
 from core import classify as core_classify
 from core import finetune, finetune_train
+from core.i18n import using_language
 from demo import classify
 
 LABELS = {0: "negative", 1: "positive"}
@@ -21,9 +24,15 @@ def folder(tiny_checkpoint):
     return str(tiny_checkpoint("DistilBertForSequenceClassification", id2label=LABELS))
 
 
+def rows_of(frame):
+    """A result table's rows as lists (handlers return pandas frames with headers in the learner's language)."""
+    return frame.values.tolist()
+
+
 def test_pair_shows_layout_vector_w_and_probabilities(folder):
     summary, probs, vector, table, entries, note, rows = classify.classify_text(
         folder, "sentence pair", *core_classify.SEED_PAIR_EN, 128)
+    table, rows = rows_of(table), rows_of(rows)
     result = core_classify.classify(*core_classify.SEED_PAIR_EN, folder)
     best = result.ranked[0]
     assert f"**{best['label']}** · P = {best['score']:.4f}" in summary and "id2label" in summary
@@ -46,13 +55,16 @@ def test_offline_checkpoint_names_the_fetch_command_and_layout_still_works():
     summary, probs, vector, table, entries, note, rows = classify.classify_text(
         core_classify.DIANPING_ID, "single sentence", "菜很好吃", "", 128)
     assert "not available" in summary and f"hf download {core_classify.DIANPING_ID}" in summary
-    assert table == [] and rows[0][1] == "[CLS]" and "not available here" in note
+    assert table.empty and rows_of(rows)[0][1] == "[CLS]" and "not available here" in note
 
 
 def test_preset_fills_the_inputs():
-    model_id, task, text_a, text_b, summary, *_ = classify._preset(0)(128)
+    preset = next(p for p in classify.VIEW_PRESETS if p.slug == "wo-hen-xihuan-ni")
+    index, model_id, task, text_a, text_b, max_length = preset.resolved()
     assert (text_a, text_b) == core_classify.SEED_PAIR_ZH and task == "sentence pair"
-    assert model_id == core_classify.SIMILARITY_ZH_ID and "illustrate" in classify.PRESETS[0][-1]
+    assert model_id == core_classify.SIMILARITY_ZH_ID
+    summary, *_ = classify.run_example(index, model_id, task, text_a, text_b, max_length)
+    assert "illustrate" in summary and "hf download IDEA-CCNL/Erlangshen-Roberta-110M-Similarity" in summary
 
 
 def test_empty_pair_side_is_a_clear_error(folder):
@@ -62,6 +74,7 @@ def test_empty_pair_side_is_a_clear_error(folder):
 
 def test_data_view_shows_split_and_baselines():
     note, rows, sample = classify.show_data(finetune.DEFAULT_DATASET, "", None, 0)
+    rows, sample = rows_of(rows), rows_of(sample)
     assert "164 training and 56 held-out" in note
     assert [row[0] for row in rows][0] == "majority class" and rows[0][1] == 0.5
     assert len(rows) == 3 and all(0 <= row[1] <= 1 for row in rows)
@@ -103,6 +116,7 @@ def test_short_run_streams_then_every_model_classifies_and_changes_show():
     updates = list(classify.train(finetune.DEFAULT_DATASET, "", None, 0, 30, 1, 1, request=request))
     assert len(updates) >= 3
     status, loss, rows = updates[-1]
+    rows = rows_of(rows)
     assert status.startswith("**Done**")
     assert [row[0] for row in rows][-2:] == ["MiniLM frozen + head (a)", "MiniLM, top 1 layer(s) fine-tuned (b)"]
     assert len(loss.data) == 2
@@ -119,3 +133,54 @@ def test_short_run_streams_then_every_model_classifies_and_changes_show():
 def test_changes_view_before_any_training_shows_the_frozen_picture():
     note, projection, changes = classify.show_changes(finetune.DEFAULT_DATASET, "", None, 0, FakeRequest("fresh"))
     assert "Before fine-tuning" in note and len(projection.data) == 2
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 中文 (issue #19)
+
+
+
+
+def test_results_and_errors_come_out_in_chinese(folder):
+    with using_language("zh"):
+        summary, probs, vector, logits, entries, note, rows = classify.classify_text(
+            folder, "sentence pair", *core_classify.SEED_PAIR_ZH, 128)
+        data_note, accuracy, sample = classify.show_data(finetune.DEFAULT_DATASET, "", None, 0)
+    assert "在 2 个标签上做 softmax" in summary and "标签名来自模型的 config.json" in summary
+    assert list(logits.columns) == ["标签", "W_c · v", "b_c", "logit", "概率"]
+    assert probs.layout.title.text.startswith("P(标签)") and "片段编号为 0" in note
+    assert ("[SEP]", "特殊词元") in entries
+    assert "164 个训练句子" in data_note and rows_of(accuracy)[0][0] == "多数类"
+    zh = SimpleNamespace(headers={"accept-language": "zh-CN,zh;q=0.9"}, session_hash="zh-never-trained")
+    with pytest.raises(gr.Error, match="句子 B 为空"):
+        classify.classify_text(folder, "sentence pair", "你好", "  ", 128, request=zh)
+    with pytest.raises(gr.Error, match="请先训练"):
+        classify.predict("好", zh)
+
+
+def test_seed_pair_preset_on_the_chinese_similarity_model(monkeypatch, tmp_path):
+    """The 我很喜欢你 / 我很中意你 preset on IDEA-CCNL/Erlangshen-Roberta-110M-Similarity (tiny, served by a local
+    Hub): the pair layout, the model's own two probabilities, and the note that the seed's [0.02, 0.98] is an
+    illustration."""
+    from tests import chinese_checkpoints
+
+    folder = chinese_checkpoints.write(tmp_path / "similarity", "BertForSequenceClassification", safetensors=True,
+                                       tokenizer_config=False, num_labels=2)
+    server = chinese_checkpoints.serve(monkeypatch, tmp_path, {core_classify.SIMILARITY_ZH_ID: folder})
+    try:
+        preset = next(p for p in classify.VIEW_PRESETS if p.slug == "wo-hen-xihuan-ni")
+        with using_language("zh"):
+            summary, probs, vector, logits, entries, note, rows = classify.run_example(*preset.resolved())
+    finally:
+        chinese_checkpoints.stop(server)
+    assert list(probs.data[0].y) == ["不相似", "相似"]
+    assert sum(probs.data[0].x) == pytest.approx(1.0, abs=1e-6)
+    assert "[0.02, 0.98]" in summary and "说明原理" in summary
+    assert [row[2] for row in rows_of(rows)] == [0] * 7 + [1] * 6
+
+
+def test_opening_the_finetune_view_shows_the_data_and_says_training_draws_the_loss():
+    note, accuracy, sample, loss = classify.open_finetune(finetune.DEFAULT_DATASET, "", None, 0,
+                                                          FakeRequest("opened-never-trained"))
+    assert "164 training and 56 held-out" in note and len(rows_of(sample)) == 8
+    assert not loss.data and "Train to see the loss curves" in str(loss.layout)

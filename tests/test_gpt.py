@@ -181,7 +181,7 @@ def test_transformers_reads_the_shipped_char_gpt_file_the_same_way(tmp_path):
     shutil.copy(GPT_ASSETS / "config.json", tmp_path / "config.json")
     model, vocab, _ = load_char_gpt(GPT_ASSETS)
     ids = torch.tensor([vocab.encode("Call me Ishmael. Some years ago")[0]])
-    assert_same_outputs(model, reference(tmp_path), ids)
+    assert_same_outputs(model.cpu(), reference(tmp_path), ids)  # compared on the CPU (the app may load it on cuda)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -194,7 +194,8 @@ def test_next_token_applies_temperature_and_top_k():
     loaded = gpt.load(gpt.CHAR_GPT_ID)
     text = "The White Wha"
     with torch.no_grad():
-        logits = loaded.model(torch.tensor([loaded.tokenizer.encode(text).ids])).logits[0, -1]
+        ids = torch.tensor([loaded.tokenizer.encode(text).ids], device=loaded.model.lm_head.weight.device)
+        logits = loaded.model(ids).logits[0, -1].cpu()
     logits[0] = float("-inf")  # <unk> is never proposed
     result = gpt.next_token(None, text, temperature=0.5, top_k=5)
     kept = (logits / 0.5).topk(5)

@@ -83,11 +83,12 @@ def test_recurrent_rungs_equal_the_rnn_tabs_inspect(rungs, kind):
     got = ladder.score_rung(rungs[kind], text)
     assert got.total_bits == pytest.approx(sum(expected), abs=1e-6)
     # and the model's plain step-by-step forward pass (not the fused one the tab uses), float32
-    ids = torch.tensor([models.vocab.encode(text)[0]])
+    model = getattr(models, kind)
+    ids = torch.tensor([models.vocab.encode(text)[0]], device=model.head.weight.device)
     with torch.inference_mode():
-        logp = getattr(models, kind)(ids).logits[0].log_softmax(-1)  # (T, V)
+        logp = model(ids).logits[0].log_softmax(-1)  # (T, V)
     reference = -logp[torch.arange(len(text) - 1), ids[0, 1:]].double() / math.log(2)
-    np.testing.assert_allclose(got.bits, reference.numpy(), atol=2e-4)
+    np.testing.assert_allclose(got.bits, reference.cpu().numpy(), atol=2e-4)
 
 
 def test_gpt_rung_equals_the_char_gpts_forward_pass(rungs):
@@ -97,7 +98,7 @@ def test_gpt_rung_equals_the_char_gpts_forward_pass(rungs):
 
     model, vocab, _ = gpt.shipped_char_gpt()
     short = ladder.prepare(TEXT)[:100]
-    ids = torch.tensor([vocab.encode(short)[0]])
+    ids = torch.tensor([vocab.encode(short)[0]], device=model.lm_head.weight.device)
     with torch.inference_mode():
         probs = model(ids).logits[0].softmax(-1)[torch.arange(len(short) - 1), ids[0, 1:]]  # (T-1,)
     got = ladder.score_rung(rungs["gpt"], short)
@@ -144,6 +145,8 @@ def test_over_long_text_gets_a_message():
 def test_held_out_file_is_what_the_code_computes(rungs, split):
     """scripts/ladder_heldout.py's file: one row per rung, in order; the subset figure recomputed for every rung,
     the full held-out figure recomputed for the (fast) n-gram rungs."""
+    from core.device import get_device
+
     facts, rows = ladder.load_held_out()
     train, held = split
     assert [row.key for row in rows] == list(rungs)
@@ -152,7 +155,8 @@ def test_held_out_file_is_what_the_code_computes(rungs, split):
     for row in rows:
         rung = rungs[row.key]
         subset, _ = ladder.held_out_bits(rung, held[:ladder.SUBSET_CHARS])
-        assert subset == pytest.approx(row.subset_bits_per_char, abs=1e-6)
+        # The file was computed on the CPU; cuDNN/TF32 kernels differ in the 6th decimal (seen: 8e-6 on an H100).
+        assert subset == pytest.approx(row.subset_bits_per_char, abs=1e-6 if get_device().type == "cpu" else 1e-4)
         assert row.perplexity == pytest.approx(2 ** row.bits_per_char)
         assert row.characters == len(held) - 1 and row.parameters == rung.parameters
         assert row.training_seconds > 0 and row.training_data and row.equation == rung.equation

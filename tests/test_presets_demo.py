@@ -9,7 +9,8 @@ import app
 from core import registry
 from demo import presets
 
-OFFLINE_VIEWS = {("mlm", "fill"), ("mlm", "compare"), ("mlm", "nsp"), ("ner", "tag"), ("qa", "answer")}
+OFFLINE_VIEWS = {("mlm", "fill"), ("mlm", "compare"), ("mlm", "nsp"), ("ner", "tag"), ("qa", "answer"),
+                 ("classify", "checkpoint")}
 
 
 @pytest.fixture(scope="module")

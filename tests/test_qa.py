@@ -225,9 +225,79 @@ def test_qa_sliders_cannot_make_a_refused_combination_for_ordinary_questions():
 
     with gr.Blocks() as blocks:
         qa_demo.build()
-    sliders = {c.label: c for c in blocks.blocks.values() if isinstance(c, gr.Slider)}
-    stride = sliders["Doc stride (tokens shared by windows)"]
-    window = sliders["Window length (max_seq_len)"]
+    sliders = {getattr(c.label, "key", c.label): c for c in blocks.blocks.values() if isinstance(c, gr.Slider)}
+    stride = sliders["qa.doc_stride"]  # labels are translation keys (gr.I18n)
+    window = sliders["qa.max_seq_len"]
     # the largest stride beside the shortest window still leaves room for a 40-token question and a step of 20
     assert window.minimum - 3 - 40 - stride.maximum >= 20
     qa.default_lengths(_NoTokenizing(), int(window.minimum), int(stride.maximum))  # no error
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The Chinese QA checkpoint (issue #19): through the registry, parity, offsets in the learner's own text
+
+
+@pytest.fixture
+def chinese_qa(monkeypatch, tmp_path):
+    """uer/roberta-base-chinese-extractive-qa's layout (BertForQuestionAnswering, pytorch_model.bin only, vocab.txt
+    and tokenizer_config.json), tiny and random, served under its real id by a local Hub."""
+    from tests import chinese_checkpoints
+
+    folder = chinese_checkpoints.write(tmp_path / "zh-qa", "BertForQuestionAnswering", safetensors=False,
+                                       tokenizer_config=True, num_labels=2)
+    assert not (folder / "model.safetensors").exists() and not (folder / "tokenizer.json").exists()
+    server = chinese_checkpoints.serve(monkeypatch, tmp_path, {qa.CHINESE_ID: folder})
+    yield folder
+    chinese_checkpoints.stop(server)
+
+
+def test_chinese_qa_checkpoint_is_offered_and_loads_through_the_registry(chinese_qa):
+    from core import registry
+    from core.nets.bert import BertForQuestionAnswering
+
+    assert qa.CHINESE_ID in registry.CHECKPOINTS["qa"] and qa.SQUAD2_ID in registry.CHECKPOINTS["qa"]
+    loaded = registry.load("qa", qa.CHINESE_ID)
+    assert isinstance(loaded.model, BertForQuestionAnswering) and loaded.config.model_type == "bert"
+    assert "from Hub download" in loaded.badge
+    # BERT's Chinese handling: one token per character, "37" whole (it is in the vocabulary)
+    encoding = loaded.tokenizer.encode(*qa.SEED_ZH)
+    assert encoding.tokens[:4] == ["[CLS]", "今", "天", "的"] and "37" in encoding.tokens
+    assert encoding.tokens[-4:] == ["摄", "氏", "度", "[SEP]"]
+
+
+def test_chinese_seed_answers_match_transformers_and_map_to_the_typed_context(chinese_qa):
+    """The seed's question on a context typed with a control character and a Windows line break: answers equal
+    transformers' pipeline on the cleaned text, and each one's offsets point into the text as typed."""
+    question, context = qa.SEED_ZH
+    typed = "天气预报显示\x07今天最高温度\r\n37 摄氏度"
+    cleaned = "天气预报显示今天最高温度\n37 摄氏度"
+    ours = qa.answer(question, typed, qa.CHINESE_ID, top_k=8)
+    theirs = TransformersQA(str(chinese_qa))(question, cleaned, top_k=8)
+    assert len(ours.answers) == len(theirs) == 8
+    removed = 1  # the \x07 before "今"; \r\n became one "\n"
+    for mine, ref in zip(ours.answers, theirs):
+        assert mine.score == pytest.approx(ref["score"], rel=1e-4, abs=1e-9)
+        assert typed[mine.start:mine.end] == mine.text  # offsets into the learner's text
+        assert mine.text.replace("\x07", "").replace("\r\n", "\n") == ref["answer"]
+        shift = (removed if ref["start"] >= 6 else 0) + (1 if ref["start"] > cleaned.index("\n") else 0)
+        assert mine.start == ref["start"] + shift
+
+
+def test_the_seeds_span_37_to_du_is_37_sheshidu_in_the_typed_text(chinese_qa):
+    """Seed §14: start at "37", end at "度" gives the answer "37 摄氏度"; the character span is the context's own
+    text, mapped back through the cleaning to what the learner typed."""
+    from core import registry
+    from core.textio import clean_text
+
+    question, context = qa.SEED_ZH
+    typed = context.replace("今天", "今\x07天").replace(" 37", "\r\n37")  # odd characters the cleaning changes
+    clean = clean_text(typed)
+    tokenizer = registry.load("qa", qa.CHINESE_ID).tokenizer
+    window = qa.make_windows(tokenizer, question, clean.text, 384, 128)[0]
+    i = window.tokens.index("37")
+    j = len(window.tokens) - 1 - window.tokens[::-1].index("度")
+    assert window.context.start <= i < j < window.context.stop
+    start, end = qa._char_span(window, i, j)
+    assert clean.text[start:end].split() == ["37", "摄氏度"]
+    start, end = clean.span(start, end)
+    assert typed[start:end] == "37 摄氏度" and start == typed.index("37") and end == len(typed)

@@ -1,9 +1,12 @@
 """demo.qa handlers, called directly: highlighted answer, candidates table, probability charts, layout, errors."""
+from types import SimpleNamespace
+
 import gradio as gr
 import pytest
 
 from benchmarks.bench_qa import TransformersQA
 from core import qa as core_qa
+from core.i18n import using_language
 from demo import qa
 
 OPTIONS = dict(max_answer_len=15, top_k=5, doc_stride=128, max_seq_len=384)
@@ -14,10 +17,17 @@ def folder(tiny_checkpoint):
     return str(tiny_checkpoint("BertForQuestionAnswering", num_labels=2))
 
 
+def rows_of(frame):
+    """A result table's rows as lists (handlers return pandas frames with headers in the learner's language)."""
+    return frame.values.tolist()
+
+
 def run(folder, question, context, no_answer=False, **options):
     values = {**OPTIONS, **options}
-    return qa.answer_question(folder, question, context, values["max_answer_len"], values["top_k"],
-                              values["doc_stride"], values["max_seq_len"], no_answer)
+    highlighted, summary, frame, *rest = qa.answer_question(folder, question, context, values["max_answer_len"],
+                                                            values["top_k"], values["doc_stride"],
+                                                            values["max_seq_len"], no_answer)
+    return (highlighted, summary, rows_of(frame), *rest)
 
 
 def test_answer_is_highlighted_tabled_and_charted(folder):
@@ -79,6 +89,7 @@ def test_offline_model_shows_a_message_and_layout_still_works():
     assert "not available" in summary and "input layout" in summary
     assert rows == [] and chart is None
     entries, note, table = qa.show_layout("distilbert-base-cased-distilled-squad", *core_qa.SEED_EN[1], 128, 384)
+    table = rows_of(table)
     assert "MiniLM" in note
     assert table[0][2:] == ["[CLS]", 0, "special"] and table[-1][2:] == ["[SEP]", 1, "special"]
     assert {row[4] for row in table} == {"special", "question", "context"}
@@ -101,3 +112,61 @@ def test_tab_builds_with_its_api_names():
         qa.build()
     names = {fn.api_name for fn in blocks.fns.values()}
     assert {"qa_answer", "qa_layout", "qa_window", "qa_preset_what_makes_it_fall"} <= names
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 中文 (issue #19)
+
+
+
+ZH = SimpleNamespace(headers={"cookie": "plm_lang=zh"})  # what the 中文 toggle sends
+
+
+def test_the_answer_and_an_error_come_out_in_chinese(folder):
+    with using_language("zh"):
+        highlighted, summary, frame, figure, *_ = qa.answer_question(folder, *core_qa.SEED_EN[0], 15, 5, 128, 384,
+                                                                     False)
+    assert summary.startswith("**答案：**") and "“无答案”得分" in summary
+    assert list(frame.columns) == ["名次", "答案", "得分", "字符位置", "窗口", "词元位置"]
+    assert "起点与终点概率" in figure.layout.title.text
+    assert any(label == "答案" for _, label in highlighted)
+    with pytest.raises(gr.Error, match="问题为空"):
+        qa.answer_question(folder, "", core_qa.PRECIPITATION, 15, 5, 128, 384, False, request=ZH)
+    with using_language("zh"):  # a preset runs its view inside the caller's language
+        outputs = qa.run_example(1, folder, *OPTIONS.values(), False)
+    assert outputs[4].startswith("**答案：**") and "原文 001" in outputs[4]  # the summary, with the preset's note
+
+
+def test_chinese_preset_on_the_chinese_checkpoint_marks_a_span_of_the_typed_context(monkeypatch, tmp_path):
+    """The seed's 最高温度 preset runs on uer/roberta-base-chinese-extractive-qa (tiny, served by a local Hub): the
+    marked answer is the context's own text at the offsets the table gives, and the note says the seed's 0.80 is an
+    illustration and how to fetch the model."""
+    from tests import chinese_checkpoints
+
+    folder = chinese_checkpoints.write(tmp_path / "zh-qa", "BertForQuestionAnswering", safetensors=False,
+                                       tokenizer_config=True)
+    server = chinese_checkpoints.serve(monkeypatch, tmp_path, {core_qa.CHINESE_ID: folder})
+    try:
+        preset = next(p for p in qa.VIEW_PRESETS if p.slug == "zuigao-wendu")
+        index, model_id, *options, no_answer = preset.resolved()
+        assert model_id == core_qa.CHINESE_ID
+        with using_language("zh"):
+            question, context, _, highlighted, summary, frame, *_ = qa.run_example(index, model_id, *options,
+                                                                                    no_answer)
+    finally:
+        chinese_checkpoints.stop(server)
+    assert (question, context) == core_qa.SEED_ZH
+    best = rows_of(frame)[0]
+    start, end = map(int, best[3].split("–"))
+    assert context[start:end] == best[1] == next(text for text, label in highlighted if label == "答案")
+    assert "".join(text for text, _ in highlighted) == context
+    assert "0.80" in summary and "说明原理" in summary and "hf download uer/roberta-base-chinese-extractive-qa" in summary
+
+
+def test_chinese_preset_offline_says_which_checkpoint_to_fetch():
+    preset = next(p for p in qa.VIEW_PRESETS if p.slug == "zuigao-wendu")
+    outputs = qa.run_example(*preset.resolved())
+    summary = outputs[4]
+    assert "not available" in summary and "hf download uer/roberta-base-chinese-extractive-qa" in summary
+    assert "0.80" in summary and "illustrate" in summary
+    assert len(rows_of(outputs[-1])) > 10  # the input layout still works (MiniLM's tokenizer)
