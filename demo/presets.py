@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import gradio as gr
+from gradio.context import Context
 
 from demo.common import csv_download, friendly_errors
 from demo.i18n import label as i18n_label
@@ -323,9 +324,14 @@ def add_csv_downloads(root: gr.blocks.BlockContext, prefix: str) -> list[gr.Down
     buttons = []
     for number, table in enumerate(tables, 1):
         parent = table.parent
-        with parent:  # appended at the end of the table's container...
+        # Created as a child of the table's container, without `with parent:` (re-entering a built layout block
+        # re-parents it under the current block, which broke the page's tab bar), then moved right after the table.
+        outer, Context.block = Context.block, parent
+        try:
             button = csv_download(table, f"{prefix}-table-{number}")
-        parent.children.remove(button)  # ...then moved to sit right after the table
+        finally:
+            Context.block = outer
+        parent.children.remove(button)
         parent.children.insert(parent.children.index(table) + 1, button)
         buttons.append(button)
     return buttons

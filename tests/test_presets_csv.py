@@ -41,6 +41,20 @@ def test_every_result_table_has_a_csv_button_right_after_it(built):
     assert len(csv_events) == len(tables)
 
 
+def test_adding_the_buttons_leaves_the_layout_tree_intact(built):
+    """Each button sits in its table's container, and tabs keep their parents: re-entering a built container with
+    `with row:` re-parented it under the block being built (a tab became its own parent, and the browser then drew
+    only the first tab)."""
+    blocks, reg = built
+    for button in (b for b in blocks.blocks.values() if isinstance(b, gr.DownloadButton)):
+        assert button in button.parent.children
+    tabs = {entry.tab.parent for entry in reg.tabs.values()}
+    assert len(tabs) == 1 and isinstance(tabs.pop(), gr.Tabs)
+    for entry in reg.tabs.values():
+        for view in entry.views:
+            assert view.where is None or (isinstance(view.switcher, gr.Tabs) and view.where in view.switcher.children)
+
+
 def csv_of_shown_table(blocks, table, value) -> tuple[list[list[str]], list[list[str]]]:
     """(rows the browser shows, rows of the downloaded CSV) for ``value`` returned into ``table``."""
     shown = table.postprocess(value)  # what Gradio sends to the browser
