@@ -1,5 +1,6 @@
 """RNN & LSTM tab: generating 200 characters (goal ≤ 0.5 s on CPU), one LSTM pass over 300 characters (step by step
-and fused), and the fused pass against the step loop while other Python threads hold the GIL.
+and fused), the Gates view against nn.LSTM (issue #22: ≤ 1.5×, batch 1 and 4 texts), and the fused pass against the
+step loop while other Python threads hold the GIL.
 
 The reference is torch.nn.LSTM / torch.nn.RNN holding the same weights, driven by the same sampling loop, timed in
 the same process. ratio = ours / reference (below 1 is faster than the reference).
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import paired_median_seconds, row  # noqa: E402
+from benchmarks.common import alternating_medians, paired_median_seconds, row  # noqa: E402
 from core import lstm  # noqa: E402
 from core.device import one_cpu_thread  # noqa: E402
 
@@ -75,18 +77,34 @@ def run(quick: bool = False) -> list[dict]:
     rows.append({"benchmark": f"LSTM forward, {ids.shape[1]} chars, all gates kept", "ours": ours, "reference": ref,
                  "ratio": ours / ref, "unit": "s", "goal": "answers at once (< 0.5 s)"})
     # The Gates view: every gate of every step, against nn.LSTM (+ the same head) on the same texts: one text, and
-    # 4 texts of the same length in one batch.
+    # 4 texts of the same length in one batch. nn.LSTM is timed on 1 thread and on torch's default count, in turn
+    # with ours, and the faster is the reference (on 2 cores its small per-step matmuls are usually faster on 1).
     texts = [lstm.held_out_text()[k * 400:k * 400 + lstm.MAX_PROMPT_CHARS] for k in range(4)]
     for batch in (1, 4):
         rows_ids = [models.vocab.encode(t)[0][:lstm.MAX_PROMPT_CHARS] for t in texts[:batch]]
         length = min(map(len, rows_ids))
         many = torch.tensor([r[:length] for r in rows_ids], device=ids.device)  # (batch, T)
+
+        def reference(ids=many):
+            return models.lstm.head(twin(models.lstm.embed(ids))[0])
+
+        def reference_one_thread():
+            with one_cpu_thread(many.device):
+                return reference()
+
         with torch.inference_mode():
-            ours, ref = paired_median_seconds(lambda: fused_as_the_tab_runs_it(models.lstm, many),
-                                              lambda: models.lstm.head(twin(models.lstm.embed(many))[0]),
-                                              3 if quick else 20, warmup=2)
-        rows.append(row(f"LSTM Gates view (forward_fused), {length} chars × {batch} text(s), all gates (vs nn.LSTM)",
-                        ours, ref, "s", "ratio ≤ 1.5", target_ratio=1.5))
+            ours, ref_one, ref_default = alternating_medians(
+                [lambda: fused_as_the_tab_runs_it(models.lstm, many), reference_one_thread, reference],
+                3 if quick else 20, warmup=2)
+        threads = "1 thread" if ref_one <= ref_default else f"{torch.get_num_threads()} threads"
+        rows.append(row(f"LSTM Gates view, {length} chars × {batch} text(s), all gates (vs nn.LSTM on {threads})",
+                        ours, min(ref_one, ref_default), "s", "ratio ≤ 1.5", target_ratio=1.5))
+        with torch.inference_mode():  # both on one thread: CPU time of this thread is their cost on a quiet core
+            ours, ref = alternating_medians([lambda: fused_as_the_tab_runs_it(models.lstm, many),
+                                             reference_one_thread], 3 if quick else 20, warmup=2,
+                                            clock=time.thread_time)
+        rows.append(row(f"  Gates view × {batch}: CPU time, both on 1 thread (less load-sensitive)", ours, ref, "s",
+                        "ratio ≤ 1.5", target_ratio=1.5))
     # Under a loaded server: every torch call re-takes the GIL from busy threads. Reference: our step-by-step loop.
     short = ids[:, :31]
     with busy_python_threads(4), torch.inference_mode():

@@ -60,7 +60,7 @@ def run(quick: bool = False) -> list[dict]:
                                          device=device if device.type != "cpu" else -1)
             for label, text in texts:
                 def ours(loaded=loaded, text=text):
-                    fill_mask.fill_mask(loaded, text, TOP_K)
+                    mlm.fill_mask(loaded, text, TOP_K)
                     if device.type == "cuda":
                         torch.cuda.synchronize()
 

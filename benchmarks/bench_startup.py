@@ -4,8 +4,8 @@ goes (interpreter, imports, building the tabs, launching the server, the first a
 Two measurements, alternating:
 - end to end: the real `python app.py --offline --device cpu` in a subprocess (tests/live_app.AppProcess); the clock
   runs from spawn to the first HTTP 200 (served) and then to the first answer of the first tab's event;
-- breakdown: a child process that does what app.main does, step by step, timing each step, then asks its own
-  server for the same first answer.
+- breakdown: a child process that does what app.main does, step by step, timing each step (wall and the process's
+  CPU time, which the load of other processes barely moves), then asks its own server for the same first answer.
 
     python -m benchmarks.bench_startup [--quick]
 """
@@ -25,27 +25,32 @@ TARGET_S = 8.0
 
 BREAKDOWN = r"""
 import json, time, sys
-t0 = time.perf_counter()
+marks = [(time.perf_counter(), time.process_time())]
+def mark():
+    marks.append((time.perf_counter(), time.process_time()))
 import gradio
-t1 = time.perf_counter()
+mark()
 import torch
-t2 = time.perf_counter()
+mark()
 import app
-t3 = time.perf_counter()
+mark()
 from core import registry
 from core.device import set_device
 registry.set_offline(True)
 set_device("cpu")
 blocks = app.build_app()
-t4 = time.perf_counter()
+mark()
 blocks.launch(server_name="127.0.0.1", server_port=int(sys.argv[1]), prevent_thread_lock=True, theme=app.THEME,
               css_paths=[app.CSS_PATH], head=app.figures.SVG_EXPORT_HEAD, quiet=True)
-t5 = time.perf_counter()
+mark()
 from benchmarks.bench_startup import first_answer
 first_answer(f"http://127.0.0.1:{sys.argv[1]}/")
-t6 = time.perf_counter()
-print("BREAKDOWN", json.dumps({"import gradio": t1 - t0, "import torch": t2 - t1, "import app (our modules)": t3 - t2,
-                  "build the tabs": t4 - t3, "launch": t5 - t4, "first answer": t6 - t5}))
+mark()
+names = ["import gradio", "import torch", "import app (our modules, plotly theme)", "build the tabs", "launch",
+         "first answer"]
+wall = {name: b[0] - a[0] for name, a, b in zip(names, marks, marks[1:])}
+cpu = {name: b[1] - a[1] for name, a, b in zip(names, marks, marks[1:])}
+print("BREAKDOWN", json.dumps({"wall": wall, "cpu": cpu}))
 blocks.close()
 """
 
@@ -68,7 +73,10 @@ def end_to_end() -> tuple[float, float]:
         app.stop()
 
 
-def breakdown() -> dict[str, float]:
+def breakdown() -> tuple[dict[str, float], dict[str, float]]:
+    """(wall seconds, CPU seconds of the app's process) per step of a start; CPU time barely moves with the load
+    of other processes, so its sum estimates a start on a quiet machine (the server's threads are included, the
+    client's first request is not)."""
     from tests.live_app import free_port
 
     started = time.perf_counter()
@@ -76,26 +84,40 @@ def breakdown() -> dict[str, float]:
                          capture_output=True, text=True, timeout=300, check=True)
     line = next(line for line in out.stdout.splitlines() if line.startswith("BREAKDOWN "))
     steps = json.loads(line.removeprefix("BREAKDOWN "))
-    rest = time.perf_counter() - started - sum(steps.values())
-    steps["interpreter start, server close, exit (not part of a real start)"] = rest
-    return steps
+    rest = time.perf_counter() - started - sum(steps["wall"].values())
+    steps["wall"]["interpreter start, server close, exit (not part of a real start)"] = rest
+    return steps["wall"], steps["cpu"]
 
 
 def run(quick: bool = False) -> list[dict]:
     repeats = 2 if quick else 20
-    served, answered, parts = [], [], []
+    served, answered, walls, cpus, failed = [], [], [], [], []
     for _ in range(repeats):  # alternating: one real start, one instrumented start
-        s, a = end_to_end()
-        served.append(s)
-        answered.append(a)
-        parts.append(breakdown())
+        try:
+            s, a = end_to_end()
+            served.append(s)
+            answered.append(a)
+            wall, cpu = breakdown()
+        except (RuntimeError, subprocess.CalledProcessError) as exc:  # e.g. Gradio's 3 s localhost check under load
+            failed.append(str(exc).strip().splitlines()[-1][:100])
+            continue
+        walls.append(wall)
+        cpus.append(cpu)
     median = statistics.median
-    spread = f"{min(answered):.1f}–{max(answered):.1f} s over {repeats}"
+    if failed:
+        print(f"{len(failed)} of {repeats} starts failed; last: {failed[-1]}", file=sys.stderr)
+    if not answered:
+        raise RuntimeError(f"no start reached its first answer ({failed[-1]})")
+    spread = f"{min(answered):.1f}–{max(answered):.1f} s over {len(answered)}" + (f", {len(failed)} failed" if failed else "")
     rows = [row(f"cold start to first answer, app.py --offline ({spread})", median(answered), None, "s",
                 f"≤ {TARGET_S:g} s", target_value=TARGET_S),
             row("  spawn to serving (first HTTP 200)", median(served), None, "s", "")]
-    for name in parts[0]:
-        rows.append(row(f"  breakdown: {name}", median(p[name] for p in parts), None, "s", ""))
+    for name in walls[0]:
+        rows.append(row(f"  breakdown (wall): {name}", median(w[name] for w in walls), None, "s", ""))
+    for name in cpus[0]:
+        rows.append(row(f"  breakdown (CPU time): {name}", median(c[name] for c in cpus), None, "s", ""))
+    rows.append(row("  CPU time of a start, all steps (≈ a quiet machine's wall time, less interpreter start)",
+                    median(sum(c.values()) for c in cpus), None, "s", f"≤ {TARGET_S:g} s"))
     return rows
 
 

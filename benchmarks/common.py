@@ -21,16 +21,25 @@ def median_seconds(fn: Callable[[], object], repeats: int = 20, warmup: int = 3)
 def paired_median_seconds(ours: Callable[[], object], reference: Callable[[], object], repeats: int = 20,
                           warmup: int = 3) -> tuple[float, float]:
     """Median wall times of two functions measured alternately, so machine load drifts hit both alike."""
+    ours_median, reference_median = alternating_medians([ours, reference], repeats, warmup)
+    return ours_median, reference_median
+
+
+def alternating_medians(fns: list[Callable[[], object]], repeats: int = 20, warmup: int = 3,
+                        clock: Callable[[], float] = time.perf_counter) -> list[float]:
+    """Median time of each function, the functions run in turn (f0, f1, …, f0, f1, …) ``repeats`` times. ``clock``:
+    wall time by default; time.thread_time gives the CPU time of single-threaded code, which other processes'
+    load barely moves."""
     for _ in range(warmup):
-        ours()
-        reference()
-    ours_times, reference_times = [], []
-    for _ in range(repeats):
-        for fn, times in ((ours, ours_times), (reference, reference_times)):
-            start = time.perf_counter()
+        for fn in fns:
             fn()
-            times.append(time.perf_counter() - start)
-    return statistics.median(ours_times), statistics.median(reference_times)
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, fn_times in zip(fns, times):
+            start = clock()
+            fn()
+            fn_times.append(clock() - start)
+    return [statistics.median(t) for t in times]
 
 
 def row(benchmark: str, ours: float, reference: float | None, unit: str, goal: str, *,

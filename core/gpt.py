@@ -29,13 +29,13 @@ from typing import Iterator
 import torch
 import torch.nn.functional as F
 
-from core import registry
+from core import i18n, registry
 from core.device import get_device
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_TEXT_CHARS
+from core.lstm import UNK, Vocab, clean_text, name_tokens
 from core.nets.gpt import GPT, GPTConfig, from_state_dict, to_gpt2_state_dict
 from core.paths import ASSETS_DIR
-from core.lstm import UNK, Vocab, clean_text
 from core.textio import normalize_text
 from core.tokenizer import ByteBPETokenizer, CausalEncoding, WordPieceGPTTokenizer
 
@@ -144,9 +144,10 @@ class LoadedGPT:
     @property
     def badge(self) -> str:
         c = self.model.config
-        return (f"{self.model_id} · {c.n_layer} layers × {c.n_head} heads, d_model {c.n_embd}, "
-                f"context {c.n_positions} · {self.model.num_parameters():,} parameters · {self.tokenizer.kind} · "
-                f"from {self.source} · {self.model.lm_head.weight.device.type}")
+        return i18n.text("gpt.badge", model=self.model_id, layers=c.n_layer, heads=c.n_head, d_model=c.n_embd,
+                         context=c.n_positions, parameters=f"{self.model.num_parameters():,}",
+                         tokenizer=self.tokenizer.kind, source=self.source,
+                         device=self.model.lm_head.weight.device.type)
 
 
 def load(model_id: str | None = None) -> LoadedGPT:
@@ -166,30 +167,29 @@ def load(model_id: str | None = None) -> LoadedGPT:
 
 def check_temperature(temperature: float, top_k: int | None) -> None:
     if not isinstance(temperature, (int, float)) or math.isnan(temperature) or temperature <= 0:
-        raise UserInputError("Temperature must be above 0 (0.05 to 3): it divides the logits. For the single most "
-                             "likely token, use a small temperature such as 0.05, or top-k = 1.")
+        raise UserInputError("gpt.temperature_positive")
     if temperature > MAX_TEMPERATURE:
-        raise UserInputError(f"Temperature must be at most {MAX_TEMPERATURE}; beyond that every token looks alike.")
+        raise UserInputError("gpt.temperature_max", limit=MAX_TEMPERATURE)
     if top_k is not None and top_k < 1:
-        raise UserInputError("Top-k must be at least 1 (0 or empty means: no top-k cut).")
+        raise UserInputError("gpt.top_k_min")
 
 
 def encode_text(loaded: LoadedGPT, text: str) -> CausalEncoding:
     """Validate and encode the learner's text: not empty, within the context, not all unknown characters."""
     text = clean_text(text or "") if isinstance(loaded.tokenizer, CharTokenizer) else normalize_text(text or "")
     if not text.strip():
-        raise UserInputError("The text is empty. Type the start of a sentence, e.g. 'Call me Ishmael. '")
+        raise UserInputError("gpt.empty_text")
     if len(text) > MAX_TEXT_CHARS:
-        raise UserInputError(f"The text has {len(text):,} characters; the limit is {MAX_TEXT_CHARS:,}. Shorten it.")
+        raise UserInputError("gpt.too_long", chars=f"{len(text):,}", limit=f"{MAX_TEXT_CHARS:,}")
     encoded = loaded.tokenizer.encode(text)
     limit = min(loaded.context, MAX_TOKENS)
     if len(encoded.ids) > limit:
-        raise UserInputError(f"The text is {len(encoded.ids)} tokens long; {loaded.model_id} reads at most {limit} "
-                             f"here (its context is {loaded.context}). Shorten it.")
+        raise UserInputError("gpt.too_many_tokens", tokens=len(encoded.ids), model=loaded.model_id, limit=limit,
+                             context=loaded.context)
     if encoded.unknown and all(p in (UNK, "[UNK]") for p in encoded.pieces if p != "[CLS]"):
-        raise UserInputError(f"{loaded.model_id} knows none of these characters: {' '.join(encoded.unknown[:20])}. "
-                             f"The char-GPT reads only the 76 characters of Moby-Dick; try English text, or a "
-                             f"GPT-2 checkpoint.")
+        key = "gpt.all_unknown_char_gpt" if isinstance(loaded.tokenizer, CharTokenizer) else "gpt.all_unknown"
+        raise UserInputError(key, model=loaded.model_id, count=len(encoded.unknown),
+                             chars=name_tokens(encoded.unknown), chinese=CHINESE_GPT2_ID)
     return encoded
 
 
@@ -197,8 +197,8 @@ def unknown_note(loaded: LoadedGPT, unknown: list[str]) -> str | None:
     if not unknown:
         return None
     unk = UNK if isinstance(loaded.tokenizer, CharTokenizer) else "[UNK]"
-    return (f"Not in {loaded.model_id}'s vocabulary, read as {unk}: {' '.join(repr(ch) for ch in unknown[:20])}. "
-            f"The model knows nothing about them, so predictions right after them are guesses.")
+    return i18n.text("gpt.unknown_note", model=loaded.model_id, unk=unk, count=len(unknown),
+                     chars=name_tokens(unknown))
 
 
 @dataclass
@@ -254,7 +254,7 @@ def generate_steps(model_id: str | None, prompt: str, length: int = 200, tempera
     """Sample one token at a time (seeded), each step feeding only the new token and the KV cache."""
     check_temperature(temperature, top_k)
     if not 1 <= length <= MAX_GENERATE:
-        raise UserInputError(f"Length must be between 1 and {MAX_GENERATE} tokens.")
+        raise UserInputError("gpt.length_range", limit=MAX_GENERATE)
     loaded = load(model_id)
     ids = encode_text(loaded, prompt).ids
     model, device = loaded.model, loaded.model.lm_head.weight.device
@@ -295,8 +295,7 @@ def attention_maps(model_id: str | None, text: str) -> AttentionMaps:
     loaded = load(model_id)
     encoded = encode_text(loaded, text)
     if len(encoded.ids) > MAX_MAP_TOKENS:
-        raise UserInputError(f"The text is {len(encoded.ids)} tokens long; attention maps are drawn for at most "
-                             f"{MAX_MAP_TOKENS} (beyond that the cells are too small to read). Shorten it.")
+        raise UserInputError("gpt.map_too_long", tokens=len(encoded.ids), limit=MAX_MAP_TOKENS)
     out = loaded.model(torch.tensor([encoded.ids], device=loaded.model.lm_head.weight.device))
     maps = torch.stack([a[0] for a in out.attentions]).float().cpu()  # (L, nh, T, T)
     return AttentionMaps(loaded.model_id, encoded.pieces, maps, unknown_note(loaded, encoded.unknown))
@@ -324,16 +323,16 @@ class GptVsBert:
 
 def split_at_blank(text: str) -> tuple[str, str]:
     """(left of the blank, the text with the blank written as [MASK]); exactly one blank ("__" or [MASK])."""
-    from core.mlm import BLANK, HOW_TO_BLANK
+    from core.mlm import BLANK
 
     text = normalize_text(text or "").strip()
     if not text:
-        raise UserInputError("The sentence is empty. " + HOW_TO_BLANK)
+        raise UserInputError("gpt.blank_empty")
     if len(text) > MAX_TEXT_CHARS:
-        raise UserInputError(f"The text has {len(text):,} characters; the limit is {MAX_TEXT_CHARS:,}. Shorten it.")
+        raise UserInputError("gpt.too_long", chars=f"{len(text):,}", limit=f"{MAX_TEXT_CHARS:,}")
     blanks = list(BLANK.finditer(text))
     if len(blanks) != 1:
-        raise UserInputError(f"Put exactly one blank (__ or [MASK]) in the sentence; it has {len(blanks)}.")
+        raise UserInputError("gpt.one_blank", count=len(blanks))
     return text[:blanks[0].start()], BLANK.sub("[MASK]", text)
 
 
@@ -346,13 +345,12 @@ def gpt_vs_bert(text: str, gpt_id: str | None = None, bert_id: str = "bert-base-
 
     left, masked = split_at_blank(text)
     if not left.strip():
-        raise UserInputError("The blank is at the very start: a left-to-right model has no left context to read. "
-                             "Move the blank later in the sentence.")
+        raise UserInputError("gpt.blank_at_start")
     gpt, gpt_note, gpt_id = None, None, str(gpt_id or "").strip() or CHAR_GPT_ID
     try:
         loaded = load(gpt_id)
     except ModelUnavailableError as exc:
-        gpt_note, loaded = f"{exc} Showing the char-GPT instead.", load(CHAR_GPT_ID)
+        gpt_note, loaded = i18n.text("gpt.fallback_char_gpt", reason=str(exc)), load(CHAR_GPT_ID)
     # A character model continues after the space; a BPE model's next token carries its own leading space.
     reads = left if isinstance(loaded.tokenizer, CharTokenizer) else left.rstrip()
     try:
@@ -364,5 +362,5 @@ def gpt_vs_bert(text: str, gpt_id: str | None = None, bert_id: str = "bert-base-
         result = mlm.fill_mask(registry.load("mlm", bert_id), masked, top_k)
         bert = [(c.text, c.probability) for c in result.blanks[0].candidates]
     except ModelUnavailableError as exc:
-        bert_note = f"The masked-LM side needs {bert_id}. {exc}"
+        bert_note = i18n.text("gpt.bert_needs", model=bert_id, reason=str(exc))
     return GptVsBert(masked, reads, gpt, gpt_note, bert, bert_id, bert_note)

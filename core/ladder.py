@@ -34,7 +34,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from core import lstm
+from core import i18n, lstm
 from core.corpora import load_corpus
 from core.device import get_device
 from core.errors import ModelUnavailableError, UserInputError
@@ -109,7 +109,7 @@ def _recurrent_scorer(model: lstm.RecurrentLM, vocab: lstm.Vocab) -> Callable[[s
         """The RNN tab's own computation (core.lstm.inspect): forward_fused, softmax, P of the next token."""
         x = torch.tensor([vocab.encode(text)[0]], device=get_device())  # (1, T)
         with torch.inference_mode(), _one_cpu_thread():
-            probs = model.forward_fused(x).logits[0].softmax(-1)  # (T, V)
+            probs = model.forward_fused(x, keep_gates=False).logits[0].softmax(-1)  # (T, V)
             p = probs[torch.arange(x.shape[1] - 1), x[0, 1:]]  # (T-1,)
         return np.log2(np.asarray(p.tolist(), dtype=np.float64))
 
@@ -139,9 +139,36 @@ def _gpt_scorer(model, vocab: lstm.Vocab, batch: int = 64) -> Callable[[str], np
     return log2_probs
 
 
-KN_EQUATION = ("P(c | h) = max(count(h c) − d, 0) / count(h •) + d · N₁₊(h •) / count(h •) · P_KN(c | h minus its "
-               "first character), d = 0.75, h = {context}")
-ADD_K_EQUATION = "P(c | h) = (count(h c) + k) / (count(h •) + k·|V|), k = {k:g}, h = {context}"
+# Where each family is explained: the tab (and preset) a rung's row links to.
+TAB_LINKS = {"n-gram": "?tab=ngram&preset=moby-trigram", "RNN": "?tab=lstm&preset=forget-gate",
+             "LSTM": "?tab=lstm&preset=forget-gate", "Transformer": "?tab=transformer"}
+_EQUATIONS = {  # language-free (formulas only); the n-gram and GPT ones have words, so they are keys (describe)
+    "rnn": "h_t = tanh(U x_t + W h_{t−1} + b); P(c_{t+1} | c_≤t) = softmax(V h_t + b_V)",
+    "lstm": "C_t = f_t ⊙ C_{t−1} + i_t ⊙ C̃_t; h_t = o_t ⊙ tanh(C_t); P(c_{t+1} | c_≤t) = softmax(V h_t + b_V)",
+}
+
+
+@lru_cache(maxsize=1)
+def gpt_context() -> int:
+    """The char-GPT's context in characters, from its shipped config (no model load)."""
+    return int(json.loads((ASSETS_DIR / "gpt" / "config.json").read_text(encoding="utf-8"))["n_positions"])
+
+
+def describe(key: str, lang: str | None = None) -> tuple[str, str]:
+    """(name, equation) of the rung ``key`` in ``lang`` (default: the current call's language). The English ones
+    are what scripts/ladder_heldout.py writes into the held-out file."""
+    if key.startswith("ngram-"):
+        _, n, smoothing = key.split("-", 2)
+        n = int(n)
+        context = i18n.text("overview.ctx_unigram" if n == 1 else "overview.ctx_one" if n == 2 else "overview.ctx_many",
+                            lang, n=n - 1)
+        if smoothing == "add_k":
+            return (i18n.text("overview.rung_add_k", lang, n=n),
+                    i18n.text("overview.eq_add_k", lang, k=f"{ADD_K:g}", context=context))
+        return i18n.text("overview.rung_kn", lang, n=n), i18n.text("overview.eq_kn", lang, context=context)
+    if key == "gpt":
+        return i18n.text("overview.rung_gpt", lang), i18n.text("overview.eq_gpt", lang, context=gpt_context())
+    return i18n.text(f"overview.rung_{key}", lang), _EQUATIONS[key]
 
 
 def ngram_rungs() -> list[Rung]:
@@ -151,30 +178,23 @@ def ngram_rungs() -> list[Rung]:
     for n in NGRAM_ORDERS:
         model = counts.lower_order(n)
         stored = int(sum(map(len, model.keys)))  # one count per distinct k-gram, k = 1..n
-        context = {1: "the empty context (unigram)", 2: "the previous character"}.get(
-            n, f"the previous {n - 1} characters")
-        for smoothing, label, equation, continuation in (
-                ("add_k", "add-one", ADD_K_EQUATION.format(k=ADD_K, context=context), 0),
-                ("kneser_ney", "Kneser-Ney", KN_EQUATION.format(context=context),
-                 int(sum(map(len, model.keys[:-1])))),  # + a continuation count per lower-order gram
+        for smoothing, continuation in (
+                ("add_k", 0),
+                ("kneser_ney", int(sum(map(len, model.keys[:-1])))),  # + a continuation count per lower-order gram
         ):
-            rungs.append(Rung(f"ngram-{n}-{smoothing}", f"{n}-gram, {label}", "n-gram", equation,
-                              "?tab=ngram&preset=moby-trigram", vocabulary, _ngram_scorer(model, smoothing),
-                              stored + continuation, "stored counts"))
+            key = f"ngram-{n}-{smoothing}"
+            name, equation = describe(key, "en")
+            rungs.append(Rung(key, name, "n-gram", equation, TAB_LINKS["n-gram"], vocabulary,
+                              _ngram_scorer(model, smoothing), stored + continuation, "stored counts"))
     return rungs
 
 
 def recurrent_rungs() -> list[Rung]:
     models = lstm.shipped_models()
     vocabulary = frozenset(models.vocab.tokens[1:])  # tokens[0] is <unk>
-    return [
-        Rung("rnn", "vanilla RNN", "RNN", "h_t = tanh(U x_t + W h_{t−1} + b); P(c_{t+1} | c_≤t) = softmax(V h_t + b_V)",
-             "?tab=lstm&preset=forget-gate", vocabulary, _recurrent_scorer(models.rnn, models.vocab),
-             sum(p.numel() for p in models.rnn.parameters())),
-        Rung("lstm", "LSTM", "LSTM", "C_t = f_t ⊙ C_{t−1} + i_t ⊙ C̃_t; h_t = o_t ⊙ tanh(C_t); "
-             "P(c_{t+1} | c_≤t) = softmax(V h_t + b_V)", "?tab=lstm&preset=forget-gate", vocabulary,
-             _recurrent_scorer(models.lstm, models.vocab), sum(p.numel() for p in models.lstm.parameters())),
-    ]
+    return [Rung(key, describe(key, "en")[0], family, describe(key, "en")[1], TAB_LINKS[family], vocabulary,
+                 _recurrent_scorer(model, models.vocab), sum(p.numel() for p in model.parameters()))
+            for key, family, model in (("rnn", "RNN", models.rnn), ("lstm", "LSTM", models.lstm))]
 
 
 _LOADING = threading.Lock()
@@ -190,11 +210,10 @@ def gpt_rungs() -> list[Rung]:
     from core import gpt  # the Transformer & GPT tab's module (loads the tokenisers it also serves)
 
     model, vocab, _ = gpt.shipped_char_gpt()
-    equation = ("h⁰ = token + position embedding; per layer: h += Attention(LN(h)) with softmax(QKᵀ/√d + causal "
-                "mask)V, h += MLP(LN(h)); P(c_{{t+1}} | c_≤t) = softmax(W_e LN(h_t)), context {context} characters")
-    return [Rung("gpt", "char-GPT", "Transformer", equation.format(context=model.config.n_positions),
-                 "?tab=transformer", frozenset(vocab.tokens[1:]), _gpt_scorer(model.eval(), vocab),
-                 model.num_parameters())]
+    assert model.config.n_positions == gpt_context()
+    name, equation = describe("gpt", "en")
+    return [Rung("gpt", name, "Transformer", equation, TAB_LINKS["Transformer"], frozenset(vocab.tokens[1:]),
+                 _gpt_scorer(model.eval(), vocab), model.num_parameters())]
 
 
 @lru_cache(maxsize=1)
@@ -239,11 +258,9 @@ def prepare(text: str, max_chars: int = MAX_CHARS) -> str:
     """The learner's text as every rung reads it; a clear message when it cannot be scored."""
     text = lstm.clean_text(text or "").strip()
     if len(text) < 2:
-        raise UserInputError("Type a text of at least two characters: each model predicts every character from "
-                             "the ones before it, e.g. 'Call me Ishmael.'")
+        raise UserInputError("overview.err.too_short")
     if len(text) > max_chars:
-        raise UserInputError(f"The text has {len(text)} characters; the ladder scores at most {max_chars}. "
-                             "Shorten it.")
+        raise UserInputError("overview.err.too_long", chars=len(text), limit=max_chars)
     return text
 
 
@@ -256,7 +273,13 @@ def score_rung(rung: Rung, text: str) -> RungScore:
 def score_text(text: str, ladder: tuple[Rung, ...] | None = None) -> LadderScore:
     """Per-character surprisal of the learner's text under every rung, aligned (row r, column i = character i+1)."""
     text = prepare(text)
-    return LadderScore(text, [score_rung(rung, text) for rung in ladder or rungs()])
+    ladder = ladder or rungs()
+    known = set().union(*(rung.vocabulary for rung in ladder))
+    if all(ch not in known for ch in text if not ch.isspace()):
+        # Every rung was trained on English (Moby-Dick): Chinese text, say, would be scored as one long guess.
+        unknown = list(dict.fromkeys(ch for ch in text if not ch.isspace()))
+        raise UserInputError("lstm.ladder_all_unknown", count=len(unknown), chars=lstm.name_tokens(unknown))
+    return LadderScore(text, [score_rung(rung, text) for rung in ladder])
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -292,6 +315,6 @@ def load_held_out(path=HELDOUT_PATH) -> tuple[dict, list[HeldOutRow]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ModelUnavailableError(f"The held-out ladder is missing ({path.name}). Recreate it with "
-                             "`python scripts/ladder_heldout.py`.") from None
+        raise ModelUnavailableError("overview.err.held_out_missing", name=path.name,
+                                    command="python scripts/ladder_heldout.py") from None
     return data["split"], [HeldOutRow(**row) for row in data["rows"]]

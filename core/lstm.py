@@ -21,6 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from core import i18n
 from core.device import get_device, one_cpu_thread
 from core.errors import UserInputError
 from core.nets.recurrent import GATES, LSTMCell, RecurrentLM, RNNCell, Trace  # noqa: F401
@@ -149,7 +150,7 @@ def train_steps(model: RecurrentLM, data: torch.Tensor, *, steps: int, batch_siz
                 lr: float = 3e-3, seed: int = 0, clip: float = 1.0) -> Iterator[tuple[int, float]]:
     """Adam on random windows of the corpus, truncated BPTT over seq_len, cosine decay to lr/10; yields (step, loss)."""
     if len(data) < seq_len + 2:
-        raise UserInputError(f"The corpus has only {len(data)} tokens; training needs more than {seq_len + 2}.")
+        raise UserInputError("lstm.corpus_too_small", tokens=len(data), needed=seq_len + 2)
     device = model.head.weight.device
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -189,10 +190,21 @@ def encode_prompt(vocab: Vocab, text: str, max_chars: int = MAX_PROMPT_CHARS) ->
     """Validate and encode the learner's text: (ids, tokens, unknown tokens)."""
     text = clean_text(text or "")
     if not text.strip():
-        raise UserInputError("The text is empty. Type a sentence, e.g. 'Call me Ishmael.'")
+        raise UserInputError("lstm.empty_text")
     if len(text) > max_chars:
-        raise UserInputError(f"The text has {len(text)} characters; the limit here is {max_chars}. Shorten it.")
-    return vocab.encode(text)
+        raise UserInputError("lstm.too_long", chars=len(text), limit=max_chars)
+    ids, tokens, unknown = vocab.encode(text)
+    if all(i == 0 for i, token in zip(ids, tokens) if not token.isspace()):
+        # Nothing the models know (Chinese text, say): every step would read <unk>, and the result mean nothing.
+        raise UserInputError("lstm.all_unknown", level=i18n.text(f"lstm.level_{vocab.level}"), count=len(unknown),
+                             chars=name_tokens(unknown))
+    return ids, tokens, unknown
+
+
+def name_tokens(tokens: list[str], limit: int = 20) -> str:
+    """Out-of-vocabulary tokens as the messages name them: '今', '天', … (at most ``limit``, then how many more)."""
+    shown = ", ".join(f"'{token}'" for token in tokens[:limit])
+    return shown + (f" … (+{len(tokens) - limit})" if len(tokens) > limit else "")
 
 
 @dataclass
@@ -272,9 +284,9 @@ def generate(model: RecurrentLM, vocab: Vocab, prompt: str, length: int = 200, t
     """Read the prompt, then sample length tokens from softmax(logits / temperature), seeded for repeatability
     (<unk> is never sampled)."""
     if not 1 <= length <= MAX_GENERATE:
-        raise UserInputError(f"Length must be between 1 and {MAX_GENERATE} tokens.")
+        raise UserInputError("lstm.length_range", limit=MAX_GENERATE)
     if not 0.05 <= temperature <= 3:
-        raise UserInputError("Temperature must be between 0.05 and 3.")
+        raise UserInputError("lstm.temperature_range")
     ids = encode_prompt(vocab, prompt)[0]
     device = model.head.weight.device
     gen = torch.Generator(device=device).manual_seed(int(seed))
@@ -317,14 +329,14 @@ class ContextVector:
 def context_vector(models: ModelSet, sentence: str, word: str) -> ContextVector:
     """The vectors of the first whole-word occurrence of word in sentence (case-insensitive)."""
     if models.lstm_backward is None:
-        raise UserInputError("These models have no backward LSTM; the ELMo view uses the shipped pair.")
+        raise UserInputError("lstm.no_backward")
     sentence, word = clean_text(sentence or "").strip(), clean_text(word or "").strip()
     if not word:
-        raise UserInputError("Type the word to compare, e.g. 'bank'.")
+        raise UserInputError("lstm.no_word")
     ids, _, _ = encode_prompt(models.vocab, sentence)
     match = re.search(rf"(?<!\w){re.escape(word)}(?!\w)", sentence, flags=re.IGNORECASE)
     if match is None:
-        raise UserInputError(f"'{word}' does not occur as a whole word in: {sentence}")
+        raise UserInputError("lstm.word_not_found", word=word, sentence=sentence)
     start, end = match.span()
     x = torch.tensor([ids], device=get_device())  # (1, T)
     fwd = models.lstm(x).gates["hidden"][0]  # (T, H): position t has read sentence[:t+1]

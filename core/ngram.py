@@ -27,19 +27,28 @@ sorted keys, so a batch of sentences (score_batch) or a long text costs a few nu
 from __future__ import annotations
 
 import copy
-import math
 import re
-from dataclasses import dataclass, field
-from functools import cached_property
 from itertools import repeat
 from typing import Callable, Literal
 
 import numpy as np
 
+from core import i18n
 from core.errors import UserInputError
+from core.ngram_results import (  # noqa: F401
+    BOS,
+    EOS,
+    UNK,
+    ContextCounts,
+    Factor,
+    Generation,
+    NextWord,
+    SentenceScore,
+    Step,
+    log2_or_inf,
+)
 from core.tokenizer import char_tokens, word_tokens
 
-BOS, EOS, UNK = "<s>", "</s>", "<UNK>"
 MAX_ORDER = 5
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])")  # split after these; they are one-character tokens
 Smoothing = Literal["mle", "add_k", "kneser_ney"]
@@ -65,102 +74,6 @@ def short(token: str, width: int = 24) -> str:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# What the model hands the UI
-
-
-@dataclass
-class NextWord:
-    word: str
-    count: int  # count(context, word)
-    p_mle: float
-    p: float  # under the chosen smoothing
-
-
-@dataclass
-class ContextCounts:
-    """The counts behind P(• | context) for one context."""
-
-    context: tuple[str, ...]  # the context actually used (the last n-1 tokens, padded with <s> when boundaries on)
-    context_count: int  # count(context, •)
-    followers: list[NextWord]  # seen next tokens, most frequent first
-    top: list[tuple[str, float]]  # most probable next tokens under the chosen smoothing (seen or not)
-    p_unseen: float  # probability of a token never seen after this context (0 under MLE)
-    n_unseen: int  # how many tokens of V were never seen after it
-
-
-@dataclass
-class Factor:
-    """One factor P(word | context) of the chain rule."""
-
-    context: tuple[str, ...]
-    word: str
-    count: int  # count(context, word)
-    context_count: int  # count(context, •)
-    p: float
-    known: bool  # is the word in V
-
-
-@dataclass
-class SentenceScore:
-    """The chain rule over one (padded) sentence, computed as arrays; ``factors`` spells it out for the UI."""
-
-    tokens: list[str]
-    unknown: list[str]  # tokens not in the corpus, in order of appearance
-    padded: list[str]  # the sentence as scored (with <s> … </s> when boundaries are on)
-    first: int  # index in padded of the first scored token
-    order: int  # the model's n (contexts are the up to n-1 tokens before each scored token)
-    p: np.ndarray  # (N,) P(w_i | context) for padded[first:]
-    log2_p: np.ndarray  # (N,) log2 of p (-inf where p = 0)
-    log2_prob: float  # Σ log2 p: log2 P(sentence)
-    counts: np.ndarray  # (N,) count(context, w_i)
-    context_counts: np.ndarray  # (N,) count(context, •)
-    known_words: np.ndarray  # (N,) bool: is w_i in V (</s> counts as known)
-    notes: list[str] = field(default_factory=list)
-
-    @cached_property
-    def factors(self) -> list[Factor]:
-        return [Factor(tuple(self.padded[max(0, i - self.order + 1):i]), self.padded[i], int(c), int(total), float(p),
-                       bool(known))
-                for i, c, total, p, known in zip(range(self.first, len(self.padded)), self.counts,
-                                                 self.context_counts, self.p, self.known_words)]
-
-    @property
-    def probability(self) -> float:
-        return math.prod(self.p.tolist())
-
-    @property
-    def perplexity(self) -> float:
-        """PP = P(w_1..w_N)^(-1/N) = 2^(-log2 P / N): the model's average branching factor on this sentence."""
-        return 2.0 ** (-self.log2_prob / len(self.p))
-
-
-def log2_or_inf(p: np.ndarray) -> np.ndarray:
-    """log2 p, with -inf (no warning) where p = 0."""
-    return np.log2(p, where=p > 0, out=np.full(np.shape(p), -np.inf))
-
-
-@dataclass
-class Step:
-    """One step of sampling: the context, the (tempered, top-k) candidates, and what was drawn."""
-
-    context: tuple[str, ...]
-    candidates: list[tuple[str, float]]  # after temperature and top-k, most probable first
-    chosen: str
-    p_chosen: float  # in the sampling distribution
-
-
-@dataclass
-class Generation:
-    prompt: list[str]
-    steps: list[Step]
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def tokens(self) -> list[str]:
-        return self.prompt + [s.chosen for s in self.steps if s.chosen != EOS]
-
-
-# ----------------------------------------------------------------------------------------------------------------
 # The model
 
 
@@ -169,10 +82,10 @@ class NgramModel:
 
     def __init__(self, sentences: list[list[str]], n: int = 2, boundaries: bool = False):
         if not 1 <= n <= MAX_ORDER:
-            raise UserInputError(f"The order n must be between 1 and {MAX_ORDER} (got {n}).")
+            raise UserInputError("ngram.err.order_range", max_order=MAX_ORDER, n=n)
         sentences = [s for s in sentences if s]
         if not sentences:
-            raise UserInputError("The corpus is empty: it has no tokens to count. Paste or upload some text.")
+            raise UserInputError("ngram.err.empty_corpus")
         self.n, self.boundaries = n, boundaries
         stream: list[str] = []
         ends: list[int] = []  # where each (padded) sentence ends in the stream
@@ -182,14 +95,10 @@ class NgramModel:
         self.itos = list(dict.fromkeys(stream))  # V, in order of first appearance
         real = [t for t in self.itos if t not in (BOS, EOS)]  # the tokenisers never produce "<s>" or "</s>"
         if len(real) < 2:
-            raise UserInputError(f"The corpus has only one distinct token ('{short(real[0])}'), so there is nothing "
-                                 "to predict. Use text with more than one different word or character.")
+            raise UserInputError("ngram.err.one_token", token=short(real[0]))
         longest = max(map(len, sentences))
         if not boundaries and longest < n:
-            raise UserInputError(
-                f"n = {n} is larger than the longest sentence in the corpus ({longest} tokens), so there are no "
-                f"{n}-grams to count. Choose n ≤ {longest}, or turn on the boundary tokens <s> </s>."
-            )
+            raise UserInputError("ngram.err.n_too_large", n=n, longest=longest)
         if boundaries:
             self.itos.append(UNK)  # unknown words map here (and it counts in |V|, as in NLTK)
         self.stoi = {token: i for i, token in enumerate(self.itos)}
@@ -340,7 +249,7 @@ class NgramModel:
             p = np.divide(count, total, out=np.zeros(len(targets)), where=total > 0)
         elif smoothing == "add_k":
             if k <= 0:
-                raise UserInputError(f"k must be positive for add-k smoothing (got {k}).")
+                raise UserInputError("ngram.err.k_positive", k=k)
             p = (count + k) / (total + k * self.vocab_size)
         elif smoothing == "kneser_ney":
             d, p = KN_DISCOUNT, np.full(len(targets), 1.0 / self.vocab_size)
@@ -349,7 +258,8 @@ class NgramModel:
                 safe = np.maximum(t, 1)
                 p = np.where(t > 0, np.maximum(c - d, 0) / safe + d * n1 / safe * p, p)
         else:
-            raise UserInputError(f"Unknown smoothing {smoothing!r}; choose one of {', '.join(SMOOTHINGS)}.")
+            raise UserInputError("ngram.err.unknown_smoothing", smoothing=repr(smoothing),
+                                 choices=", ".join(SMOOTHINGS))
         return p, count, total
 
     # -- what the tab shows ---------------------------------------------------------------------------------------
@@ -407,20 +317,15 @@ class NgramModel:
     def _check_sentence(self, tokens: list[str]) -> None:
         """A clear message for a sentence that cannot be scored."""
         if not tokens:
-            raise UserInputError("The sentence is empty. Type a sentence to score.")
+            raise UserInputError("ngram.err.empty_sentence")
         unknown = list(dict.fromkeys(t for t in tokens if not self.known(t)))
         if len(unknown) == len(set(tokens)):
-            raise UserInputError(
-                "None of the tokens of this sentence occur in the corpus (" + ", ".join(map(short, unknown[:8]))
-                + "), so the model knows nothing about them. Use words from the corpus — with word tokens, separate "
-                "Chinese words by spaces, or switch to character tokens."
-            )
+            raise UserInputError("ngram.err.all_unknown", tokens=", ".join(map(short, unknown[:8])))
 
     def _notes(self, length: int) -> list[str]:
         if length < self.n - 1 or (not self.boundaries and length < self.n):
-            return [f"The sentence has {length} tokens, fewer than n = {self.n}: "
-                    + ("its first factors use the <s> padding as context." if self.boundaries else
-                       "no factor has a full context of n-1 tokens, so it is scored with shorter contexts.")]
+            return [i18n.text("ngram.note.short_padded" if self.boundaries else "ngram.note.short_sentence",
+                              length=length, n=self.n)]
         return []
 
     def generate(self, prompt: list[str], steps: int = 20, smoothing: Smoothing = "mle", k: float = 1.0,
@@ -428,23 +333,21 @@ class NgramModel:
         """Sample one token at a time from P(w | last n-1 tokens)^(1/T), renormalised over the top_k tokens.
         <s> and <UNK> are never drawn; drawing </s> ends the sentence."""
         if temperature <= 0:
-            raise UserInputError(f"The temperature must be positive (got {temperature}).")
+            raise UserInputError("ngram.err.temperature", temperature=temperature)
         if top_k < 1:
-            raise UserInputError(f"top-k must be at least 1 (got {top_k}).")
+            raise UserInputError("ngram.err.top_k", top_k=top_k)
         rng = np.random.default_rng(seed)
         tokens, result = [BOS] * (self.n - 1) * self.boundaries + list(prompt), Generation(list(prompt), [])
         unknown = [t for t in prompt if not self.known(t)]
         if unknown:
-            result.notes.append("Not in the corpus, so the model has no counts for them: "
-                                + ", ".join(map(short, unknown)))
+            result.notes.append(i18n.text("ngram.note.prompt_unknown", tokens=", ".join(map(short, unknown))))
         drawable = np.ones(self.base, bool)
         drawable[[self.stoi.get(BOS, -1), self.stoi.get(UNK, -1), -1]] = False  # the off-V slot is never drawn
         for _ in range(steps):
             context = self._context(tokens)
             p = np.where(drawable, self.distribution(context, smoothing, k), 0.0)
             if p.sum() == 0:
-                result.notes.append(f"Stopped: the context '{' '.join(map(short, context))}' was never followed by "
-                                    "anything in the corpus, so MLE has no next token (sparsity). Try smoothing.")
+                result.notes.append(i18n.text("ngram.note.stopped", context=" ".join(map(short, context))))
                 break
             logits = np.log(p, where=p > 0, out=np.full_like(p, -np.inf)) / temperature
             keep = np.argsort(-logits, kind="stable")[: min(top_k, int(np.count_nonzero(p)))]

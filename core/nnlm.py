@@ -20,6 +20,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from core import i18n
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.nets.nnlm import NNLM
@@ -73,10 +74,9 @@ def train(corpus: str, context: int = 2, dim: int = 16, hidden: int = 32, steps:
           seconds: float = 20.0, seed: int = 0, progress: Callable[[float, str], None] | None = None) -> TrainedNNLM:
     """Fit an NNLM on a bundled corpus ("toy_zh" or "moby_dick") within ``steps`` and ``seconds``."""
     if not 1 <= context <= MAX_CONTEXT:
-        raise UserInputError(f"The context must be 1 to {MAX_CONTEXT} words.")
+        raise UserInputError("nnlm.err.context", limit=MAX_CONTEXT)
     if not (2 <= dim <= 128 and 2 <= hidden <= 256 and 1 <= steps <= 5000):
-        raise UserInputError("Keep the vector size within 2–128, the hidden size within 2–256 and the steps within "
-                             "1–5000.")
+        raise UserInputError("nnlm.err.sizes")
     seconds = min(float(seconds), MAX_SECONDS)
     sents = sentences(corpus)
     held = sents[-max(1, len(sents) // 20):] if corpus != "toy_zh" else []
@@ -119,7 +119,7 @@ def _fit(model, optimizer, x, y, steps, seconds, seed, start, result, progress) 
         result.losses.append(loss.item())
         result.steps = step
         if progress is not None and (step % 25 == 0 or step == steps):
-            progress(step / steps, f"step {step}/{steps}")
+            progress(step / steps, i18n.text("nnlm.progress_step", step=step, steps=steps))
         if time.perf_counter() - start > seconds:
             break
 
@@ -158,21 +158,21 @@ def predict(trained_model: TrainedNNLM, text: str, top_k: int = 10) -> Predictio
     words = text.split() if trained_model.corpus == "toy_zh" else WORD.findall((text or "").lower())
     unknown = [w for w in words if w not in index]
     if unknown and UNK not in index:
-        raise UserInputError("Not in the toy corpus: " + ", ".join(unknown) + ". Use its words, for example: 北京 的.")
+        raise UserInputError("nnlm.err.not_in_toy", words=", ".join(unknown))
     context = ([BOS] * n1 + words)[-n1:]
     ids = torch.tensor([[index.get(w, index.get(UNK, 0)) for w in context]])  # (1, n-1)
     with torch.inference_mode():
         tr = model.trace(ids)
     V, m, h = len(trained_model.vocab), model.dim, model.H.out_features
-    shapes = [
-        ("one-hot of each context word", "e(w)", f"{n1} × ({V},)"),
-        ("look up C(w) = e(w) · C", "C: V × m", f"{n1} × ({m},), C is {V} × {m}"),
+    shapes = [  # (step name: a key under nnlm.step in assets/i18n, equation, shape)
+        ("one_hot", "e(w)", f"{n1} × ({V},)"),
+        ("lookup", "C(w) = e(w) · C", f"{n1} × ({m},), C: {V} × {m}"),
         ("concatenate", "x = [C(w₁); …; C(wₙ₋₁)]", f"({n1 * m},)"),
-        ("hidden layer", "tanh(d + H x)", f"H: {h} × {n1 * m} → ({h},)"),
-        ("through the hidden layer", "U tanh(d + H x)", f"U: {V} × {h} → ({V},)"),
-        ("direct connection", "b + W x", f"W: {V} × {n1 * m} → ({V},)"),
+        ("hidden", "tanh(d + H x)", f"H: {h} × {n1 * m} → ({h},)"),
+        ("through_hidden", "U tanh(d + H x)", f"U: {V} × {h} → ({V},)"),
+        ("direct", "b + W x", f"W: {V} × {n1 * m} → ({V},)"),
         ("scores", "y = b + W x + U tanh(d + H x)", f"({V},)"),
-        ("probabilities", "softmax(y)", f"({V},), sums to 1"),
+        ("probabilities", "softmax(y)", f"({V},), Σ = 1"),
     ]
     probs = tr.probs[0]
     values, order = probs.topk(min(top_k, V))

@@ -17,11 +17,9 @@ def read_text_upload(path: str | os.PathLike, max_bytes: int = MAX_UPLOAD_BYTES)
     try:
         size = os.path.getsize(path)
     except OSError as exc:
-        raise UserInputError(f"Could not read the uploaded file ({exc.strerror}).") from exc
+        raise UserInputError("common.upload_unreadable", reason=exc.strerror or type(exc).__name__) from exc
     if size > max_bytes:
-        raise UserInputError(
-            f"The file is {size / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.0f} MB. Upload a smaller plain-text file."
-        )
+        raise UserInputError("common.upload_too_big", size=f"{size / 1e6:.1f}", limit=f"{max_bytes / 1e6:.0f}")
     with open(path, "rb") as handle:
         raw = handle.read(max_bytes + 1)
     return decode_text(raw)
@@ -30,13 +28,11 @@ def read_text_upload(path: str | os.PathLike, max_bytes: int = MAX_UPLOAD_BYTES)
 def decode_text(raw: bytes) -> str:
     """Decode UTF-8 bytes (a BOM is allowed) into NFC-normalised text; binary data is refused."""
     if b"\x00" in raw[:4096]:
-        raise UserInputError("This looks like a binary file. Upload plain UTF-8 text (.txt).")
+        raise UserInputError("common.upload_binary")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise UserInputError(
-            f"The file is not valid UTF-8 (bad byte at position {exc.start}). Save it as UTF-8 text and upload again."
-        ) from exc
+        raise UserInputError("common.upload_not_utf8", position=exc.start) from exc
     return normalize_text(text)
 
 

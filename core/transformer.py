@@ -32,9 +32,9 @@ import torch
 from torch import nn
 
 from core import registry
-from core.nets.bert import attention
 from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.nets.bert import attention
 from core.textio import normalize_text
 from core.tokenizer import Truncation
 
@@ -153,10 +153,9 @@ class Tokenized:
 def check_text(text: object) -> str:
     text = normalize_text(str(text or "")).strip()
     if not text:
-        raise UserInputError("Type a sentence to follow one of its tokens through the Transformer.")
+        raise UserInputError("transformer.empty_text")
     if len(text) > MAX_TEXT_CHARS:
-        raise UserInputError(f"The text is {len(text):,} characters; the limit is {MAX_TEXT_CHARS:,}. "
-                             "Paste a shorter passage.")
+        raise UserInputError("transformer.too_long", chars=f"{len(text):,}", limit=f"{MAX_TEXT_CHARS:,}")
     return text
 
 
@@ -172,8 +171,7 @@ def _tokenize(text: str, model_id: str) -> Tokenized:
     max_length = min(loaded.tokenizer.model_max_length, loaded.config.max_position_embeddings, MAX_MODEL_TOKENS)
     enc = loaded.tokenizer.encode(text, None, max_length=max_length)
     if all(enc.special_tokens_mask):
-        raise UserInputError("The text has no tokens the model can read (only spaces, symbols it drops, or control "
-                             "characters). Type some words.")
+        raise UserInputError("transformer.no_tokens")
     return Tokenized(enc.tokens, enc.ids, enc.segment_ids, enc.truncation)
 
 
@@ -188,7 +186,7 @@ def pick_token(tokens: list[str], choice: object) -> int:
     if choice is None or (isinstance(choice, str) and not choice.strip()):
         return min(1, len(tokens) - 1)
     if isinstance(choice, float) and not np.isfinite(choice):
-        raise UserInputError("Pick a token from the list.")
+        raise UserInputError("transformer.pick_token")
     text = str(choice).strip()
     head = text.split("·", 1)[0].strip()
     try:
@@ -199,11 +197,10 @@ def pick_token(tokens: list[str], choice: object) -> int:
         word = text.split("·", 1)[-1].strip().lower()
         matches = [i for i, token in enumerate(tokens) if token.lower() == word]
         if not matches:
-            raise UserInputError(f"“{text[:40]}” is not one of the text's tokens. Pick one from the list.")
+            raise UserInputError("transformer.not_a_token", token=text[:40])
         return matches[0]
     if not 0 <= index < len(tokens):
-        raise UserInputError(f"Token {index} does not exist: the text has {len(tokens)} tokens, numbered 0 to "
-                             f"{len(tokens) - 1}. Pick one from the list.")
+        raise UserInputError("transformer.no_such_token", index=index, count=len(tokens), last=len(tokens) - 1)
     return index
 
 

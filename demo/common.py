@@ -13,7 +13,7 @@ import gradio as gr
 
 from core import jobs
 from core.errors import LearnerError, UserInputError
-from core.i18n import current_language, text, using_language
+from core.i18n import DEFAULT_LANGUAGE, current_language, table, text, using_language
 
 log = logging.getLogger("plm_explorer")
 
@@ -22,9 +22,10 @@ def _to_gradio_error(exc: Exception) -> gr.Error:
     if isinstance(exc, gr.Error):
         return exc
     if isinstance(exc, LearnerError):
-        return gr.Error(exc.message(), print_exception=False)
+        return gr.Error(exc.message(), title=text("common.error_title"), print_exception=False)
     log.exception("handler failed")
-    return gr.Error(text("errors.internal", name=type(exc).__name__), print_exception=False)
+    return gr.Error(text("errors.internal", name=type(exc).__name__), title=text("common.error_title"),
+                    print_exception=False)
 
 
 def _space_gpu_decorator():
@@ -81,6 +82,15 @@ def _with_request_parameter(fn):
     return signature.replace(parameters=[*params, added]), split
 
 
+def _event_request():
+    """The request of the event Gradio is running now (Gradio sets it around every handler call), or None. Used when
+    the handler's signature cannot take one (``def open_tab(*done, ...)``: Gradio inserts special arguments by
+    position, which a ``*args`` signature cannot place)."""
+    from gradio.context import LocalContext
+
+    return LocalContext.request.get(None)
+
+
 def friendly_errors(fn):
     """Wrap an event handler so the learner sees a clear message, in their language, instead of a traceback.
 
@@ -95,8 +105,10 @@ def friendly_errors(fn):
     signature, split = _with_request_parameter(fn)
 
     def _language(request) -> str:
-        # A handler called by another handler (a preset running its view) gets no request: it keeps the caller's
-        # language instead of falling back to English.
+        # A *args handler (presets' tab-open event) gets no request argument: the event's request from Gradio's
+        # context then. A handler called by another handler (a preset running its view) outside any event keeps
+        # the caller's language instead of falling back to English.
+        request = request if request is not None else _event_request()
         return language_of(request) if request is not None else current_language()
 
     if inspect.isgeneratorfunction(fn):
@@ -150,9 +162,13 @@ def preprocess_in_handler(fn, inputs: list[gr.components.Component]):
     return handler
 
 
+class UnreadableValue(gr.Error):
+    """A payload an input component refuses (preprocess_payload); serving names the parameter instead."""
+
+
 def preprocess_payload(component: gr.components.Component, payload):
     """What Blocks.preprocess_data does for one input: validate the payload's data model, then preprocess.
-    A payload the component refuses raises gr.Error with a message."""
+    A payload the component refuses raises UnreadableValue (a gr.Error) with a message in the learner's language."""
     try:
         data_model = getattr(component, "data_model", None)
         if data_model is not None and payload is not None:
@@ -161,39 +177,64 @@ def preprocess_payload(component: gr.components.Component, payload):
     except gr.Error:
         raise
     except Exception as exc:  # noqa: BLE001 - a malformed payload from an API client
-        name = component.label or type(component).__name__
-        raise gr.Error(f"Could not read the value given for “{name}” ({type(exc).__name__}).",
-                       print_exception=False) from None
+        raise UnreadableValue(text("common.unreadable_value", name=component_name(component),
+                                   error=type(exc).__name__), title=text("common.error_title"),
+                              print_exception=False) from None
+
+
+def component_name(component: gr.components.Component) -> str:
+    """A component's label in the current language (a gr.I18n label is looked up), else its class name."""
+    name = component.label
+    key = getattr(name, "key", None)  # gr.I18n's I18nData
+    if key is not None:
+        name = text(key) if key in table(DEFAULT_LANGUAGE) else key
+    return str(name) if name else type(component).__name__
+
+
+def field_name(name: str) -> str:
+    """The name of a number a message refers to: a table key ("common.field_seed", "lstm.units") in the current
+    language, or (until every caller passes a key) the words given."""
+    return text(name) if name in table(DEFAULT_LANGUAGE) else name
+
+
+def _sentence_start(words: str) -> str:
+    return words[:1].upper() + words[1:]  # "the seed …" → "The seed …"; 中文 is unchanged
 
 
 def number_in_range(value: object, name: str, low: float, high: float) -> float:
-    """A slider/number value checked for range (API callers can send anything, NaN included)."""
+    """A slider/number value checked for range (API callers can send anything, NaN included). ``name`` is a key
+    (see field_name)."""
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):
         number = math.nan
     if not low <= number <= high:  # also refuses NaN
-        raise UserInputError(f"{name} must be a number between {low:g} and {high:g}.")
+        raise UserInputError("common.number_between", name=_sentence_start(field_name(name)), low=f"{low:g}",
+                             high=f"{high:g}")
     return number
 
 
 def whole_number(value: object, name: str, minimum: int = 0) -> int:
-    """A number box's value as an int; an emptied box (None), NaN or a value below ``minimum`` gets a clear message."""
+    """A number box's value as an int; an emptied box (None), NaN or a value below ``minimum`` gets a clear message.
+    ``name`` is a key (see field_name)."""
     try:
         number = int(value)
     except (TypeError, ValueError, OverflowError):
-        raise UserInputError(f"Enter a whole number for {name}.") from None
+        raise UserInputError("common.whole_number", name=field_name(name)) from None
     if number < minimum:
-        raise UserInputError(f"{name.capitalize()} must be at least {minimum}.")
+        raise UserInputError("common.at_least", name=_sentence_start(field_name(name)), minimum=minimum)
     return number
 
 
-def model_picker(task: str, label: str = "Checkpoint") -> gr.Dropdown:
-    """A dropdown of the task's known checkpoints that also accepts any Hub id or local folder."""
+def model_picker(task: str, label: str = "common.checkpoint") -> gr.Dropdown:
+    """A dropdown of the task's known checkpoints that also accepts any Hub id or local folder. ``label`` is a
+    table key (or an already made gr.I18n label)."""
     from core.registry import CHECKPOINTS
+    from demo.i18n import label as i18n_label
 
-    return gr.Dropdown(choices=CHECKPOINTS[task], value=CHECKPOINTS[task][0], label=label, allow_custom_value=True,
-                       info="A Hugging Face id or a local folder with config.json and weights.")
+    shown = i18n_label(label) if isinstance(label, str) and label in table(DEFAULT_LANGUAGE) else label
+    return gr.Dropdown(choices=CHECKPOINTS[task], value=CHECKPOINTS[task][0], label=shown, allow_custom_value=True,
+                       info=i18n_label("common.checkpoint_info"))
 
 
 # Result tables get a copy button (the rows as comma-separated text, ready for a spreadsheet or a slide) and a
@@ -209,13 +250,7 @@ LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": 
 # group (at most TRAIN_CONCURRENCY runs at once across all users, so light tabs keep the other core).
 
 TRAIN_QUEUE = dict(concurrency_id="train", concurrency_limit=1)  # pass to .click(**TRAIN_QUEUE) for every trainer
-TRAINING_STOPPED = {
-    jobs.BUDGET: ("Stopped after {seconds:.0f} s, the time one training run may take on this shared server; the "
-                  "model trained so far ({done:,} of {planned:,} steps) is kept and used below. Fewer epochs, a "
-                  "smaller window or fewer dimensions finish in time."),
-    jobs.REPLACED: ("Stopped after {done:,} of {planned:,} steps because you started a newer run; this one's model "
-                    "is not kept."),
-}
+TRAINING_STOPPED = {jobs.BUDGET: "common.stopped_budget", jobs.REPLACED: "common.stopped_replaced"}  # keys
 
 
 @contextlib.contextmanager
@@ -230,10 +265,16 @@ def training_run(request: gr.Request | None, seconds: float = jobs.TRAIN_SECONDS
 
 
 def stopped_note(reason: str | None, seconds: float, done: int, planned: int) -> str:
-    """Why a training run ended early, for the learner ("" if it ran to the end)."""
+    """Why a training run ended early, for the learner, in their language ("" if it ran to the end)."""
     if not reason:
         return ""
-    return TRAINING_STOPPED[reason].format(seconds=seconds, done=done, planned=planned)
+    return text(TRAINING_STOPPED[reason], seconds=seconds, done=done, planned=planned)
+
+
+def stopped_error(reason: str, seconds: float, done: int, planned: int) -> UserInputError:
+    """The same note as an error to raise (a run stopped before it had a model to show)."""
+    return UserInputError(TRAINING_STOPPED[reason], seconds=seconds, done=done, planned=planned)
+
 
 
 # ----------------------------------------------------------------------------------------------------------------

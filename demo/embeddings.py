@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gradio as gr
 import numpy as np
+import pandas as pd
 
 from core import embeddings as w2v
 from core import jobs
@@ -10,45 +11,26 @@ from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.textio import read_text_upload
 from demo import embeddings_nnlm, presets
-from demo.common import TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, stopped_note, training_run, whole_number
+from demo.common import (
+    TABLE_BUTTONS,
+    TRAIN_QUEUE,
+    friendly_errors,
+    gpu_handler,
+    stopped_note,
+    training_run,
+    whole_number,
+)
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
+from demo.i18n import label, t
 
 TITLE = "Word embeddings"
 
-MOBY, UPLOAD = "Moby-Dick (bundled, 1.2 MB)", "My own .txt file"
+MOBY, UPLOAD = "moby_dick", "upload"  # language-free choice values; the browser shows their labels
 SKIPGRAM, CBOW = "skip-gram", "CBOW"
-NEIGHBOUR_HEADERS = ["rank", "word", "cosine"]
 
-INTRO = """
-### From one-hot vectors to dense word vectors
-A one-hot vector has one 1 per word and is as long as the vocabulary, so two different words always have
-cosine similarity **0**: it cannot say that *king* is closer to *queen* than to *apple*. A word embedding is a row of a
-learned matrix **Q**: the one-hot vector times Q picks that row, **v = one-hot × Q**. Dense rows can be similar.
-Cosine similarity: **cos(a, b) = a·b / (|a| |b|)**.
-"""
 
-GLOVE_NOTE = """
-**GloVe 6B 50d**: 400,000 lower-case words from Wikipedia 2014 + Gigaword 5, 50 dimensions (Pennington et al., 2014).
-Neighbours are ranked by cosine. An analogy *a − b + c* ranks words by cosine to unit(a) − unit(b) + unit(c),
-leaving out the three input words (the same rule as gensim's `most_similar`).
-"""
-
-STATIC_NOTE = """
-### One word, one vector
-A static embedding is a lookup table: the row for *bank* is the same whether the sentence is about a river or
-about money, so the cosine between the two occurrences is exactly **1**. One vector must serve both senses, and
-the more frequent one (money) wins: the nearest neighbours are all about finance. Contextual models (ELMo, then
-BERT in the later tabs) give each occurrence its own vector.
-"""
-
-TRAIN_NOTE = """
-### Train your own word2vec (negative sampling)
-**CBOW** predicts the middle word from the mean of its context vectors; **skip-gram** predicts each context word
-from the middle word. Instead of a softmax over the vocabulary, each true pair (c, o) is pushed together and
-k random "noise" words apart: **loss = −log σ(u_o·v_c) − Σₖ log σ(−u_k·v_c)** (noise drawn ∝ count^¾).
-Frequent words (*the*, *of*) are randomly skipped, and words seen fewer than *min count* times are dropped.
-The defaults train on Moby-Dick in well under a minute on a laptop CPU.
-"""
+def neighbour_headers() -> list[str]:
+    return [t("embeddings.col_rank"), t("embeddings.col_word"), t("embeddings.col_cosine")]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -57,12 +39,13 @@ The defaults train on Moby-Dick in well under a minute on a laptop CPU.
 
 def _glove(progress: gr.Progress | None = None) -> w2v.WordVectors:
     if progress is not None:
-        progress(0.1, desc="Loading GloVe 6B 50d (400,000 words)…")
+        progress(0.1, desc=t("embeddings.progress_glove"))
     return w2v.load_glove()
 
 
-def _neighbour_rows(neighbours: list[w2v.Neighbour]) -> list[list]:
-    return [[rank, n.word, round(n.score, 4)] for rank, n in enumerate(neighbours, 1)]
+def _neighbour_rows(neighbours: list[w2v.Neighbour]):
+    rows = [[rank, n.word, round(n.score, 4)] for rank, n in enumerate(neighbours, 1)]
+    return pd.DataFrame(rows, columns=neighbour_headers())
 
 
 @friendly_errors
@@ -70,24 +53,23 @@ def compare_one_hot(words_text: str, progress=gr.Progress()):
     """One-hot vectors of the words, their cosine matrix (all 0 off the diagonal), and GloVe's cosine matrix."""
     words = w2v.parse_words(words_text, limit=w2v.MAX_QUERY_WORDS)
     if len(words) < 2:
-        raise UserInputError("Enter at least two different words to compare.")
+        raise UserInputError("embeddings.err.two_words")
     one_hots = np.stack([w2v.one_hot(i, len(words)) for i in range(len(words))])  # (N, N): vocabulary = these words
-    one_hot_fig = heatmap(one_hots, [f"{i + 1}" for i in range(len(words))], words, "One-hot vectors",
-                          x_title="position in the vocabulary", y_title="word", value_format=".0f")
-    one_hot_cos = heatmap(w2v.cosine_matrix(one_hots), words, words, "One-hot: cosine similarity",
+    one_hot_fig = heatmap(one_hots, [f"{i + 1}" for i in range(len(words))], words, t("embeddings.fig_one_hot"),
+                          x_title=t("embeddings.axis_position"), y_title=t("embeddings.axis_word"), value_format=".0f")
+    one_hot_cos = heatmap(w2v.cosine_matrix(one_hots), words, words, t("embeddings.fig_one_hot_cos"),
                           zmin=-1, zmax=1, colorscale=DIVERGING_SCALE, zmid=0)
     glove = _glove(progress)
     try:
         dense = np.stack([glove.vector(w) for w in words])  # (N, 50)
     except w2v.UnknownWordError as exc:
-        return one_hot_fig, one_hot_cos, empty_figure("GloVe has no vector for one of these words"), str(exc)
+        return one_hot_fig, one_hot_cos, empty_figure(t("embeddings.fig_glove_missing")), str(exc)
     cosines = w2v.cosine_matrix(dense)  # (N, N)
-    dense_cos = heatmap(cosines, words, words, "GloVe 50d: cosine similarity",
+    dense_cos = heatmap(cosines, words, words, t("embeddings.fig_glove_cos"),
                         zmin=-1, zmax=1, colorscale=DIVERGING_SCALE, zmid=0)
     pairs = [(float(cosines[i, j]), words[i], words[j]) for i in range(len(words)) for j in range(i + 1, len(words))]
     best = max(pairs)
-    summary = (f"One-hot: every pair has cosine **0**. GloVe: cosines range from **{min(pairs)[0]:.2f}** to "
-               f"**{best[0]:.2f}** (*{best[1]}* and *{best[2]}* are the closest pair).")
+    summary = t("embeddings.onehot_summary", low=f"{min(pairs)[0]:.2f}", high=f"{best[0]:.2f}", a=best[1], b=best[2])
     return one_hot_fig, one_hot_cos, dense_cos, summary
 
 
@@ -96,18 +78,17 @@ def one_hot_lookup(word_number: float):
     """The seed's lookup: the one-hot vector of word n times the 5×3 matrix Q is row n of Q."""
     size = len(w2v.SEED_Q)
     if word_number is None or int(word_number) != word_number:
-        raise UserInputError(f"Pick a whole word number from 1 to {size}.")
+        raise UserInputError("embeddings.err.word_number", number=word_number, size=size)
     index = int(word_number) - 1
     vector = w2v.one_hot(index, size)
     row = w2v.lookup(vector, w2v.SEED_Q)
-    fig = heatmap(w2v.SEED_Q, ["dim 1", "dim 2", "dim 3"], [f"word {i + 1}" for i in range(size)],
-                  "Q (5 words × 3 dimensions): the lookup picks one row", value_format=".0f", height=360)
+    fig = heatmap(w2v.SEED_Q, [t("embeddings.dim_n", n=j + 1) for j in range(3)],
+                  [t("embeddings.word_n", n=i + 1) for i in range(size)], t("embeddings.fig_q"), value_format=".0f",
+                  height=360)
     fig.add_shape(type="rect", x0=-0.5, x1=2.5, y0=index - 0.5, y1=index + 0.5,
                   line=dict(color=HIGHLIGHT, width=4))
     fmt = lambda v: "[" + " ".join(f"{x:g}" for x in v) + "]"  # noqa: E731
-    equation = (f"**{fmt(vector)} × Q = {fmt(row)}**\n\nEvery entry of the product is Σᵢ onehotᵢ·Qᵢⱼ; only the 1 "
-                f"in position {index + 1} survives, so the product is row {index + 1} of Q. That is why an embedding "
-                "layer is implemented as a table lookup, not a matrix product.")
+    equation = f"**{fmt(vector)} × Q = {fmt(row)}**\n\n" + t("embeddings.lookup_explained", position=index + 1)
     return equation, fig
 
 
@@ -115,10 +96,10 @@ def one_hot_lookup(word_number: float):
 def neighbours(word: str, topn: float, progress=gr.Progress()):
     glove = _glove(progress)
     if not (word or "").strip():
-        raise UserInputError("Type a word, for example: frog.")
+        raise UserInputError("embeddings.err.type_word")
     found = glove.most_similar([word], topn=int(topn))
-    fig = bar([n.word for n in found], [n.score for n in found], f"Nearest neighbours of '{word.strip().lower()}' "
-              "in GloVe 6B 50d", value_title="cosine similarity")
+    fig = bar([n.word for n in found], [n.score for n in found],
+              t("embeddings.fig_neighbours", word=word.strip().lower()), value_title=t("embeddings.axis_cosine"))
     return fig, _neighbour_rows(found)
 
 
@@ -128,13 +109,14 @@ def analogy(a: str, b: str, c: str, topn: float, progress=gr.Progress()):
     glove = _glove(progress)
     words = [(w or "").strip().lower() for w in (a, b, c)]
     if not all(words):
-        raise UserInputError("Fill in all three words, for example: king − man + woman.")
+        raise UserInputError("embeddings.err.three_words")
     found = glove.most_similar([words[0], words[2]], [words[1]],
-                               topn=whole_number(topn, "the number of neighbours", 1))  # NaN from an API client
+                               topn=whole_number(topn, t("embeddings.answers"), 1))  # NaN from an API client
     title = f"{words[0]} − {words[1]} + {words[2]} ≈ ?"
-    fig = bar([n.word for n in found], [n.score for n in found], title, value_title="cosine similarity",
+    fig = bar([n.word for n in found], [n.score for n in found], title, value_title=t("embeddings.axis_cosine"),
               highlight=[i == 0 for i in range(len(found))])
-    return fig, f"**{words[0]} − {words[1]} + {words[2]} ≈ {found[0].word}** (cosine {found[0].score:.3f})"
+    return fig, t("embeddings.analogy_result", a=words[0], b=words[1], c=words[2], answer=found[0].word,
+                  cosine=f"{found[0].score:.3f}")
 
 
 @friendly_errors
@@ -142,11 +124,11 @@ def projection(words_text: str, neighbours_per_word: float, dims: str, progress=
     glove = _glove(progress)
     words = w2v.parse_words(words_text)
     result = w2v.project(glove, words, int(neighbours_per_word), 3 if dims == "3D" else 2)
-    axes = [f"PC{i + 1} ({share:.0%} of variance)" for i, share in enumerate(result.explained)]
-    fig = scatter(result.coords, result.words, result.groups, "GloVe 50d → PCA: words and their neighbours",
+    axes = [t("embeddings.axis_pc", n=i + 1, share=f"{share:.0%}") for i, share in enumerate(result.explained)]
+    fig = scatter(result.coords, result.words, result.groups, t("embeddings.fig_projection"),
                   highlight=result.is_query, axis_titles=axes)
-    note = (f"{len(result.words)} points. PCA keeps the {len(axes)} directions of largest variance "
-            f"({result.explained.sum():.0%} of it); distances in the plot only approximate the 50-d cosines.")
+    note = t("embeddings.projection_note", points=len(result.words), dims=len(axes),
+             share=f"{result.explained.sum():.0%}")
     return fig, "\n\n".join([note, *result.notes])
 
 
@@ -154,15 +136,16 @@ def projection(words_text: str, neighbours_per_word: float, dims: str, progress=
 def static_vectors(word: str, first: str, second: str, progress=gr.Progress()):
     glove = _glove(progress)
     result = w2v.static_occurrences(glove, word, [first, second])
-    labels = [f"sentence {i + 1}" for i in range(len(result.sentences))]
+    labels = [t("embeddings.sentence_n", n=i + 1) for i in range(len(result.sentences))]
     vectors_fig = heatmap(result.vectors, [str(i + 1) for i in range(glove.dim)], labels,
-                          f"GloVe vector of '{result.word}' in each sentence (50 dimensions)",
-                          colorscale=DIVERGING_SCALE, zmid=0, x_title="dimension", annotate=False, height=300)
+                          t("embeddings.fig_static", word=result.word),
+                          colorscale=DIVERGING_SCALE, zmid=0, x_title=t("embeddings.axis_dimension"), annotate=False,
+                          height=300)
     found = glove.most_similar([result.word], topn=10)
-    nb_fig = bar([n.word for n in found], [n.score for n in found],
-                 f"Neighbours of '{result.word}' (one list for every sense)", value_title="cosine similarity")
-    summary = (f"cos(*{result.word}* in sentence 1, *{result.word}* in sentence 2) = **{result.cosine[0, 1]:.3f}**: "
-               "the same row of the table, whatever the context.")
+    nb_fig = bar([n.word for n in found], [n.score for n in found], t("embeddings.fig_static_neighbours",
+                                                                        word=result.word),
+                 value_title=t("embeddings.axis_cosine"))
+    summary = t("embeddings.static_summary", word=result.word, cosine=f"{result.cosine[0, 1]:.3f}")
     return summary, vectors_fig, nb_fig
 
 
@@ -174,26 +157,27 @@ def train(source: str, upload: str | None, architecture: str, dim: float, window
     work budget and replaces this session's previous run (demo.common.training_run)."""
     if source == UPLOAD:
         if not upload:
-            raise UserInputError("Choose a .txt file to upload, or pick the bundled Moby-Dick corpus.")
+            raise UserInputError("embeddings.err.no_upload")
         text = read_text_upload(upload)
     else:
         text = load_corpus("moby_dick")
     config = w2v.Word2VecConfig(architecture="cbow" if architecture == CBOW else "skipgram", dim=int(dim),
                                 window=int(window), epochs=int(epochs), min_count=int(min_count))
-    progress(0.0, desc="Preparing the corpus…")
+    progress(0.0, desc=t("embeddings.progress_preparing"))
     with training_run(request) as budget:
         model = w2v.train_word2vec(text, config, progress=lambda fraction, message: progress(fraction, desc=message),
                                    stop=budget.stop_reason)
     if model.stopped == jobs.REPLACED:
         raise UserInputError(stopped_note(model.stopped, budget.elapsed, model.loss_steps[-1], model.steps_planned))
-    fig = lines(model.loss_steps, {"negative-sampling loss": model.losses}, f"{architecture} training loss",
-                x_title=f"step (batch of {config.batch_size:,} examples)", y_title="loss")
-    summary = (f"Trained **{architecture}** ({config.dim}d, window {config.window}, {config.epochs} epochs) on "
-               f"{model.tokens:,} tokens, vocabulary {len(model.vectors):,} words (min count {config.min_count}), "
-               f"in {model.seconds:.1f} s. Loss {model.losses[0]:.3f} → {model.losses[-1]:.3f}.")
+    loss_name = t("embeddings.loss_name")
+    fig = lines(model.loss_steps, {loss_name: model.losses}, t("embeddings.fig_loss", architecture=architecture),
+                x_title=t("embeddings.axis_step", batch=f"{config.batch_size:,}"), y_title=t("embeddings.axis_loss"))
+    summary = t("embeddings.train_summary", architecture=architecture, dim=config.dim, window=config.window,
+                epochs=config.epochs, tokens=f"{model.tokens:,}", vocab=f"{len(model.vectors):,}",
+                min_count=config.min_count, seconds=f"{model.seconds:.1f}", first=f"{model.losses[0]:.3f}",
+                last=f"{model.losses[-1]:.3f}")
     if model.cut_tokens:
-        summary += (f" The text was longer than {w2v.MAX_TRAIN_TOKENS:,} tokens: the last "
-                    f"{model.cut_tokens:,} were left out to keep training short.")
+        summary += " " + t("embeddings.train_cut", limit=f"{w2v.MAX_TRAIN_TOKENS:,}", cut=f"{model.cut_tokens:,}")
     if model.stopped:
         summary += " " + stopped_note(model.stopped, budget.elapsed, model.loss_steps[-1], model.steps_planned)
     return fig, summary, model
@@ -203,15 +187,15 @@ def train(source: str, upload: str | None, architecture: str, dim: float, window
 def compare_spaces(model: w2v.TrainedWord2Vec | None, word: str, topn: float, progress=gr.Progress()):
     """Neighbours of a word in the trained space and in GloVe, side by side."""
     if model is None:
-        raise UserInputError("Train a model first (the Train button above), then compare.")
+        raise UserInputError("embeddings.err.train_first")
     if not (word or "").strip():
-        raise UserInputError("Type a word from the corpus, for example: whale.")
+        raise UserInputError("embeddings.err.type_corpus_word")
     ours = _neighbour_rows(model.vectors.most_similar([word], topn=int(topn)))
     glove = _glove(progress)
     try:
         theirs, note = _neighbour_rows(glove.most_similar([word], topn=int(topn))), ""
     except w2v.UnknownWordError as exc:
-        theirs, note = [], str(exc)
+        theirs, note = _neighbour_rows([]), str(exc)
     return ours, theirs, note
 
 
@@ -223,8 +207,9 @@ P = presets.Preset
 ONE_HOT_PRESETS = [P("one-hot-cosine", "king, queen, man, woman, apple", ("king, queen, man, woman, apple",), "§3"),
                    P("vehicles", "cat, dog, car, truck, banana", ("cat, dog, car, truck, banana",), "§3"),
                    P("cities", "paris, london, tokyo, happy, sad", ("paris, london, tokyo, happy, sad",), "§3")]
-LOOKUP_PRESETS = [P("one-hot-times-q", "Seed: [0 0 0 1 0] × Q = [10 12 19]", (4,), "§2.2"),
-                  P("word-1", "word 1: [1 0 0 0 0] × Q", (1,), "§2.2")]
+LOOKUP_PRESETS = [P("one-hot-times-q", label("embeddings.preset.one_hot_times_q"), (4,), "§2.2"),
+                  P("word-1", label("embeddings.preset.word_1"), (1,), "§2.2")]
+# The preset labels that are the input words themselves need no translation (GloVe's words are English).
 NEIGHBOUR_PRESETS = [P("frog", "frog", ("frog", 10), "§4"), P("bank-neighbours", "bank", ("bank", 10), "§4"),
                      P("python", "python", ("python", 10), "§4"), P("beijing", "beijing", ("beijing", 10), "§4")]
 ANALOGY_PRESETS = [P("king-queen", "king − man + woman", ("king", "man", "woman", 5), "§4"),
@@ -232,44 +217,37 @@ ANALOGY_PRESETS = [P("king-queen", "king − man + woman", ("king", "man", "woma
                    P("walking-swimming", "walking − walk + swim", ("walking", "walk", "swim", 5), "§4"),
                    P("bigger-smaller", "bigger − big + small", ("bigger", "big", "small", 5), "§4")]
 PROJECTION_PRESETS = [
-    P("capitals", "royals and capitals, 2D", ("king, queen, man, woman, paris, france, berlin, germany", 3, "2D"),
-      "§4"),
-    P("animals-vehicles-3d", "animals, vehicles, colours, 3D", ("cat, dog, horse, car, truck, train, red, blue", 4,
-                                                                 "3D"), "§4"),
-    P("days-numbers", "days, numbers, fruit", ("monday, january, one, two, apple, banana", 3, "2D"), "§4")]
+    P("capitals", label("embeddings.preset.capitals"),
+      ("king, queen, man, woman, paris, france, berlin, germany", 3, "2D"), "§4"),
+    P("animals-vehicles-3d", label("embeddings.preset.animals_vehicles_3d"),
+      ("cat, dog, horse, car, truck, train, red, blue", 4, "3D"), "§4"),
+    P("days-numbers", label("embeddings.preset.days_numbers"), ("monday, january, one, two, apple, banana", 3, "2D"),
+      "§4")]
 STATIC_PRESETS = [
-    P("static-bank", "bank: river vs money", ("bank", "We sat on the river bank and watched the water.",
-                                              "She opened a savings account at the bank."), "§4"),
-    P("static-bat", "bat: animal vs sport", ("bat", "The bat flew out of the cave at dusk.",
-                                             "He swung the bat and hit the ball."), "§4")]
+    P("static-bank", label("embeddings.preset.static_bank"),
+      ("bank", "We sat on the river bank and watched the water.", "She opened a savings account at the bank."), "§4"),
+    P("static-bat", label("embeddings.preset.static_bat"),
+      ("bat", "The bat flew out of the cave at dusk.", "He swung the bat and hit the ball."), "§4")]
 # (seed §, question, answer, view key, preset)
-LESSON = [
-    ("§2.2", "Multiply the one-hot vector of word 4, [0 0 0 1 0], by the 5 × 3 matrix Q. What comes out?",
-     "[10 12 19]: row 4 of Q. Only the single 1 survives the sum, so an embedding layer is a table lookup.",
-     "lookup", "one-hot-times-q"),
-    ("§3", "What is the cosine similarity of one-hot “king” and “queen”? And of their GloVe vectors?",
-     "One-hot: exactly 0, like every pair of different words. GloVe: clearly positive (about 0.78), higher than "
-     "king–apple: dense vectors can express similarity.", "onehot", "one-hot-cosine"),
-    ("§4", "A static embedding gives “bank” one vector. Does it differ between a river sentence and a money "
-     "sentence?", "No: the cosine of the two occurrences is exactly 1, and its neighbours are all about finance, "
-     "the more frequent sense. Contextual models (ELMo, BERT) fix this; compare with the BERT masked LM tab.",
-     "static", "static-bank"),
-]
+LESSON = [(section, label(f"embeddings.lesson.q{i}"), label(f"embeddings.lesson.a{i}"), view, slug)
+          for i, (section, view, slug) in enumerate([("§2.2", "lookup", "one-hot-times-q"),
+                                                     ("§3", "onehot", "one-hot-cosine"),
+                                                     ("§4", "static", "static-bank")], 1)]
 
 
 def build() -> None:
-    gr.Markdown(INTRO)
+    gr.Markdown(label("embeddings.intro"))
     lesson_slot = gr.Column()
-    with gr.Tab("One-hot vs dense", id="onehot") as onehot_tab:
+    with gr.Tab(label("embeddings.tab_onehot"), id="onehot") as onehot_tab:
         with gr.Row():
             with gr.Column(scale=1):
-                words = gr.Textbox("king, queen, man, woman, apple", label="Words (spaces or commas, up to 20)")
-                compare_button = gr.Button("Compare", variant="primary")
+                words = gr.Textbox("king, queen, man, woman, apple", label=label("embeddings.words"))
+                compare_button = gr.Button(label("embeddings.compare_btn"), variant="primary")
             compare_md = gr.Markdown()
         with gr.Row():
-            one_hot_plot = gr.Plot(label="One-hot vectors", show_label=False)
-            one_hot_cos_plot = gr.Plot(label="One-hot cosine", show_label=False)
-            dense_cos_plot = gr.Plot(label="GloVe cosine", show_label=False)
+            one_hot_plot = gr.Plot(show_label=False)
+            one_hot_cos_plot = gr.Plot(show_label=False)
+            dense_cos_plot = gr.Plot(show_label=False)
         compare_button.click(compare_one_hot, [words], [one_hot_plot, one_hot_cos_plot, dense_cos_plot, compare_md],
                              api_name="embeddings_onehot")
         onehot_view = presets.View("embeddings", "onehot", [words],
@@ -277,35 +255,35 @@ def build() -> None:
                                    ONE_HOT_PRESETS, where=onehot_tab)
         onehot_view.buttons()
 
-        gr.Markdown("#### The lookup is a matrix product (the seed's example)")
+        gr.Markdown(label("embeddings.lookup_title"))
         with gr.Row():
             with gr.Column(scale=1):
-                word_number = gr.Slider(1, len(w2v.SEED_Q), value=4, step=1, label="Word number (its one-hot vector)")
-                lookup_button = gr.Button("Multiply one-hot × Q", variant="primary")
+                word_number = gr.Slider(1, len(w2v.SEED_Q), value=4, step=1, label=label("embeddings.word_number"))
+                lookup_button = gr.Button(label("embeddings.lookup_btn"), variant="primary")
                 lookup_md = gr.Markdown()
-            q_plot = gr.Plot(label="Q", show_label=False)
+            q_plot = gr.Plot(show_label=False)
         lookup_button.click(one_hot_lookup, [word_number], [lookup_md, q_plot], api_name="embeddings_lookup")
         lookup_view = presets.View("embeddings", "lookup", [word_number], [lookup_md, q_plot], one_hot_lookup,
                                    LOOKUP_PRESETS, where=onehot_tab)
         lookup_view.buttons()
 
-    with gr.Tab("Neural LM (NNLM)", id="nnlm") as nnlm_tab:
+    with gr.Tab(label("embeddings.tab_nnlm"), id="nnlm") as nnlm_tab:
         nnlm_inputs, nnlm_outputs = embeddings_nnlm.build()
         nnlm_view = presets.View("embeddings", "nnlm", nnlm_inputs, nnlm_outputs, embeddings_nnlm.train_and_predict,
                                  embeddings_nnlm.PRESETS, where=nnlm_tab)
         nnlm_view.buttons()
 
-    with gr.Tab("GloVe: neighbours & analogies", id="glove") as glove_tab:
-        gr.Markdown(GLOVE_NOTE)
+    with gr.Tab(label("embeddings.tab_glove"), id="glove") as glove_tab:
+        gr.Markdown(label("embeddings.glove_note"))
         with gr.Row():
             with gr.Column(scale=1):
-                query = gr.Textbox("frog", label="Word")
-                topn = gr.Slider(1, 30, value=10, step=1, label="Neighbours")
-                query_button = gr.Button("Find neighbours", variant="primary")
+                query = gr.Textbox("frog", label=label("embeddings.word"))
+                topn = gr.Slider(1, 30, value=10, step=1, label=label("embeddings.neighbours"))
+                query_button = gr.Button(label("embeddings.neighbours_btn"), variant="primary")
             with gr.Column(scale=2):
-                neighbours_plot = gr.Plot(label="Nearest neighbours", show_label=False)
-                neighbours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Neighbours",
-                    buttons=TABLE_BUTTONS)
+                neighbours_plot = gr.Plot(show_label=False)
+                neighbours_table = gr.Dataframe(interactive=False, label=label("embeddings.neighbours"),
+                                                buttons=TABLE_BUTTONS)
         query_button.click(neighbours, [query, topn], [neighbours_plot, neighbours_table],
                            api_name="embeddings_neighbours")
         query.submit(neighbours, [query, topn], [neighbours_plot, neighbours_table],
@@ -313,51 +291,51 @@ def build() -> None:
         presets.View("embeddings", "neighbours", [query, topn], [neighbours_plot, neighbours_table], neighbours,
                      NEIGHBOUR_PRESETS, where=glove_tab).buttons()
 
-        gr.Markdown("#### Analogies: a − b + c")
+        gr.Markdown(label("embeddings.analogy_title"))
         with gr.Row():
             with gr.Column(scale=1):
                 with gr.Row():
                     a = gr.Textbox("king", label="a")
                     b = gr.Textbox("man", label="− b")
                     c = gr.Textbox("woman", label="+ c")
-                analogy_topn = gr.Slider(1, 20, value=5, step=1, label="Answers")
-                analogy_button = gr.Button("Solve", variant="primary")
+                analogy_topn = gr.Slider(1, 20, value=5, step=1, label=label("embeddings.answers"))
+                analogy_button = gr.Button(label("embeddings.solve_btn"), variant="primary")
                 analogy_md = gr.Markdown()
-            analogy_plot = gr.Plot(label="Analogy", show_label=False)
+            analogy_plot = gr.Plot(show_label=False)
         analogy_button.click(analogy, [a, b, c, analogy_topn], [analogy_plot, analogy_md],
                              api_name="embeddings_analogy")
         presets.View("embeddings", "analogy", [a, b, c, analogy_topn], [analogy_plot, analogy_md], analogy,
                      ANALOGY_PRESETS, where=glove_tab).buttons()
 
-    with gr.Tab("Projection", id="projection") as projection_tab:
-        gr.Markdown("Pick words; each one brings its nearest GloVe neighbours. PCA flattens the 50 dimensions to the "
-                    "2 or 3 that vary most. Drag to rotate the 3D view; click a legend entry to hide a group.")
+    with gr.Tab(label("embeddings.tab_projection"), id="projection") as projection_tab:
+        gr.Markdown(label("embeddings.projection_intro"))
         with gr.Row():
             with gr.Column(scale=1):
                 projection_words = gr.Textbox("king, queen, man, woman, paris, france, berlin, germany",
-                                              label=f"Words (up to {w2v.MAX_PROJECTION_WORDS})", lines=3)
-                per_word = gr.Slider(0, 20, value=3, step=1, label="Neighbours per word")
-                dims = gr.Radio(["2D", "3D"], value="2D", label="View")
-                projection_button = gr.Button("Project", variant="primary")
+                                              label=label("embeddings.projection_words"), lines=3)
+                per_word = gr.Slider(0, 20, value=3, step=1, label=label("embeddings.per_word"))
+                dims = gr.Radio(["2D", "3D"], value="2D", label=label("embeddings.view"))
+                projection_button = gr.Button(label("embeddings.project_btn"), variant="primary")
                 projection_md = gr.Markdown()
-            projection_plot = gr.Plot(label="PCA projection", show_label=False)
+            projection_plot = gr.Plot(show_label=False)
         projection_button.click(projection, [projection_words, per_word, dims], [projection_plot, projection_md],
                                 api_name="embeddings_projection")
         presets.View("embeddings", "projection", [projection_words, per_word, dims], [projection_plot, projection_md],
                      projection, PROJECTION_PRESETS, where=projection_tab).buttons()
 
-    with gr.Tab("One vector per word", id="static") as static_tab:
-        gr.Markdown(STATIC_NOTE)
+    with gr.Tab(label("embeddings.tab_static"), id="static") as static_tab:
+        gr.Markdown(label("embeddings.static_note"))
         with gr.Row():
             with gr.Column(scale=1):
-                static_word = gr.Textbox("bank", label="Word")
-                first = gr.Textbox("We sat on the river bank and watched the water.", label="Sentence 1")
-                second = gr.Textbox("She opened a savings account at the bank.", label="Sentence 2")
-                static_button = gr.Button("Look up both", variant="primary")
+                static_word = gr.Textbox("bank", label=label("embeddings.word"))
+                first = gr.Textbox("We sat on the river bank and watched the water.",
+                                   label=label("embeddings.sentence_1"))
+                second = gr.Textbox("She opened a savings account at the bank.", label=label("embeddings.sentence_2"))
+                static_button = gr.Button(label("embeddings.static_btn"), variant="primary")
                 static_md = gr.Markdown()
             with gr.Column(scale=2):
-                static_plot = gr.Plot(label="The vector in each sentence", show_label=False)
-                static_neighbours = gr.Plot(label="Neighbours", show_label=False)
+                static_plot = gr.Plot(show_label=False)
+                static_neighbours = gr.Plot(show_label=False)
         static_button.click(static_vectors, [static_word, first, second], [static_md, static_plot, static_neighbours],
                             api_name="embeddings_static")
         static_view = presets.View("embeddings", "static", [static_word, first, second],
@@ -365,41 +343,41 @@ def build() -> None:
                                    where=static_tab)
         static_view.buttons()
 
-    with gr.Tab("Train word2vec", id="train"):
-        gr.Markdown(TRAIN_NOTE)
+    with gr.Tab(label("embeddings.tab_train"), id="train"):
+        gr.Markdown(label("embeddings.train_note"))
         model = gr.State(None)  # this session's TrainedWord2Vec; kept in memory only
         with gr.Row():
             with gr.Column(scale=1):
-                source = gr.Radio([MOBY, UPLOAD], value=MOBY, label="Corpus")
-                upload = gr.File(label="Plain UTF-8 text (≤ 5 MB)", file_types=[".txt"], type="filepath")
-                architecture = gr.Radio([SKIPGRAM, CBOW], value=SKIPGRAM, label="Architecture")
+                source = gr.Radio([(label("embeddings.corpus_moby"), MOBY),
+                                   (label("embeddings.corpus_upload"), UPLOAD)], value=MOBY,
+                                  label=label("embeddings.corpus"))
+                upload = gr.File(label=label("embeddings.upload"), file_types=[".txt"], type="filepath")
+                architecture = gr.Radio([SKIPGRAM, CBOW], value=SKIPGRAM, label=label("embeddings.architecture"))
                 with gr.Row():
-                    dim = gr.Slider(10, 200, value=50, step=10, label="Dimensions")
-                    window = gr.Slider(1, 10, value=4, step=1, label="Window (each side)")
+                    dim = gr.Slider(10, 200, value=50, step=10, label=label("embeddings.dimensions"))
+                    window = gr.Slider(1, 10, value=4, step=1, label=label("embeddings.window"))
                 with gr.Row():
-                    epochs = gr.Slider(1, 10, value=3, step=1, label="Epochs")
-                    min_count = gr.Slider(1, 50, value=5, step=1, label="Min count")
-                train_button = gr.Button("Train", variant="primary")
+                    epochs = gr.Slider(1, 10, value=3, step=1, label=label("embeddings.epochs"))
+                    min_count = gr.Slider(1, 50, value=5, step=1, label=label("embeddings.min_count"))
+                train_button = gr.Button(label("embeddings.train_btn"), variant="primary")
             with gr.Column(scale=2):
-                loss_plot = gr.Plot(empty_figure("Press Train to see the loss fall"), label="Loss", show_label=False)
-                train_md = gr.Markdown()
+                loss_plot = gr.Plot(show_label=False)
+                train_md = gr.Markdown(label("embeddings.train_hint"))
         gr.Examples([[SKIPGRAM, 50, 4, 3, 5], [CBOW, 50, 4, 8, 5]],
-                    inputs=[architecture, dim, window, epochs, min_count],
-                    label="Presets for Moby-Dick (skip-gram: ~30 s on 2 CPU cores)")
+                    inputs=[architecture, dim, window, epochs, min_count], label=label("embeddings.train_examples"))
         train_button.click(train, [source, upload, architecture, dim, window, epochs, min_count],
                            [loss_plot, train_md, model], api_name="embeddings_train", **TRAIN_QUEUE)
 
-        gr.Markdown("#### Your vectors next to GloVe")
+        gr.Markdown(label("embeddings.compare_title"))
         with gr.Row():
-            compare_word = gr.Textbox("whale", label="Word")
-            compare_topn = gr.Slider(1, 30, value=10, step=1, label="Neighbours")
-            compare_button = gr.Button("Compare neighbours", variant="primary")
+            compare_word = gr.Textbox("whale", label=label("embeddings.word"))
+            compare_topn = gr.Slider(1, 30, value=10, step=1, label=label("embeddings.neighbours"))
+            compare_button = gr.Button(label("embeddings.compare_neighbours_btn"), variant="primary")
         gr.Examples([["whale"], ["ship"], ["sea"], ["captain"], ["harpoon"]], inputs=[compare_word])
         with gr.Row():
-            ours_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="Your word2vec",
-                buttons=TABLE_BUTTONS)
-            glove_table = gr.Dataframe(headers=NEIGHBOUR_HEADERS, interactive=False, label="GloVe 6B 50d",
-                buttons=TABLE_BUTTONS)
+            ours_table = gr.Dataframe(interactive=False, label=label("embeddings.your_word2vec"),
+                                      buttons=TABLE_BUTTONS)
+            glove_table = gr.Dataframe(interactive=False, label="GloVe 6B 50d", buttons=TABLE_BUTTONS)
         spaces_md = gr.Markdown()
         compare_button.click(compare_spaces, [model, compare_word, compare_topn], [ours_table, glove_table, spaces_md],
                              api_name="embeddings_compare")

@@ -1,31 +1,21 @@
 """The NNLM sub-tab of the Word embeddings tab (seed §2.2): Bengio's neural LM, trained here, one prediction
 stepped through with every matrix's shape. Split off demo/embeddings.py to keep files short; api names stay
-`embeddings_*`."""
+`embeddings_*`; its strings are the nnlm section of assets/i18n."""
 from __future__ import annotations
 
 import gradio as gr
+import pandas as pd
 
 from core import nnlm
+from core.errors import UserInputError
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors
 from demo.figures import bar, lines
+from demo.i18n import label, t
 
-TOY, MOBY = "Seed toy corpus (4 Chinese sentences)", "Moby-Dick words (3,000-word vocabulary)"
-CORPORA = {TOY: "toy_zh", MOBY: "moby_dick"}
-
-NOTE = r"""
-### A neural language model (Bengio et al., 2003)
-Instead of counting, the model learns a vector **C(w)** for every word (a row of the matrix C, the **Q** of the lookup
-example) and a small network that scores every possible next word:
-**x = [C(wₜ₋ₙ₊₁); …; C(wₜ₋₁)]**, **y = b + W x + U tanh(d + H x)**, **P(wₜ | context) = softmax(y)**.
-Similar contexts get similar vectors, so it can share what it learned between words an n-gram model keeps apart.
-"""
-SUMMARY = ("**{corpus}** · |V| = {vocab:,} · context n−1 = {context} · m = {dim} · h = {hidden} · "
-           "{steps:,} steps in {seconds:.1f} s · last training loss {loss:.3f} nats{held}\n\n"
-           "**Prediction after “{context_words}”:** {best} with P = {p:.4f}{unknown}")
-HELD = " · held-out loss {loss:.3f} nats (perplexity {ppl:.0f})"
-TOY_NOTE = " (the toy corpus is too small to hold any sentences out)"
-UNKNOWN = " · read as `<unk>`: {words}"
+# Language-free choice values (the corpus keys of core.corpora); the browser shows their labels.
+TOY, MOBY = "toy_zh", "moby_dick"
+CORPORA = {TOY: "nnlm.corpus_toy", MOBY: "nnlm.corpus_moby"}
 
 
 @friendly_errors
@@ -33,54 +23,54 @@ def train_and_predict(corpus: str, context: float, dim: float, hidden: float, st
                       text: str, progress=gr.Progress()):
     """Train (or reuse) the NNLM for these settings, then step through one prediction."""
     if corpus not in CORPORA:
-        raise gr.Error(f"Pick a corpus: {', '.join(CORPORA)}.", print_exception=False)
-    model = nnlm.trained(CORPORA[corpus], int(context), int(dim), int(hidden), int(steps), float(seconds),
+        raise UserInputError("nnlm.err.corpus", choices=", ".join(t(key) for key in CORPORA.values()))
+    model = nnlm.trained(corpus, int(context), int(dim), int(hidden), int(steps), float(seconds),
                          progress=lambda fraction, desc: progress(fraction, desc=desc))
     prediction = nnlm.predict(model, text or "")
-    held = (HELD.format(loss=model.held_out_loss, ppl=nnlm.perplexity(model.held_out_loss))
-            if model.held_out_loss is not None else TOY_NOTE)
+    held = (t("nnlm.held", loss=f"{model.held_out_loss:.3f}", ppl=f"{nnlm.perplexity(model.held_out_loss):.0f}")
+            if model.held_out_loss is not None else t("nnlm.toy_note"))
     best, p = prediction.top[0]
-    summary = SUMMARY.format(corpus=corpus, vocab=len(model.vocab), context=model.model.context, dim=model.model.dim,
-                             hidden=model.model.H.out_features, steps=model.steps, seconds=model.seconds,
-                             loss=model.losses[-1], held=held, context_words=" ".join(prediction.context), best=best,
-                             p=p, unknown=UNKNOWN.format(words=", ".join(prediction.unknown))
-                             if prediction.unknown else "")
-    loss_fig = lines(list(range(1, len(model.losses) + 1)), {"training loss": model.losses},
-                     "Cross-entropy while training (nats per word)", x_title="step", y_title="loss")
+    summary = t("nnlm.summary", corpus=t(CORPORA[corpus]), vocab=f"{len(model.vocab):,}", context=model.model.context,
+                dim=model.model.dim, hidden=model.model.H.out_features, steps=f"{model.steps:,}",
+                seconds=f"{model.seconds:.1f}", loss=f"{model.losses[-1]:.3f}", held=held,
+                context_words=" ".join(prediction.context), best=best, p=f"{p:.4f}",
+                unknown=t("nnlm.unknown", words=", ".join(prediction.unknown)) if prediction.unknown else "")
+    loss_fig = lines(list(range(1, len(model.losses) + 1)), {t("nnlm.loss_name"): model.losses}, t("nnlm.fig_loss"),
+                     x_title=t("nnlm.axis_step"), y_title=t("nnlm.axis_loss"))
     words, probs = zip(*prediction.top)
-    probs_fig = bar(list(words), list(probs), f"P(next word | {' '.join(prediction.context)})",
-                    value_title="probability")
-    return summary, [list(row) for row in prediction.shapes], probs_fig, loss_fig
+    probs_fig = bar(list(words), list(probs), t("nnlm.fig_next", context=" ".join(prediction.context)),
+                    value_title=t("nnlm.axis_probability"))
+    shapes = pd.DataFrame([[t(f"nnlm.step.{step}"), equation, shape] for step, equation, shape in prediction.shapes],
+                          columns=[t("nnlm.col_step"), t("nnlm.col_equation"), t("nnlm.col_shape")])
+    return summary, shapes, probs_fig, loss_fig
 
 
 PRESETS = [
-    presets.Preset("nnlm-toy", "toy corpus, context “的” (n = 2)", (TOY, 1, 16, 32, 150, 20, "的"), "§2.2"),
-    presets.Preset("nnlm-toy-trigram", "toy corpus, context “单词 的” (n = 3)", (TOY, 2, 16, 32, 150, 20, "单词 的"),
-                   "§2.2"),
-    presets.Preset("nnlm-moby", "Moby-Dick, context “the white” (≈ 1 min)", (MOBY, 2, 32, 64, 600, 60, "the white"),
-                   "§2.2"),
+    presets.Preset("nnlm-toy", label("nnlm.preset.toy"), (TOY, 1, 16, 32, 150, 20, "的"), "§2.2"),
+    presets.Preset("nnlm-toy-trigram", label("nnlm.preset.toy_trigram"), (TOY, 2, 16, 32, 150, 20, "单词 的"), "§2.2"),
+    presets.Preset("nnlm-moby", label("nnlm.preset.moby"), (MOBY, 2, 32, 64, 600, 60, "the white"), "§2.2"),
 ]
 
 
 def build() -> tuple[list, list]:
     """The sub-tab's contents (call inside its gr.Tab); returns its inputs and outputs for a presets.View."""
-    gr.Markdown(NOTE)
+    gr.Markdown(label("nnlm.intro"))
     with gr.Row():
         with gr.Column(scale=1):
-            corpus = gr.Radio(list(CORPORA), value=TOY, label="Corpus")
+            corpus = gr.Radio([(label(key), value) for value, key in CORPORA.items()], value=TOY,
+                              label=label("nnlm.corpus"))
             with gr.Row():
-                context = gr.Slider(1, nnlm.MAX_CONTEXT, value=1, step=1, label="context words n−1")
-                dim = gr.Slider(2, 128, value=16, step=2, label="vector size m")
+                context = gr.Slider(1, nnlm.MAX_CONTEXT, value=1, step=1, label=label("nnlm.context"))
+                dim = gr.Slider(2, 128, value=16, step=2, label=label("nnlm.dim"))
             with gr.Row():
-                hidden = gr.Slider(2, 256, value=32, step=2, label="hidden size h")
-                steps = gr.Slider(10, 5000, value=150, step=10, label="training steps")
-            seconds = gr.Slider(5, nnlm.MAX_SECONDS, value=20, step=5, label="time limit (seconds)")
-            text = gr.Textbox("的", label="Context to predict from (its last n−1 words are used)")
-            button = gr.Button("Train and predict", variant="primary")
+                hidden = gr.Slider(2, 256, value=32, step=2, label=label("nnlm.hidden"))
+                steps = gr.Slider(10, 5000, value=150, step=10, label=label("nnlm.steps"))
+            seconds = gr.Slider(5, nnlm.MAX_SECONDS, value=20, step=5, label=label("nnlm.seconds"))
+            text = gr.Textbox("的", label=label("nnlm.text"))
+            button = gr.Button(label("nnlm.button"), variant="primary")
         with gr.Column(scale=2):
             summary = gr.Markdown()
-            shapes = gr.Dataframe(headers=["step", "equation", "shape"], interactive=False, label="One prediction, "
-                                  "step by step", buttons=TABLE_BUTTONS)
+            shapes = gr.Dataframe(interactive=False, label=label("nnlm.shapes"), buttons=TABLE_BUTTONS)
     with gr.Row():
         probs_plot = gr.Plot(show_label=False)
         loss_plot = gr.Plot(show_label=False)

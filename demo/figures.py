@@ -12,7 +12,15 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-FONT_FAMILY = "Inter, 'Noto Sans', 'Noto Sans CJK SC', 'PingFang SC', 'Microsoft YaHei', Arial, sans-serif"
+from core.i18n import DEFAULT_LANGUAGE, table, text
+
+# Latin fonts first, then CJK ones, so 中文 titles, tokens and axis labels render as glyphs (not boxes) on screen and
+# in the PNG/SVG exports: the SVG keeps this stack in every text's font-family, so a slide tool picks whichever of
+# these fonts it has. WenQuanYi Micro Hei is what CI installs (fonts-wqy-microhei, .ci/run); Noto/Source Han, PingFang
+# and Microsoft YaHei cover Linux desktops, macOS and Windows. tests/e2e/test_cjk_export.py checks the rendering.
+CJK_FONTS = ("'Noto Sans CJK SC'", "'Source Han Sans SC'", "'WenQuanYi Micro Hei'", "'PingFang SC'",
+             "'Microsoft YaHei'")
+FONT_FAMILY = ", ".join(("Inter", "'Noto Sans'", *CJK_FONTS, "Arial", "sans-serif"))
 BASE_FONT_SIZE = 15
 TITLE_FONT_SIZE = 19
 SEQUENTIAL_SCALE = "Viridis"  # attention, probabilities, counts: perceptually uniform, prints well in grey
@@ -105,7 +113,8 @@ def heatmap(
         zmin=zmin,
         zmax=zmax,
         zmid=zmid,
-        hovertemplate=f"{y_title or 'row'}: %{{y}}<br>{x_title or 'column'}: %{{x}}<br>value: %{{z:{value_format}}}<extra></extra>",
+        hovertemplate=(f"{y_title or text('common.figure_row')}: %{{y}}<br>{x_title or text('common.figure_column')}: "
+                       f"%{{x}}<br>{text('common.figure_value')}: %{{z:{value_format}}}<extra></extra>"),
         colorbar=dict(thickness=14),
     )
     if annotate:
@@ -125,12 +134,14 @@ def bar(
     title: str,
     *,
     horizontal: bool = True,
-    value_title: str = "probability",
+    value_title: str | None = None,
     highlight: Sequence[bool] | None = None,
     value_format: str = ".3f",
     height: int | None = None,
 ) -> SlideFigure:
-    """A bar chart of values (top-k predictions, counts); highlighted bars use the accent colour."""
+    """A bar chart of values (top-k predictions, counts); highlighted bars use the accent colour. The value axis is
+    "probability" in the learner's language unless ``value_title`` says otherwise."""
+    value_title = text("common.figure_probability") if value_title is None else value_title
     labels = unique_labels(labels)
     colors = [HIGHLIGHT if flag else COLORWAY[0] for flag in (highlight or [False] * len(labels))]
     if horizontal:
@@ -238,8 +249,12 @@ def _fraction(value: float) -> float:
     return min(1.0, max(0.0, round(value, 6)))
 
 
-def empty_figure(message: str) -> SlideFigure:
-    """A blank figure that says why it is blank (shown before the first run, or when there is nothing to plot)."""
+def empty_figure(message: str, **fields) -> SlideFigure:
+    """A blank figure that says why it is blank (shown before the first run, or when there is nothing to plot).
+    ``message`` is a table key, rendered in the current language with ``fields`` (or, until every caller passes a
+    key, the words given)."""
+    if message in table(DEFAULT_LANGUAGE):
+        message = text(message, **fields)
     fig = go.Figure()
     fig.add_annotation(text=message, showarrow=False, font=dict(size=BASE_FONT_SIZE + 1, color="#6b7280"),
                        x=0.5, y=0.5, xref="paper", yref="paper")
@@ -300,7 +315,9 @@ def scatter(
 # downloads the same figure as a vector SVG at the same size. app.py passes it to launch(head=SVG_EXPORT_HEAD).
 SVG_EXPORT_HEAD = """<script>
 (() => {
-  const button = {name: "toSVG", title: "Download plot as SVG (slide size, vector)",
+  const titles = __SVG_TITLES__;  // the button's tooltip in each language (assets/i18n, common.svg_button)
+  const zhModebar = {dictionary: __PLOTLY_ZH__};  // plotly's own modebar texts in 中文 (common.plotly_*)
+  const button = {name: "toSVG", title: "",
     click: (gd) => {
       const o = gd._context.toImageButtonOptions || {};
       window.Plotly.downloadImage(gd, {format: "svg", width: o.width, height: o.height, filename: o.filename});
@@ -310,7 +327,11 @@ SVG_EXPORT_HEAD = """<script>
     button.icon = P.Icons.camera;
     const react = P.react;
     P.react = function (gd, data, layout, config) {
+      const lang = (document.documentElement.lang || navigator.language || "en").toLowerCase();
+      const zh = lang.startsWith("zh");
+      button.title = zh ? titles.zh : titles.en;
       if (config && config.toImageButtonOptions) config = {...config, modeBarButtonsToAdd: [button]};
+      if (config && zh) config = {...config, locale: "zh-CN", locales: {"zh-CN": zhModebar}};
       return react.call(this, gd, data, layout, config);
     };
     P.__svgExport = true;
@@ -319,4 +340,7 @@ SVG_EXPORT_HEAD = """<script>
   let plotly = withSvg(window.Plotly);  // Gradio loads plotly.js lazily and then sets window.Plotly
   Object.defineProperty(window, "Plotly", {configurable: true, get: () => plotly, set: (P) => { plotly = withSvg(P); }});
 })();
-</script>"""
+</script>""".replace("__SVG_TITLES__", json.dumps({lang: text("common.svg_button", lang) for lang in ("en", "zh")},
+                                                  ensure_ascii=False)).replace(
+    "__PLOTLY_ZH__", json.dumps({text(key, "en"): text(key, "zh") for key in table("en")
+                                 if key.startswith("common.plotly_")}, ensure_ascii=False))

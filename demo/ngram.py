@@ -11,44 +11,34 @@ from core.cache import bounded_cache
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.limits import MAX_UPLOAD_BYTES
-from core.ngram import (EOS, KN_DISCOUNT, MAX_ORDER, ContextCounts, Generation, NgramModel, SentenceScore,
-                        short, tokenize_sentences)
+from core.ngram import (
+    EOS,
+    KN_DISCOUNT,
+    MAX_ORDER,
+    ContextCounts,
+    Generation,
+    NgramModel,
+    SentenceScore,
+    short,
+    tokenize_sentences,
+)
 from core.textio import normalize_text, read_text_upload
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, preprocess_in_handler, whole_number
 from demo.figures import COLORWAY, bar, empty_figure, styled
+from demo.i18n import label, t
 
 TITLE = "N-gram"
 
-TOY, MOBY, OWN = "Seed toy corpus (4 segmented Chinese sentences)", "Moby-Dick (English, 1.2 MB)", "My own text"
-CORPUS_KEYS = {TOY: "toy_zh", MOBY: "moby_dick"}
+# Choice values are language-free (API clients send them); the browser shows each choice's label in the learner's
+# language.
+TOY, TANG, MOBY, OWN = "toy_zh", "tang_poems", "moby_dick", "own"
+CORPUS_KEYS = {TOY: "toy_zh", TANG: "tang_poems", MOBY: "moby_dick"}
+CORPUS_LABELS = {TOY: "ngram.corpus_toy", TANG: "ngram.corpus_tang", MOBY: "ngram.corpus_moby", OWN: "ngram.corpus_own"}
 WORDS, CHARS = "words", "characters"
-SMOOTHING_CHOICES = [
-    ("none (MLE)", "mle"),
-    ("add-k (Laplace at k = 1)", "add_k"),
-    (f"interpolated Kneser-Ney (d = {KN_DISCOUNT})", "kneser_ney"),
-]
-SMOOTHING_NAMES = {value: label for label, value in SMOOTHING_CHOICES}
+SMOOTHING_KEYS = {"mle": "ngram.smooth_mle", "add_k": "ngram.smooth_add_k", "kneser_ney": "ngram.smooth_kn"}
 SHORT_NAMES = {"add_k": "P_add-k", "kneser_ney": "P_KN"}
 ZERO_STYLE = "background-color: #fde2e1; color: #b42318; font-weight: 600"  # P = 0: the sparsity problem
-
-INTRO = """
-### A statistical language model you can take apart
-**Chain rule:** P(w₁…w_m) = Π P(wᵢ | w₁…wᵢ₋₁). **Markov assumption:** keep only the last n−1 tokens
-(n = 2: a bigram model). **MLE:** P(w | context) = count(context, w) / count(context).
-Every number below comes from counting the corpus you pick.
-"""
-
-CONVENTIONS = """
-- n-grams never cross a sentence: one sentence per line, and long lines are also split after . ! ? 。！？
-- count(context) counts how often the context is *followed* by a token, so each distribution sums to 1.
-- *Boundary tokens off* (the seed's convention): |V| = the distinct tokens of the corpus. The toy corpus has 12,
-  so add-one gives (2+1)/(3+12) = 0.2.
-- *Boundary tokens on* (NLTK's `pad_both_ends`): n−1 `<s>` before and n−1 `</s>` after each sentence; |V| also
-  counts `<s>`, `</s>` and one `<UNK>` slot for unknown tokens, exactly as `nltk.lm` does (15 for the toy corpus).
-- With word tokens, Chinese must be segmented with spaces (as in the toy corpus); for unsegmented Chinese pick
-  character tokens.
-"""
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -62,10 +52,9 @@ def corpus_text(corpus: str, own_text: str | None, upload: str | None) -> str:
         return read_text_upload(upload)
     own_text = own_text or ""
     if len(own_text.encode("utf-8")) > MAX_UPLOAD_BYTES:
-        raise UserInputError(f"The pasted text is over {MAX_UPLOAD_BYTES / 1e6:.0f} MB. Paste less text.")
+        raise UserInputError("ngram.err.pasted_too_big", mb=f"{MAX_UPLOAD_BYTES / 1e6:.0f}")
     if not own_text.strip():
-        raise UserInputError("The corpus is empty: paste some text (one sentence per line) or upload a .txt file, "
-                             "or pick a bundled corpus.")
+        raise UserInputError("ngram.err.own_empty")
     return normalize_text(own_text)
 
 
@@ -78,25 +67,24 @@ def _fit(text: str, unit: str, lowercase: bool, n: int, boundaries: bool) -> Ngr
 def get_model(corpus, own_text, upload, unit, lowercase, n, boundaries, progress=None) -> NgramModel:
     n = int(n)
     if not 1 <= n <= MAX_ORDER:
-        raise UserInputError(f"The order n must be between 1 and {MAX_ORDER}.")
+        raise UserInputError("ngram.err.order_range", max_order=MAX_ORDER, n=n)
     if progress is not None:
-        progress(0.1, desc="Counting n-grams…")
+        progress(0.1, desc=t("ngram.progress_counting"))
     return _fit(corpus_text(corpus, own_text, upload), unit, bool(lowercase), n, bool(boundaries))
 
 
 def query_tokens(text: str, unit: str, lowercase: bool) -> list[str]:
     """The learner's sentence/context, tokenised exactly like the corpus (one sequence, even across . or lines)."""
-    return [t for sentence in tokenize_sentences(normalize_text(text or ""), "char" if unit == CHARS else "word",
-                                                 bool(lowercase)) for t in sentence]
+    return [token for sentence in tokenize_sentences(normalize_text(text or ""), "char" if unit == CHARS else "word",
+                                                 bool(lowercase)) for token in sentence]
 
 
 def corpus_summary(model: NgramModel, corpus: str, unit: str) -> str:
-    kind = "characters" if unit == CHARS else "words"
-    extra = " (all distinct tokens incl. `<s>`, `</s>`, plus `<UNK>`)" if model.boundaries else f" (distinct {kind})"
-    name = corpus if corpus != OWN else "your text"
-    return (f"**Corpus:** {name} · {model.n_tokens:,} tokens in {model.sentences:,} sentences · "
-            f"**|V| = {model.vocab_size:,}**{extra} · order n = {model.n}"
-            + (" · boundary tokens on" if model.boundaries else " · boundary tokens off"))
+    vocab = "ngram.vocab_padded" if model.boundaries else "ngram.vocab_chars" if unit == CHARS else "ngram.vocab_words"
+    name = t(CORPUS_LABELS[corpus]) if corpus != OWN else t("ngram.your_text")
+    return t("ngram.summary", name=name, tokens=f"{model.n_tokens:,}", sentences=f"{model.sentences:,}",
+             vocab=f"{model.vocab_size:,}", vocab_note=t(vocab), n=model.n,
+             boundaries=t("ngram.boundaries_on" if model.boundaries else "ngram.boundaries_off"))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -109,13 +97,13 @@ def code(token: str) -> str:
     return f"`{token}`"
 
 
-def label(token: str) -> str:
+def plot_label(token: str) -> str:
     """A token as a plotly label (plotly reads a few HTML tags, and <s> is one of them)."""
     return short(token).replace("<", "&lt;").replace(">", "&gt;")
 
 
 def joined(tokens, unit: str) -> str:
-    return ("" if unit == CHARS else " ").join(short(t) for t in tokens)
+    return ("" if unit == CHARS else " ").join(short(tok) for tok in tokens)
 
 
 def fmt(p: float) -> str:
@@ -124,7 +112,7 @@ def fmt(p: float) -> str:
 
 def formula(model: NgramModel, counts: ContextCounts, word: str, smoothing: str, k: float) -> str:
     """The estimate for one next token, with every number filled in."""
-    ctx = " ".join(short(t) for t in counts.context)
+    ctx = " ".join(short(tok) for tok in counts.context)
     target = f"P({short(word)} | {ctx})" if ctx else f"P({short(word)})"
     c_w = next((f.count for f in counts.followers if f.word == word), 0)
     c = counts.context_count
@@ -133,18 +121,17 @@ def formula(model: NgramModel, counts: ContextCounts, word: str, smoothing: str,
     p = model.prob(word, counts.context, smoothing, k)
     if smoothing == "mle":
         if c == 0:
-            return (f"{target} = {count_w} / {count_c} = 0 / 0: the context never occurs, so MLE has no estimate "
-                    "(shown as 0).")
+            return t("ngram.mle_unseen", target=target, count_w=count_w, count_c=count_c)
         return f"{target} = {count_w} / {count_c} = {c_w} / {c} = **{fmt(p)}**"
     if smoothing == "add_k":
         V = model.vocab_size
         return (f"{target} = ({count_w} + k) / ({count_c} + k·|V|) = ({c_w} + {k:g}) / ({c} + {k:g} × {V}) "
                 f"= {c_w + k:g} / {c + k * V:g} = **{fmt(p)}**  (|V| = {V})")
-    text = f"{target} = **{fmt(p)}** (interpolated Kneser-Ney, d = {KN_DISCOUNT})"
+    text = t("ngram.kn_formula", target=target, p=fmt(p), d=KN_DISCOUNT)
     if counts.context and c and len(counts.context) == model.n - 1:  # the top order: raw counts, as in the formula
         distinct = len(counts.followers)
         lower = model.prob(word, counts.context[1:], "kneser_ney")
-        shorter = " ".join(short(t) for t in counts.context[1:]) or "∅"
+        shorter = " ".join(short(tok) for tok in counts.context[1:]) or "∅"
         text += (f"  \n= max({count_w} − d, 0) / {count_c} + d · N₁₊({ctx}, •) / {count_c}"
                  f" · P_KN({short(word)} | {shorter})"
                  f"  \n= max({c_w} − {KN_DISCOUNT}, 0) / {c} + {KN_DISCOUNT} × {distinct} / {c} × {fmt(lower)}")
@@ -177,23 +164,20 @@ def show_counts(corpus, own_text, upload, unit, lowercase, n, boundaries, smooth
     counts = model.context_counts(tokens, smoothing, as_k(k))
     notes = []
     if len(tokens) > model.n - 1:
-        notes.append(f"A {model.n}-gram model looks at the last {model.n - 1} token(s) only, so the context is "
-                     f"{' '.join(map(code, counts.context)) or 'empty (a unigram model)'}.")
+        notes.append(t("ngram.note.window", n=model.n, n1=model.n - 1,
+                       context=" ".join(map(code, counts.context)) or t("ngram.note.context_empty")))
     elif len(tokens) < model.n - 1:
-        notes.append(f"The context has {len(tokens)} token(s), fewer than n − 1 = {model.n - 1}, so these are the "
-                     f"{len(tokens) + 1}-gram counts" + (" (Kneser-Ney uses continuation counts at this order)."
-                                                         if smoothing == "kneser_ney" else "."))
-    unknown = [t for t in counts.context if not model.known(t)]
+        notes.append(t("ngram.note.short_context_kn" if smoothing == "kneser_ney" else "ngram.note.short_context",
+                       length=len(tokens), n1=model.n - 1, k=len(tokens) + 1))
+    unknown = [token for token in counts.context if not model.known(token)]
     if unknown:
-        notes.append("Not in the corpus: " + ", ".join(map(code, unknown)) + ". The context was never seen, so every "
-                     "count below is 0.")
+        notes.append(t("ngram.note.context_unknown", tokens=", ".join(map(code, unknown))))
     smoothed = smoothing != "mle"
     rows = [[short(f.word), f.count, counts.context_count, f.p_mle] + [f.p] * smoothed for f in counts.followers[:30]]
     if len(counts.followers) > 30:
-        notes.append(f"The table shows the 30 most frequent of the {len(counts.followers):,} tokens seen after "
-                     "the context.")
+        notes.append(t("ngram.note.top30", total=f"{len(counts.followers):,}"))
     if counts.n_unseen:  # under MLE visibly 0: the sparsity problem
-        rows.append([f"(each of {counts.n_unseen:,} unseen tokens)", 0, counts.context_count, 0.0]
+        rows.append([t("ngram.row_unseen", count=f"{counts.n_unseen:,}"), 0, counts.context_count, 0.0]
                     + [counts.p_unseen] * smoothed)
     columns = ["w", "count(ctx,w)", "count(ctx)", "P_MLE"] + [SHORT_NAMES.get(smoothing)] * smoothed
     table = pd.DataFrame(rows, columns=columns).style.format({c: fmt for c in columns[3:]})
@@ -201,23 +185,25 @@ def show_counts(corpus, own_text, upload, unit, lowercase, n, boundaries, smooth
     target = target[0] if target else (counts.followers[0].word if counts.followers else None)
     explanation = formula(model, counts, target, smoothing, as_k(k)) if target else ""
     if not counts.followers:
-        explanation += "\n\nThis context is never followed by anything in the corpus."
+        explanation += "\n\n" + t("ngram.never_followed")
     if counts.top:
         words, probs = zip(*counts.top)
-        title = (f"Most likely next tokens after “{joined(counts.context, unit)}”" if counts.context
-                 else "Most likely tokens (unigram)")
-        figure = bar([label(w) for w in words], probs, title, highlight=[w == target for w in words])
+        title = (t("ngram.fig_next_after", context=joined(counts.context, unit)) if counts.context
+                 else t("ngram.fig_unigram"))
+        figure = bar([plot_label(w) for w in words], probs, title, highlight=[w == target for w in words])
     else:
-        figure = empty_figure("No next-token probabilities: the context was never seen (MLE is 0/0). Try smoothing.")
+        figure = empty_figure(t("ngram.fig_no_next"))
     summary = corpus_summary(model, corpus, unit) + notes_markdown(notes)
     return summary, explanation, table, figure
 
 
 def score_table(score: SentenceScore):
-    rows = [[i + 1, " ".join(short(t) for t in f.context) or "∅", short(f.word) + ("" if f.known else "  (unknown)"),
+    rows = [[i + 1, " ".join(map(short, f.context)) or "∅",
+             short(f.word) if f.known else t("ngram.word_unknown", word=short(f.word)),
              f.count, f.context_count, f.p, math.log2(f.p) if f.p > 0 else -math.inf]
             for i, f in enumerate(score.factors)]
-    frame = pd.DataFrame(rows, columns=["i", "context", "wᵢ", "count(ctx,wᵢ)", "count(ctx)", "P(wᵢ|ctx)", "log₂ P"])
+    columns = ["i", t("ngram.col_context"), "wᵢ", "count(ctx,wᵢ)", "count(ctx)", "P(wᵢ|ctx)", "log₂ P"]
+    frame = pd.DataFrame(rows, columns=columns)
     return (frame.style
             .apply(lambda row: [ZERO_STYLE if row["P(wᵢ|ctx)"] == 0 else ""] * len(row), axis=1)
             .format({"P(wᵢ|ctx)": fmt, "log₂ P": log2_text}))
@@ -225,10 +211,9 @@ def score_table(score: SentenceScore):
 
 def score_line(name: str, score: SentenceScore) -> str:
     p = score.probability
-    pp = "∞ (a factor is 0)" if math.isinf(score.perplexity) else f"{score.perplexity:.2f}"
-    return (f"**{name}:** P = {fmt(p)} · log₂ P = {log2_text(score.log2_prob)} · "
-            f"perplexity = P^(−1/{len(score.factors)}) = {pp}"
-            + (" · unknown: " + ", ".join(map(code, score.unknown)) if score.unknown else ""))
+    pp = t("ngram.pp_inf") if math.isinf(score.perplexity) else f"{score.perplexity:.2f}"
+    line = t("ngram.score_line", name=name, p=fmt(p), log2=log2_text(score.log2_prob), n=len(score.factors), pp=pp)
+    return line + (t("ngram.score_unknown", tokens=", ".join(map(code, score.unknown))) if score.unknown else "")
 
 
 @friendly_errors
@@ -238,7 +223,7 @@ def score_sentences(corpus, own_text, upload, unit, lowercase, n, boundaries, sm
     model = get_model(corpus, own_text, upload, unit, lowercase, n, boundaries, progress)
     tokens_a = query_tokens(sentence_a, unit, lowercase)
     if not tokens_a:
-        raise UserInputError("Sentence A is empty. Type a sentence to score.")
+        raise UserInputError("ngram.err.sentence_a_empty")
     a = model.score(tokens_a, smoothing, as_k(k))
     tokens_b = query_tokens(sentence_b, unit, lowercase)
     b = model.score(tokens_b, smoothing, as_k(k)) if tokens_b else None
@@ -247,14 +232,13 @@ def score_sentences(corpus, own_text, upload, unit, lowercase, n, boundaries, sm
         if a.probability > 0 and b.probability > 0:
             ratio = a.probability / b.probability
             first, second, times = ("A", "B", ratio) if ratio >= 1 else ("B", "A", 1 / ratio)
-            lines.append(f"→ the model finds **{first} {times:,.4g}× as likely as {second}**.")
+            lines.append(t("ngram.ratio", first=first, second=second, times=f"{times:,.4g}"))
         elif a.probability == 0 and b.probability == 0:
-            lines.append("→ **both are 0**: each contains an n-gram never seen in the corpus (red rows). That is the "
-                         "sparsity problem; switch smoothing to compare them.")
+            lines.append(t("ngram.both_zero"))
         else:
-            lines.append(f"→ only **{'A' if a.probability > 0 else 'B'}** has a non-zero probability.")
+            lines.append(t("ngram.only_one", name="A" if a.probability > 0 else "B"))
     if smoothing == "mle" and (a.probability == 0 or (b and b.probability == 0)):
-        lines.append("Under MLE an unseen n-gram gets probability **0**, and one zero factor makes the product 0.")
+        lines.append(t("ngram.mle_zero"))
     notes = notes_markdown(a.notes + (b.notes if b else []))
     summary = corpus_summary(model, corpus, unit) + "\n\n" + "  \n".join(lines) + notes
     fig = go.Figure()
@@ -262,22 +246,23 @@ def score_sentences(corpus, own_text, upload, unit, lowercase, n, boundaries, sm
         if score is not None:
             few = len(score.factors) <= 12  # label the bars with their token and value while they fit
             fig.add_bar(x=[str(i + 1) for i in range(len(score.factors))], y=[f.p for f in score.factors],
-                        name=name, marker_color=color, hovertext=[label(f.word) for f in score.factors],
-                        text=[f"{label(f.word)}<br>{fmt(f.p)}" for f in score.factors] if few else None,
+                        name=name, marker_color=color, hovertext=[plot_label(f.word) for f in score.factors],
+                        text=[f"{plot_label(f.word)}<br>{fmt(f.p)}" for f in score.factors] if few else None,
                         textposition="outside", cliponaxis=False)
-    fig.update_layout(barmode="group", xaxis=dict(type="category", title_text="factor i"),
-                      yaxis=dict(title_text="P(wᵢ | context)"))
-    figure = styled(fig, f"Chain-rule factors P(wᵢ | context): {SMOOTHING_NAMES[smoothing]}", 400)
+    fig.update_layout(barmode="group", xaxis=dict(type="category", title_text=t("ngram.axis_factor")),
+                      yaxis=dict(title_text=t("ngram.axis_factor_p")))
+    figure = styled(fig, t("ngram.fig_factors", smoothing=t(SMOOTHING_KEYS[smoothing])), 400)
     empty = pd.DataFrame(columns=["i"])
     return summary, score_table(a), score_table(b) if b else empty, figure
 
 
 def generation_table(gen: Generation):
-    rows = [[i + 1, " ".join(short(t) for t in step.context) or "∅", short(step.chosen), step.p_chosen,
+    rows = [[i + 1, " ".join(short(tok) for tok in step.context) or "∅", short(step.chosen), step.p_chosen,
              " · ".join(f"{short(w)} {p:.3f}" for w, p in step.candidates[:5])]
             for i, step in enumerate(gen.steps)]
-    frame = pd.DataFrame(rows, columns=["step", "context", "drawn", "p(drawn)", "candidates after temperature & top-k"])
-    return frame.style.format({"p(drawn)": "{:.3f}"})
+    columns = [t("ngram.col_step"), t("ngram.col_context"), t("ngram.col_drawn"), t("ngram.col_p_drawn"),
+               t("ngram.col_candidates")]
+    return pd.DataFrame(rows, columns=columns).style.format({columns[3]: "{:.3f}"})
 
 
 @friendly_errors
@@ -286,34 +271,28 @@ def generate_text(corpus, own_text, upload, unit, lowercase, n, boundaries, smoo
     """Sample token by token from P(w | context)^(1/T), renormalised over the top-k tokens (seeded)."""
     model = get_model(corpus, own_text, upload, unit, lowercase, n, boundaries, progress)
     gen = model.generate(query_tokens(prompt, unit, lowercase), int(steps), smoothing, as_k(k), float(temperature),
-                         whole_number(top_k, "top-k", 1), whole_number(seed, "the seed"))
+                         whole_number(top_k, "top-k", 1), whole_number(seed, t("ngram.seed_name")))
     prompt_text = joined(gen.prompt, unit)
     new = joined(gen.tokens[len(gen.prompt):], unit)
     ended = " `</s>`" if gen.steps and gen.steps[-1].chosen == EOS else ""
     sep = "" if unit == CHARS else " "
     text = (f"**{prompt_text}**{sep}{new}{ended}" if prompt_text else f"{new}{ended}").strip()
-    summary = (corpus_summary(model, corpus, unit) + f"\n\n### {text or '(nothing generated)'}\n"
-               f"seed {whole_number(seed, 'the seed')} · temperature {float(temperature):g} · top-k {int(top_k)} · "
-               f"{SMOOTHING_NAMES[smoothing]}; `<s>` and `<UNK>` are never drawn." + notes_markdown(gen.notes))
+    settings = t("ngram.gen_settings", seed=whole_number(seed, t("ngram.seed_name")),
+                 temperature=f"{float(temperature):g}", top_k=int(top_k), smoothing=t(SMOOTHING_KEYS[smoothing]))
+    summary = (corpus_summary(model, corpus, unit) + f"\n\n### {text or t('ngram.nothing_generated')}\n" + settings
+               + notes_markdown(gen.notes))
     if gen.steps:
-        figure = bar([f"{i + 1}. {label(s.chosen)}" for i, s in enumerate(gen.steps)], [s.p_chosen for s in gen.steps],
-                     "p(drawn) at each step (orange: not the most likely candidate)",
+        figure = bar([f"{i + 1}. {plot_label(s.chosen)}" for i, s in enumerate(gen.steps)],
+                     [s.p_chosen for s in gen.steps], t("ngram.fig_drawn"),
                      highlight=[s.chosen != s.candidates[0][0] for s in gen.steps])
     else:
-        figure = empty_figure("Nothing was generated.")
+        figure = empty_figure(t("ngram.fig_nothing"))
     return summary, generation_table(gen), figure
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Presets (the seed's worked examples, §2.1)
+# Presets (the seed's worked examples, §2.1, and classical Chinese by character)
 
-PRESET_LABELS = [
-    "Seed: P(词性 | 的) = 2/3 (MLE, word tokens)",
-    "Seed: add-one (2+1)/(3+12) = 0.2",
-    "Seed: P(词 | 的) = 2/3 (character tokens)",
-    "判断这个词的词性 vs 判断这个词的磁性",
-    "Moby-Dick trigram, Kneser-Ney",
-]
 # corpus, own text, unit, lowercase, n, boundaries, smoothing, k, context, word, sentence A, sentence B, prompt,
 # steps, temperature, top-k, seed
 PRESET_VALUES = [
@@ -325,28 +304,18 @@ PRESET_VALUES = [
      "北", 10, 1.0, 5, 0],
     [TOY, "", WORDS, False, 2, False, "add_k", 1, "的", "磁性", "判断 这个 词 的 词性", "判断 这个 词 的 磁性",
      "判断", 10, 1.0, 5, 0],
+    [TANG, "", CHARS, False, 2, False, "mle", 1, "明", "月", "举头望明月", "举头望明日", "明", 12, 1.0, 5, 0],
     [MOBY, "", WORDS, True, 3, True, "kneser_ney", 1, "the white", "whale", "call me ishmael .", "call me whale .",
      "the white", 25, 0.8, 10, 7],
 ]
-
-
-PRESET_SLUGS = ["p-cixing-de", "add-one", "char-de", "cixing-vs-cixing", "moby-trigram"]
-PRESETS = [presets.Preset(slug, label, tuple(values), "§2.1")
-           for slug, label, values in zip(PRESET_SLUGS, PRESET_LABELS, PRESET_VALUES)]
+PRESET_SLUGS = ["p-cixing-de", "add-one", "char-de", "cixing-vs-cixing", "tang-chars", "moby-trigram"]
+PRESET_LABELS = [label(f"ngram.preset.{slug.replace('-', '_')}") for slug in PRESET_SLUGS]
+PRESETS = [presets.Preset(slug, name, tuple(values), "§2.1")
+           for slug, name, values in zip(PRESET_SLUGS, PRESET_LABELS, PRESET_VALUES)]
 
 # (seed §, question, answer, preset)
-LESSON = [
-    ("§2.1", "On the toy corpus, how likely is 词性 right after 的 under a bigram model without smoothing?",
-     "的 occurs 3 times and is followed by 词性 twice, so P(词性 | 的) = count(的, 词性) / count(的) = 2/3 ≈ 0.6667. "
-     "The table lists every follower of 的 with its count.", "p-cixing-de"),
-    ("§2.1", "Add-one smoothing gives every pair one extra count. What is P(词性 | 的) now, and where does the 12 come "
-     "from?", "(2 + 1) / (3 + 12) = 0.2: the corpus has 12 distinct words, so count(的) grows by |V| = 12. The mass "
-     "taken from seen pairs goes to the 9 unseen followers.", "add-one"),
-    ("§2.1", "Which sentence does the model prefer: 判断这个词的词性 or 判断这个词的磁性? What would plain MLE say?",
-     "The 词性 version wins (see the ratio under “Score a sentence”): 的 → 词性 was seen twice, 的 → 磁性 never. "
-     "Without smoothing both get probability 0, because 这个 and 词 never occur in the corpus: one unseen factor "
-     "zeroes the whole product.", "cixing-vs-cixing"),
-]
+LESSON = [("§2.1", label(f"ngram.lesson.q{i}"), label(f"ngram.lesson.a{i}"), slug)
+          for i, slug in enumerate(["p-cixing-de", "add-one", "cixing-vs-cixing"], 1)]
 
 
 @friendly_errors
@@ -360,64 +329,62 @@ def run_preset(corpus, own_text, unit, lowercase, n, boundaries, smoothing, k, c
 
 
 def build() -> None:
-    gr.Markdown(INTRO)
+    gr.Markdown(label("ngram.intro"))
     preset_row = gr.Column()  # filled at the end, once every component the presets set exists
     with gr.Row():
         with gr.Column(scale=1, min_width=320):
-            corpus = gr.Radio([TOY, MOBY, OWN], value=TOY, label="Corpus")
-            with gr.Accordion("My own text: paste or upload (UTF-8, ≤ 5 MB)", open=False):
-                own_text = gr.Textbox(lines=4, label="Text, one sentence per line",
-                                      placeholder="Pick “My own text” above.")
-                upload = gr.File(file_types=[".txt"], type="filepath",
-                                 label="…or a .txt file (used instead of the box)")
-            unit = gr.Radio([WORDS, CHARS], value=WORDS, label="Tokens",
-                            info="characters drop whitespace (suits unsegmented Chinese)")
-            lowercase = gr.Checkbox(False, label="lowercase (English)")
-            n = gr.Slider(1, MAX_ORDER, value=2, step=1, label="Order n (n = 2: bigram)")
-            boundaries = gr.Checkbox(False, label="Sentence-boundary tokens <s> </s> (NLTK padding)")
-            smoothing = gr.Radio(SMOOTHING_CHOICES, value="mle", label="Smoothing")
-            k = gr.Number(1, label="k for add-k (1 = Laplace)", minimum=0.001, maximum=100)
-            with gr.Accordion("Conventions: boundaries and |V|", open=False):
-                gr.Markdown(CONVENTIONS)
+            corpus = gr.Radio([(label(key), value) for value, key in CORPUS_LABELS.items()], value=TOY,
+                              label=label("ngram.corpus"))
+            with gr.Accordion(label("ngram.own_accordion"), open=False):
+                own_text = gr.Textbox(lines=4, label=label("ngram.own_text"),
+                                      placeholder=label("ngram.own_placeholder"))
+                upload = gr.File(file_types=[".txt"], type="filepath", label=label("ngram.upload"))
+            unit = gr.Radio([(label("ngram.unit_words"), WORDS), (label("ngram.unit_chars"), CHARS)], value=WORDS,
+                            label=label("ngram.unit"), info=label("ngram.unit_info"))
+            lowercase = gr.Checkbox(False, label=label("ngram.lowercase"))
+            n = gr.Slider(1, MAX_ORDER, value=2, step=1, label=label("ngram.order"))
+            boundaries = gr.Checkbox(False, label=label("ngram.boundaries"))
+            smoothing = gr.Radio([(label(key), value) for value, key in SMOOTHING_KEYS.items()], value="mle",
+                                 label=label("ngram.smoothing"))
+            k = gr.Number(1, label=label("ngram.k"), minimum=0.001, maximum=100)
+            with gr.Accordion(label("ngram.conventions_title"), open=False):
+                gr.Markdown(label("ngram.conventions"))
         with gr.Column(scale=3):
             with gr.Tabs():
-                with gr.Tab("Counts"):
+                with gr.Tab(label("ngram.tab_counts")):
                     with gr.Row():
-                        context = gr.Textbox("的", label="Context (the last n−1 tokens are used)")
-                        word = gr.Textbox("词性", label="Next token to explain")
-                    counts_btn = gr.Button("Count", variant="primary")
+                        context = gr.Textbox("的", label=label("ngram.context"))
+                        word = gr.Textbox("词性", label=label("ngram.word"))
+                    counts_btn = gr.Button(label("ngram.count_btn"), variant="primary")
                     counts_info = gr.Markdown()
                     counts_formula = gr.Markdown()
                     with gr.Row():
-                        counts_table = gr.Dataframe(label="P_MLE = count(ctx, w) / count(ctx), ctx = the context",
-                                                    max_height=420, scale=3,
+                        counts_table = gr.Dataframe(label=label("ngram.counts_table"), max_height=420, scale=3,
                                                     column_widths=["16%", "26%", "20%", "19%", "19%"],
-                                                        buttons=TABLE_BUTTONS)
-                        counts_plot = gr.Plot(empty_figure("Press Count."), label="Next tokens", scale=2,
-                            show_label=False)
-                with gr.Tab("Score a sentence"):
+                                                    buttons=TABLE_BUTTONS)
+                        counts_plot = gr.Plot(scale=2, show_label=False)
+                with gr.Tab(label("ngram.tab_score")):
                     with gr.Row():
-                        sentence_a = gr.Textbox("判断 单词 的 词性", label="Sentence A")
-                        sentence_b = gr.Textbox("判断 单词 的 磁性", label="Sentence B (optional)")
-                    score_btn = gr.Button("Score with the chain rule", variant="primary")
+                        sentence_a = gr.Textbox("判断 单词 的 词性", label=label("ngram.sentence_a"))
+                        sentence_b = gr.Textbox("判断 单词 的 磁性", label=label("ngram.sentence_b"))
+                    score_btn = gr.Button(label("ngram.score_btn"), variant="primary")
                     score_info = gr.Markdown()
-                    score_plot = gr.Plot(empty_figure("Press Score."), label="Factors", show_label=False)
-                    table_a = gr.Dataframe(label="A: one factor per token (red: probability 0)", max_height=360,
-                        buttons=TABLE_BUTTONS)
-                    table_b = gr.Dataframe(label="B: one factor per token", max_height=360, buttons=TABLE_BUTTONS)
-                with gr.Tab("Generate"):
+                    score_plot = gr.Plot(show_label=False)
+                    table_a = gr.Dataframe(label=label("ngram.table_a"), max_height=360, buttons=TABLE_BUTTONS)
+                    table_b = gr.Dataframe(label=label("ngram.table_b"), max_height=360, buttons=TABLE_BUTTONS)
+                with gr.Tab(label("ngram.tab_generate")):
                     with gr.Row():
-                        prompt = gr.Textbox("北京", label="Start of the text (may be empty)", scale=2)
-                        steps = gr.Slider(1, 50, value=10, step=1, label="tokens")
-                        seed = gr.Number(0, label="seed", precision=0, minimum=0)
+                        prompt = gr.Textbox("北京", label=label("ngram.prompt"), scale=2)
+                        steps = gr.Slider(1, 50, value=10, step=1, label=label("ngram.steps"))
+                        seed = gr.Number(0, label=label("ngram.seed"), precision=0, minimum=0)
                     with gr.Row():
-                        temperature = gr.Slider(0.1, 2.0, value=1.0, step=0.05, label="temperature T (p^(1/T))")
+                        temperature = gr.Slider(0.1, 2.0, value=1.0, step=0.05, label=label("ngram.temperature"))
                         top_k = gr.Slider(1, 50, value=5, step=1, label="top-k")
-                    gen_btn = gr.Button("Generate", variant="primary")
+                    gen_btn = gr.Button(label("ngram.gen_btn"), variant="primary")
                     gen_info = gr.Markdown()
-                    gen_plot = gr.Plot(empty_figure("Press Generate."), label="Drawn tokens", show_label=False)
-                    gen_table = gr.Dataframe(label="Each step's distribution", max_height=420, wrap=True,
-                        buttons=TABLE_BUTTONS)
+                    gen_plot = gr.Plot(show_label=False)
+                    gen_table = gr.Dataframe(label=label("ngram.gen_table"), max_height=420, wrap=True,
+                                             buttons=TABLE_BUTTONS)
 
     model_inputs = [corpus, own_text, upload, unit, lowercase, n, boundaries, smoothing, k]
     counts_inputs = model_inputs + [context, word]

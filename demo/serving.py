@@ -22,7 +22,8 @@ from gradio.blocks import _get_api_parameter_name
 from gradio.utils import get_function_params
 
 from core import jobs
-from demo.common import TRAIN_QUEUE
+from core.i18n import text, using_language
+from demo.common import TRAIN_QUEUE, UnreadableValue
 
 MAX_EVENTS_PER_SESSION = 8  # queued or running events one browser session may hold
 QUEUE_MAX_SIZE = 1024  # the whole queue; one session fills at most MAX_EVENTS_PER_SESSION of it
@@ -30,16 +31,21 @@ QUEUE_MAX_SIZE = 1024  # the whole queue; one session fills at most MAX_EVENTS_P
 # here: checked every 10 minutes, deleted once older than an hour.
 DELETE_CACHE = (600, 3600)
 
-SESSION_BUSY = ("You already have {waiting} requests waiting. Wait for them to finish (or reload the page) before "
-                "sending more.")
-WRONG_ARITY = "This endpoint takes {expected} values ({names}); the request sent {got}."
-BAD_VALUE = "The value given for “{name}” could not be used: {reason}"
-REPLACED_IN_QUEUE = "This training run was replaced by a newer one from the same page before it started."
+# Messages (keys into assets/i18n/*.yaml, section common), in the language of the request that caused them.
+SESSION_BUSY = "common.session_busy"
+WRONG_ARITY = "common.api_wrong_arity"
+BAD_VALUE = "common.api_bad_value"
+REPLACED_IN_QUEUE = "common.replaced_in_queue"
 _REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>")
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Readable API errors
+
+
+def _error(message: str, lang: str | None = None) -> gr.Error:
+    """An error for the client, titled in the learner's language (Gradio's default title is "Error")."""
+    return gr.Error(message, title=text("common.error_title", lang), print_exception=False)
 
 
 def _parameter_names(block_fn) -> list[str]:
@@ -48,24 +54,24 @@ def _parameter_names(block_fn) -> list[str]:
 
 
 def _wants(component) -> str:
-    """What a component accepts, in words."""
+    """What a component accepts, in words (in the current language)."""
     if isinstance(component, gr.Slider):
-        return f"a number from {component.minimum:g} to {component.maximum:g}"
+        return text("common.wants_number_range", low=f"{component.minimum:g}", high=f"{component.maximum:g}")
     if isinstance(component, (gr.Dropdown, gr.Radio)):
         values = [value for _, value in component.choices]
         shown = ", ".join(repr(v) for v in values[:8]) + (", …" if len(values) > 8 else "")
-        return f"one of {shown}" if values else "a text value"
+        return text("common.wants_one_of", values=shown) if values else text("common.wants_text_value")
     if isinstance(component, gr.Checkbox):
-        return "true or false"
+        return text("common.wants_bool")
     if isinstance(component, gr.Number):
-        return "a number"
+        return text("common.wants_number")
     if isinstance(component, (gr.File, gr.UploadButton)):
-        return "an uploaded file (use handle_file in gradio_client)"
+        return text("common.wants_file")
     if isinstance(component, gr.Dataframe):
-        return 'a table: {"headers": [...], "data": [[...], ...]}'
+        return text("common.wants_table")
     if isinstance(component, gr.Textbox):
-        return "text"
-    return f"a {type(component).__name__} value"
+        return text("common.wants_text")
+    return text("common.wants_other", kind=type(component).__name__)
 
 
 def _wrong_type(component, payload) -> bool:
@@ -99,14 +105,13 @@ def _bad_value(block_fn, inputs: list, exc: Exception) -> gr.Error:
         try:
             preprocess_payload(component, payload)
         except Exception as refused:  # noqa: BLE001
-            given = type(payload).__name__
-            reason = (f"expected {_wants(component)}, got {given}" if not isinstance(refused, gr.Error)
-                      or "Could not read" in str(refused.message)
-                      else f"{_readable(str(refused.message))} (expected {_wants(component)})")
-            return gr.Error(BAD_VALUE.format(name=names[index], reason=reason), print_exception=False)
-    return gr.Error(BAD_VALUE.format(name=", ".join(names) or "the input",
-                                     reason=f"the values could not be read ({type(exc).__name__})"),
-                    print_exception=False)
+            if isinstance(refused, gr.Error) and not isinstance(refused, UnreadableValue):  # says why: keep it
+                reason = text("common.api_refused", message=_readable(str(refused.message)), wants=_wants(component))
+            else:
+                reason = text("common.api_expected", wants=_wants(component), given=type(payload).__name__)
+            return _error(text(BAD_VALUE, name=names[index], reason=reason))
+    return _error(text(BAD_VALUE, name=", ".join(names) or text("common.api_the_input"),
+                       reason=text("common.api_unreadable", error=type(exc).__name__)))
 
 
 def guard_api(app: gr.Blocks) -> gr.Blocks:
@@ -116,22 +121,38 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
     @functools.wraps(preprocess_data)
     async def checked(block_fn, inputs: list[Any], state, explicit_call: bool = False):
         if not isinstance(inputs, list) or len(inputs) != len(block_fn.inputs):
-            names = _parameter_names(block_fn)
-            got = len(inputs) if isinstance(inputs, list) else "no list of"
-            raise gr.Error(WRONG_ARITY.format(expected=len(block_fn.inputs), names=", ".join(names) or "none",
-                                              got=got), print_exception=False)
+            names = ", ".join(_parameter_names(block_fn)) or text("common.api_no_parameters")
+            if isinstance(inputs, list):
+                message = text(WRONG_ARITY, expected=len(block_fn.inputs), names=names, got=len(inputs))
+            else:
+                message = text("common.api_not_a_list", expected=len(block_fn.inputs), names=names)
+            raise _error(message)
         names = None
         for index, (component, payload) in enumerate(zip(block_fn.inputs, inputs)):
             if not getattr(component, "stateful", False) and _wrong_type(component, payload):
                 names = names or _parameter_names(block_fn)
-                reason = f"expected {_wants(component)}, got {type(payload).__name__}"
-                raise gr.Error(BAD_VALUE.format(name=names[index], reason=reason), print_exception=False)
+                reason = text("common.api_expected", wants=_wants(component), given=type(payload).__name__)
+                raise _error(text(BAD_VALUE, name=names[index], reason=reason))
         try:
             return await preprocess_data(block_fn, inputs, state, explicit_call)
         except Exception as exc:  # noqa: BLE001 - gr.Error from a component included: it does not say which input
             raise _bad_value(block_fn, inputs, exc) from None
 
     app.preprocess_data = checked
+    process_api = app.process_api
+
+    @functools.wraps(process_api)
+    async def in_language(*args, **kwargs):
+        """Run the event's API processing (and so ``checked`` above) in the language of its request."""
+        from demo.i18n import language_of
+
+        request = kwargs.get("request")
+        if isinstance(request, list):  # a batch: its requests come from one page
+            request = request[0] if request else None
+        with using_language(language_of(request)):
+            return await process_api(*args, **kwargs)
+
+    app.process_api = in_language
     return app
 
 
@@ -161,12 +182,15 @@ def limit_sessions(app: gr.Blocks, limit: int = MAX_EVENTS_PER_SESSION) -> None:
     @functools.wraps(push)
     async def fair_push(body, request, username=None):
         session = getattr(body, "session_hash", None)
+        from demo.i18n import language_of
+
+        lang = language_of(request)
         if session and _is_training(app, body):
-            await replace_training(queue, session)
+            await replace_training(queue, session, lang)
         if session:
             waiting = session_events(queue, session)
             if waiting >= limit:
-                return False, SESSION_BUSY.format(waiting=waiting), "error"
+                return False, text(SESSION_BUSY, lang, waiting=waiting), "error"
         return await push(body, request, username)
 
     queue.push = fair_push
@@ -177,7 +201,7 @@ def _is_training(app: gr.Blocks, body) -> bool:
     return fn is not None and fn.concurrency_id == TRAIN_QUEUE["concurrency_id"]
 
 
-async def replace_training(queue, session: str) -> int:
+async def replace_training(queue, session: str, lang: str | None = None) -> int:
     """A new training run from ``session`` replaces its older ones: the running one is told to stop (it ends at its
     next step with a message), queued ones leave the queue with the same message. Returns how many were replaced."""
     from gradio.server_messages import ProcessCompletedMessage
@@ -188,7 +212,7 @@ async def replace_training(queue, session: str) -> int:
              if event.session_hash == session]
     for event in stale:
         await queue.remove_from_queue(event._id)
-        refused = gr.Error(REPLACED_IN_QUEUE, print_exception=False)
+        refused = _error(text(REPLACED_IN_QUEUE, lang), lang)
         queue.send_message(event, ProcessCompletedMessage(output=error_payload(refused, True), success=False))
     return len(stale) + int(jobs.TRAINING.cancel(session))
 

@@ -1,9 +1,14 @@
-"""Refresh the README's screenshots (docs/screenshots/<tab>.png) on purpose.
+"""Refresh the README's screenshots on purpose.
 
-The browser tests write their screenshots to the git-ignored tests/e2e/_artifacts/; this script runs the same
-scenarios with PLM_SCREENSHOTS pointing at docs/screenshots, so the tracked images change only when asked.
+- docs/screenshots/<tab>.png: every tab running its example (tests/e2e/test_browser.py).
+- docs/screenshots/i18n/<zh|en>-<tab>.png: a few tabs in a 中文 and in an English browser
+  (tests/e2e/test_i18n_acceptance.py, which checks that no string of the other language is visible).
 
-    python scripts/refresh_screenshots.py
+The browser tests write the same screenshots to the git-ignored tests/e2e/_artifacts/; this script runs the
+scenarios with PLM_SCREENSHOTS pointing at docs/, so the tracked images change only when asked.
+
+    python scripts/refresh_screenshots.py            # both sets
+    python scripts/refresh_screenshots.py --i18n     # only the 中文 / English pairs
 """
 from __future__ import annotations
 
@@ -13,14 +18,26 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "docs" / "screenshots"
+I18N_TABS = ["overview", "ngram", "attention", "mlm"]  # the pairs the README shows
 
 
-def main() -> int:
-    env = dict(os.environ, PLM_SCREENSHOTS=str(ROOT / "docs" / "screenshots"), PLM_REQUIRE_E2E="1")
-    command = [sys.executable, "-m", "pytest", "tests/e2e/test_browser.py", "-m", "e2e", "-q", "-p", "no:cacheprovider",
-               "-k", "test_tab_runs_its_example_and_renders"]
+def pytest(test_file: str, selection: str, folder: Path) -> int:
+    env = dict(os.environ, PLM_SCREENSHOTS=str(folder), PLM_REQUIRE_E2E="1")
+    command = [sys.executable, "-m", "pytest", test_file, "-m", "e2e", "-q", "-p", "no:cacheprovider",
+               "-k", selection]
     return subprocess.call(command, cwd=ROOT, env=env)
 
 
+def main(argv: list[str]) -> int:
+    status = 0
+    if "--i18n" not in argv:
+        status |= pytest("tests/e2e/test_browser.py", "test_tab_runs_its_example_and_renders", SHOTS)
+    tabs = " or ".join(I18N_TABS)
+    status |= pytest("tests/e2e/test_i18n_acceptance.py", f"test_each_tab_speaks_the_browser_language and ({tabs})",
+                     SHOTS / "i18n")
+    return status
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -61,6 +61,7 @@ def test_unknown_preset_is_a_clear_error():
 
 def test_multi_head_lists_every_shape():
     summary, rows, heads_fig, concat_fig = tab.multi_head("i have a dream", 512, 8, False)
+    rows = rows.values.tolist()  # a table with headers in the learner's language
     assert "512 = 8 heads × 64" in summary
     shapes = {row[0]: row[2] for row in rows}
     assert shapes["split into heads"] == "8 × 4 × 64" and shapes["concatenate"] == "4 × 512"
@@ -82,6 +83,7 @@ def test_positional_encoding_views():
 
 def test_permutation_view_and_bad_input():
     summary, rows, fig = tab.permutation("the dog bit the man", 0)
+    rows = rows.values.tolist()  # a table whose headers are in the learner's language
     assert "equal up to floating-point rounding" in summary and len(rows) == 5
     assert all(float(row[3]) < 1e-9 and float(row[4]) > 1e-3 for row in rows)
     with pytest.raises(gr.Error, match="at least two"):
@@ -143,8 +145,29 @@ def test_presets_run_and_show_the_seed_numbers():
     text, *figs = tab.steps_with_note(*steps["thinking-machines"].resolved())
     assert "0.8808" in text and "112" in text and "96" in text and all(f.data for f in figs)
     summary, rows, heads_fig, concat_fig = tab.multi_head(*tab.MULTIHEAD_PRESETS[0].resolved())
-    assert "d_model = 512 = 8 heads × 64" in summary and len(heads_fig.data) == 8 and rows
+    assert "d_model = 512 = 8 heads × 64" in summary and len(heads_fig.data) == 8 and len(rows)
     worked, heat, curves = tab.positional_view(*tab.PE_PRESETS[0].resolved())
     assert "PE(1, 0) = sin(1 / 10000^(0/512)) = 0.8415" in worked  # sin(1)
     assert "PE(1, 1) = cos(1 / 10000^(0/512)) = 0.5403" in worked  # cos(1)
     assert f"{math.sin(1 / 10000 ** (2 / 512)):.4f}" in worked and heat.data and curves.data
+
+
+def test_results_and_errors_come_in_the_learners_language():
+    """Under 中文 the arithmetic, the figure titles and the errors are Chinese; English stays the default."""
+    from core.i18n import using_language
+
+    values = tab.load_preset(list(tab.PRESETS)[0])
+    tokens, mode, *matrices, score, causal, note = values
+    args = (tokens, mode, *[m.values.tolist() for m in matrices], score, causal)
+    text, scores, *_ = tab.step_through(*args)
+    assert text.startswith("**Shapes:**") and "every query" in scores.layout.title.text
+    with using_language("zh"):
+        text, scores, *_ = tab.step_through(*args)
+        assert text.startswith("**形状：**") and "0.8808" in text and "每个查询" in scores.layout.title.text
+        assert "构造" in tab.load_preset(list(tab.PRESETS)[0])[-1]
+        with pytest.raises(gr.Error, match="请输入一个句子"):
+            tab.multi_head("   ", 512, 8, False)
+        summary, rows, *_ = tab.multi_head("i have a dream", 512, 8, False)
+        assert "512 = 8 个头 × 64" in summary and list(rows.columns) == ["步骤", "公式", "形状"]
+    with pytest.raises(gr.Error, match="Type a sentence"):
+        tab.multi_head("   ", 512, 8, False)

@@ -377,6 +377,6 @@ def test_nnlm_on_the_toy_corpus_learns_the_bigram_estimate():
     prediction = nnlm.predict(model, "的")
     top = dict(prediction.top)
     assert prediction.context == ["的"] and abs(top["词性"] - 2 / 3) < 0.05 and abs(top["磁铁"] - 1 / 3) < 0.05
-    assert [s[2] for s in prediction.shapes][:3] == ["1 × (14,)", "1 × (16,), C is 14 × 16", "(16,)"]
+    assert [s[2] for s in prediction.shapes][:3] == ["1 × (14,)", "1 × (16,), C: 14 × 16", "(16,)"]
     with pytest.raises(UserInputError, match="Not in the toy corpus: 鲸鱼"):
         nnlm.predict(model, "鲸鱼")

@@ -41,7 +41,9 @@ def test_seed_lookup():
 
 
 def test_neighbours_and_analogy():
-    fig, rows = tab.neighbours("Frog", 7)
+    fig, table = tab.neighbours("Frog", 7)
+    assert list(table.columns) == ["rank", "word", "cosine"]
+    rows = table.values.tolist()
     assert len(rows) == 7 and len(fig.data[0].y) == 7
     assert [row[0] for row in rows] == list(range(1, 8))
     assert all(-1 <= row[2] <= 1 for row in rows)
@@ -131,3 +133,40 @@ def test_presets_run_and_show_the_seed_numbers():
     assert 0.7 < dense[0, 1] < 0.85  # king–queen in GloVe 6B 50d (the lesson's "about 0.78")
     text, *figs = tab.static_vectors(*tab.STATIC_PRESETS[0].resolved())
     assert all(f.data for f in figs)
+
+
+def test_results_and_errors_in_chinese():
+    """Under using_language("zh"): a handler's summary, figure and table headers, and its errors (an unknown word is
+    named) are 中文; English by default."""
+    from core.i18n import using_language
+
+    with using_language("zh"):
+        one_hot, one_hot_cos, dense_cos, summary = tab.compare_one_hot("king, queen, apple")
+        fig, table = tab.neighbours("frog", 5)
+        missing = _error(lambda: tab.analogy("king", "", "woman", 5))
+        unknown = _error(lambda: tab.neighbours("北京大学", 10))
+    assert summary.startswith("独热向量：每一对的余弦相似度都是 **0**") and one_hot.layout.title.text == "独热向量"
+    assert list(table.columns) == ["名次", "词", "余弦相似度"] and "最近邻" in fig.layout.title.text
+    assert missing == "请把三个词都填上，例如：king − man + woman。"
+    assert unknown.startswith("'北京大学' 不在 GloVe 6B 50d 的词表中") and "英文单词" in unknown
+    _, _, _, summary = tab.compare_one_hot("king, queen, apple")
+    assert summary.startswith("One-hot: every pair has cosine **0**")
+    assert "not in the GloVe 6B 50d vocabulary" in _error(lambda: tab.neighbours("北京大学", 10))
+
+
+def test_nnlm_answers_in_chinese():
+    """The NNLM sub-tab's default preset in 中文: the summary, the step table's headers and step names, and the
+    message that names a word outside the toy corpus."""
+    from core.i18n import using_language
+    from demo import embeddings_nnlm
+
+    values = embeddings_nnlm.PRESETS[0].resolved()
+    with using_language("zh"):
+        summary, shapes, probs, loss = embeddings_nnlm.train_and_predict(*values)
+        unknown = _error(lambda: embeddings_nnlm.train_and_predict(*values[:-1], "鲸鱼"))
+    assert "“的”之后的预测：** 词性" in summary and list(shapes.columns) == ["步骤", "公式", "形状"]
+    assert shapes.iloc[0, 0] == "每个上下文词的独热向量" and shapes.iloc[-1, 2].endswith("Σ = 1")
+    assert probs.layout.title.text == "P(下一个词 | 的)"
+    assert unknown == "以下词不在玩具语料中：鲸鱼。请使用语料里的词，例如：北京 的。"
+    summary, shapes, _, _ = embeddings_nnlm.train_and_predict(*values)
+    assert "Prediction after “的”:** 词性" in summary and shapes.iloc[0, 0] == "one-hot of each context word"

@@ -234,7 +234,7 @@ def test_attention_maps_are_causal_and_rows_sum_to_one():
 
 @pytest.mark.parametrize("text, message", [
     ("", "empty"), ("  \r\n ", "empty"), ("x" * 129, "at most 128"),
-    ("今天天气", "knows none of these characters: 今"),
+    ("今天天气", "knows none of these characters: '今', '天', '气'"),
 ])
 def test_bad_text_gets_a_clear_message(text, message):
     from core import gpt
@@ -332,3 +332,47 @@ def test_gpt_vs_bert_bad_blanks(text, message):
 
     with pytest.raises(UserInputError, match=message):
         gpt.gpt_vs_bert(text)
+
+
+CHINESE_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "，", "。", "今", "天", "气", "很", "好", "差", "我",
+                 "们", "不", "得", "取", "消", "户", "外", "运", "动", "的"]
+
+
+def test_chinese_gpt2_with_a_bert_chinese_vocab(tmp_path):
+    """uer/gpt2-chinese-cluecorpussmall's layout (its config.json: model_type gpt2, GPT2LMHeadModel, tokenizer_class
+    BertTokenizer, vocab_size 21128; files: vocab.txt, no tokenizer.json): a tiny random GPT2LMHeadModel with a tiny
+    Chinese vocab.txt written here. One token per character, [CLS] first; the probabilities equal transformers' on the
+    ids transformers' own BertTokenizer gives; a character outside the vocabulary is named."""
+    import json
+
+    import transformers
+
+    from core import gpt
+
+    (tmp_path / "vocab.txt").write_text("\n".join(CHINESE_VOCAB) + "\n", encoding="utf-8")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "BertTokenizer", "do_lower_case": False, "tokenize_chinese_chars": True}), encoding="utf-8")
+    torch.manual_seed(3)
+    config = transformers.GPT2Config(vocab_size=len(CHINESE_VOCAB), n_positions=32, n_embd=16, n_layer=2, n_head=2,
+                                     tokenizer_class="BertTokenizer")
+    reference_model = transformers.GPT2LMHeadModel(config).eval()
+    reference_model.save_pretrained(tmp_path)
+
+    result = gpt.next_token(str(tmp_path), "今天天气很", temperature=1.0, top_k=None, shown=5)
+    assert result.pieces == ["[CLS]", "今", "天", "天", "气", "很"]
+    bert = transformers.BertTokenizer(str(tmp_path / "vocab.txt"), do_lower_case=False)
+    ids = [bert.cls_token_id] + bert.encode("今天天气很", add_special_tokens=False)
+    with torch.inference_mode():
+        probs = reference_model(torch.tensor([ids])).logits[0, -1].softmax(-1)
+    specials = {bert.convert_tokens_to_ids(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")}
+    expected = sorted(((CHINESE_VOCAB[i], p) for i, p in enumerate(probs.tolist()) if i not in specials),
+                      key=lambda c: -c[1])[:5]
+    # the candidates never include special tokens; their probabilities are the model's (renormalised without them
+    # or not: compare the order and the ratios, which do not depend on the normalisation)
+    assert [t for t, _ in result.candidates] == [t for t, _ in expected]
+    ratios = [p / result.candidates[0][1] for _, p in result.candidates]
+    assert ratios == pytest.approx([p / expected[0][1] for _, p in expected], rel=1e-4)
+    assert gpt.load(str(tmp_path)).tokenizer.kind == "WordPiece"
+
+    rainy = gpt.next_token(str(tmp_path), "今天下雨", temperature=1.0, top_k=None)
+    assert rainy.pieces == ["[CLS]", "今", "天", "[UNK]", "[UNK]"] and "'下', '雨'" in rainy.note

@@ -12,7 +12,8 @@ CHAR = core_gpt.CHAR_GPT_ID
 
 
 def test_next_token_bar_and_table():
-    note, fig, rows = gpt.next_token(CHAR, "The White Wha", 1.0, 0)
+    note, fig, table = gpt.next_token(CHAR, "The White Wha", 1.0, 0)
+    rows = table.values.tolist()  # the table's headers are in the learner's language
     probs = np.asarray(fig.data[0].x, dtype=float)
     assert len(probs) == 15 and np.all(np.diff(probs) <= 0) and probs.sum() <= 1
     assert fig.data[0].y[0] == "l"  # "Wha" → "Whale"
@@ -23,6 +24,7 @@ def test_next_token_bar_and_table():
 
 def test_top_k_renormalises_and_temperature_sharpens():
     _, fig, rows = gpt.next_token(CHAR, "The White Wha", 1.0, 3)
+    rows = rows.values.tolist()
     assert len(rows) == 3 and sum(r[1] for r in rows) == pytest.approx(1, abs=1e-3)
     _, cold, _ = gpt.next_token(CHAR, "The White Wha", 0.2, 0)
     assert cold.data[0].x[0] > fig.data[0].x[0]
@@ -32,6 +34,7 @@ def test_generate_streams_token_by_token_and_is_seeded():
     outputs = list(gpt.generate(CHAR, "Call me Ishmael. ", 25, 0.8, 0, 7))
     assert len(outputs) == 4  # after 10, 20 and 25 tokens, then the final message
     text, rows, note = outputs[-1]
+    rows = rows.values.tolist()
     assert text.startswith("Call me Ishmael. ") and len(text) == len("Call me Ishmael. ") + 25
     assert len(rows) == 25 and rows[0][0] == 25 and all(0 < r[2] <= 1 for r in rows)
     assert "seed 7" in note
@@ -59,7 +62,7 @@ def test_gpt_vs_bert_offline():
     (lambda: gpt.next_token(CHAR, "x" * 500, 1.0, 0), "at most 128"),
     (lambda: gpt.next_token(CHAR, "Call me", 0, 0), "Temperature must be above 0"),
     (lambda: gpt.next_token(CHAR, "Call me", -2, 0), "Temperature must be above 0"),
-    (lambda: gpt.next_token(CHAR, "我们", 1.0, 0), "knows none of these characters: 我 们"),
+    (lambda: gpt.next_token(CHAR, "我们", 1.0, 0), "knows none of these characters: '我', '们'"),
     (lambda: gpt.next_token("gpt2", "Hello", 1.0, 0), "download gpt2"),
     (lambda: gpt.next_token("\x00../etc", "Hello", 1.0, 0), "not on this machine"),
     (lambda: gpt.next_token(CHAR, "Call me", 1.0, -1), "Top-k"),
@@ -84,9 +87,38 @@ def test_built_sub_tabs_are_named_and_fill_on_open():
             "transformer_gpt_generate_open", "transformer_gpt_attention_open", "transformer_gpt_vs_bert_open"} <= names
     assert all(name.startswith("transformer_") for name in names if name)
     opened = next(dep for dep in blocks.fns.values() if dep.api_name == "transformer_gpt_next_open")
-    values = [c.value for c in opened.inputs]
-    note, fig, rows = opened.fn(*values)  # the default preset, as on first open
-    assert values[:2] == [CHAR, gpt.NEXT_EXAMPLES[0][1]]
+    updates = opened.fn(False)  # the sub-tab opened for the first time: its default preset (demo/presets.py)
+    values = list(updates.values())
+    assert CHAR in values and gpt.NEXT_EXAMPLES[0][1] in values
+    rows = next(v for v in values if hasattr(v, "iloc")).values.tolist()
     want = core_gpt.next_token(CHAR, gpt.NEXT_EXAMPLES[0][1])
     assert [r[0] for r in rows] == [t.replace(" ", "␣") for t, _ in want.candidates]
     assert [r[1] for r in rows] == pytest.approx([p for _, p in want.candidates], abs=1e-4)
+
+
+def test_results_and_errors_come_in_the_learners_language():
+    from core.i18n import using_language
+
+    with using_language("zh"):
+        note, fig, table = gpt.next_token(CHAR, "The White Wha", 1.0, 0)
+        assert note.startswith("**模型：** char-gpt · 4 层 × 4 个头") and list(table.columns)[0] == "词元"
+        assert "温度 1 下的" in fig.layout.title.text
+        with pytest.raises(gr.Error, match="不认识这些字符中的任何一个：'今', '天', '气'.*中文 GPT-2"):
+            gpt.next_token(CHAR, "今天天气", 1.0, 0)
+    with pytest.raises(gr.Error, match="knows none of these characters: '今', '天', '气'"):
+        gpt.next_token(CHAR, "今天天气", 1.0, 0)
+
+
+def test_the_chinese_weather_preset_says_what_to_fetch_and_that_numbers_differ():
+    """今天天气很 on uer/gpt2-chinese-cluecorpussmall: offline (no cached checkpoint) the preset still shows a result
+    view: the message names the checkpoint and `hf download`; GPT vs BERT on the seed's sentence says the seed's
+    numbers are illustrations."""
+    preset = {p.slug: p for p in gpt.NEXT_PRESETS}["chinese-gpt2-weather"]
+    assert preset.resolved()[:2] == (core_gpt.CHINESE_GPT2_ID, "今天天气很")
+    view_fn = gpt._or_message(gpt.next_token, 1, table="next")
+    note, fig, table = view_fn(*preset.resolved())
+    assert "uer/gpt2-chinese-cluecorpussmall" in note and "hf download" in note and table.empty
+    vs = {p.slug: p for p in gpt.VS_PRESETS}["jintian-tianqi-hen"]
+    note, gpt_fig, bert_fig = gpt.gpt_vs_bert(*vs.resolved())
+    assert "hf download uer/gpt2-chinese-cluecorpussmall" in note and "illustrations" in note
+    assert "hf download bert-base-chinese" in bert_fig.layout.annotations[0].text

@@ -179,3 +179,16 @@ def test_parameters_count_what_is_stored(rungs):
     C, L, P = 96, 4, 128  # char-GPT: width, layers, context; the output layer is tied to the token embedding
     per_layer = 2 * 2 * C + (C * 3 * C + 3 * C) + (C * C + C) + (C * 4 * C + 4 * C) + (4 * C * C + C)
     assert rungs["gpt"].parameters == V * C + P * C + L * per_layer + 2 * C
+
+
+def test_text_no_rung_knows_is_an_error_that_names_its_characters(rungs):
+    """Every rung was trained on English Moby-Dick: a Chinese text is refused with its characters named (in the
+    learner's language), while a mixed text is scored and its unknown characters listed as before."""
+    from core.errors import UserInputError
+    from core.i18n import using_language
+
+    with pytest.raises(UserInputError, match="knows none of these 5 characters: '今', '天', '气', '很', '好'"):
+        ladder.score_text("今天天气很好", tuple(rungs.values()))
+    with using_language("zh"), pytest.raises(UserInputError, match="这 5 个字符它们一个都不认识：'今', '天'"):
+        ladder.score_text("今天 天气很好", tuple(rungs.values()))
+    assert ladder.score_text("Call me 以实玛利.", tuple(rungs.values())).scores[0].unknown_chars == ["以", "实", "玛", "利"]

@@ -93,6 +93,22 @@ def test_fused_forward_equals_the_step_by_step_forward():
         assert (set(lstm.GATES) == set(fused.gates)) == (kind == "lstm")
 
 
+def test_fused_gates_of_long_texts_and_the_logits_only_pass():
+    """A batch of long texts (the tab's length, several rows): every gate and the last cell state equal the
+    step-by-step numbers; so do the logits of the ladder's pass without gates."""
+    ids = torch.randint(0, 12, (3, 150), generator=torch.Generator().manual_seed(5))
+    model = random_lm("lstm", seed=6)
+    with torch.no_grad():
+        stepwise = model(ids)
+    fused = model.forward_fused(ids)
+    for name in lstm.GATES:
+        torch.testing.assert_close(fused.gates[name], stepwise.gates[name], atol=1e-5, rtol=0)
+    torch.testing.assert_close(fused.state[1], stepwise.state[1], atol=1e-5, rtol=0)
+    logits_only = model.forward_fused(ids, keep_gates=False)
+    assert not logits_only.gates
+    torch.testing.assert_close(logits_only.logits, stepwise.logits, atol=1e-5, rtol=0)
+
+
 def test_rnn_matches_torch_nn_rnn():
     model = random_lm("rnn")
     ids = torch.randint(0, 12, (2, 11), generator=torch.Generator().manual_seed(2))

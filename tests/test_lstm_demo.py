@@ -26,7 +26,8 @@ def figure_values(fig):
 
 
 def test_inspect_shows_gates_predictions_and_unknowns(tiny):
-    note, lstm_fig, rnn_fig, prob_fig, rows = lstm.inspect_text("the whale Ω", "cell state C", 6, tiny)
+    note, lstm_fig, rnn_fig, prob_fig, table = lstm.inspect_text("the whale Ω", "cell state C", 6, tiny)
+    rows = table.values.tolist()  # the table's headers are in the learner's language
     assert "'Ω'" in note and "<unk>" in note
     z = figure_values(lstm_fig)[0]
     assert z.shape == (6, len("the whale Ω")) and np.isfinite(z).all()
@@ -102,3 +103,23 @@ def test_tab_is_wired_into_the_app():
     blocks = app.build_app()
     names = {dep.get("api_name") for dep in blocks.config["dependencies"]}
     assert {"lstm_inspect", "lstm_gradients", "lstm_generate", "lstm_elmo", "lstm_train", "lstm_reset"} <= names
+
+
+def test_chinese_text_is_named_out_of_vocabulary_in_the_learners_language():
+    """The shipped models read English letters: Chinese characters are named, in 中文 for a Chinese learner; text with
+    no character they know is an error that names them, not a page of <unk> heatmaps."""
+    from core.i18n import using_language
+
+    mixed = lstm.INSPECT_EXAMPLES[3][0]  # 我的母语是汉语 — my mother tongue.
+    note, *_ = lstm.inspect_text(mixed, "forget gate f", 8)
+    assert note.startswith("⚠️ Never seen in training") and all(f"'{ch}'" in note for ch in "我的母语是汉")
+    with pytest.raises(gr.Error, match="know none of the characters in this text: '今', '天', '气', '很', '好'"):
+        lstm.inspect_text("今天天气很好", "forget gate f", 8)
+    with using_language("zh"):
+        note, lstm_fig, *_, table = lstm.inspect_text(mixed, "forget gate f", 8)
+        assert note.startswith("⚠️ 训练中从未见过") and "'汉'" in note
+        assert "遗忘门" in lstm_fig.layout.title.text and "输入" in list(table.columns)
+        with pytest.raises(gr.Error, match="一个都不认识：'今', '天', '气', '很', '好'"):
+            lstm.inspect_text("今天 天气很好", "forget gate f", 8)
+        with pytest.raises(gr.Error, match="一个都不认识"):
+            lstm.generate_both("你好", 10, 0.8, 0)

@@ -255,3 +255,23 @@ def test_five_megabytes_of_one_character(unit):
     text = "的" * (5 * 1024 * 1024 // 3)  # 5 MB of UTF-8
     with pytest.raises(UserInputError, match="only one distinct token"):
         NgramModel(tokenize_sentences(text, unit), 5)
+
+
+def test_errors_are_keys_rendered_in_the_learners_language():
+    """core.ngram and core.textio raise keys with named fields: the same error reads in English or 中文."""
+    from core import i18n, textio
+    from core.errors import UserInputError
+
+    with pytest.raises(UserInputError) as order:
+        NgramModel([["a", "b"]], n=9)
+    assert order.value.key == "ngram.err.order_range" and order.value.fields == {"max_order": 5, "n": 9}
+    assert str(order.value) == "The order n must be between 1 and 5 (got 9)."
+    with i18n.using_language("zh"):
+        assert str(order.value) == "阶数 n 必须在 1 到 5 之间（当前为 9）。"
+        with pytest.raises(UserInputError) as binary:
+            textio.decode_text(b"\x00\x01")
+        assert str(binary.value) == "这看起来是一个二进制文件。请上传 UTF-8 编码的纯文本（.txt）。"
+    model = NgramModel(tokenize_sentences("北 京\n北 海\n"), n=2)
+    with pytest.raises(UserInputError) as unknown:
+        model.score(["上", "山"])
+    assert unknown.value.message("zh").startswith("这个句子中没有一个词元在语料中出现过（上, 山）")

@@ -137,3 +137,48 @@ def test_first_open_preset_and_add_one_preset_show_the_seed_numbers():
     assert "(2 + 1) / (3 + 1 × 12) = 3 / 15 = **0.2000**" in formula
     _, formula, *_ = run_preset(*by_slug["char-de"].resolved())
     assert "= 2 / 3 = **0.6667**" in formula  # character tokens: P(词 | 的)
+
+
+def test_results_and_errors_in_chinese():
+    """Under using_language("zh") the summary, the figure title and the errors are 中文, and unknown characters are
+    named in the message; English by default."""
+    from core.i18n import using_language
+
+    with using_language("zh"):
+        info, formula, table, fig = show_counts(*settings(), "的", "词性")
+        with pytest.raises(gr.Error) as empty:
+            score_sentences(*settings(), "", "")
+        with pytest.raises(gr.Error) as unknown:
+            score_sentences(*settings(unit=CHARS), "苹果派", "")
+    assert info.startswith("**语料：**种子文章的玩具语料") and "不同的词" in info and "2 / 3 = **0.6667**" in formula
+    assert fig.layout.title.text.startswith("“的”之后最可能的下一个词元")
+    assert empty.value.message == "句子 A 是空的。请输入一个要打分的句子。"
+    assert unknown.value.message.startswith("这个句子中没有一个词元在语料中出现过（苹, 果, 派）")
+    info, _, _, fig = show_counts(*settings(), "的", "词性")
+    assert info.startswith("**Corpus:** Seed toy corpus") and fig.layout.title.text.startswith("Most likely")
+    with pytest.raises(gr.Error, match=r"None of the tokens of this sentence occur in the corpus \(苹, 果, 派\)"):
+        score_sentences(*settings(unit=CHARS), "苹果派", "")
+
+
+def test_tang_poems_preset_counts_characters_like_nltk():
+    """The classical-Chinese preset (ten Tang quatrains, character bigrams): count(明) = 3, count(明, 月) = 2, so
+    P(月 | 明) = 2/3, and every count in its table equals nltk's bigram counts over the same characters, each
+    sentence (a couplet ending in 。) counted on its own."""
+    from nltk import ConditionalFreqDist
+    from nltk.util import bigrams
+
+    from core.corpora import load_corpus
+
+    preset = next(p for p in ngram.PRESETS if p.slug == "tang-chars")
+    info, formula, table, fig, *_ = ngram.run_preset(*preset.resolved())
+    sentences = [[ch for ch in couplet + "。" if not ch.isspace()]
+                 for line in load_corpus("tang_poems").splitlines() for couplet in line.split("。") if couplet.strip()]
+    followers = ConditionalFreqDist(pair for sentence in sentences for pair in bigrams(sentence))
+    assert dict(followers["明"]) == {"月": 2, "时": 1}
+    rows = frame(table)
+    seen = rows[~rows["w"].str.startswith("(")]
+    assert dict(zip(seen["w"], seen["count(ctx,w)"])) == dict(followers["明"])
+    assert set(seen["count(ctx)"]) == {followers["明"].N()}
+    vocabulary = {ch for sentence in sentences for ch in sentence}
+    assert f"|V| = {len(vocabulary)}" in info and "count(明, 月) / count(明) = 2 / 3 = **0.6667**" in formula
+    assert list(fig.data[0].y)[0] == "月"

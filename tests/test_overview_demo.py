@@ -4,7 +4,7 @@ import gradio as gr
 import numpy as np
 import pytest
 
-from core import ladder
+from core import i18n, ladder
 from demo import overview
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -42,12 +42,15 @@ def test_every_link_opens_a_tab_and_a_preset_the_app_has():
 
 
 def test_first_open_shows_the_held_out_ladder_from_the_file():
-    fig, note, table, bars = overview.first_open()
+    fig, links, note, frame, bars = overview.first_open()
+    table = frame.values.tolist()
     facts, rows = ladder.load_held_out()
-    assert len(fig.data) == 1 and f"{facts['held_out_chars']:,}" in note
+    assert len(fig.data) == 1 and f"{facts['held_out_chars']:,}" in note and "(?tab=ngram&preset=" in links
     assert [r[0] for r in table] == [row.name for row in rows]
     assert [r[1] for r in table] == [round(row.bits_per_char, 3) for row in rows]
+    assert [r[6] for r in table] == [row.equation for row in rows]  # the file's English, rebuilt from the keys
     assert all(r[-1].startswith("[") and "(?tab=" in r[-1] for r in table)
+    assert table[0][5] == rows[0].training_data and table[-1][5] == rows[-1].training_data
     np.testing.assert_allclose(bars.data[0].x, [row.bits_per_char for row in rows])
     best = int(np.argmin([row.bits_per_char for row in rows]))
     assert [c for c in bars.data[0].marker.color].index(bars.data[0].marker.color[best]) == best
@@ -55,7 +58,8 @@ def test_first_open_shows_the_held_out_ladder_from_the_file():
 
 def test_strip_and_totals_are_core_ladders_numbers():
     text = 'He said "Queequeg" — 我 €.'
-    summary, strip, totals, table = overview.score_text(text)
+    summary, strip, totals, frame = overview.score_text(text)
+    table = frame.values.tolist()
     result = ladder.score_text(text)
     z = np.array(strip.data[0].z, dtype=float)
     assert z.shape == (len(result.scores), len(text))
@@ -73,17 +77,19 @@ def test_strip_and_totals_are_core_ladders_numbers():
                      f"'€' (character {text.index('€') + 1}): {first.bits[text.index('€') - 1]:.1f} bits")
 
 
-@pytest.mark.parametrize("label", [name for name, _, _ in overview.PRESETS])
-def test_every_preset_runs(label):
-    text, note, summary, strip, totals, table = overview.run_preset(label)
-    assert text in [t for _, t, _ in overview.PRESETS] and note.startswith("**What to look at.**")
+@pytest.mark.parametrize("preset", overview.PRESETS, ids=lambda p: p.slug)
+def test_every_preset_runs(preset):
+    text, note = preset.resolved()
+    summary, strip, totals, table = overview.run_ladder(text, note)
     assert len(text) <= ladder.MAX_CHARS and len(table) == len(ladder.rungs())
     assert np.isfinite(np.array(totals.data[0].x, dtype=float)).all()
+    assert i18n.text(note.key, "en").startswith("**What to look at.**")
+    assert i18n.text(note.key, "zh").startswith("**看点。**")
 
 
 def test_name_preset_costs_an_ngram_the_same_twice():
     """The preset's claim: the 5-gram pays exactly the same for the second Zorbanowski as for the first."""
-    text = next(t for name, t, _ in overview.PRESETS if "name" in name)
+    text = dict(overview.LADDER_TEXTS)["name-repeated"]
     first, second = text.index("Zorbanowski"), text.rindex("Zorbanowski")
     assert second - first > 90
     score = next(s for s in ladder.score_text(text).scores if s.rung.key == "ngram-5-kneser_ney")
@@ -97,14 +103,40 @@ def test_bad_input_gets_a_message():
         overview.score_text("  \r\n ")
     with pytest.raises(gr.Error, match="at most 300"):
         overview.score_text("a" * 5000)
-    with pytest.raises(gr.Error, match="Pick one of the presets"):
-        overview.run_preset("no such preset")
 
 
-def test_the_tab_fills_itself_on_open_and_names_every_event():
+
+def test_the_tab_fills_itself_on_open_through_the_presets_registry():
+    """The Overview uses demo/presets.py like every tab: its timeline and its ladder are views that the app's
+    first-open load fills, its presets are buttons with deep links, and its lesson steps run them."""
     with gr.Blocks() as blocks:
         overview.build()
-    deps = {dep.api_name: dep for dep in blocks.fns.values()}
-    assert {"overview_open", "overview_open_ladder", "overview_preset", "overview_score"} <= set(deps)
-    for name in ("overview_open", "overview_open_ladder"):
-        assert [trigger[1] for trigger in deps[name].targets] == ["load"]
+    names = {dep.api_name for dep in blocks.fns.values()}
+    assert {"overview_score", "overview_preset_closing_quote", "overview_lesson_1"} <= names
+
+    import app
+
+    registry = app.build_app().preset_registry
+    views = {view.key: view for view in registry.tabs["overview"].views}
+    assert set(views) == {"timeline", "ladder"} and registry.opening("overview") == list(views.values())
+    assert registry.find("overview", "closing-quote") is views["ladder"]
+    updates = views["ladder"].run("closing-quote")
+    assert updates[views["ladder"].inputs[0]].startswith('"If the whale') and updates[views["ladder"].done]
+
+
+def test_results_and_errors_in_chinese():
+    """One handler's result and one error in 中文 under using_language("zh"), and in English by default."""
+    text = dict(overview.LADDER_TEXTS)["call-me-ishmael"]
+    with i18n.using_language("zh"):
+        summary, strip, totals, table = overview.score_text(text)
+        _, _, note, held, _ = overview.first_open()
+        with pytest.raises(gr.Error) as error:
+            overview.score_text("x")
+    assert summary.startswith(f"**{len(text)} 个字符**") and "比特" in summary
+    assert strip.layout.title.text.startswith("每个字符的意外度") and "5 元语法，Kneser-Ney 平滑" in list(strip.data[0].y)
+    assert list(table.columns)[:2] == ["模型", "总比特数"] and "留出文本" in note and held.iloc[-1, 0] == "字符级 GPT"
+    assert error.value.message.startswith("请输入至少两个字符的文本")
+    summary, strip, _, table = overview.score_text(text)
+    assert summary.startswith(f"**{len(text)} characters**") and list(table.columns)[0] == "model"
+    with pytest.raises(gr.Error, match="at least two characters"):
+        overview.score_text("x")

@@ -1,5 +1,7 @@
 """Transformer & GPT tab, "Inside a block" and "Transformer-base numbers": the handlers, called directly and through
 the built Blocks, checked against core's numbers."""
+import json
+
 import numpy as np
 import pytest
 
@@ -143,25 +145,46 @@ def test_every_event_is_prefixed_and_the_views_draw_when_opened():
     deps = {dep.api_name: dep for dep in blocks.fns.values() if dep.api_name}
     assert all(name.startswith("transformer_") for name in deps)
     assert {"transformer_block", "transformer_base_params", "transformer_block_open", "transformer_base_open",
-            "transformer_block_preset", "transformer_base_preset"} <= set(deps)
-    # opening the tab runs the default walk with the inputs as built, and gives the default figures
-    opened = deps["transformer_block_open"]
-    values = [component.value for component in opened.inputs]
-    assert values[1:] == [TEXT, TOKEN, LAYER]
-    summary, *_ = opened.fn(*values)
-    assert "“bank”" in summary
-    base = deps["transformer_base_open"]
-    assert base.fn(*[component.value for component in base.inputs])[1]["parameters (all)"].iloc[-1] == "63,082,496"
+            "transformer_preset_bank_two_contexts", "transformer_preset_transformer_base",
+            "transformer_base_preset"} <= set(deps)
+    # opening a sub-tab (demo/presets.py) runs its default preset: the two banks, and the seed's Transformer base
+    updates = deps["transformer_block_open"].fn(False)
+    values = list(updates.values())
+    assert [TEXT, TOKEN, LAYER] == values[2:5] or TEXT in values  # the inputs are set to the default preset
+    assert any(isinstance(v, str) and "“bank”" in v for v in values)
+    updates = deps["transformer_base_open"].fn(False)
+    tables = [v for v in updates.values() if hasattr(v, "iloc")]
+    assert tables and tables[0]["parameters (all)"].iloc[-1] == "63,082,496"
 
 
 def test_latex_is_rendered_not_shown_raw():
     """Every Markdown that holds $…$ renders inline and display maths (Gradio's default renders only $$…$$)."""
+    from demo.i18n import table
+
     with gr.Blocks() as blocks:
         tab.build()
-    with_maths = [block for block in blocks.blocks.values()
-                  if isinstance(block, gr.Markdown) and "$" in str(block.value or "")]
+
+    def shown(block):  # a label("…") key ("__i18n__{…}") is shown as its translation
+        value = str(block.value or "")
+        return table("en")[json.loads(value[len("__i18n__"):])["key"]] if value.startswith("__i18n__") else value
+
+    with_maths = [block for block in blocks.blocks.values() if isinstance(block, gr.Markdown) and "$" in shown(block)]
     assert len(with_maths) == 2
     for block in with_maths:
         delimiters = block.latex_delimiters
         assert {"left": "$", "right": "$", "display": False} in delimiters
         assert {"left": "$$", "right": "$$", "display": True} in delimiters
+
+def test_results_and_errors_come_in_the_learners_language():
+    from core.i18n import using_language
+
+    with using_language("zh"):
+        summary, table, figure = tab.base_params(6, 6, 512, 8, 2048, 37000, True)
+        assert "**合计：63,082,496 个参数**" in summary and table["参数量（全部）"].iloc[-1] == "63,082,496"
+        assert table["位置"].iloc[0] == "嵌入" and "每个子层的参数量" in figure.layout.title.text
+        with pytest.raises(gr.Error, match="请输入一个句子"):
+            tab.block(MINILM_ID, "  ", TOKEN, LAYER)
+    summary, table, _ = tab.base_params(6, 6, 512, 8, 2048, 37000, True)
+    assert "**Total: 63,082,496 parameters**" in summary and table["where"].iloc[0] == "embeddings"
+    with pytest.raises(gr.Error, match="Type a sentence"):
+        tab.block(MINILM_ID, "  ", TOKEN, LAYER)

@@ -105,47 +105,71 @@ class RecurrentLM(nn.Module):
         return Trace(logits=self.head(h), hs=hs, state=state, gates=gates)
 
     @torch.inference_mode()
-    def forward_fused(self, ids: torch.Tensor) -> Trace:
+    def forward_fused(self, ids: torch.Tensor, keep_gates: bool = True) -> Trace:
         """forward() from the zero state, for display: the same numbers (tested) from a handful of torch calls.
 
-        The recurrence runs over the whole sequence in torch's fused RNN/LSTM kernel (torch.rnn_tanh / torch.lstm,
-        what nn.RNN / nn.LSTM call) with our weights. The LSTM's gates then come back for all steps at once: every
-        gate of step t is a function of x_t and h_{t-1}, and the kernel returned every h_t, so one batched matmul
-        gives them all. The cell states follow from C_t = C_{t-1} ⊙ f_t + i_t ⊙ C̃_t, an elementwise scan.
+        The recurrence runs in torch's fused RNN/LSTM kernel (torch.rnn_tanh / torch.lstm, what nn.RNN / nn.LSTM
+        call) with our weights. The kernel keeps only h_t, so the LSTM's gates are recovered afterwards for all
+        steps at once (recover_gates); ``keep_gates=False`` skips that (the ladder needs only the logits).
         Why not a per-step loop: every torch call releases and re-takes the GIL, and on a busy server each re-take
         waits for the other threads (a 30-character text took ~0.4 s under load instead of 2 ms).
         """
-        B, T = ids.shape
-        x = self.embed(ids)  # (B, T, E)
+        B = ids.shape[0]
+        x = self.embed(ids.t())  # (T, B, E): time-major, so that every product below is one 2-D matmul
         U, W = self.cell.U, self.cell.W
         h0 = torch.zeros(1, B, self.cell.hidden_size, device=ids.device)  # (layers, B, H)
         weights = [U.weight, W.weight, U.bias, torch.zeros_like(U.bias)]  # nn.LSTM's w_ih, w_hh, b_ih, b_hh
-        if self.kind == "rnn":  # args after the weights: biases, 1 layer, no dropout, eval, one direction, (B, T, ·)
-            hidden, h_last = torch.rnn_tanh(x, h0, weights, True, 1, 0.0, False, False, True)  # (B, T, H)
+        # args after the weights: biases, 1 layer, no dropout, eval, one direction, time-major (T, B, ·)
+        if self.kind == "rnn":
+            hidden, h_last = torch.rnn_tanh(x, h0, weights, True, 1, 0.0, False, False, False)  # (T, B, H)
+            hidden = hidden.transpose(0, 1)  # (B, T, H)
             return Trace(logits=self.head(hidden), hs=list(hidden.unbind(1)), state=h_last[0])
-        hidden, h_last, c_last = torch.lstm(x, (h0, h0), weights, True, 1, 0.0, False, False, True)  # (B, T, H)
-        z = U(x)  # (B, T, 4H): U x_t + b; plus W h_{t-1} from t = 2 on (h_0 = 0), one matmul for all steps
-        z[:, 1:].baddbmm_(hidden[:, :-1], W.weight.t().expand(B, -1, -1))
-        i, f, a, o = self.cell.activate(z)  # each (B, T, H)
-        gates = {"input": i, "forget": f, "output": o, "candidate": a, "cell": cell_scan(f, i * a),
-                 "hidden": hidden}
+        hidden, h_last, c_last = torch.lstm(x, (h0, h0), weights, True, 1, 0.0, False, False, False)  # (T, B, H)
+        gates = self.recover_gates(x, hidden) if keep_gates else {}
+        hidden = hidden.transpose(0, 1)  # (B, T, H)
+        if gates:
+            gates["hidden"] = hidden
         return Trace(logits=self.head(hidden), hs=list(hidden.unbind(1)), state=(h_last[0], c_last[0]), gates=gates)
+
+    def recover_gates(self, x: torch.Tensor, hidden: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Every gate and cell state of every step, from the inputs x (T, B, E) and the kernel's h_t (T, B, H).
+
+        Every gate of step t is a function of x_t and h_{t-1}, so
+            z_t = U x_t + b + W h_{t-1}        two matmuls for all steps at once (time-major: one 2-D product each)
+            i, f, C̃, o = σ, σ, tanh, σ of z_t   in place, one call per block of z
+            C_t = C_{t-1} ⊙ f_t + i_t ⊙ C̃_t    an elementwise scan from C_0 = 0
+        The W h_{t-1} product repeats, as one large matmul, the arithmetic the kernel did step by step: that, not
+        Python, is what the view costs over nn.LSTM (profile in benchmarks/README.md).
+        Returns name in GATES (but "hidden") → (B, T, H)."""
+        T, B, E = x.shape
+        H = self.cell.hidden_size
+        U, W = self.cell.U, self.cell.W
+        z = torch.addmm(U.bias, x.reshape(T * B, E), U.weight.t())  # (T·B, 4H): U x_t + b
+        z[B:].addmm_(hidden[:-1].reshape((T - 1) * B, H), W.weight.t())  # + W h_{t-1}, from t = 2 on (h_0 = 0)
+        z = z.view(T, B, 4 * H)
+        z[..., :2 * H].sigmoid_()  # i_t, f_t
+        z[..., 2 * H:3 * H].tanh_()  # C̃_t
+        z[..., 3 * H:].sigmoid_()  # o_t
+        i, f, a, o = (z[..., k * H:(k + 1) * H] for k in range(4))  # each (T, B, H)
+        cells = cell_scan(f, i * a)  # (T, B, H)
+        return {name: g.transpose(0, 1) for name, g in
+                (("input", i), ("forget", f), ("output", o), ("candidate", a), ("cell", cells))}  # each (B, T, H)
 
 
 def cell_scan(f: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
-    """C_t = C_{t-1} ⊙ f_t + update_t from C_0 = 0, for (B, T, H) inputs; returns every C_t, (B, T, H).
+    """C_t = C_{t-1} ⊙ f_t + update_t from C_0 = 0, for time-major (T, B, H) inputs; returns every C_t, (T, B, H).
 
-    On the CPU a numpy loop over time-major rows: ~1 µs a step, and small numpy operations keep the GIL (each torch
-    call would give it up and wait to get it back on a busy server)."""
+    On the CPU a numpy loop over rows: ~1 µs a step, and small numpy operations keep the GIL (each torch call
+    would give it up and wait to get it back on a busy server)."""
     if f.device.type != "cpu":
-        c, cells = torch.zeros_like(f[:, 0]), []
-        for f_t, u_t in zip(f.unbind(1), update.unbind(1)):
+        c, cells = torch.zeros_like(f[0]), []
+        for f_t, u_t in zip(f, update):
             c = torch.addcmul(u_t, c, f_t)
             cells.append(c)
-        return torch.stack(cells, dim=1)
-    forget = list(f.transpose(0, 1).contiguous().numpy())  # T × (B, H)
-    cells = update.transpose(0, 1).numpy().copy(order="C")  # (T, B, H), a copy overwritten with C_t
-    rows, carried = list(cells), np.empty_like(cells[0])  # T views, and one scratch row: no allocation per step
-    for t in range(1, len(rows)):
-        np.add(rows[t], np.multiply(rows[t - 1], forget[t], out=carried), out=rows[t])
-    return torch.from_numpy(cells).transpose(0, 1)  # (B, T, H)
+        return torch.stack(cells)
+    forget = f.numpy()
+    cells = update.numpy()  # update is a fresh tensor: overwritten in place with C_t
+    carried = np.empty_like(cells[0])  # one scratch row: no allocation per step
+    for t in range(1, len(cells)):
+        np.add(cells[t], np.multiply(cells[t - 1], forget[t], out=carried), out=cells[t])
+    return update
