@@ -274,3 +274,45 @@ def stopped_note(reason: str | None, seconds: float, done: int, planned: int) ->
 def stopped_error(reason: str, seconds: float, done: int, planned: int) -> UserInputError:
     """The same note as an error to raise (a run stopped before it had a model to show)."""
     return UserInputError(TRAINING_STOPPED[reason], seconds=seconds, done=done, planned=planned)
+
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# CSV export of result tables (issue #18 §5). Gradio 6's Dataframe offers only "copy" and "fullscreen" buttons, so
+# each result table gets a download button beside it, refreshed whenever the table's value changes.
+
+
+def table_csv(frame, name: str) -> str | None:
+    """Write the table's rows (headers first) to a fresh temporary ``<name>.csv`` and return its path; None when the
+    table is empty. UTF-8 with a byte-order mark, so spreadsheet programs read 中文 and ⟨⟩ correctly."""
+    import csv
+    import tempfile
+
+    import pandas as pd
+
+    if frame is None:
+        return None
+    if not isinstance(frame, pd.DataFrame):
+        frame = pd.DataFrame(frame)
+    if frame.empty:
+        return None
+    path = os.path.join(tempfile.mkdtemp(prefix="plm-csv-"), f"{name}.csv")
+    frame.to_csv(path, index=False, encoding="utf-8-sig", quoting=csv.QUOTE_MINIMAL)
+    return path
+
+
+def csv_download(table: gr.Dataframe, name: str) -> gr.DownloadButton:
+    """A small "⬇ CSV" button for ``table`` (created where the caller is in the layout): it downloads the rows the
+    table shows. Wired as a private event (no API endpoint), unqueued, so it never waits behind a model."""
+    from demo.i18n import label
+
+    button = gr.DownloadButton(label("presets.csv"), size="sm", scale=0, min_width=90, interactive=False,
+                               elem_classes=["table-csv"])
+
+    def refresh(frame):
+        path = table_csv(frame, name)
+        return gr.DownloadButton(value=path, interactive=path is not None)
+
+    table.change(refresh, table, button, api_name=f"{name.replace('-', '_')}_csv", api_visibility="private",
+                 queue=False, show_progress="hidden")
+    return button

@@ -11,6 +11,7 @@ from core import jobs, lstm
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
 from demo import presets
+from demo import elmo as elmo_layers  # the ELMo sub-tab with two layers and the weighted sum (§7)
 from demo.common import (
     TABLE_BUTTONS,
     TRAIN_QUEUE,
@@ -393,6 +394,7 @@ def build() -> None:
         elmo_view = presets.View("lstm", "elmo", [word, first, second, third], [elmo_note, elmo_plot, elmo_table],
                                  compare_contexts, ELMO_PRESETS, where=elmo_tab)
         elmo_view.buttons()
+    elmo_layers.build_tab()
 
     with gr.Tab(label("lstm.tab_train"), id="train"):
         gr.Markdown(label("lstm.train_intro"))

@@ -36,26 +36,24 @@ Wiring in the app shell (app.py): build the tabs inside ``with collector.tab(tab
 ``demo.load`` that reads the URL. A tab built outside a Registry (a test building one tab) still gets its
 sub-tab-open events and preset buttons.
 
-Every string shown to the learner lives in a module-level constant so it can move into a translation table.
+Every string this module shows is in the ``presets`` section of assets/i18n/*.yaml (``demo.i18n.label``).
 """
 from __future__ import annotations
 
 import contextlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import gradio as gr
+from gradio.context import Context
 
-from demo.common import friendly_errors
+from demo.common import csv_download, friendly_errors
+from demo.i18n import label as i18n_label
 
 COPY_LINK = "🔗"
-COPY_LINK_TITLE = "Copy a link that opens this preset"
-LESSON_TITLE = "Try this"
-LESSON_STEP = "**Step {number} ({section}).** {question}"
-LESSON_RUN = "Show me"
-LESSON_ANSWER = "Answer"
-PRESETS_LABEL = "Presets (one click sets the inputs and runs):"
-SLOT_LABEL = "{label} (coming: {note})"
+LESSON_STEP = "**{number}.** ({section})"  # language-free; the question (a string or an i18n key) follows it
 
 COPY_JS = """() => {{
   const url = new URL(window.location.href);
@@ -83,6 +81,88 @@ class Preset:
 def preset_link(tab: str, slug: str) -> str:
     """The relative deep link that opens ``tab`` with preset ``slug`` computed."""
     return f"?tab={tab}&preset={slug}"
+
+
+class _Asked:
+    """Per session and view: has the learner asked for a result (a preset, a lesson step, a deep link)?
+
+    A default computed on open must never overwrite such a result. Gradio snapshots each event's inputs when it is
+    sent, so a ``gr.State`` cannot tell a slow open event that a preset was clicked after it: this server-side record
+    can. The open event skips the default when the learner asked before it started, and drops its result when the
+    learner asked while it was computing. Bounded: the oldest sessions are forgotten first."""
+
+    def __init__(self, limit: int = 20_000):
+        self._seen: OrderedDict[tuple, int] = OrderedDict()
+        self._lock = threading.Lock()
+        self._limit = limit
+
+    @staticmethod
+    def key(view: "View", request) -> tuple:
+        return getattr(request, "session_hash", None), view.tab, view.key
+
+    def mark(self, view: "View", request) -> None:
+        with self._lock:
+            key = self.key(view, request)
+            self._seen[key] = self._seen.get(key, 0) + 1
+            self._seen.move_to_end(key)
+            while len(self._seen) > self._limit:
+                self._seen.popitem(last=False)
+
+    def count(self, view: "View", request) -> int:
+        with self._lock:
+            return self._seen.get(self.key(view, request), 0)
+
+
+ASKED = _Asked()
+
+
+class _Results:
+    """A preset's values and results, computed once per process for each language (issue #18: first paint ≤ 1 s).
+
+    A preset's result does not depend on the learner, only on its fixed values, the language (figure titles, notes)
+    and which checkpoints the server can use (offline views show an "hf download" note until the model is there),
+    so all three are in the key. The LSTM gradients default took 4–9 s and the bank sentences 4–7 s per open under
+    load; now only the first open in a process pays. One lock per key: sessions opening the same tab at once wait
+    for one computation instead of each running it. Bounded (LRU); results are treated as read-only."""
+
+    def __init__(self, limit: int = 512):
+        self._done: OrderedDict[tuple, tuple] = OrderedDict()
+        self._locks: dict[tuple, threading.Lock] = {}
+        self._lock = threading.Lock()
+        self._limit = limit
+
+    @staticmethod
+    def key(view: "View", preset: Preset) -> tuple:
+        from core import registry
+        from core.i18n import current_language
+
+        return (view.fn, view.tab, view.key, preset.slug, current_language(), registry.is_offline(),
+                tuple(sorted(set(registry.loaded_models()))))
+
+    def get(self, view: "View", preset: Preset) -> tuple[tuple, tuple]:
+        key = self.key(view, preset)
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            with self._lock:
+                if key in self._done:
+                    self._done.move_to_end(key)
+                    return self._done[key]
+            values = preset.resolved()
+            results = view.fn(*values)  # an error propagates and nothing is stored
+            with self._lock:
+                self._done[key] = values, results
+                while len(self._done) > self._limit:
+                    old, _ = self._done.popitem(last=False)
+                    self._locks.pop(old, None)
+            return values, results
+
+    def clear(self) -> None:
+        with self._lock:
+            self._done.clear()
+
+
+RESULTS = _Results()
 
 
 class View:
@@ -123,8 +203,7 @@ class View:
         preset = self.presets.get(slug or self.default)
         if preset is None or preset.values is None:
             preset = self.presets[self.default]
-        values = preset.resolved()
-        results = self.fn(*values)
+        values, results = RESULTS.get(self, preset)
         if len(self.outputs) == 1:
             results = (results,)
         updates: dict = dict(zip(self.inputs, values))
@@ -134,29 +213,46 @@ class View:
             updates[self.switcher] = gr.Tabs(selected=self.where.id)
         return updates
 
+    def run_default(self, request=None) -> dict:
+        """:meth:`run` for an open event: nothing if the learner has asked this view for a result in this session
+        (before the default started, or while it was computing; see :class:`_Asked`)."""
+        asked = ASKED.count(self, request)
+        if asked:
+            return {self.done: True}
+        updates = self.run()
+        return updates if ASKED.count(self, request) == asked else {self.done: True}
+
+    def run_asked(self, slug: str, select: bool = False, request=None) -> dict:
+        """:meth:`run` for a learner's request (preset button, lesson step, deep link): recorded first, so a default
+        still computing does not overwrite it."""
+        ASKED.mark(self, request)
+        return self.run(slug, select)
+
     @friendly_errors
-    def _open(self, done: bool = False):
+    def _open(self, done: bool = False, request: gr.Request = None):
         # Already shown: change nothing. (An empty dict would be read as one output value, not as "no updates".)
-        return {self.done: True} if done else self.run()
+        return {self.done: True} if done else self.run_default(request)
 
     def runner(self, slug: str, select: bool = False) -> Callable:
         @friendly_errors
-        def run_preset(done: bool = False):
-            return self.run(slug, select)
+        def run_preset(done: bool = False, request: gr.Request = None):
+            return self.run_asked(slug, select, request)
 
         run_preset.__name__ = f"run_{self.tab}_{self.key}_{slug}".replace("-", "_")
         return run_preset
 
     # -- layout --------------------------------------------------------------------------------------------------
 
-    def buttons(self, label: str = PRESETS_LABEL) -> None:
+    def buttons(self, label=None) -> None:
         """A row of preset buttons; each runs its preset, and its 🔗 copies the deep link."""
         with gr.Row(elem_classes=["preset-bar"]):
-            gr.Markdown(label, elem_classes=["preset-label"])
+            gr.Markdown(label if label is not None else i18n_label("presets.label"), elem_classes=["preset-label"])
             for preset in self.presets.values():
-                if preset.values is None:
-                    gr.Button(SLOT_LABEL.format(label=preset.label, note=preset.note), size="sm", interactive=False,
-                              scale=0)
+                if preset.values is None:  # a slot: shown disabled, with what it waits for
+                    gr.Button(preset.label, size="sm", interactive=False, scale=0)
+                    gr.Markdown(i18n_label("presets.slot"), elem_classes=["preset-label"])
+                    if preset.note:
+                        gr.Markdown(preset.note, elem_classes=["preset-label"])
                     continue
                 button = gr.Button(preset.label, size="sm", scale=0, elem_id=f"preset-{self.tab}-{preset.slug}")
                 button.click(self.runner(preset.slug), [self.done], self.components(),
@@ -199,17 +295,52 @@ def lesson_table(rows: Sequence[tuple], views: "View | dict[str, View]") -> None
         lesson([Step(section, question, answer, views, slug) for section, question, answer, slug in rows])
 
 
-def lesson(steps: Sequence[Step], title: str = LESSON_TITLE, open: bool = False) -> None:
-    """A "Try this" accordion: each step is a question, a button that runs its preset, and a hidden answer."""
-    with gr.Accordion(title, open=open, elem_classes=["lesson"]):
+def lesson(steps: Sequence[Step], title=None, open: bool = False) -> None:
+    """A "Try this" accordion: each step is a question, a button that runs its preset, and a hidden answer.
+    Questions and answers may be plain strings or i18n keys (``demo.i18n.label``)."""
+    with gr.Accordion(title if title is not None else i18n_label("presets.lesson_title"), open=open,
+                      elem_classes=["lesson"]):
         for number, step in enumerate(steps, 1):
             with gr.Row():
-                gr.Markdown(LESSON_STEP.format(number=number, section=step.section, question=step.question))
-                button = gr.Button(LESSON_RUN, size="sm", scale=0, min_width=90)
-            with gr.Accordion(LESSON_ANSWER, open=False):
+                if isinstance(step.question, str):
+                    gr.Markdown(f"{LESSON_STEP.format(number=number, section=step.section)} {step.question}")
+                else:  # an i18n key: the browser translates it, so it cannot be joined to the prefix here
+                    with gr.Column(scale=5, min_width=200):
+                        gr.Markdown(LESSON_STEP.format(number=number, section=step.section))
+                        gr.Markdown(step.question)
+                button = gr.Button(i18n_label("presets.show_me"), size="sm", scale=0, min_width=90)
+            with gr.Accordion(i18n_label("presets.answer"), open=False):
                 gr.Markdown(step.answer)
             button.click(step.view.runner(step.slug, select=True), [step.view.done], step.view.components(),
                          api_name=f"{step.view.tab}_lesson_{number}")
+
+
+def add_csv_downloads(root: gr.blocks.BlockContext, prefix: str) -> list[gr.DownloadButton]:
+    """Give every result table (a gr.Dataframe not made for input) under ``root`` a CSV download button, placed
+    right after it in its row or column (demo.common.csv_download). The Registry calls it on each built tab, so a
+    tab needs no code of its own for it."""
+    tables = [block for block in _descendants(root)
+              if isinstance(block, gr.Dataframe) and block.interactive is not True]
+    buttons = []
+    for number, table in enumerate(tables, 1):
+        parent = table.parent
+        # Created as a child of the table's container, without `with parent:` (re-entering a built layout block
+        # re-parents it under the current block, which broke the page's tab bar), then moved right after the table.
+        outer, Context.block = Context.block, parent
+        try:
+            button = csv_download(table, f"{prefix}-table-{number}")
+        finally:
+            Context.block = outer
+        parent.children.remove(button)
+        parent.children.insert(parent.children.index(table) + 1, button)
+        buttons.append(button)
+    return buttons
+
+
+def _descendants(block):
+    for child in getattr(block, "children", []):
+        yield child
+        yield from _descendants(child)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -239,6 +370,7 @@ class Registry:
         previous, _CURRENT, self._tab = _CURRENT, self, tab_id
         try:
             yield self
+            add_csv_downloads(tab, tab_id)
         finally:
             _CURRENT, self._tab = previous, None
 
@@ -264,24 +396,24 @@ class Registry:
                                        and v.switcher.children[0] is v.where
                                        and v.switcher.parent is self.tabs[tab_id].tab)]
 
-    def open_tab(self, tab_id: str, done: Sequence[bool]) -> dict:
+    def open_tab(self, tab_id: str, done: Sequence[bool], request=None) -> dict:
         views = self.opening(tab_id)
         updates: dict = {view.done: True for view in views}  # never empty: {} would count as one output value
         for view, seen in zip(views, done):
             if not seen:
-                updates.update(view.run())
+                updates.update(view.run_default(request))
         return updates
 
-    def deep_link(self, query: dict, first_tab: str) -> dict:
+    def deep_link(self, query: dict, first_tab: str, request=None) -> dict:
         """Updates for a URL's query: select the tab, (sub-tab,) and compute the preset or the tab's defaults."""
         tab_id = query.get("tab") if query.get("tab") in self.tabs else first_tab
         view = self.find(tab_id, query.get("preset")) if query.get("preset") else None
         updates: dict = {}
         if view is not None:
-            updates.update(view.run(query.get("preset"), select=True))
+            updates.update(view.run_asked(query.get("preset"), select=True, request=request))
         else:
             for opened in self.opening(tab_id):
-                updates.update(opened.run())
+                updates.update(opened.run_default(request))
         return updates
 
     def wire(self, app: gr.Blocks, tabs: gr.Tabs) -> None:
@@ -297,8 +429,9 @@ class Registry:
             if not views:
                 continue
 
-            def open_tab(*done, tab_id=tab_id):
-                return self.open_tab(tab_id, done)
+            # request first: Gradio passes gr.Request only to parameters before *args (the session, the language)
+            def open_tab(request: gr.Request, *done, tab_id=tab_id):
+                return self.open_tab(tab_id, done, request)
 
             entry.tab.select(friendly_errors(open_tab), [v.done for v in views], outputs,
                              api_name=f"{tab_id}_open", api_visibility="undocumented", show_progress="minimal")
@@ -306,7 +439,7 @@ class Registry:
         @friendly_errors
         def load_from_url(request: gr.Request = None):
             query = dict(request.query_params) if request is not None else {}
-            updates = self.deep_link(query, first_tab)
+            updates = self.deep_link(query, first_tab, request)
             tab_id = query.get("tab")
             if tab_id in self.tabs:
                 updates[tabs] = gr.Tabs(selected=tab_id)

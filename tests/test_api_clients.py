@@ -78,6 +78,19 @@ def test_every_tab_has_a_main_endpoint_in_the_api(client):
     assert all(MAIN_ENDPOINTS[tab] in named for tab in tabs)
 
 
+def test_elmo_layers_weighted_sum_through_the_api(client):
+    """ELMo (§7), a sub-tab of the RNN & LSTM tab: s = softmax(w) recomputed here by hand; the word vector h⁽⁰⁾ is
+    read from the word's characters alone, so its cosine across the two sentences is exactly 1."""
+    from demo.elmo import MONEY, RIVER
+
+    note, plot, table = client.predict("bank", RIVER, MONEY, 0.0, 1.0, 2.0, 1.5, api_name="/elmo_layers")
+    z = sum(math.exp(w) for w in (0.0, 1.0, 2.0))
+    assert [row[1] for row in rows(table)] == pytest.approx([1 / z, math.e / z, math.e ** 2 / z, 1.5], abs=1e-3)
+    cosines = array(figure(plot)["data"][0]["y"])
+    assert len(cosines) == 4 and cosines[0] == pytest.approx(1.0, abs=1e-6)
+    assert "**bank**" in note
+
+
 def test_overview_ladder_through_the_api_equals_core(client):
     """The ladder scores one text through every rung; the API's totals are core.ladder's (whose rungs are checked
     against each tab's own model and a hand count in tests/test_ladder.py)."""

@@ -1,0 +1,118 @@
+"""demo/presets.py: a default computed on open never overwrites a result the learner asked for (issue #18).
+
+The race, as it happens under load: the learner opens a tab (its default starts computing), then clicks a preset,
+whose result arrives first; the default used to arrive later and overwrite it."""
+import threading
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+
+from demo import presets
+
+
+def session(name: str):
+    return SimpleNamespace(session_hash=name, headers={}, query_params={})
+
+
+@pytest.fixture
+def slow_view():
+    """A view whose default blocks until released; its other preset returns at once."""
+    release, started = threading.Event(), threading.Event()
+
+    def compute(x):
+        if x == "default":
+            started.set()
+            assert release.wait(10)
+        return f"result of {x}"
+
+    with gr.Blocks():
+        box, out = gr.Textbox(), gr.Textbox()
+        registry = presets.Registry()
+        with gr.Tabs(), gr.Tab("t", id="racetab") as tab, registry.tab("racetab", tab):
+            view = presets.View("racetab", "v", [box], [out], compute,
+                                [presets.Preset("default", "D", ("default",), "§1"),
+                                 presets.Preset("asked", "A", ("asked",), "§1")])
+    return SimpleNamespace(view=view, registry=registry, out=out, release=release, started=started)
+
+
+def test_a_preset_clicked_while_the_default_computes_survives_the_late_default(slow_view):
+    s, request = slow_view, session("race-1")
+    result = {}
+    opening = threading.Thread(target=lambda: result.update(opened=s.registry.open_tab("racetab", [False], request)))
+    opening.start()
+    assert s.started.wait(10)
+    asked = s.view.runner("asked")(False, request)  # the preset's event finishes while the default still runs
+    assert asked[s.out] == "result of asked"
+    s.release.set()
+    opening.join(10)
+    assert s.out not in result["opened"], "the late default overwrote the preset's result"
+    assert result["opened"][s.view.done] is True
+
+
+def test_a_default_starting_after_the_preset_computes_nothing(slow_view):
+    s, request = slow_view, session("race-2")
+    s.view.runner("asked")(False, request)
+    s.release.set()
+    opened = s.registry.open_tab("racetab", [False], request)  # the open event was queued behind the preset
+    assert s.out not in opened and not s.started.is_set()
+
+
+def test_other_sessions_still_get_their_default(slow_view):
+    s = slow_view
+    s.view.runner("asked")(False, session("race-3"))
+    s.release.set()
+    assert s.registry.open_tab("racetab", [False], session("race-4"))[s.out] == "result of default"
+
+
+def test_the_tab_open_event_receives_the_request():
+    """Gradio hands gr.Request only to parameters before *args: the open event must declare it first, or it never
+    knows the session (nor the learner's language)."""
+    import app
+    from core import registry
+
+    registry.set_offline(True)
+    blocks = app.build_app()
+    dep = next(d for d in blocks.fns.values() if d.api_name == "ngram_open")
+    from gradio.helpers import special_args
+
+    inputs, *_ = special_args(dep.fn, [False], request=session("r"))
+    assert inputs[0].session_hash == "r"
+
+
+def test_a_preset_is_computed_once_per_process_and_language():
+    """First paint: a default does not depend on the learner, so the second session's open reuses the first's."""
+    from core.i18n import using_language
+
+    calls = []
+
+    def compute(x):
+        calls.append(x)
+        return f"{x} computed"
+
+    with gr.Blocks():
+        box, out = gr.Textbox(), gr.Textbox()
+        view = presets.View("cachetab", "v", [box], [out], compute, [presets.Preset("only", "O", ("x",), "§1")])
+    first = view.run_default(session("cache-1"))
+    second = view.run_default(session("cache-2"))
+    assert first[out] == second[out] == "x computed" and calls == ["x"]
+    with using_language("zh"):  # results hold translated text: another language is computed on its own
+        view.run_default(session("cache-3"))
+    assert calls == ["x", "x"]
+
+
+def test_a_failing_preset_is_not_remembered():
+    attempts = []
+
+    def compute(x):
+        attempts.append(x)
+        if len(attempts) == 1:
+            raise RuntimeError("model still loading")
+        return "ok"
+
+    with gr.Blocks():
+        box, out = gr.Textbox(), gr.Textbox()
+        view = presets.View("failtab", "v", [box], [out], compute, [presets.Preset("only", "O", ("x",), "§1")])
+    with pytest.raises(RuntimeError):
+        view.run()
+    assert view.run()[out] == "ok" and len(attempts) == 2
