@@ -8,6 +8,7 @@ Space needs no code change). Rows, each a paired median (ours and the reference 
   transformers path that returns them).
 - GPT-2 small (random weights, 124M): forward T = 128 with every attention map, against GPT2LMHeadModel asked for
   the same (eager), and against its default (SDPA, no maps).
+- The LSTM Gates view (shipped weights, 300 characters, 1 and 4 texts) against nn.LSTM + the same head.
 - char-GPT (the shipped assets/gpt weights): 200 characters with the KV cache, our absolute time.
 - Agreement: the largest |ours − reference| of the last hidden state, per dtype, so speed never hides a wrong answer.
 
@@ -115,6 +116,37 @@ def gpt2_rows(dtype_name: str, repeats: int) -> list[dict]:
     return rows
 
 
+def lstm_gates_rows(repeats: int) -> list[dict]:
+    """The RNN & LSTM tab's Gates view on cuda: torch's fused LSTM, then every gate recovered from the saved inputs
+    and hidden states (core/nets/recurrent.py), against nn.LSTM + the same head on the same texts."""
+    from benchmarks.bench_lstm import torch_twin
+    from core import lstm
+
+    models = lstm.shipped_models()
+    twin = torch_twin(models.lstm)
+    texts = [lstm.held_out_text()[k * 400:k * 400 + lstm.MAX_PROMPT_CHARS] for k in range(4)]
+    rows = []
+    for batch in (1, 4):
+        encoded = [models.vocab.encode(text)[0][:lstm.MAX_PROMPT_CHARS] for text in texts[:batch]]
+        length = min(map(len, encoded))
+        ids = torch.tensor([r[:length] for r in encoded], device="cuda")  # (batch, T)
+
+        def ours():
+            with torch.inference_mode():
+                models.lstm.forward_fused(ids)
+            _sync()
+
+        def reference():
+            with torch.inference_mode():
+                models.lstm.head(twin(models.lstm.embed(ids))[0])
+            _sync()
+
+        mine, theirs = paired_median_seconds(ours, reference, repeats)
+        rows.append(row(f"LSTM Gates view, {length} chars x {batch}, cuda fp32 (vs nn.LSTM)", mine * 1e3,
+                        theirs * 1e3, "ms", "ratio ≤ 1.5", target_ratio=1.5))
+    return rows
+
+
 def char_gpt_rows(repeats: int) -> list[dict]:
     from benchmarks.common import median_seconds
     from core import gpt
@@ -140,6 +172,7 @@ def main() -> int:
     for dtype_name in DTYPES:
         rows += bert_rows(dtype_name, repeats)
         rows += gpt2_rows(dtype_name, repeats)
+    rows += lstm_gates_rows(repeats)
     rows += char_gpt_rows(repeats)
     header = (f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
               f"{datetime.date.today().isoformat()}, medians of {repeats} alternating repeats")

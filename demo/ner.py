@@ -286,7 +286,8 @@ def build() -> None:
     tagged = gr.State(None)
     with gr.Row():
         model_id = model_picker("ner")
-        strategy = gr.Radio(list(ner.STRATEGIES), value="first", label=label("ner.strategy"),
+        strategy = gr.Radio([(label(f"ner.strategy_{name}"), name) for name in ner.STRATEGIES], value="first",
+                            label=label("ner.strategy"),
                             info=label("ner.strategy_info"))
     gr.Markdown(label("ner.checkpoints"))
     text = gr.Textbox(label=label("ner.text_label"), lines=3, value=EXAMPLES[0][0])

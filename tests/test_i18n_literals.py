@@ -73,13 +73,14 @@ def neutral_words() -> set[str]:
 
 NEUTRAL = neutral_words()
 ZH_VALUES = list(i18n.table("zh").values())
+ZH_SET = {value.strip() for value in ZH_VALUES}
 KEYS = set(i18n.table("en"))
 
 
 def english_words(literal: str) -> list[str]:
     """The English prose words in a literal ([] for keys, ids, symbols, code, maths...): a word 中文 does not use,
     or a phrase of several words that no 中文 string contains ("A Hugging Face id", but not "Hugging Face")."""
-    if literal in KEYS:
+    if literal in KEYS or literal.strip() in ZH_SET:  # a key, or a 中文 string as the table has it
         return []
     for pattern in [*_NOT_PROSE, _ID]:
         literal = pattern.sub(" ", literal)

@@ -162,11 +162,9 @@ def cell_scan(f: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
     On the CPU a numpy loop over rows: ~1 µs a step, and small numpy operations keep the GIL (each torch call
     would give it up and wait to get it back on a busy server)."""
     if f.device.type != "cpu":
-        c, cells = torch.zeros_like(f[0]), []
-        for f_t, u_t in zip(f, update):
-            c = torch.addcmul(u_t, c, f_t)
-            cells.append(c)
-        return torch.stack(cells)
+        # On a GPU, T tiny kernels cost ~15 µs each (5.8× nn.LSTM on an H100 for 300 steps); the same scan on a
+        # CPU copy of two (T, B, H) tensors takes well under a millisecond, transfers included.
+        return cell_scan(f.cpu(), update.cpu()).to(f.device)
     forget = f.numpy()
     cells = update.numpy()  # update is a fresh tensor: overwritten in place with C_t
     carried = np.empty_like(cells[0])  # one scratch row: no allocation per step
