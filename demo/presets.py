@@ -112,6 +112,10 @@ class _Asked:
         with self._lock:
             return self._seen.get(self.key(view, request), 0)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._seen.clear()
+
 
 ASKED = _Asked()
 
