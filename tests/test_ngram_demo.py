@@ -150,7 +150,7 @@ def test_results_and_errors_in_chinese():
             score_sentences(*settings(), "", "")
         with pytest.raises(gr.Error) as unknown:
             score_sentences(*settings(unit=CHARS), "苹果派", "")
-    assert info.startswith("**语料：**种子文章的玩具语料") and "不同的词" in info and "2 / 3 = **0.6667**" in formula
+    assert info.startswith("**语料**：种子文章的玩具语料") and "不同的词" in info and "2 / 3 = **0.6667**" in formula
     assert fig.layout.title.text.startswith("“的”之后最可能的下一个词元")
     assert empty.value.message == "句子 A 是空的。请输入一个要打分的句子。"
     assert unknown.value.message.startswith("这个句子中没有一个词元在语料中出现过（苹, 果, 派）")

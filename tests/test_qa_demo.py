@@ -126,7 +126,7 @@ def test_the_answer_and_an_error_come_out_in_chinese(folder):
     with using_language("zh"):
         highlighted, summary, frame, figure, *_ = qa.answer_question(folder, *core_qa.SEED_EN[0], 15, 5, 128, 384,
                                                                      False)
-    assert summary.startswith("**答案：**") and "“无答案”得分" in summary
+    assert summary.startswith("**答案**：") and "“无答案”得分" in summary
     assert list(frame.columns) == ["名次", "答案", "得分", "字符位置", "窗口", "词元位置"]
     assert "起点与终点概率" in figure.layout.title.text
     assert any(label == "答案" for _, label in highlighted)
@@ -134,7 +134,7 @@ def test_the_answer_and_an_error_come_out_in_chinese(folder):
         qa.answer_question(folder, "", core_qa.PRECIPITATION, 15, 5, 128, 384, False, request=ZH)
     with using_language("zh"):  # a preset runs its view inside the caller's language
         outputs = qa.run_example(1, folder, *OPTIONS.values(), False)
-    assert outputs[4].startswith("**答案：**") and "原文 001" in outputs[4]  # the summary, with the preset's note
+    assert outputs[4].startswith("**答案**：") and "原文 001" in outputs[4]  # the summary, with the preset's note
 
 
 def test_chinese_preset_on_the_chinese_checkpoint_marks_a_span_of_the_typed_context(monkeypatch, tmp_path):
