@@ -145,3 +145,21 @@ def fresh_preset_results():
         presets.RESULTS.clear()
         presets.ASKED.clear()  # requests without a session (tests, API clients) share one record
     yield
+
+
+CONLL_LABELS = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
+
+
+@pytest.fixture(scope="session")
+def conll_ner_checkpoint(tiny_checkpoint, tmp_path_factory):
+    """A tiny random BertForTokenClassification with the CoNLL-03 label names (dslim/bert-base-NER's set)."""
+    import json
+    import shutil
+
+    folder = tmp_path_factory.mktemp("ner_conll")
+    shutil.copytree(tiny_checkpoint("BertForTokenClassification", num_labels=9), folder, dirs_exist_ok=True)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(id2label={str(i): label for i, label in enumerate(CONLL_LABELS)},
+                  label2id={label: i for i, label in enumerate(CONLL_LABELS)})
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder

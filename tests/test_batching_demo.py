@@ -2,8 +2,6 @@
 result or its own message, the same numbers as one request alone, and the endpoint keeps its parameter names."""
 from __future__ import annotations
 
-import json
-import shutil
 
 import gradio as gr
 import numpy as np
@@ -15,19 +13,12 @@ from core.i18n import using_language
 from core import qa as core_qa
 from demo import ner, qa
 
-CONLL = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
 TEXTS = ["Wolfgang lives in Berlin.", "   ", "Angela Merkel visited Emmanuel Macron in Paris on a rainy Monday."]
 
 
-@pytest.fixture(scope="module")
-def ner_folder(tiny_checkpoint, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("ner_conll")
-    shutil.copytree(tiny_checkpoint("BertForTokenClassification", num_labels=9), folder, dirs_exist_ok=True)
-    config = json.loads((folder / "config.json").read_text())
-    config.update(id2label={str(i): label for i, label in enumerate(CONLL)},
-                  label2id={label: i for i, label in enumerate(CONLL)})
-    (folder / "config.json").write_text(json.dumps(config))
-    return str(folder)
+@pytest.fixture
+def ner_folder(conll_ner_checkpoint):
+    return str(conll_ner_checkpoint)
 
 
 def test_tag_many_reads_texts_of_different_lengths_in_one_pass(ner_folder, monkeypatch):

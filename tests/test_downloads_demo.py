@@ -4,8 +4,6 @@
 Calls are counted, never timed: the join/poll limits below only guard against a hang."""
 from __future__ import annotations
 
-import json
-import shutil
 import threading
 
 import pytest
@@ -18,18 +16,11 @@ from tests.hub_server import HubServer
 
 REPO = "tiny-org/tiny-bert-ner"
 TEXT = "My name is Wolfgang and I live in Berlin."
-CONLL = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
 
 
-@pytest.fixture(scope="module")
-def ner_folder(tiny_checkpoint, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("ner_conll")
-    shutil.copytree(tiny_checkpoint("BertForTokenClassification", num_labels=9), folder, dirs_exist_ok=True)
-    config = json.loads((folder / "config.json").read_text())
-    config.update(id2label={str(i): label for i, label in enumerate(CONLL)},
-                  label2id={label: i for i, label in enumerate(CONLL)})
-    (folder / "config.json").write_text(json.dumps(config))
-    return folder
+@pytest.fixture
+def ner_folder(conll_ner_checkpoint):
+    return conll_ner_checkpoint
 
 
 @pytest.fixture
