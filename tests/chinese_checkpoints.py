@@ -54,9 +54,9 @@ def write(folder: Path, class_name: str, *, safetensors: bool, tokenizer_config:
     return folder
 
 
-def serve(monkeypatch, tmp_path, repos: dict[str, Path]):
-    """A local Hub (tests/hub_server.py) serving ``repos`` {id: folder}, an empty HF cache, online. Returns the
-    server; the caller closes it (and clears the registry's cache)."""
+def serve(monkeypatch, tmp_path, repos: dict[str, Path], timeout: float = 5.0):
+    """A local Hub (tests/hub_server.py) serving ``repos`` {id: folder}, an empty HF cache, online, a ``timeout``
+    deadline for every Hub call. Returns the server; ``stop`` closes it and restores the deadline and the cache."""
     from core import hub, registry
     from tests.hub_server import HubServer
 
@@ -66,7 +66,7 @@ def serve(monkeypatch, tmp_path, repos: dict[str, Path]):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(registry, "_offline_flag", False)
     monkeypatch.setattr(registry, "settings", registry.Settings())
-    hub.set_timeout(5.0)
+    hub.set_timeout(timeout)
     registry.clear_cache()
     for model_id, folder in repos.items():
         server.add_repo(model_id, folder)

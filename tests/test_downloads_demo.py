@@ -12,7 +12,7 @@ from core import hub, registry
 from core import ner as core_ner
 from core.errors import ModelUnavailableError
 from demo import downloads
-from tests.hub_server import HubServer
+from tests import chinese_checkpoints
 
 REPO = "tiny-org/tiny-bert-ner"
 TEXT = "My name is Wolfgang and I live in Berlin."
@@ -25,18 +25,9 @@ def ner_folder(conll_ner_checkpoint):
 
 @pytest.fixture
 def server(monkeypatch, tmp_path):
-    hub_server = HubServer()
-    monkeypatch.setenv("HF_ENDPOINT", hub_server.url)
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(registry, "_offline_flag", False)
-    monkeypatch.setattr(registry, "settings", registry.Settings())
-    hub.set_timeout(60.0)  # the tests release stalls themselves
-    registry.clear_cache()
+    hub_server = chinese_checkpoints.serve(monkeypatch, tmp_path, {}, timeout=60.0)  # tests release stalls themselves
     yield hub_server
-    hub_server.close()
-    hub.set_timeout(None)
-    registry.clear_cache()
+    chinese_checkpoints.stop(hub_server)
 
 
 @pytest.fixture(scope="module")

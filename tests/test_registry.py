@@ -14,7 +14,7 @@ import torch
 
 from core import hub, mlm, registry
 from core.errors import ModelUnavailableError, UserInputError
-from tests.hub_server import HubServer
+from tests import chinese_checkpoints
 
 TEXT = "the man went to the [MASK] to buy milk ."
 REPO = "tiny-org/tiny-bert-mlm"
@@ -23,18 +23,9 @@ REPO = "tiny-org/tiny-bert-mlm"
 @pytest.fixture
 def server(monkeypatch, tmp_path):
     """A fresh local Hub, an empty HF cache, online, a 2 s deadline; everything restored afterwards."""
-    hub_server = HubServer()
-    monkeypatch.setenv("HF_ENDPOINT", hub_server.url)
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(registry, "_offline_flag", False)
-    monkeypatch.setattr(registry, "settings", registry.Settings())
-    hub.set_timeout(2.0)
-    registry.clear_cache()
+    hub_server = chinese_checkpoints.serve(monkeypatch, tmp_path, {}, timeout=2.0)
     yield hub_server
-    hub_server.close()
-    hub.set_timeout(None)
-    registry.clear_cache()
+    chinese_checkpoints.stop(hub_server)
 
 
 @pytest.fixture(scope="module")
