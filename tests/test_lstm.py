@@ -86,7 +86,7 @@ def test_fused_forward_equals_the_step_by_step_forward():
             stepwise = model(ids)
         fused = model.forward_fused(ids)
         torch.testing.assert_close(fused.logits, stepwise.logits, atol=1e-5, rtol=0)
-        torch.testing.assert_close(torch.stack(fused.hs, 1), torch.stack(stepwise.hs, 1), atol=1e-5, rtol=0)
+        torch.testing.assert_close(fused.hidden, torch.stack(stepwise.hs, 1), atol=1e-5, rtol=0)
         assert fused.gates.keys() == stepwise.gates.keys()
         for name in fused.gates:
             torch.testing.assert_close(fused.gates[name], stepwise.gates[name], atol=1e-5, rtol=0)
