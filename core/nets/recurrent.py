@@ -143,16 +143,15 @@ class RecurrentLM(nn.Module):
 
     def kernel_gates(self, x: torch.Tensor, weights: list[torch.Tensor], read_gates: bool = True):
         """torch.lstm's CPU kernel (oneDNN's LSTM), called directly so that it also hands back its workspace: the
-        activated i_t, f_t, C̃_t, o_t of every step, as the recurrence computed them (kept for the backward pass).
+        activated i_t, f_t, C̃_t, o_t and the C_t of every step, as the recurrence computed them (kept there for
+        the backward pass). Recovering them instead repeats the kernel's W h_{t-1} arithmetic as one more matmul
+        (1.7-2.2× nn.LSTM in all); reading them costs next to nothing (profile in benchmarks/README.md).
 
-        The workspace's layout is oneDNN's, not an API: gates first, one row of ``ld`` floats per (t, b), ld = 4H
-        rounded up to 16 floats, plus 16 more when a multiple of 256 (oneDNN's get_good_ld). So every call checks
-        what it read: C_T from those gates (cell_scan) must be the kernel's own C_T, and o_T ⊙ tanh(C_T) its h_T. If not
-        (another layout, no workspace), the gates are {} and forward_fused recovers them (recover_gates).
-        Why: recovering repeats the kernel's W h_{t-1} arithmetic as one more matmul (1.7-2.2× nn.LSTM in all);
-        the workspace costs nothing extra (profile in benchmarks/README.md).
+        The workspace's layout is oneDNN's, not an API (see workspace_cells), so every call checks what it read
+        against the kernel's own outputs (consistent); on a mismatch C_t comes from the gates by cell_scan, and if
+        the gates fail too (another layout, no workspace) they are {} and forward_fused recovers them.
         Returns hidden (T, B, H), (h_T, C_T), name in GATES (but "hidden") → (B, T, H) or {}."""
-        T, B, _ = x.shape
+        T, B, E = x.shape
         H = self.cell.hidden_size
         h0 = x.new_zeros(B, H)
         # The kernel returns its workspace only when autograd might need it; nothing here requires grad.
@@ -160,17 +159,16 @@ class RecurrentLM(nn.Module):
             hidden, h_last, c_last, workspace = torch.mkldnn_rnn_layer(
                 x, *(w.detach() for w in weights), h0, h0,
                 False, [], 2, H, 1, True, False, False, True)  # forward, LSTM (mode 2), 1 layer, biases, training
-        ld = -(-4 * H // 16) * 16
-        ld += 16 if ld % 256 == 0 else 0
+        ld = good_ld(4 * H)  # one row of gates per (t, b), i f C̃ o in our order, padded to ld floats
         if not read_gates or workspace is None or workspace.numel() < T * B * ld * 4:
             return hidden, (h_last, c_last), {}
         z = workspace[:T * B * ld * 4].view(torch.float32).view(T, B, ld)  # (T, B, ld)
         i, f, a, o = (z[..., k * H:(k + 1) * H] for k in range(4))  # each (T, B, H)
-        cells = cell_scan(f, i * a)  # (T, B, H)
-        # C_T sums every step's i ⊙ C̃ through the f's, so a wrong row length or offset cannot give the kernel's C_T
-        if not (torch.allclose(cells[-1], c_last, rtol=0, atol=1e-5)
-                and torch.allclose(o[-1] * torch.tanh(cells[-1]), h_last, rtol=0, atol=1e-5)):
-            return hidden, (h_last, c_last), {}
+        cells = workspace_cells(workspace, T, B, E, H, c_last)  # (T, B, H) or None
+        if cells is None or not consistent(i, f, a, o, cells, h_last, c_last):
+            cells = cell_scan(f, i * a)  # (T, B, H)
+            if not consistent(i, f, a, o, cells, h_last, c_last):
+                return hidden, (h_last, c_last), {}
         return hidden, (h_last, c_last), {name: g.transpose(0, 1) for name, g in
                                           (("input", i), ("forget", f), ("output", o), ("candidate", a),
                                            ("cell", cells))}  # each (B, T, H)
@@ -182,8 +180,8 @@ class RecurrentLM(nn.Module):
             z_t = U x_t + b + W h_{t-1}        two matmuls for all steps at once (time-major: one 2-D product each)
             i, f, C̃, o = σ, σ, tanh, σ of z_t   in place, one call per block of z
             C_t = C_{t-1} ⊙ f_t + i_t ⊙ C̃_t    an elementwise scan from C_0 = 0
-        The W h_{t-1} product repeats, as one large matmul, the arithmetic the kernel did step by step: that, not
-        Python, is what the view costs over nn.LSTM (profile in benchmarks/README.md).
+        The path on a GPU, and on the CPU if the kernel's workspace cannot be read (kernel_gates): the W h_{t-1}
+        product repeats, as one large matmul, the arithmetic the kernel did step by step (1.7-2.2× nn.LSTM).
         Returns name in GATES (but "hidden") → (B, T, H)."""
         T, B, E = x.shape
         H = self.cell.hidden_size
@@ -198,6 +196,39 @@ class RecurrentLM(nn.Module):
         cells = cell_scan(f, i * a)  # (T, B, H)
         return {name: g.transpose(0, 1) for name, g in
                 (("input", i), ("forget", f), ("output", o), ("candidate", a), ("cell", cells))}  # each (B, T, H)
+
+
+def good_ld(n: int) -> int:
+    """oneDNN's row length for n floats: rounded up to 16 (64 bytes), plus 16 when a multiple of 256."""
+    ld = -(-n // 16) * 16
+    return ld + 16 if ld % 256 == 0 else ld
+
+
+def workspace_cells(workspace: torch.Tensor, T: int, B: int, E: int, H: int, c_last: torch.Tensor):
+    """C_0 … C_{T-1} (T, B, H) from oneDNN's LSTM workspace, as torch 2.13's oneDNN 3.12 lays it out (found by
+    probing 12 shapes; the caller checks every use): sections start on 4 KiB pages: the gates (T·B rows of
+    good_ld(4H)), h_t of layers 0 and 1 (2·(T+1)·B rows of good_ld(max(E, H))), T·B rows of good_ld(H), then C_t
+    of layers 0 and 1, (T+1)·B rows of H floats each, where layer 1's row t+1 is C_t. The last step's C_t is
+    written only to the kernel's output, c_last. None if the workspace is too short for that."""
+    def pages(n: int) -> int:  # floats → whole 4 KiB pages
+        return -(-n // 1024) * 1024
+
+    first = (pages(T * B * good_ld(4 * H)) + pages(2 * (T + 1) * B * good_ld(max(E, H))) + pages(T * B * good_ld(H))
+             + (T + 2) * B * H)  # layer 1's row 1: C_0
+    end = first + (T - 1) * B * H
+    if workspace.numel() < end * 4:
+        return None
+    return torch.cat([workspace.view(torch.float32)[first:end].view(T - 1, B, H), c_last[None]])  # (T, B, H)
+
+
+def consistent(i, f, a, o, cells, h_last, c_last, atol: float = 1e-5) -> bool:
+    """Whether gates and cells read from a workspace are the kernel's: C_0 = i_0 ⊙ C̃_0, the last step's
+    C_T = f_T ⊙ C_{T-1} + i_T ⊙ C̃_T and h_T = o_T ⊙ tanh(C_T) with the kernel's C_T and h_T. cell_scan's C_T sums
+    every step's i ⊙ C̃ through the f's, so a wrong row length or offset cannot pass either."""
+    before = cells[-2] if len(cells) > 1 else torch.zeros_like(c_last)
+    pairs = ((cells[0], i[0] * a[0]), (cells[-1], c_last), (c_last, f[-1] * before + i[-1] * a[-1]),
+             (h_last, o[-1] * torch.tanh(c_last)))
+    return all(float((p - q).abs().max()) <= atol for p, q in pairs)
 
 
 def cell_scan(f: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
