@@ -24,11 +24,12 @@ import pytest  # noqa: E402
 
 
 def pytest_collection_modifyitems(items):
-    """With pytest-xdist (pyproject: ``-n 2 --dist loadgroup``), all browser tests run on one worker, in order and
-    sharing one app and one Chromium, while the other worker runs the rest of the suite."""
+    """pytest-xdist runs the suite on two workers (pyproject: ``-n 2 --dist loadgroup``). The tests of one browser
+    file stay together, in order, on one worker (each worker starts one app and one Chromium for the files it
+    gets); every other test goes wherever a worker is free."""
     for item in items:
         if item.get_closest_marker("e2e"):
-            item.add_marker(pytest.mark.xdist_group("browser"))
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
 
 
 @pytest.fixture(scope="module")
