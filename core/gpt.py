@@ -40,7 +40,7 @@ from core.textio import normalize_text
 from core.tokenizer import ByteBPETokenizer, CausalEncoding, WordPieceGPTTokenizer
 
 GPT_ASSETS = ASSETS_DIR / "gpt"
-CHAR_GPT_ID = "char-gpt"
+CHAR_GPT_ID = registry.CHAR_GPT_ID  # the bundled char-level GPT, "char-gpt"
 CHINESE_GPT2_ID = registry.CHECKPOINTS["causal-lm"][2]  # uer/gpt2-chinese-cluecorpussmall
 MODEL_CHOICES = (CHAR_GPT_ID, *registry.CHECKPOINTS["causal-lm"])
 MAX_TOKENS = 512  # text read at once, in tokens (also capped by each model's context)

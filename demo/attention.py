@@ -5,8 +5,8 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from core import attention as att
 from core.errors import UserInputError
+from core.lazy import lazy_import
 from demo import presets
 from demo.attention_views import (  # noqa: F401
     MODEL_EXAMPLES,
@@ -23,6 +23,9 @@ from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, model_picker
 from demo.downloads import model_event
 from demo.figures import DIVERGING_SCALE, empty_figure, heatmap
 from demo.i18n import label, t
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+att = lazy_import("core.attention")
 
 TITLE = "Attention"
 

@@ -7,14 +7,19 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from core import classify, finetune, finetune_train
 from core.errors import ModelUnavailableError, UserInputError
+from core.lazy import lazy_import
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.downloads import model_event
 from demo.figures import COLORWAY, bar, empty_figure, heatmap, styled, subplot_grid
 from demo.i18n import label, t
 from demo.i18n import table as table_of
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+classify = lazy_import("core.classify")
+finetune = lazy_import("core.finetune")
+finetune_train = lazy_import("core.finetune_train")
 
 TITLE = "Classification & fine-tuning"
 

@@ -5,11 +5,11 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from core import embeddings as w2v
 from core import jobs
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.textio import read_text_upload
+from core.lazy import lazy_import
 from demo import embeddings_nnlm, presets
 from demo.common import (
     TABLE_BUTTONS,
@@ -23,6 +23,9 @@ from demo.common import (
 )
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
 from demo.i18n import label, t
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+w2v = lazy_import("core.embeddings")
 
 TITLE = "Word embeddings"
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from core import nnlm
 from core.errors import UserInputError
+from core.lazy import lazy_import
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors
 from demo.figures import bar, lines
 from demo.i18n import label, t
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+nnlm = lazy_import("core.nnlm")
 
 # Language-free choice values (the corpus keys of core.corpora); the browser shows their labels.
 TOY, MOBY = "toy_zh", "moby_dick"

@@ -8,13 +8,16 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from core import gpt
 from core.errors import UserInputError
+from core.lazy import lazy_import
 from demo import presets
 from demo.common import friendly_errors, gpu_handler, number_in_range
 from demo.downloads import model_event
 from demo.figures import bar, empty_figure, heatmap
 from demo.i18n import label, t
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+gpt = lazy_import("core.gpt")
 
 CHAR = gpt.CHAR_GPT_ID
 ZH_GPT = gpt.CHINESE_GPT2_ID  # uer/gpt2-chinese-cluecorpussmall: GPT-2 weights, BERT's Chinese vocab.txt

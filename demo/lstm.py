@@ -7,9 +7,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core import jobs, lstm
+from core import jobs
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
+from core.lazy import lazy_import
 from demo import presets
 from demo import elmo as elmo_layers  # the ELMo sub-tab with two layers and the weighted sum (§7)
 from demo.common import (
@@ -24,6 +25,9 @@ from demo.common import (
 )
 from demo.figures import COLORWAY, empty_figure, heatmap, lines, styled
 from demo.i18n import label, t
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+lstm = lazy_import("core.lstm")
 
 TITLE = "RNN & LSTM"
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from core import mlm as fm
-from core import mlm_pretraining as pretraining
 from core import registry
+from core.lazy import lazy_import
 from demo import presets
 from demo.common import TABLE_BUTTONS, LATEX, model_picker
 from demo.downloads import model_event
@@ -17,6 +16,10 @@ from demo.figures import COLORWAY
 from demo.i18n import label
 from demo.mlm_handlers import (bank, card, compare, fill, fill_batch, inputs, mask_chosen_word,  # noqa: F401
                                masking, nsp, rows_of, word_choices, word_list)
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+fm = lazy_import("core.mlm")
+pretraining = lazy_import("core.mlm_pretraining")
 
 TITLE = "BERT masked LM"
 

@@ -10,15 +10,18 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from core import mlm as fm
-from core import mlm_pretraining as pretraining
 from core import registry
 from core.errors import ModelUnavailableError, UserInputError
 from core.registry import MINILM_ID
+from core.lazy import lazy_import
 from demo.common import friendly_errors, gpu_handler, log, whole_number
 from demo.downloads import byte_progress
 from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
 from demo.i18n import language_of, t, using_language
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+fm = lazy_import("core.mlm")
+pretraining = lazy_import("core.mlm_pretraining")
 
 EMBEDDING_DIMS_SHOWN = 48  # columns per heatmap: enough to see the patterns, few enough to read at 1280 px
 ACTION_KEYS = {pretraining.KEEP: "mlm.action_keep", pretraining.MASK: "mlm.action_mask",

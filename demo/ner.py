@@ -5,17 +5,21 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from core import ner, registry
+from core import registry
 from core.registry import MINILM_ID
 from core.corpora import load_corpus
 from core.errors import LearnerError, ModelUnavailableError
 from core.limits import MAX_TEXT_CHARS
+from core.lazy import lazy_import
 from demo import presets
 from demo.batching import BATCH, by_checkpoint
 from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.downloads import model_event
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, heatmap
 from demo.i18n import label, t
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+ner = lazy_import("core.ner")
 
 TITLE = "NER"
 

@@ -8,9 +8,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core import qa, registry
+from core import registry
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
+from core.lazy import lazy_import
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.batching import BATCH, by_checkpoint
@@ -18,6 +19,9 @@ from demo.downloads import model_event
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, styled
 from demo.i18n import LANGUAGES, label, t
 from demo.i18n import table as table_of
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+qa = lazy_import("core.qa")
 
 TITLE = "QA"
 
