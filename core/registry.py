@@ -347,8 +347,8 @@ def _cached(model_id: str, need: str) -> Path | None:
         if need == "tokenizer" and not _has_tokenizer(snapshot, config, model_id):
             return None
         if need == "model":
-            weights = weights.find_weights_file(snapshot, model_id)
-            if not all(path.is_file() for path in weights.shard_paths(weights, model_id)):
+            weights_file = weights.find_weights_file(snapshot, model_id)
+            if not all(path.is_file() for path in weights.shard_paths(weights_file, model_id)):
                 return None
     except (ModelUnavailableError, UserInputError):
         return None
@@ -378,13 +378,13 @@ def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path
     listing = hub.list_repo(model_id)
     if "config.json" not in listing.sizes:
         raise ModelUnavailableError("registry.hub_no_config", model=model_id)
-    weights = next((name for name in weights.WEIGHT_FILES if name in listing.sizes), None)
+    weights_name = next((name for name in weights.WEIGHT_FILES if name in listing.sizes), None)
     if need == "model":
-        if weights is None:
+        if weights_name is None:
             raise ModelUnavailableError("registry.hub_no_weights", model=model_id)
-        suffix = ".safetensors" if weights.startswith("model.safetensors") else ".bin"
+        suffix = ".safetensors" if weights_name.startswith("model.safetensors") else ".bin"
         weight_bytes = sum(size for name, size in listing.sizes.items()
-                           if "/" not in name and name.endswith(suffix) and name.startswith(weights.split(".")[0]))
+                           if "/" not in name and name.endswith(suffix) and name.startswith(weights_name.split(".")[0]))
         _check_cap(model_id, weight_bytes, download=True)
     config_path = hub.download(listing, "config.json")
     config = _read_config(config_path.parent, model_id)
@@ -393,7 +393,7 @@ def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path
         _check_cap(model_id, families.estimated_bytes(config, model_id))
     files = [] if need == "config" else [name for name in family.tokenizer_files if name in listing.sizes]
     if need == "model":
-        files.append(weights)
+        files.append(weights_name)
     total, done = sum(listing.sizes.get(name, 0) for name in files), 0
     for name in files:
         path = hub.download(listing, name, report, done, total)
@@ -434,6 +434,10 @@ CHECKPOINTS: dict[str, list[str]] = {
 }
 # The checkpoint each task falls back to for the views that need only a tokenizer and an encoder (offline).
 OFFLINE_ENCODER = MINILM_ID
+# Checkpoints the presets name (read by the UI while it is built, without the torch-backed task modules).
+SST2_ID, MRPC_ID, DIANPING_ID, SIMILARITY_ZH_ID, COLA_ID = CHECKPOINTS["classify"]
+SQUAD2_ID, CHINESE_QA_ID = CHECKPOINTS["qa"][1:]  # the one that can say "no answer"; the Chinese one
+CHINESE_GPT2_ID = CHECKPOINTS["causal-lm"][2]  # GPT-2 weights with BERT's Chinese vocab.txt
 
 
 def model_id_or_default(task: str, model_id: object) -> str:

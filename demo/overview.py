@@ -13,11 +13,11 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
+from core.lazy import lazy_import
 from demo import presets
 from demo.common import friendly_errors, gpu_handler
 from demo.figures import bar, heatmap, timeline
 from demo.i18n import label, t
-from core.lazy import lazy_import
 
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
 ladder = lazy_import("core.ladder")

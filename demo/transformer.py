@@ -8,10 +8,11 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
+from core import param_count as pc
 from core import registry
 from core.errors import ModelUnavailableError, UserInputError
-from core.registry import MINILM_ID
 from core.lazy import lazy_import
+from core.registry import MINILM_ID
 from demo import gpt, presets
 from demo.common import friendly_errors, gpu_handler, model_picker, whole_number
 from demo.downloads import model_event
@@ -19,7 +20,6 @@ from demo.figures import bar, empty_figure, heatmap, lines
 from demo.i18n import label, t
 
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-pc = lazy_import("core.param_count")
 tr = lazy_import("core.transformer")
 
 TITLE = "Transformer & GPT"
