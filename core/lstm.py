@@ -235,7 +235,7 @@ def inspect(models: ModelSet, text: str, top_k: int = 3) -> Inspection:
     return Inspection(
         tokens=tokens, unknown=unknown,
         lstm_gates={name: g[0].tolist() for name, g in traces["lstm"].gates.items()},
-        rnn_hidden=torch.stack(traces["rnn"].hs, dim=1)[0].tolist(),
+        rnn_hidden=traces["rnn"].hidden[0].tolist(),
         next_token=next_token, actual_prob=actual,
     )
 

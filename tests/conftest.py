@@ -23,6 +23,14 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import pytest  # noqa: E402
 
 
+def pytest_collection_modifyitems(items):
+    """With pytest-xdist (pyproject: ``-n 2 --dist loadgroup``), all browser tests run on one worker, in order and
+    sharing one app and one Chromium, while the other worker runs the rest of the suite."""
+    for item in items:
+        if item.get_closest_marker("e2e"):
+            item.add_marker(pytest.mark.xdist_group("browser"))
+
+
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """Tiny recurrent models run fastest on one thread, and it spares a shared machine's cores."""

@@ -86,7 +86,7 @@ def test_fused_forward_equals_the_step_by_step_forward():
             stepwise = model(ids)
         fused = model.forward_fused(ids)
         torch.testing.assert_close(fused.logits, stepwise.logits, atol=1e-5, rtol=0)
-        torch.testing.assert_close(torch.stack(fused.hs, 1), torch.stack(stepwise.hs, 1), atol=1e-5, rtol=0)
+        torch.testing.assert_close(fused.hidden, torch.stack(stepwise.hs, 1), atol=1e-5, rtol=0)
         assert fused.gates.keys() == stepwise.gates.keys()
         for name in fused.gates:
             torch.testing.assert_close(fused.gates[name], stepwise.gates[name], atol=1e-5, rtol=0)
@@ -107,6 +107,47 @@ def test_fused_gates_of_long_texts_and_the_logits_only_pass():
     logits_only = model.forward_fused(ids, keep_gates=False)
     assert not logits_only.gates
     torch.testing.assert_close(logits_only.logits, stepwise.logits, atol=1e-5, rtol=0)
+
+
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="the workspace is oneDNN's")
+@pytest.mark.parametrize("batch, steps, hidden", [(1, 40, 7), (3, 25, 16), (2, 9, 64)])  # 4H = 256: padded rows
+def test_gates_and_cells_come_from_the_kernels_workspace(monkeypatch, batch, steps, hidden):
+    """On the CPU nothing is recomputed: with the scan and the recovery disabled, every gate and C_t still equals
+    the step-by-step forward pass (so torch's oneDNN still lays its workspace out as workspace_cells reads it)."""
+    from core.nets import recurrent
+
+    def refused(*args):
+        raise AssertionError("recomputed instead of read from the workspace")
+
+    monkeypatch.setattr(recurrent, "cell_scan", refused)
+    monkeypatch.setattr(recurrent.RecurrentLM, "recover_gates", refused)
+    model = random_lm("lstm", embed=5, hidden=hidden, seed=batch)
+    ids = torch.randint(0, 12, (batch, steps), generator=torch.Generator().manual_seed(steps))
+    with torch.no_grad():
+        stepwise = model(ids)
+    fused = model.forward_fused(ids)
+    for name in lstm.GATES:
+        torch.testing.assert_close(fused.gates[name], stepwise.gates[name], atol=1e-5, rtol=0)
+
+
+def test_a_misread_workspace_is_caught_and_the_gates_recovered(monkeypatch):
+    """A wrong row length (another oneDNN's layout) fails the checks against the kernel's own C_T and h_T; the
+    gates are then recomputed from the inputs and h_t, and still equal the step-by-step numbers."""
+    from core.nets import recurrent
+
+    monkeypatch.setattr(recurrent, "good_ld", lambda n: n + 16)
+    recovered = []
+    recover = recurrent.RecurrentLM.recover_gates
+    monkeypatch.setattr(recurrent.RecurrentLM, "recover_gates",
+                        lambda self, x, hidden: recovered.append(1) or recover(self, x, hidden))
+    model = random_lm("lstm", seed=4)
+    ids = torch.randint(0, 12, (2, 30), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        stepwise = model(ids)
+    fused = model.forward_fused(ids)
+    assert recovered == [1]
+    for name in lstm.GATES:
+        torch.testing.assert_close(fused.gates[name], stepwise.gates[name], atol=1e-5, rtol=0)
 
 
 def test_rnn_matches_torch_nn_rnn():

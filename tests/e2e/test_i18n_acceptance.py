@@ -19,11 +19,12 @@ titles, labels, info texts, placeholders, accordion titles). Then one error mess
 
 Tabs whose modules other branches are still converting (tests/test_i18n_literals.NOT_YET_CONVERTED) are expected
 to fail in 中文 (xfail, not strict); the header, the tab titles, the status panel and every English check pass now.
-Screenshots go to tests/e2e/_artifacts/i18n/<lang>-<tab>.png (git-ignored), or to PLM_SCREENSHOTS (scripts/
-screenshots.py refreshes the README's on purpose).
+Screenshots go to PLM_SCREENSHOTS (scripts/refresh_screenshots.py refreshes the README's on purpose), or with
+PLM_I18N_SHOTS=1 to tests/e2e/_artifacts/i18n/<lang>-<tab>.png (git-ignored).
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -38,6 +39,9 @@ from tests.test_i18n_literals import NOT_YET_CONVERTED, english_words
 pytestmark = pytest.mark.e2e
 
 SCREENSHOTS = Path(os.environ.get("PLM_SCREENSHOTS") or Path(__file__).resolve().parent / "_artifacts" / "i18n")
+# Per-tab screenshots cost ~1 s each (20 of them): taken when scripts/refresh_screenshots.py asks (PLM_SCREENSHOTS),
+# or PLM_I18N_SHOTS=1 to look at a failure; test_browser.py keeps one screenshot per tab in every run.
+SCREENSHOTS_ASKED = bool(os.environ.get("PLM_SCREENSHOTS") or os.environ.get("PLM_I18N_SHOTS"))
 LOCALES = {"zh": "zh-CN", "en": "en-US"}
 TABS = [module.__name__.rsplit(".", 1)[-1] for module in app.TABS]
 # The files whose strings a tab shows (besides demo/presets.py, which builds every tab's presets and lesson).
@@ -79,6 +83,7 @@ def _pieces(value: str) -> list[str]:
             if line.strip()]
 
 
+@functools.lru_cache(maxsize=2)  # one scan of the tables per language, not one per tab
 def _other_language(shown: str) -> tuple[set[str], list[str]]:
     """(whole lines, fragments) of the other language that must not be visible on a page in ``shown``."""
     other = "en" if shown == "zh" else "zh"
@@ -100,11 +105,12 @@ def _other_language(shown: str) -> tuple[set[str], list[str]]:
             else:  # runs of eight characters with CJK in them
                 fragments |= {piece[i:i + 8] for i in range(max(0, len(piece) - 7))
                               if len(CJK.findall(piece[i:i + 8])) >= 4}
-    return lines, sorted(f for f in fragments if f not in own_text)
+    return frozenset(lines), tuple(sorted(f for f in fragments if f not in own_text))
 
 
 def other_language_shown(page_text: str, shown: str) -> list[str]:
     lines, fragments = _other_language(shown)
+    lines = set(lines)
     visible_lines = {" ".join(line.split()) for line in page_text.splitlines()}
     flat = " ".join(page_text.split())
     return sorted(visible_lines & lines) + [f for f in fragments if f in flat]
@@ -235,7 +241,8 @@ def test_each_tab_speaks_the_browser_language(pages, request, lang, tab):
     expect_converted(request, tab, lang)
     page = pages(lang)
     open_tab(page, tab, lang)
-    save_screenshot(page, f"{lang}-{tab}")
+    if SCREENSHOTS_ASKED:
+        save_screenshot(page, f"{lang}-{tab}")
     shown = page.evaluate(UI_STRINGS_JS)
     body = page.evaluate(PAGE_TEXT_JS)
 
@@ -295,4 +302,5 @@ def test_an_error_message_in_the_browser_language(pages, request, lang):
     else:
         assert not CJK.search(message) and len(english_words(message)) >= 4, message
     assert not other_language_shown(message, lang), message
-    save_screenshot(page, f"{lang}-error")
+    if SCREENSHOTS_ASKED:
+        save_screenshot(page, f"{lang}-error")
