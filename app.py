@@ -49,7 +49,7 @@ from starlette.middleware import Middleware  # noqa: E402
 import demo.common  # noqa: E402,F401 - before torch: on a ZeroGPU Space it imports `spaces` first (gpu_handler)
 
 from core import registry  # noqa: E402
-from core.device import CHOICES as DEVICE_CHOICES, device_label, set_device
+from core.device import CHOICES as DEVICE_CHOICES, choose_device, device_label
 from core.limits import MAX_UPLOAD_BYTES
 from demo import (attention, classify, embeddings, figures, lstm, mlm, ner, ngram, overview, presets, qa,
                   serving, transformer)
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.offline:
         registry.set_offline(True)
     configure_registry(args)
-    set_device(args.device)
+    choose_device(args.device)
     app = build_app()
     app.launch(
         server_name=args.host,

@@ -22,6 +22,7 @@ from core.cache import bounded_cache
 from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.nets.distilbert import sinusoidal_table
+from core.seeds import thinking_machines  # noqa: F401 - the seed's §9 example
 from core.textio import normalize_text
 from core.tokenizer import Truncation
 
@@ -159,23 +160,6 @@ def project(x, W_Q, W_K, W_V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if w.shape[0] != x.shape[1]:
             raise UserInputError("attention.w_rows", cols=x.shape[1], name=name, rows=w.shape[0])
     return x @ mats["W_Q"], x @ mats["W_K"], x @ mats["W_V"]
-
-
-def thinking_machines(d_k: int = 64) -> dict[str, np.ndarray]:
-    """The seed's worked example (§9) as concrete vectors: q₁·k₁ = 112 and q₁·k₂ = 96 exactly, with d_k = 64.
-
-    The seed gives only the dot products, so the vectors are constructed to produce them: q₁ alternates 1, 2;
-    k₂ is all ones (32·1 + 32·2 = 96); k₁ adds 1 at eight of q₁'s "2" positions (96 + 8·2 = 112). q₂ ("Machines")
-    and the values are ours: small integers, so z₁ = 0.88·v₁ + 0.12·v₂ can be checked by eye.
-    """
-    q1 = np.tile([1.0, 2.0], d_k // 2)
-    k2 = np.ones(d_k)
-    k1 = k2.copy()
-    k1[1:17:2] += 1.0  # eight positions where q₁ = 2
-    q2 = np.tile([2.0, 1.0], d_k // 2)  # q₂·k₁ = 104, q₂·k₂ = 96
-    rng = np.random.default_rng(9)
-    v1, v2 = rng.integers(-3, 4, d_k).astype(float), rng.integers(-3, 4, d_k).astype(float)
-    return {"Q": np.stack([q1, q2]), "K": np.stack([k1, k2]), "V": np.stack([v1, v2])}
 
 
 def i_have_a_dream() -> dict[str, np.ndarray]:

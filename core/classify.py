@@ -26,10 +26,11 @@ from core import registry
 from core.errors import UserInputError
 from core.i18n import text
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.registry import COLA_ID, DIANPING_ID, MRPC_ID, SIMILARITY_ZH_ID, SST2_ID  # noqa: F401 - re-exported
+from core.seeds import (DIANPING_REVIEW, SEED_PAIR_EN, SEED_PAIR_PROBS, SEED_PAIR_ZH,  # noqa: F401 - §14.1-§14.2
+                        SEED_SINGLE_EN, SEED_SINGLE_ZH)
 from core.textio import normalize_text
 from core.tokenizer import WordPieceEncoding
-
-SST2_ID, MRPC_ID, DIANPING_ID, SIMILARITY_ZH_ID, COLA_ID = registry.CHECKPOINTS["classify"]
 
 # Display names for checkpoints whose config.json only says LABEL_0 / LABEL_1 (from the dataset's convention), as
 # keys of the translation tables: (one key per class index, the key of where the names come from).
@@ -38,17 +39,6 @@ KNOWN_LABELS = {
     COLA_ID: (["classify.labels_cola_0", "classify.labels_cola_1"], "classify.labels_cola_source"),
     SIMILARITY_ZH_ID: (["classify.labels_similar_0", "classify.labels_similar_1"], "classify.labels_similar_source"),
 }
-
-# Seed §14.1: "[CLS]我很喜欢你[SEP]我很中意你" → [0.02, 0.98], "similar". The numbers are the post's illustration,
-# not the output of a named checkpoint; the preset shows what a real one gives.
-SEED_PAIR_ZH = ("我很喜欢你", "我很中意你")
-SEED_PAIR_EN = ("I like you very much.", "I am very fond of you.")
-SEED_PAIR_PROBS = (0.02, 0.98)
-# Seed §14.2: a scrambled string judged "not a coherent sentence" (a CoLA-style acceptability task).
-SEED_SINGLE_ZH = "海大球星饭茶吃"
-SEED_SINGLE_EN = "Big sea ball star rice tea eat."
-# A Dianping-style restaurant review for the Chinese sentiment checkpoint.
-DIANPING_REVIEW = "菜很好吃，服务也很热情，下次还会再来。"
 
 
 @dataclass

@@ -8,25 +8,30 @@ from __future__ import annotations
 import os
 import threading
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # torch is imported by the first function that needs it: starting the app does not (core/lazy.py)
+    import torch
 
 CHOICES = ("auto", "cpu", "cuda", "mps")
 
 _lock = threading.Lock()
 _device: torch.device | None = None
+_choice: str | None = None  # --device, when it was left to resolve on first use
 
 
 def _mps_available() -> bool:
+    import torch
+
     mps = getattr(torch.backends, "mps", None)
     return bool(mps and mps.is_available())
 
 
 def resolve_device(choice: str = "auto") -> torch.device:
     """Turn a choice from CHOICES into an available device; an unavailable explicit choice is an error."""
-    choice = (choice or "auto").lower()
-    if choice not in CHOICES:
-        raise ValueError(f"device must be one of {', '.join(CHOICES)}, not {choice!r}")
+    import torch
+
+    choice = _checked(choice)
     if choice == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
@@ -38,6 +43,24 @@ def resolve_device(choice: str = "auto") -> torch.device:
     if choice == "mps" and not _mps_available():
         raise ValueError("--device mps was asked for, but this torch build or machine has no MPS backend")
     return torch.device(choice)
+
+
+def _checked(choice: str | None) -> str:
+    choice = (choice or "auto").lower()
+    if choice not in CHOICES:
+        raise ValueError(f"device must be one of {', '.join(CHOICES)}, not {choice!r}")
+    return choice
+
+
+def choose_device(choice: str) -> None:
+    """The app's ``--device``: a GPU asked for by name is checked now, so a missing one stops the start with a clear
+    message; "auto" and "cpu" are resolved by the first model (which imports torch), not by the start."""
+    global _choice, _device
+    if _checked(choice) in ("cuda", "mps"):
+        set_device(choice)
+        return
+    with _lock:
+        _choice, _device = _checked(choice), None
 
 
 def set_device(choice: str) -> torch.device:
@@ -55,7 +78,7 @@ def get_device() -> torch.device:
     if _device is None:
         with _lock:
             if _device is None:
-                _device = resolve_device(os.environ.get("PLM_DEVICE", "auto"))
+                _device = resolve_device(_choice or os.environ.get("PLM_DEVICE", "auto"))
                 _full_float32(_device)
     return _device
 
@@ -65,6 +88,8 @@ def _full_float32(device: torch.device) -> None:
     character then differed from the CPU's in the 4th digit on an H100. These models are small; exact float32 is
     worth more here than the speed."""
     if device.type == "cuda":
+        import torch
+
         torch.backends.cudnn.allow_tf32 = False
 
 
@@ -72,6 +97,8 @@ def device_label() -> str:
     """A short human label for badges: 'cuda (NVIDIA H100)', 'cpu'."""
     device = get_device()
     if device.type == "cuda":
+        import torch
+
         return f"cuda ({torch.cuda.get_device_name(device)})"
     return device.type
 
@@ -91,6 +118,8 @@ def one_cpu_thread(device: torch.device):
     if device.type != "cpu":
         yield
         return
+    import torch
+
     with _threads_lock:
         if _threads_users == 0:
             _threads_saved = torch.get_num_threads()

@@ -30,6 +30,7 @@ from core import i18n
 from core.device import get_device, one_cpu_thread
 from core.errors import ModelUnavailableError, UserInputError
 from core.nets.word2vec import SkipGramNS, unigram_table
+from core.seeds import SEED_Q  # noqa: F401 - the seed's embedding matrix (§3)
 from core.tokenizer import word_tokens
 
 MAX_QUERY_WORDS = 20  # words compared at once in the one-hot view (a 20×20 heatmap is still readable)
@@ -37,9 +38,6 @@ MAX_PROJECTION_WORDS = 40  # a longer list is cut to this many, with a note; mor
 MAX_NEIGHBOURS = 50
 MAX_TRAIN_TOKENS = 400_000  # Moby-Dick has ~213k; longer uploads are cut so a run stays near a minute on 2 cores
 SUGGEST_POOL = 100_000  # suggestions come from the most frequent words only (GloVe rows are sorted by frequency)
-
-# The seed's embedding matrix (§3): 5 words, 3 dimensions. The one-hot vector of word 4 picks row 4.
-SEED_Q = np.array([[17, 24, 1], [23, 5, 7], [4, 6, 13], [10, 12, 19], [11, 18, 25]], dtype=float)
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -34,18 +34,14 @@ import numpy as np
 import torch
 from torch import nn
 
+from core.corpora import DEFAULT_LABELLED, LABELLED, LABELLED_NAMES
 from core.errors import UserInputError
 from core.i18n import text as tr
-from core.paths import ASSETS_DIR
+from core.limits import DEFAULT_SEED
 from core.textio import normalize_text, read_text_upload
 from core.tokenizer import word_tokens
 
-DATA_DIR = ASSETS_DIR / "classify"
-BUNDLED = {"English sentiment (bundled)": DATA_DIR / "sentiment_en.tsv",
-           "Chinese sentiment 中文情感 (bundled)": DATA_DIR / "sentiment_zh.tsv"}
-BUNDLED_LABELS = {"English sentiment (bundled)": "classify.data_en",  # the names the learner sees (translated)
-                  "Chinese sentiment 中文情感 (bundled)": "classify.data_zh"}
-DEFAULT_DATASET = next(iter(BUNDLED))
+BUNDLED, BUNDLED_LABELS, DEFAULT_DATASET = LABELLED, LABELLED_NAMES, DEFAULT_LABELLED  # the data radio's choices
 MAX_UPLOAD_BYTES = 1024 * 1024  # labelled data: 1 MB is thousands of sentences
 MAX_EXAMPLES = 2000  # more would take minutes to encode on 2 cores
 MAX_SENTENCE_CHARS = 500
@@ -53,7 +49,6 @@ MAX_LABEL_CHARS = 40
 MAX_CLASSES = 8
 MIN_PER_CLASS = 4  # fewer cannot be split into train and held-out parts
 TEST_FRACTION = 0.25
-DEFAULT_SEED = 0
 MAX_TOKENS = 64  # MiniLM reads the first 64 tokens of each sentence (the bundled ones have at most ~30)
 HEADER_LABELS = {"label", "labels", "class", "sentiment", "y"}
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")

@@ -24,16 +24,13 @@ import torch
 from torch import nn
 
 from core import finetune, registry
-from core.nets.bert import additive_attention_mask
-from core.registry import MINILM_ID
+from core.embeddings import pca
 from core.errors import UserInputError
 from core.i18n import text as tr
-from core.embeddings import pca
+from core.limits import DEFAULT_EPOCHS, DEFAULT_HEAD_STEPS, DEFAULT_LAYERS, MAX_EPOCHS, MAX_HEAD_STEPS, MAX_LAYERS
+from core.nets.bert import additive_attention_mask
+from core.registry import MINILM_ID
 
-DEFAULT_HEAD_STEPS = 150  # full-batch Adam steps for the head on frozen features
-DEFAULT_LAYERS = 1  # top layers unfrozen in stage (b)
-DEFAULT_EPOCHS = 4
-MAX_HEAD_STEPS, MAX_LAYERS, MAX_EPOCHS = 500, 6, 20
 BATCH_SIZE = 16
 HEAD_LR, LAYER_LR = 1e-3, 1e-4
 BUDGET_SECONDS = 110.0  # wall budget of one run's training (encoding and baselines come before, ~5-10 s)

@@ -32,20 +32,19 @@ import torch.nn.functional as F
 from core import i18n, registry
 from core.device import get_device
 from core.errors import ModelUnavailableError, UserInputError
-from core.limits import MAX_TEXT_CHARS
+from core.limits import MAX_GENERATE, MAX_TEXT_CHARS
 from core.lstm import UNK, Vocab, clean_text, name_tokens
 from core.nets.gpt import GPT, GPTConfig, from_state_dict, to_gpt2_state_dict
 from core.paths import ASSETS_DIR
+from core.seeds import GPT_VS_BERT
 from core.textio import normalize_text
 from core.tokenizer import ByteBPETokenizer, CausalEncoding, WordPieceGPTTokenizer
 
 GPT_ASSETS = ASSETS_DIR / "gpt"
-CHAR_GPT_ID = "char-gpt"
-CHINESE_GPT2_ID = registry.CHECKPOINTS["causal-lm"][2]  # uer/gpt2-chinese-cluecorpussmall
-MODEL_CHOICES = (CHAR_GPT_ID, *registry.CHECKPOINTS["causal-lm"])
+CHAR_GPT_ID = registry.CHAR_GPT_ID  # the bundled char-level GPT, "char-gpt"
+CHINESE_GPT2_ID = registry.CHINESE_GPT2_ID  # uer/gpt2-chinese-cluecorpussmall
 MAX_TOKENS = 512  # text read at once, in tokens (also capped by each model's context)
 MAX_MAP_TOKENS = 128  # attention maps beyond this are unreadable
-MAX_GENERATE = 500  # tokens one generation may add
 MAX_TEMPERATURE = 3.0
 
 
@@ -304,10 +303,7 @@ def attention_maps(model_id: str | None, text: str) -> AttentionMaps:
 # ----------------------------------------------------------------------------------------------------------------
 # GPT vs BERT on one blank (§12 vs §13.1)
 
-PRESETS = {  # the seed's example and its English twin: (sentence, causal LM online, masked LM)
-    "zh": ("今天天气很__，我们不得不取消户外运动", CHINESE_GPT2_ID, "bert-base-chinese"),
-    "en": ("The weather today is very __, so we had to cancel the outdoor game.", "gpt2", "bert-base-uncased"),
-}
+PRESETS = GPT_VS_BERT  # the seed's example and its English twin: (sentence, causal LM online, masked LM)
 
 
 @dataclass

@@ -1,6 +1,31 @@
-"""Caps on what the learner can send, in one place so the UI and core agree on them."""
+"""Caps on what the learner can send, and the defaults and choices of the controls that set them, in one place so
+the UI and core agree on them. Torch-free: the tabs read these while the app is built (core/lazy.py)."""
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024  # uploads (corpora) are capped at 5 MB
 MAX_TEXT_CHARS = 20_000  # free text in the BERT tabs; longer text is refused with a message
 MAX_MODEL_TOKENS = 512  # BERT's learned position table has 512 rows
 MAX_MASKS = 10
+MAX_GENERATE = 500  # tokens one generation may add (the LSTM and GPT tabs)
+
+# The NNLM (core/nnlm.py): context words, and seconds one training run may take
+NNLM_MAX_CONTEXT = 4
+NNLM_MAX_SECONDS = 120
+
+# Masked LM (core/mlm.py, core/mlm_pretraining.py)
+FILL_BATCH = 16  # fill-mask requests per forward pass when Gradio batches them
+MAX_DRAWS = 100_000  # draws of BERT's masking procedure, to count what happens to each token
+
+# NER (core/ner.py): how word labels are made from WordPiece labels (the pipeline's aggregation strategies)
+NER_STRATEGIES = ("simple", "first", "average", "max")
+
+# Extractive QA (core/qa.py)
+QA_DEFAULT_MAX_SEQ_LEN = 384  # the pipeline's default window (question + context + 3 special tokens)
+QA_DEFAULT_MAX_ANSWER_LEN = 15  # tokens
+QA_MAX_TOP_K = 20
+
+# Fine-tuning (core/finetune.py, core/finetune_train.py): the controls' defaults and caps
+DEFAULT_SEED = 0  # the train/held-out split's and the head's random seed
+DEFAULT_HEAD_STEPS = 150  # full-batch Adam steps for the head on frozen features
+DEFAULT_LAYERS = 1  # top layers unfrozen in stage (b)
+DEFAULT_EPOCHS = 4
+MAX_HEAD_STEPS, MAX_LAYERS, MAX_EPOCHS = 500, 6, 20

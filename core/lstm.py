@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from core import i18n
 from core.device import get_device, one_cpu_thread
 from core.errors import UserInputError
+from core.limits import MAX_GENERATE
 from core.nets.recurrent import GATES, LSTMCell, RecurrentLM, RNNCell, Trace  # noqa: F401
 from core.paths import ASSETS_DIR
 from core.textio import normalize_text
@@ -32,7 +33,6 @@ from core.tokenizer import word_tokens
 RNN_ASSETS = ASSETS_DIR / "rnn"
 UNK = "<unk>"
 MAX_PROMPT_CHARS = 300  # text the tab analyses (heatmaps get unreadable beyond a few hundred columns)
-MAX_GENERATE = 500  # tokens one generation may add
 
 
 # ----------------------------------------------------------------------------------------------------------------

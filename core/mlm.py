@@ -20,7 +20,7 @@ from torch import nn
 
 from core import registry
 from core.errors import ModelUnavailableError, UserInputError
-from core.limits import MAX_MASKS, MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.limits import FILL_BATCH, MAX_MASKS, MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.nets import bert, distilbert
 from core.registry import MINILM_ID
 from core.textio import normalize_text
@@ -28,7 +28,6 @@ from core.tokenizer import WordPieceEncoding, WordPieceTokenizer
 
 BLANK = re.compile(r"\[mask\]|_+", re.IGNORECASE)  # "[MASK]", "[mask]" and runs of "_" all mean one blank
 MAX_TOP_K = 50
-FILL_BATCH = 16  # fill-mask requests per forward pass when Gradio batches them
 
 # ----------------------------------------------------------------------------------------------------------------
 # Reading the learner's text

@@ -14,14 +14,13 @@ import torch
 from core import registry
 from core.embeddings import GLOVE_NAME, cosine_matrix, load_glove
 from core.errors import ModelUnavailableError, UserInputError
-from core.limits import MAX_MODEL_TOKENS
+from core.limits import MAX_DRAWS, MAX_MODEL_TOKENS
 from core.mlm import clean_text, encode, encoder_of, with_mask_tokens
 from core.nets import bert
 from core.param_count import parameter_breakdown, seed_hand_count
 from core.tokenizer import WordPieceEncoding, WordPieceTokenizer
 
 MASK_RATE, MASK_SHARE, RANDOM_SHARE = 0.15, 0.8, 0.1  # BERT's corruption: 15% chosen; 80/10/10 of those
-MAX_DRAWS = 100_000
 DRAW_CHUNK = 2048  # draws simulated at once in bert_masking: bounds its memory
 
 # ----------------------------------------------------------------------------------------------------------------

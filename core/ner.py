@@ -26,18 +26,15 @@ import torch
 
 from core import i18n, registry
 from core.errors import UserInputError
-from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS, NER_STRATEGIES
+from core.seeds import SEED_WORD_TAGS  # noqa: F401 - §14.4
 from core.textio import CleanText, clean_text
 from core.tokenizer import WordPieceTokenizer
 
-STRATEGIES = ("simple", "first", "average", "max")
+STRATEGIES = NER_STRATEGIES
 DEFAULT_STRIDE = 128  # tokens shared by neighbouring windows, so no word loses all its context at a cut
 OUTSIDE = "O"
 WINDOW_BATCH = 8  # windows per forward pass
-
-# §14 seed example: the words and their BIO tags; converted, they must give B-PER I-PER E-PER O S-LOC O O.
-SEED_WORD_TAGS = [("爱", "B-PER"), ("因", "I-PER"), ("斯坦", "I-PER"), ("在", "O"), ("柏林", "B-LOC"),
-                  ("发表", "O"), ("演讲", "O")]
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -23,12 +23,12 @@ import torch.nn.functional as F
 from core import i18n
 from core.corpora import load_corpus
 from core.errors import UserInputError
+from core.limits import NNLM_MAX_CONTEXT as MAX_CONTEXT
+from core.limits import NNLM_MAX_SECONDS as MAX_SECONDS
 from core.nets.nnlm import NNLM
 
 BOS, EOS, UNK = "<s>", "</s>", "<unk>"
 MOBY_VOCAB = 3000
-MAX_SECONDS = 120
-MAX_CONTEXT = 4
 WORD = re.compile(r"[a-z]+(?:'[a-z]+)?|[.,;:!?]")
 
 

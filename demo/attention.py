@@ -5,8 +5,9 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from core import attention as att
 from core.errors import UserInputError
+from core.lazy import lazy_import
+from core.seeds import thinking_machines
 from demo import presets
 from demo.attention_views import (  # noqa: F401
     MODEL_EXAMPLES,
@@ -23,6 +24,9 @@ from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, model_picker
 from demo.downloads import model_event
 from demo.figures import DIVERGING_SCALE, empty_figure, heatmap
 from demo.i18n import label, t
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+att = lazy_import("core.attention")
 
 TITLE = "Attention"
 
@@ -85,7 +89,7 @@ def load_preset(name: str):
         raise UserInputError("attention.pick_preset", choices=", ".join(PRESETS))
     scaled = list(SCORES)[0]
     if kind == "thinking":
-        p = att.thinking_machines()
+        p = thinking_machines()
         empty = _frame(np.zeros((1, 1)), "c")
         return ("Thinking Machines", MODES[0], _frame(p["Q"], "d"), _frame(p["K"], "d"), _frame(p["V"], "d"),
                 empty, empty, empty, empty, scaled, False, t("attention.thinking_note"))
@@ -251,7 +255,7 @@ def build() -> None:
             score = gr.Dropdown(_choices(SCORES, "attention.choice_score"), value=list(SCORES)[0],
                                 label=label("attention.score_function"), scale=2)
             causal = gr.Checkbox(False, label=label("attention.causal_decoder"), scale=1)
-        p = att.thinking_machines()
+        p = thinking_machines()
         with gr.Group(visible=True) as qkv_group:
             Q = _matrix_input("Q (n × d_k)", p["Q"])
             K = _matrix_input("K (m × d_k)", p["K"])

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from core import attention as att
 from core.errors import ModelUnavailableError, UserInputError
+from core.lazy import lazy_import
 from demo.common import friendly_errors, gpu_handler, whole_number
 from demo.figures import (
     COLORWAY,
@@ -24,6 +24,9 @@ from demo.figures import (
     unique_labels,
 )
 from demo.i18n import t
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+att = lazy_import("core.attention")
 
 MODEL_EXAMPLES = [
     ["The animal didn't cross the street because it was too tired.", ""],

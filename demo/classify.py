@@ -7,8 +7,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from core import classify, finetune, finetune_train
+from core import limits, seeds
+from core.corpora import DEFAULT_LABELLED, LABELLED, LABELLED_NAMES
 from core.errors import ModelUnavailableError, UserInputError
+from core.lazy import lazy_import
+from core.registry import COLA_ID, DIANPING_ID, MRPC_ID, SIMILARITY_ZH_ID, SST2_ID
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.downloads import model_event
@@ -16,12 +19,17 @@ from demo.figures import COLORWAY, bar, empty_figure, heatmap, styled, subplot_g
 from demo.i18n import label, t
 from demo.i18n import table as table_of
 
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+classify = lazy_import("core.classify")
+finetune = lazy_import("core.finetune")
+finetune_train = lazy_import("core.finetune_train")
+
 TITLE = "Classification & fine-tuning"
 
 TASK_SINGLE, TASK_PAIR = "single sentence", "sentence pair"  # the task radio's values (language-free)
 TASKS = [(label("classify.task_single"), TASK_SINGLE), (label("classify.task_pair"), TASK_PAIR)]
 MY_DATA = "My data (paste or upload below)"  # the data radio's value for the learner's own lines
-DATA_CHOICES = [*((label(finetune.BUNDLED_LABELS[name]), name) for name in finetune.BUNDLED),
+DATA_CHOICES = [*((label(LABELLED_NAMES[name]), name) for name in LABELLED),
                 (label("classify.my_data"), MY_DATA)]
 LAYOUT_COLUMNS = ["classify.col_position", "classify.col_token", "classify.col_segment", "classify.col_part"]
 LOGIT_COLUMNS = ["classify.col_label", "classify.col_wv", "classify.col_bias", "classify.col_logit",
@@ -32,15 +40,15 @@ SAMPLE_COLUMNS = ["classify.col_label", "classify.col_sentence"]
 
 # (label key, slug, checkpoint, task, sentence A, sentence B, key of what the learner should know)
 PRESETS = [
-    ("classify.preset_pair_zh", "wo-hen-xihuan-ni", classify.SIMILARITY_ZH_ID, TASK_PAIR, *classify.SEED_PAIR_ZH,
+    ("classify.preset_pair_zh", "wo-hen-xihuan-ni", SIMILARITY_ZH_ID, TASK_PAIR, *seeds.SEED_PAIR_ZH,
      "classify.preset_pair_zh_expected"),
-    ("classify.preset_pair_en", "mrpc-twin", classify.MRPC_ID, TASK_PAIR, *classify.SEED_PAIR_EN,
+    ("classify.preset_pair_en", "mrpc-twin", MRPC_ID, TASK_PAIR, *seeds.SEED_PAIR_EN,
      "classify.preset_pair_en_expected"),
-    ("classify.preset_sst2", "sst2-review", classify.SST2_ID, TASK_SINGLE, "classify.preset_sst2_text", "",
+    ("classify.preset_sst2", "sst2-review", SST2_ID, TASK_SINGLE, "classify.preset_sst2_text", "",
      "classify.preset_sst2_expected"),
-    ("classify.preset_dianping", "dianping", classify.DIANPING_ID, TASK_SINGLE, classify.DIANPING_REVIEW, "",
+    ("classify.preset_dianping", "dianping", DIANPING_ID, TASK_SINGLE, seeds.DIANPING_REVIEW, "",
      "classify.preset_dianping_expected"),
-    ("classify.preset_cola", "cola-twin", classify.COLA_ID, TASK_SINGLE, classify.SEED_SINGLE_EN, "",
+    ("classify.preset_cola", "cola-twin", COLA_ID, TASK_SINGLE, seeds.SEED_SINGLE_EN, "",
      "classify.preset_cola_expected"),
 ]
 DEFAULT_PRESET = 2  # the SST-2 review: its checkpoint is the tab's default
@@ -108,7 +116,7 @@ def _summary(result: classify.ClassifyResult, expected: str = "") -> tuple[str, 
 @gpu_handler
 def classify_text(model_id, task, text_a, text_b, max_length, expected=""):
     pair = task == TASK_PAIR
-    model_id = str(model_id or "").strip() or classify.SST2_ID
+    model_id = str(model_id or "").strip() or SST2_ID
     encoding, source = classify.input_layout(text_a, text_b, model_id, int(max_length), pair)
     entries, rows = _layout(encoding)
     note = _layout_note(encoding, source)
@@ -164,7 +172,7 @@ def _examples(dataset, pasted, upload) -> tuple[list[finetune.Example], str]:
             return finetune.read_upload(upload), t("classify.source_upload")
         return finetune.parse_labelled(pasted), t("classify.source_pasted")
     examples = finetune.load_bundled(str(dataset))
-    return examples, t(finetune.BUNDLED_LABELS[str(dataset)])
+    return examples, t(LABELLED_NAMES[str(dataset)])
 
 
 def _split(dataset, pasted, upload, seed) -> tuple[finetune.Split, str]:
@@ -360,19 +368,19 @@ def build() -> None:
         with gr.Tab(label("classify.tab_finetune"), id="classify-finetune") as tune_tab:
             gr.Markdown(label("classify.finetune_intro"))
             with gr.Row():
-                dataset = gr.Radio(DATA_CHOICES, value=finetune.DEFAULT_DATASET, label=label("classify.data_label"))
-                seed = gr.Number(finetune.DEFAULT_SEED, precision=0, label=label("classify.seed_label"))
+                dataset = gr.Radio(DATA_CHOICES, value=DEFAULT_LABELLED, label=label("classify.data_label"))
+                seed = gr.Number(limits.DEFAULT_SEED, precision=0, label=label("classify.seed_label"))
             with gr.Accordion(label("classify.my_data_accordion"), open=False):
                 pasted = gr.Textbox(lines=6, label=label("classify.pasted_label"),
                                     placeholder=label("classify.pasted_placeholder"))
                 upload = gr.File(label=label("classify.upload_label"), file_types=[".tsv", ".csv", ".txt"],
                                  type="filepath")
             with gr.Row():
-                head_steps = gr.Slider(1, finetune_train.MAX_HEAD_STEPS, value=finetune_train.DEFAULT_HEAD_STEPS,
+                head_steps = gr.Slider(1, limits.MAX_HEAD_STEPS, value=limits.DEFAULT_HEAD_STEPS,
                                        step=1, label=label("classify.head_steps_label"))
-                unfrozen = gr.Slider(1, finetune_train.MAX_LAYERS, value=finetune_train.DEFAULT_LAYERS, step=1,
+                unfrozen = gr.Slider(1, limits.MAX_LAYERS, value=limits.DEFAULT_LAYERS, step=1,
                                      label=label("classify.unfrozen_label"))
-                epochs = gr.Slider(1, finetune_train.MAX_EPOCHS, value=finetune_train.DEFAULT_EPOCHS, step=1,
+                epochs = gr.Slider(1, limits.MAX_EPOCHS, value=limits.DEFAULT_EPOCHS, step=1,
                                    label=label("classify.epochs_label"))
             train_button = gr.Button(label("classify.train"), variant="primary")
             gr.Markdown(label("classify.finetune_time"))

@@ -140,8 +140,26 @@ def friendly_errors(fn):
 
         wrapped = wrapper
     wrapped.__signature__ = signature
-    wrapped.__annotations__ = {**getattr(fn, "__annotations__", {}), "request": gr.Request}
+    wrapped.__annotations__ = {**_resolved_annotations(fn), "request": gr.Request}
     return wrapped
+
+
+def _resolved_annotations(fn) -> dict:
+    """fn's annotations that can be evaluated now, as objects, one by one.
+
+    Gradio reads a handler's type hints (typing.get_type_hints) to find its gr.Request / gr.EventData parameters,
+    and gets none at all when one hint fails. A hint naming a type of a torch-backed core module is imported for
+    type checkers only (``if TYPE_CHECKING:``), so that building the app does not import torch (core/lazy.py):
+    that hint fails here and is left out, the others stay."""
+    resolved = {}
+    for name, hint in getattr(fn, "__annotations__", {}).items():
+        if isinstance(hint, str):
+            try:
+                hint = eval(hint, getattr(fn, "__globals__", {}))  # the handler's own annotation, in its module
+            except (NameError, AttributeError, TypeError):
+                continue
+        resolved[name] = hint
+    return resolved
 
 
 def preprocess_in_handler(fn, inputs: list[gr.components.Component]):

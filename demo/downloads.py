@@ -26,7 +26,6 @@ import gradio as gr
 
 from core import registry
 from core.errors import LearnerError
-from core.gpt import CHAR_GPT_ID
 from demo.common import friendly_errors, log
 
 # Downloads are I/O-bound and deduplicated per model id (core/hub.py), so the group is wide; the limit bounds the
@@ -35,7 +34,7 @@ DOWNLOAD_QUEUE = dict(concurrency_id="download", concurrency_limit=8)
 BERT_QUEUE = dict(concurrency_id="bert", concurrency_limit=4)
 TRIGGER_OPTIONS = ("trigger_mode", "js")  # options of the trigger (the first step), not of the model step
 # Ids a task runs without the registry: the GPT views' bundled char-GPT (also what an empty picker means there).
-BUNDLED = {"causal-lm": ("", CHAR_GPT_ID)}
+BUNDLED = {"causal-lm": ("", registry.CHAR_GPT_ID)}
 
 
 def byte_progress(progress: gr.Progress) -> registry.Progress:

@@ -9,12 +9,15 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from core import elmo
 from core.errors import ModelUnavailableError
+from core.lazy import lazy_import
 from demo import presets
 from demo.common import LATEX, friendly_errors, gpu_handler, number_in_range
 from demo.figures import bar, empty_figure
 from demo.i18n import label, t
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+elmo = lazy_import("core.elmo")
 
 RIVER = "He sat on the grassy bank of the river and watched the water."
 MONEY = "She put all her money in the bank and asked for a loan."

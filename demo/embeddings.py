@@ -1,14 +1,17 @@
 """Word embeddings tab (issue #4): from one-hot vectors to GloVe and a word2vec trained here (seed §2.2–§4)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import gradio as gr
 import numpy as np
 import pandas as pd
 
-from core import embeddings as w2v
 from core import jobs
 from core.corpora import load_corpus
 from core.errors import UserInputError
+from core.lazy import lazy_import
+from core.seeds import SEED_Q
 from core.textio import read_text_upload
 from demo import embeddings_nnlm, presets
 from demo.common import (
@@ -23,6 +26,11 @@ from demo.common import (
 )
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
 from demo.i18n import label, t
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+w2v = lazy_import("core.embeddings")
+if TYPE_CHECKING:  # annotations only: the module imports torch, which the app loads on first use
+    from core.embeddings import TrainedWord2Vec
 
 TITLE = "Word embeddings"
 
@@ -77,18 +85,18 @@ def compare_one_hot(words_text: str, progress=gr.Progress()):
 @friendly_errors
 def one_hot_lookup(word_number: float):
     """The seed's lookup: the one-hot vector of word n times the 5×3 matrix Q is row n of Q."""
-    size = len(w2v.SEED_Q)
+    size = len(SEED_Q)
     if word_number is None or int(word_number) != word_number:
         raise UserInputError("embeddings.err.word_number", number=word_number, size=size)
     index = int(word_number) - 1
     vector = w2v.one_hot(index, size)
-    row = w2v.lookup(vector, w2v.SEED_Q)
-    fig = heatmap(w2v.SEED_Q, [t("embeddings.dim_n", n=j + 1) for j in range(3)],
+    row = w2v.lookup(vector, SEED_Q)
+    fig = heatmap(SEED_Q, [t("embeddings.dim_n", n=j + 1) for j in range(3)],
                   [t("embeddings.word_n", n=i + 1) for i in range(size)], t("embeddings.fig_q"), value_format=".0f",
                   height=360)
     fig.add_shape(type="rect", x0=-0.5, x1=2.5, y0=index - 0.5, y1=index + 0.5,
                   line=dict(color=HIGHLIGHT, width=4))
-    fmt = lambda v: "[" + " ".join(f"{x:g}" for x in v) + "]"  # noqa: E731
+    fmt = lambda v: "[" + " ".join(f"{x:g}" for x in v) + "]"
     equation = f"**{fmt(vector)} × Q = {fmt(row)}**\n\n" + t("embeddings.lookup_explained", position=index + 1)
     return equation, fig
 
@@ -185,7 +193,7 @@ def train(source: str, upload: str | None, architecture: str, dim: float, window
 
 
 @friendly_errors
-def compare_spaces(model: w2v.TrainedWord2Vec | None, word: str, topn: float, progress=gr.Progress()):
+def compare_spaces(model: TrainedWord2Vec | None, word: str, topn: float, progress=gr.Progress()):
     """Neighbours of a word in the trained space and in GloVe, side by side."""
     if model is None:
         raise UserInputError("embeddings.err.train_first")
@@ -259,7 +267,7 @@ def build() -> None:
         gr.Markdown(label("embeddings.lookup_title"))
         with gr.Row():
             with gr.Column(scale=1):
-                word_number = gr.Slider(1, len(w2v.SEED_Q), value=4, step=1, label=label("embeddings.word_number"))
+                word_number = gr.Slider(1, len(SEED_Q), value=4, step=1, label=label("embeddings.word_number"))
                 lookup_button = gr.Button(label("embeddings.lookup_btn"), variant="primary")
                 lookup_md = gr.Markdown()
             q_plot = gr.Plot(show_label=False)

@@ -6,12 +6,16 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from core import nnlm
 from core.errors import UserInputError
+from core.lazy import lazy_import
+from core.limits import NNLM_MAX_CONTEXT, NNLM_MAX_SECONDS
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors
 from demo.figures import bar, lines
 from demo.i18n import label, t
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+nnlm = lazy_import("core.nnlm")
 
 # Language-free choice values (the corpus keys of core.corpora); the browser shows their labels.
 TOY, MOBY = "toy_zh", "moby_dick"
@@ -60,12 +64,12 @@ def build() -> tuple[list, list]:
             corpus = gr.Radio([(label(key), value) for value, key in CORPORA.items()], value=TOY,
                               label=label("nnlm.corpus"))
             with gr.Row():
-                context = gr.Slider(1, nnlm.MAX_CONTEXT, value=1, step=1, label=label("nnlm.context"))
+                context = gr.Slider(1, NNLM_MAX_CONTEXT, value=1, step=1, label=label("nnlm.context"))
                 dim = gr.Slider(2, 128, value=16, step=2, label=label("nnlm.dim"))
             with gr.Row():
                 hidden = gr.Slider(2, 256, value=32, step=2, label=label("nnlm.hidden"))
                 steps = gr.Slider(10, 5000, value=150, step=10, label=label("nnlm.steps"))
-            seconds = gr.Slider(5, nnlm.MAX_SECONDS, value=20, step=5, label=label("nnlm.seconds"))
+            seconds = gr.Slider(5, NNLM_MAX_SECONDS, value=20, step=5, label=label("nnlm.seconds"))
             text = gr.Textbox("的", label=label("nnlm.text"))
             button = gr.Button(label("nnlm.button"), variant="primary")
         with gr.Column(scale=2):

@@ -8,16 +8,23 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from core import gpt
+from core import registry
 from core.errors import UserInputError
+from core.lazy import lazy_import
+from core.limits import MAX_GENERATE
+from core.seeds import GPT_VS_BERT
 from demo import presets
 from demo.common import friendly_errors, gpu_handler, number_in_range
 from demo.downloads import model_event
 from demo.figures import bar, empty_figure, heatmap
 from demo.i18n import label, t
 
-CHAR = gpt.CHAR_GPT_ID
-ZH_GPT = gpt.CHINESE_GPT2_ID  # uer/gpt2-chinese-cluecorpussmall: GPT-2 weights, BERT's Chinese vocab.txt
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+gpt = lazy_import("core.gpt")
+
+CHAR = registry.CHAR_GPT_ID
+ZH_GPT = registry.CHINESE_GPT2_ID  # uer/gpt2-chinese-cluecorpussmall: GPT-2 weights, BERT's Chinese vocab.txt
+MODEL_CHOICES = (CHAR, *registry.CHECKPOINTS["causal-lm"])  # the bundled char-GPT first
 
 NEXT_EXAMPLES = [
     [CHAR, "Call me Ishmael. Some years ago, never mind how long precisely, having little or no mon", 1.0, 0],
@@ -39,8 +46,8 @@ ATTENTION_EXAMPLES = [
     ["gpt2", "i have a dream", 1, 1],
 ]
 VS_EXAMPLES = [
-    [gpt.PRESETS["en"][0], gpt.PRESETS["en"][1], gpt.PRESETS["en"][2]],
-    [gpt.PRESETS["zh"][0], gpt.PRESETS["zh"][1], gpt.PRESETS["zh"][2]],
+    [GPT_VS_BERT["en"][0], GPT_VS_BERT["en"][1], GPT_VS_BERT["en"][2]],
+    [GPT_VS_BERT["zh"][0], GPT_VS_BERT["zh"][1], GPT_VS_BERT["zh"][2]],
     ["Call me Ishmael. Some years ago, never mind how long precisely, having little or no __ in my purse.", CHAR,
      "bert-base-uncased"],
 ]
@@ -107,7 +114,7 @@ def next_token(model_id: str, text: str, temperature: float, top_k: float):
 @gpu_handler
 def generate(model_id: str, prompt: str, length: float, temperature: float, top_k: float, seed: float):
     """Sample token by token; the text and the table of steps grow as it goes."""
-    length = int(number_in_range(length, t("gpt.length_name"), 1, gpt.MAX_GENERATE))
+    length = int(number_in_range(length, t("gpt.length_name"), 1, MAX_GENERATE))
     seed = int(number_in_range(seed, t("gpt.seed_name"), 0, 2**32 - 1))
     temperature, top_k = _temperature(temperature), _top_k(top_k)
     steps = gpt.generate_steps(model_id, prompt, length, temperature, top_k, seed)
@@ -235,7 +242,7 @@ VS_PRESETS = [
 
 
 def _model_picker() -> gr.Dropdown:
-    return gr.Dropdown(list(gpt.MODEL_CHOICES), value=CHAR, label=label("gpt.model"), allow_custom_value=True,
+    return gr.Dropdown(list(MODEL_CHOICES), value=CHAR, label=label("gpt.model"), allow_custom_value=True,
                        info=label("gpt.model_info"))
 
 
@@ -270,7 +277,7 @@ def build() -> dict[str, presets.View]:
         gen_model = _model_picker()
         with gr.Row():
             prompt = gr.Textbox(label=label("gpt.prompt"), value=GENERATE_EXAMPLES[0][1], scale=3)
-            length = gr.Slider(1, gpt.MAX_GENERATE, value=200, step=1, label=label("gpt.tokens_to_generate"))
+            length = gr.Slider(1, MAX_GENERATE, value=200, step=1, label=label("gpt.tokens_to_generate"))
             gen_temperature = gr.Slider(0.05, 3, value=0.8, step=0.05, label=label("gpt.temperature"))
             gen_top_k = gr.Slider(0, 100, value=0, step=1, label=label("gpt.top_k_all_short"))
             seed = gr.Number(value=0, precision=0, minimum=0, maximum=2**32 - 1, label=label("gpt.seed"))
@@ -313,7 +320,7 @@ def build() -> dict[str, presets.View]:
         gr.Markdown(label("gpt.vs_intro"))
         with gr.Row():
             vs_text = gr.Textbox(label=label("gpt.sentence_blank"), value=VS_EXAMPLES[0][0], scale=3)
-            gpt_id = gr.Dropdown(list(gpt.MODEL_CHOICES), value=VS_EXAMPLES[0][1], label=label("gpt.causal_lm"),
+            gpt_id = gr.Dropdown(list(MODEL_CHOICES), value=VS_EXAMPLES[0][1], label=label("gpt.causal_lm"),
                                  allow_custom_value=True)
             bert_id = gr.Dropdown(["bert-base-uncased", "bert-base-chinese", "distilbert-base-uncased"],
                                   value=VS_EXAMPLES[0][2], label=label("gpt.masked_lm"), allow_custom_value=True)

@@ -1,15 +1,19 @@
 """RNN & LSTM tab (issue #5): gates, vanishing gradients, generation, ELMo's two directions, and retraining."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import gradio as gr
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core import jobs, lstm
+from core import jobs
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
+from core.lazy import lazy_import
+from core.limits import MAX_GENERATE
 from demo import presets
 from demo import elmo as elmo_layers  # the ELMo sub-tab with two layers and the weighted sum (§7)
 from demo.common import (
@@ -24,6 +28,11 @@ from demo.common import (
 )
 from demo.figures import COLORWAY, empty_figure, heatmap, lines, styled
 from demo.i18n import label, t
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+lstm = lazy_import("core.lstm")
+if TYPE_CHECKING:  # annotations only: the module imports torch, which the app loads on first use
+    from core.lstm import ModelSet
 
 TITLE = "RNN & LSTM"
 
@@ -58,7 +67,7 @@ ELMO_EXAMPLES = [
 # Helpers
 
 
-def _models(state: lstm.ModelSet | None) -> lstm.ModelSet:
+def _models(state: ModelSet | None) -> ModelSet:
     if state is not None:
         return state
     try:
@@ -67,7 +76,7 @@ def _models(state: lstm.ModelSet | None) -> lstm.ModelSet:
         raise ModelUnavailableError("lstm.weights_missing") from exc
 
 
-def _badge(models: lstm.ModelSet, retrained: bool) -> str:
+def _badge(models: ModelSet, retrained: bool) -> str:
     cfg = models.lstm.config
     text = t("lstm.badge", where=t("lstm.badge_retrained" if retrained else "lstm.badge_shipped"),
              level=t(f"lstm.level_{models.vocab.level}"), vocab=f"{len(models.vocab):,}", embed=cfg["embed_size"],
@@ -111,7 +120,7 @@ def _unit_heatmap(values: np.ndarray, tokens: list[str], count: int, title: str,
 
 @friendly_errors
 @gpu_handler
-def inspect_text(text: str, signal: str, units: float, state: lstm.ModelSet | None = None):
+def inspect_text(text: str, signal: str, units: float, state: ModelSet | None = None):
     """Gates/cell heatmaps for the LSTM, the RNN's hidden state, and next-token predictions per position."""
     models = _models(state)
     result = lstm.inspect(models, text)
@@ -140,7 +149,7 @@ def inspect_text(text: str, signal: str, units: float, state: lstm.ModelSet | No
 
 @friendly_errors
 @gpu_handler
-def measure_gradients(length: float, text: str, state: lstm.ModelSet | None = None):
+def measure_gradients(length: float, text: str, state: ModelSet | None = None):
     """‖∂loss_T/∂h_t‖ vs T−t for both models on held-out text, and the forget-gate products on the learner's text."""
     models = _models(state)
     length = int(number_in_range(length, t("lstm.sequence_length_name"), 10, 200))
@@ -181,12 +190,12 @@ def measure_gradients(length: float, text: str, state: lstm.ModelSet | None = No
 
 @friendly_errors
 @gpu_handler
-def generate_both(prompt: str, length: float, temperature: float, seed: float, state: lstm.ModelSet | None = None):
+def generate_both(prompt: str, length: float, temperature: float, seed: float, state: ModelSet | None = None):
     """Sample a continuation from each model with the same temperature and seed."""
     models = _models(state)
     unknown = lstm.encode_prompt(models.vocab, prompt)[2]
     sep = "" if models.vocab.level == "char" else " "
-    length = int(number_in_range(length, t("lstm.length_name"), 1, lstm.MAX_GENERATE))
+    length = int(number_in_range(length, t("lstm.length_name"), 1, MAX_GENERATE))
     temperature = number_in_range(temperature, t("lstm.temperature_name"), 0.05, 3)
     seed = int(number_in_range(seed, t("lstm.seed_name"), 0, 2**32 - 1))
     outputs = [lstm.clean_text(prompt) + sep + lstm.generate(model, models.vocab, prompt, length, temperature, seed)
@@ -320,7 +329,10 @@ def build() -> None:
     gr.Markdown(label("lstm.intro"))
     lesson_slot = gr.Column()
     models = gr.State(None)  # None: the shipped checkpoints; a ModelSet after "Train"
-    badge = gr.Markdown(shipped_badge)  # filled on page load, in the learner's language
+    badge = gr.Markdown()
+    # Filled on page load, in the learner's language: what gr.Markdown(shipped_badge) does, without also calling it
+    # while the app is built (which would load the models, and torch with them: core/lazy.py).
+    badge.attach_load_event(shipped_badge, None)
 
     with gr.Tab(label("lstm.tab_gates"), id="gates") as gates_tab:
         with gr.Row():
@@ -362,7 +374,7 @@ def build() -> None:
     with gr.Tab(label("lstm.tab_generate"), id="generate") as generate_tab:
         with gr.Row():
             prompt = gr.Textbox(label=label("lstm.prompt"), value="Call me Ishmael. ", scale=3)
-            gen_length = gr.Slider(1, lstm.MAX_GENERATE, value=200, step=1, label=label("lstm.tokens_to_generate"))
+            gen_length = gr.Slider(1, MAX_GENERATE, value=200, step=1, label=label("lstm.tokens_to_generate"))
             temperature = gr.Slider(0.05, 2.0, value=0.8, step=0.05, label=label("lstm.temperature"))
             seed = gr.Number(value=0, precision=0, minimum=0, maximum=2**32 - 1, label=label("lstm.seed"))
         gen_button = gr.Button(label("lstm.generate_both"), variant="primary")

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from core import mlm as fm
-from core import mlm_pretraining as pretraining
 from core import registry
+from core.limits import FILL_BATCH, MAX_DRAWS
 from demo import presets
 from demo.common import TABLE_BUTTONS, LATEX, model_picker
 from demo.downloads import model_event
@@ -104,7 +103,9 @@ def build() -> None:
                 text = gr.Textbox(value="my dog is [MASK] .", label=label("mlm.fill_text_label"), scale=4)
                 top_k = gr.Slider(1, 20, value=5, step=1, label=label("mlm.top_k"), scale=1)
             with gr.Row():
-                word = gr.Dropdown(choices=word_list(text.value), value=None, label=label("mlm.word_to_hide"), scale=3)
+                # The words come from the tokenizer when the list is opened or the text changes, not while the app
+                # is built (which would load the tokenizer, and torch with it: core/lazy.py).
+                word = gr.Dropdown(choices=[], value=None, label=label("mlm.word_to_hide"), scale=3)
                 mask_button = gr.Button(label("mlm.mask_word_button"), scale=1)
                 fill_button = gr.Button(label("mlm.fill_button"), variant="primary", scale=1)
             fill_bar = gr.Column()
@@ -113,13 +114,13 @@ def build() -> None:
                 fill_plot = gr.Plot(label=label("mlm.predictions"), scale=3, show_label=False)
                 fill_table = gr.Dataframe(headers=[""] * 4, interactive=False,
                                           label=label("mlm.fill_table"), scale=2, buttons=TABLE_BUTTONS)
-            text.change(word_choices, text, word, api_name="mlm_words")
+            gr.on([text.change, word.focus], word_choices, [text, word], word, api_name="mlm_words")
             mask_button.click(mask_chosen_word, [text, word], text, api_name="mlm_mask_word")
             # batch=True: requests that arrive together (a class pressing Fill at once) share one forward pass;
             # benchmarks/batching.py measures the throughput against fill (unbatched).
             model_event(fill_button.click, {"mlm": model_id}, fill_batch, [model_id, text, top_k],
                         [notice, filled, fill_plot, fill_table], api_name="mlm_fill", batch=True,
-                        max_batch_size=fm.FILL_BATCH)
+                        max_batch_size=FILL_BATCH)
             # Tab level (where=None): the first sub-tab, shown (and computed) when the tab opens.
             fill_view = presets.View("mlm", "fill", [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
                                      fill, FILL_PRESETS)
@@ -170,7 +171,7 @@ def build() -> None:
             with gr.Row():
                 masking_text = gr.Textbox(value="my dog is hairy", label=label("mlm.sentence"), scale=4)
                 seed = gr.Number(value=0, precision=0, label=label("mlm.seed"), scale=1)
-                draws = gr.Slider(100, pretraining.MAX_DRAWS, value=10_000, step=100, label=label("mlm.draws"),
+                draws = gr.Slider(100, MAX_DRAWS, value=10_000, step=100, label=label("mlm.draws"),
                                   scale=2)
             masking_button = gr.Button(label("mlm.masking_button"), variant="primary")
             with gr.Row():

@@ -10,23 +10,27 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from core import mlm as fm
-from core import mlm_pretraining as pretraining
 from core import registry
 from core.errors import ModelUnavailableError, UserInputError
+from core.lazy import lazy_import
 from core.registry import MINILM_ID
 from demo.common import friendly_errors, gpu_handler, log, whole_number
 from demo.downloads import byte_progress
 from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
 from demo.i18n import language_of, t, using_language
 
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+fm = lazy_import("core.mlm")
+pretraining = lazy_import("core.mlm_pretraining")
+
 EMBEDDING_DIMS_SHOWN = 48  # columns per heatmap: enough to see the patterns, few enough to read at 1280 px
-ACTION_KEYS = {pretraining.KEEP: "mlm.action_keep", pretraining.MASK: "mlm.action_mask",
-               pretraining.RANDOM: "mlm.action_random", pretraining.UNCHANGED: "mlm.action_unchanged"}
 
 
 def action_name(action: int) -> str:
-    return t(ACTION_KEYS[action])
+    """The learner's name of what BERT's masking did to a token (pretraining.KEEP, MASK, RANDOM or UNCHANGED)."""
+    keys = {pretraining.KEEP: "mlm.action_keep", pretraining.MASK: "mlm.action_mask",
+            pretraining.RANDOM: "mlm.action_random", pretraining.UNCHANGED: "mlm.action_unchanged"}
+    return t(keys[action])
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -165,9 +169,12 @@ def word_list(text: str) -> list[tuple[str, int]]:
 
 
 @friendly_errors
-def word_choices(text: str):
-    """The words of the text, for 'Mask this word'."""
-    return gr.Dropdown(choices=word_list(text), value=None)
+def word_choices(text: str, chosen: int | None = None):
+    """The words of the text, for 'Mask this word' (the list is filled when it is opened or the text changes); the
+    chosen position stays chosen while the text still has a word there."""
+    choices = word_list(text)
+    keep = isinstance(chosen, int) and 0 <= chosen < len(choices)
+    return gr.Dropdown(choices=choices, value=chosen if keep else None)
 
 
 @friendly_errors

@@ -1,21 +1,30 @@
 """NER tab (issue #8): BERT token classification, tag by tag: probabilities, BIO, IOBES, grouped entities, windows."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from core import ner, registry
+from core import registry
 from core.registry import MINILM_ID
 from core.corpora import load_corpus
 from core.errors import LearnerError, ModelUnavailableError
-from core.limits import MAX_TEXT_CHARS
+from core.limits import MAX_TEXT_CHARS, NER_STRATEGIES
+from core.lazy import lazy_import
+from core.seeds import SEED_WORD_TAGS
 from demo import presets
 from demo.batching import BATCH, by_checkpoint
 from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.downloads import model_event
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, heatmap
 from demo.i18n import label, t
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+ner = lazy_import("core.ner")
+if TYPE_CHECKING:  # annotations only: the module imports torch, which the app loads on first use
+    from core.ner import TaggedText
 
 TITLE = "NER"
 
@@ -30,7 +39,7 @@ EXAMPLES = [
 ]
 ZH_NER_ID = "ckiplab/bert-base-chinese-ner"  # OntoNotes' 18 types in IOBES; see the README's model table
 CONVERT_EXAMPLES = [
-    [" ".join(f"{word}/{tag}" for word, tag in ner.SEED_WORD_TAGS)],
+    [" ".join(f"{word}/{tag}" for word, tag in SEED_WORD_TAGS)],
     ["Wolfgang/B-PER lives/O in/O New/B-LOC York/I-LOC City/I-LOC and/O Berlin/B-LOC ./O"],
     ["Obama/B-PER Barack/B-PER visited/O the/O UN/I-ORG ./O"],  # two B- in a row; an I- with no B- before it
 ]
@@ -86,14 +95,14 @@ def _entity_rows(entities: list[ner.Entity]) -> list[list]:
     return [[e.entity_group, round(e.score, 4), e.word, e.start, e.end] for e in entities]
 
 
-def _scheme_rows(tagged: ner.TaggedText, strategy: str) -> list[list]:
+def _scheme_rows(tagged: TaggedText, strategy: str) -> list[list]:
     """One row per tagged unit (token for "simple", word otherwise): the model's BIO tag and its IOBES form."""
     units = ner.units(tagged, strategy)
     bio = [unit.label for unit in units]
     return [[i, unit.word, tag, iobes] for i, (unit, tag, iobes) in enumerate(zip(units, bio, ner.bio_to_iobes(bio)))]
 
 
-def _aggregation_rows(tagged: ner.TaggedText) -> list[list]:
+def _aggregation_rows(tagged: TaggedText) -> list[list]:
     """Each word split into pieces: every piece's own tag, and the word's tag under first / average / max."""
     by_strategy = {strategy: ner.units(tagged, strategy) for strategy in ("first", "average", "max")}
     rows = []
@@ -113,7 +122,7 @@ def _token_label(token: ner.Token) -> str:
     return f"{token.piece} ({token.word})" if token.piece != token.word else token.piece
 
 
-def _heatmap(tagged: ner.TaggedText, first: int):
+def _heatmap(tagged: TaggedText, first: int):
     """Rows first … first+HEAT_ROWS of the per-token table; the argmax of each row is boxed."""
     first = int(np.clip(first, 0, max(len(tagged.tokens) - 1, 0)))
     rows = slice(first, first + HEAT_ROWS)
@@ -173,7 +182,7 @@ def tag_text(text: str, model_id: str, strategy: str, progress=gr.Progress()):
     return _tagged_outputs(tagged, strategy)
 
 
-def _tagged_outputs(tagged: ner.TaggedText, strategy: str) -> tuple:
+def _tagged_outputs(tagged: TaggedText, strategy: str) -> tuple:
     note = t("ner.model_note", badge=tagged.badge, labels=_label_set(tagged.labels),
              windows=_window_note(tagged.encoded))
     if any(ner.split_tag(label)[0] in "ES" for label in tagged.labels if label != ner.OUTSIDE):
@@ -221,7 +230,7 @@ def _offline(text: str, model_id: str, exc: ModelUnavailableError):
 
 
 @friendly_errors
-def show(tagged: ner.TaggedText | None, strategy: str):
+def show(tagged: TaggedText | None, strategy: str):
     """Entities, tagging schemes and the aggregation table under the chosen strategy (no model run)."""
     if tagged is None:
         return None, [], [], []
@@ -231,7 +240,7 @@ def show(tagged: ner.TaggedText | None, strategy: str):
 
 
 @friendly_errors
-def page_heatmap(tagged: ner.TaggedText | None, first: float):
+def page_heatmap(tagged: TaggedText | None, first: float):
     if tagged is None:
         return empty_figure(t("ner.press_tag_first"))
     return _heatmap(tagged, int(first))
@@ -286,7 +295,7 @@ def build() -> None:
     tagged = gr.State(None)
     with gr.Row():
         model_id = model_picker("ner")
-        strategy = gr.Radio([(label(f"ner.strategy_{name}"), name) for name in ner.STRATEGIES], value="first",
+        strategy = gr.Radio([(label(f"ner.strategy_{name}"), name) for name in NER_STRATEGIES], value="first",
                             label=label("ner.strategy"),
                             info=label("ner.strategy_info"))
     gr.Markdown(label("ner.checkpoints"))

@@ -13,11 +13,14 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from core import ladder
+from core.lazy import lazy_import
 from demo import presets
 from demo.common import friendly_errors, gpu_handler
 from demo.figures import bar, heatmap, timeline
 from demo.i18n import label, t
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+ladder = lazy_import("core.ladder")
 
 TITLE = "Overview"
 LINK = "?tab={tab}&preset={preset}"  # deep links, read by demo/presets.py's Registry (tests check every target exists)

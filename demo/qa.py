@@ -8,9 +8,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core import qa, registry
+from core import registry
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
+from core.lazy import lazy_import
+from core.limits import QA_DEFAULT_MAX_ANSWER_LEN, QA_DEFAULT_MAX_SEQ_LEN, QA_MAX_TOP_K
+from core.registry import CHINESE_QA_ID, SQUAD2_ID
+from core.seeds import PRECIPITATION, SEED_EN, SEED_ZH
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.batching import BATCH, by_checkpoint
@@ -18,6 +22,9 @@ from demo.downloads import model_event
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, styled
 from demo.i18n import LANGUAGES, label, t
 from demo.i18n import table as table_of
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+qa = lazy_import("core.qa")
 
 TITLE = "QA"
 
@@ -27,7 +34,7 @@ LAYOUT_TABLE_ROWS = 1200
 CANDIDATE_COLUMNS = ["qa.col_rank", "qa.col_answer", "qa.col_score", "qa.col_chars", "qa.col_window",
                      "qa.col_positions"]
 LAYOUT_COLUMNS = ["qa.col_window", "qa.col_position", "qa.col_token", "qa.col_segment", "qa.col_part"]
-QA_ID, SQUAD2_ID, CHINESE_QA_ID = registry.CHECKPOINTS["qa"][0], qa.SQUAD2_ID, qa.CHINESE_ID
+QA_ID = registry.CHECKPOINTS["qa"][0]
 
 
 # The answer's colour, under its name in every language: a colour map is fixed when the tab is built, before the
@@ -49,11 +56,11 @@ def moby_context(words: int = 1600) -> str:
 # (label key, checkpoint, question (a key when it starts with "qa."), context (None: Moby-Dick), key of what the
 # seed / a real model gives, no-answer option)
 PRESETS = [
-    ("qa.preset_zh", CHINESE_QA_ID, *qa.SEED_ZH, "qa.preset_zh_expected", False),
-    ("qa.preset_fall", QA_ID, *qa.SEED_EN[0], "qa.preset_fall_expected", False),
-    ("qa.preset_cloud", QA_ID, *qa.SEED_EN[1], "qa.preset_cloud_expected", False),
+    ("qa.preset_zh", CHINESE_QA_ID, *SEED_ZH, "qa.preset_zh_expected", False),
+    ("qa.preset_fall", QA_ID, *SEED_EN[0], "qa.preset_fall_expected", False),
+    ("qa.preset_cloud", QA_ID, *SEED_EN[1], "qa.preset_cloud_expected", False),
     ("qa.preset_moby", QA_ID, "qa.preset_moby_question", None, "qa.preset_moby_expected", False),
-    ("qa.preset_none", SQUAD2_ID, "qa.preset_none_question", qa.PRECIPITATION, "qa.preset_none_expected", True),
+    ("qa.preset_none", SQUAD2_ID, "qa.preset_none_question", PRECIPITATION, "qa.preset_none_expected", True),
 ]
 
 
@@ -287,7 +294,7 @@ def run_example(index: int, model_id, max_answer_len, top_k, doc_stride, max_seq
 
 
 PRESET_SLUGS = ["zuigao-wendu", "what-makes-it-fall", "within-a-cloud", "moby-dick-long", "no-answer"]
-OPTION_DEFAULTS = (qa.DEFAULT_MAX_ANSWER_LEN, 5, 128, qa.DEFAULT_MAX_SEQ_LEN)
+OPTION_DEFAULTS = (QA_DEFAULT_MAX_ANSWER_LEN, 5, 128, QA_DEFAULT_MAX_SEQ_LEN)
 # The default (first) is seed 001's English example on the default model; the seed's Chinese example runs on the
 # Chinese QA checkpoint, the no-answer one on the SQuAD 2.0 model. Each preset sets the checkpoint it needs.
 VIEW_PRESETS = [presets.Preset(PRESET_SLUGS[i], label(PRESETS[i][0]),
@@ -312,12 +319,12 @@ def build() -> None:
                          placeholder=label("qa.context_placeholder"))
     with gr.Accordion(label("qa.options"), open=False):
         with gr.Row():
-            max_answer_len = gr.Slider(1, 30, value=qa.DEFAULT_MAX_ANSWER_LEN, step=1,
+            max_answer_len = gr.Slider(1, 30, value=QA_DEFAULT_MAX_ANSWER_LEN, step=1,
                                        label=label("qa.max_answer_len"))
-            top_k = gr.Slider(1, qa.MAX_TOP_K, value=5, step=1, label=label("qa.top_k"))
+            top_k = gr.Slider(1, QA_MAX_TOP_K, value=5, step=1, label=label("qa.top_k"))
             doc_stride = gr.Slider(0, 128, value=128, step=1, label=label("qa.doc_stride"),
                                    info=label("qa.doc_stride_info"))
-            max_seq_len = gr.Slider(192, 512, value=qa.DEFAULT_MAX_SEQ_LEN, step=1, label=label("qa.max_seq_len"))
+            max_seq_len = gr.Slider(192, 512, value=QA_DEFAULT_MAX_SEQ_LEN, step=1, label=label("qa.max_seq_len"))
     with gr.Row():
         run_button = gr.Button(label("qa.run"), variant="primary", scale=3)
         layout_button = gr.Button(label("qa.layout_button"), scale=1)

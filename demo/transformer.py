@@ -10,14 +10,17 @@ import pandas as pd
 
 from core import param_count as pc
 from core import registry
-from core import transformer as tr
 from core.errors import ModelUnavailableError, UserInputError
+from core.lazy import lazy_import
 from core.registry import MINILM_ID
 from demo import gpt, presets
 from demo.common import friendly_errors, gpu_handler, model_picker, whole_number
 from demo.downloads import model_event
 from demo.figures import bar, empty_figure, heatmap, lines
 from demo.i18n import label, t
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+tr = lazy_import("core.transformer")
 
 TITLE = "Transformer & GPT"
 LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]

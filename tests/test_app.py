@@ -53,3 +53,31 @@ def test_launch_and_call_an_endpoint_through_gradio_client():
         assert "network:" in status
     finally:
         blocks.close()
+
+
+BUILD_WITHOUT_TORCH = r"""
+import json, sys
+import app
+blocks = app.build_app()
+built = "torch" in sys.modules
+counts = next(dep for dep in blocks.fns.values() if dep.api_name == "ngram_counts")
+answer = counts.fn(*[component.value for component in counts.inputs])  # the tab's default inputs
+print(json.dumps({"after_build": built, "after_answer": "torch" in sys.modules, "formula": answer[1]}))
+"""
+
+
+def test_building_the_app_and_a_first_ngram_answer_do_not_import_torch():
+    """Issue #15/#22: torch is ~1.5 s of a cold start, and neither the page nor the n-gram counts need it: the tabs
+    hold the torch-backed core modules lazily (core/lazy.py). A fresh interpreter, since this one has torch."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.live_app import ROOT, app_env
+
+    out = subprocess.run([sys.executable, "-c", BUILD_WITHOUT_TORCH], cwd=ROOT, env=app_env(), capture_output=True,
+                         text=True, timeout=300, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["after_build"] is False, "building the tabs imported torch: a demo module read a torch-backed core module"
+    assert result["after_answer"] is False
+    assert "2 / 3 = **0.6667**" in result["formula"]  # P(词性 | 的) in the seed's toy corpus: 的 词性 twice in 3 的
