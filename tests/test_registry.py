@@ -231,6 +231,28 @@ def test_parameter_estimate_over_the_cap_refused_before_weights(server, mlm_fold
     assert registry.load("mlm", "tiny-org/honest").nbytes > 10**6
 
 
+def test_the_size_estimate_builds_each_config_once(mlm_folder, monkeypatch):
+    """Every request for a cached model checks its size again; the parameter count is the meta-device skeleton's,
+    built once per distinct config (it was ~12% of the server's CPU under the classroom load). The count itself
+    equals transformers' own for the same config."""
+    from transformers import BertConfig, BertModel
+
+    from core import families
+
+    config = json.loads((mlm_folder / "config.json").read_text())
+    built = []
+    family = families.family_of(config, "x")
+    monkeypatch.setitem(families.FAMILIES, config["model_type"],
+                        families.Family(**{**vars(family), "base": lambda cfg: built.append(1) or family.base(cfg)}))
+    families._counted_bytes.cache_clear()
+    first = families.estimated_bytes(config, "x")
+    assert families.estimated_bytes(dict(reversed(config.items())), "x") == first  # same config, keys reordered
+    assert len(built) == 1
+    assert first == 4 * BertModel(BertConfig(**config)).num_parameters()
+    families.estimated_bytes({**config, "num_hidden_layers": config["num_hidden_layers"] + 1}, "x")
+    assert len(built) == 2  # another config is counted on its own
+
+
 def test_shapes_checked_from_headers_before_allocation(tmp_path, mlm_folder, monkeypatch):
     """A config that disagrees with the tensors is refused from the headers: the model class is never built
     on a real device."""
