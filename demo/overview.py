@@ -42,7 +42,7 @@ TIMELINE = [
     ("2017", "Transformer", "transformer", "transformer", None),
     ("2018", "ELMo / GPT / BERT", "pretrain", "mlm", "my-dog-is"),
 ]
-LATER_LINKS = [("ELMo", "lstm", "elmo-bank"), ("GPT", "transformer", None), ("BERT", "mlm", "my-dog-is")]
+LATER_LINKS = [("ELMo", "lstm", "elmo-layers-bank"), ("GPT", "transformer", None), ("BERT", "mlm", "my-dog-is")]
 
 # (slug, text): each preset shows where some rung fails; its label and what to look at are keys
 # overview.preset.<slug> and overview.look.<slug>. The texts stay English: every rung was trained on Moby-Dick.

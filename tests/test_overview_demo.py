@@ -20,6 +20,8 @@ def test_timeline_steps_link_to_their_tabs_in_order():
     assert "2003" in texts[1] and "2013" in texts[2] and "2017" in texts[5] and "2018" in texts[6]
     links = overview.timeline_links()
     assert "(?tab=attention&preset=thinking-machines)" in links and "(?tab=transformer)" in links
+    # ELMo as seed §7 describes it: the three-layer view (word, layer 1, layer 2), not the one-layer biLM
+    assert "[ELMo](?tab=lstm&preset=elmo-layers-bank)" in links
 
 
 def test_every_link_opens_a_tab_and_a_preset_the_app_has():

@@ -11,17 +11,21 @@ VIEWPORT = {"width": 1440, "height": 900}
 # Top-level tab → its sub-tabs in order ([] when the tab has none). Training sub-tabs are left out on purpose:
 # a training run is never started by opening a tab (it takes up to two minutes).
 SUBTABS = {
+    "Overview": [],
     "N-gram": ["Counts", "Score a sentence", "Generate"],
     "Word embeddings": ["One-hot vs dense", "Neural LM (NNLM)", "GloVe: neighbours & analogies", "Projection",
                         "One vector per word"],
     "RNN & LSTM": ["Gates & predictions", "Vanishing gradients", "Generate", "ELMo: both directions",
                    "ELMo: three layers"],
     "Attention": ["Step by step", "Multi-head", "Positions", "Real model"],
+    "Transformer & GPT": ["Inside a block", "Transformer-base numbers", "GPT: next token", "GPT: generate",
+                          "GPT: causal attention", "GPT vs BERT"],
     "BERT masked LM": ["Fill in the blank", "Both sides vs left only", "Input representation", "Masking procedure",
                        "Next sentence", "Model card", "Contextual vs static"],
     "NER": ["BIO · IOBES · entities", "Per-token probabilities", "Aggregation on split words",
             "Tokenisation & windows", "BIO → IOBES (seed §14)"],
     "QA": [],
+    "Classification & fine-tuning": ["Classify with a fine-tuned checkpoint", "What fine-tuning changed"],
 }
 # (tab, sub-tab) whose predictions need a checkpoint the offline app cannot have: they show the "hf download" note;
 # their other plots and tables (tokenisation, input layout) must still be full.
