@@ -182,7 +182,11 @@ class View:
         self.presets = {p.slug: p for p in presets}
         self.default = presets[0].slug
         self.where = where
-        self.done = gr.State(False)  # this session has seen the view's result: opening it again keeps the learner's
+        # Inside its own sub-tab: a State left directly in a gr.Tabs counts as one of its children, so Gradio's
+        # front end numbered the tabs after it one too far, and selecting a tab wrote its label over a neighbour's.
+        in_tabs = where is not None and isinstance(Context.block, gr.Tabs)  # built right after its `with gr.Tab`
+        with where if in_tabs else contextlib.nullcontext():
+            self.done = gr.State(False)  # this session saw the result: opening the view again keeps the learner's work
         if where is not None:
             if where.id is None:
                 raise ValueError(f"give the sub-tab of view {tab}/{key} an id")

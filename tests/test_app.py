@@ -41,6 +41,20 @@ def test_every_event_is_wired_with_an_explicit_api_name():
     assert len(names) == len(set(names)), "api names must be unique across tabs"
 
 
+def test_every_tab_bar_holds_only_tabs():
+    """Gradio's front end numbers a gr.Tabs' tabs by their place among all its children: a component left directly
+    in a gr.Tabs (a view's gr.State, built just after its `with gr.Tab`) shifted every later tab by one, and
+    selecting a tab then wrote its label over a neighbour's (seen in Chromium: two "Transformer-base numbers")."""
+    import gradio as gr
+
+    blocks = app.build_app()
+    strays = [f"{type(child).__name__} in the tab bar holding {[str(t.label) for t in tabs.children][:2]}"
+              for tabs in blocks.blocks.values() if isinstance(tabs, gr.Tabs)
+              for child in tabs.children if not isinstance(child, gr.Tab)]
+    assert sum(isinstance(b, gr.Tabs) for b in blocks.blocks.values()) >= 9
+    assert not strays, strays
+
+
 def test_launch_and_call_an_endpoint_through_gradio_client():
     from gradio_client import Client
 
