@@ -67,14 +67,14 @@ def visible(locator):
 
 def open_tab(page, name: str) -> None:
     """Click a tab button; one that does not fit the bar sits in Gradio's "More tabs" menu, as a learner finds it."""
-    tab = visible(page.get_by_role("tab", name=name, exact=True))
-    try:
-        tab.wait_for(timeout=3_000)
-    except Exception:  # noqa: BLE001 - not in the bar: open the overflow menu of the innermost visible tab bar
-        page.get_by_role("button", name="More tabs").filter(visible=True).last.click()
-        visible(page.locator(".overflow-dropdown").get_by_role("button", name=name, exact=True)).click()
+    tab = page.get_by_role("tab", name=name, exact=True).filter(visible=True)
+    more = page.get_by_role("button", name="More tabs").filter(visible=True)
+    tab.or_(more).first.wait_for()  # the tab bar has rendered (it can take seconds on a busy machine)
+    if tab.count():
+        tab.first.click()
         return
-    tab.click()
+    more.last.click()  # the innermost visible tab bar's menu
+    visible(page.locator(".overflow-dropdown").get_by_role("button", name=name, exact=True)).click()
 
 
 def views():
