@@ -56,11 +56,12 @@ def choose_device(choice: str) -> None:
     """The app's ``--device``: a GPU asked for by name is checked now, so a missing one stops the start with a clear
     message; "auto" and "cpu" are resolved by the first model (which imports torch), not by the start."""
     global _choice, _device
-    if _checked(choice) in ("cuda", "mps"):
+    choice = _checked(choice)
+    if choice in ("cuda", "mps"):
         set_device(choice)
         return
     with _lock:
-        _choice, _device = _checked(choice), None
+        _choice, _device = choice, None
 
 
 def set_device(choice: str) -> torch.device:
