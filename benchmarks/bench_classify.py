@@ -20,6 +20,7 @@ import torch
 
 from benchmarks.common import paired_median_seconds, print_table, row
 from core import classify, finetune, finetune_train
+from core.corpora import DEFAULT_LABELLED, LABELLED
 from core.registry import MINILM_ID, resolve
 
 PAIR = ("The film was funny, warm and beautifully acted.", "I loved every minute of this movie.")
@@ -59,7 +60,7 @@ def fine_tune_seconds(dataset: str, seed: int, **settings) -> tuple[float, finet
 
 def fine_tune_rows(quick: bool, at_max: bool) -> list[dict]:
     rows = []
-    for index, dataset in enumerate(finetune.BUNDLED):
+    for index, dataset in enumerate(LABELLED):
         seconds, outcome = fine_tune_seconds(dataset, finetune.DEFAULT_SEED)  # the app's default run
         short = "EN" if index == 0 else "ZH"
         rows.append(row(f"default fine-tune, bundled {short} (baselines, (a), (b) 1 layer × 4 epochs)", seconds,
@@ -70,7 +71,7 @@ def fine_tune_rows(quick: bool, at_max: bool) -> list[dict]:
             rows.append(row(f"  held-out accuracy {short}, seed {finetune.DEFAULT_SEED}: {name}", accuracy, None, "",
                             ""))
     if at_max and not quick:
-        seconds, outcome = fine_tune_seconds(finetune.DEFAULT_DATASET, 7, head_steps=finetune_train.MAX_HEAD_STEPS,
+        seconds, outcome = fine_tune_seconds(DEFAULT_LABELLED, 7, head_steps=finetune_train.MAX_HEAD_STEPS,
                                              unfrozen=finetune_train.MAX_LAYERS, epochs=finetune_train.MAX_EPOCHS)
         stopped = "stopped at budget" if outcome.notes and "budget" in outcome.notes[-1] else "finished"
         rows.append(row(f"slider maxima, bundled EN (500 steps, 6 layers, 20 epochs): {stopped}, "

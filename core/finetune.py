@@ -34,14 +34,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from core.corpora import DEFAULT_LABELLED, LABELLED, LABELLED_NAMES
+from core.corpora import LABELLED
 from core.errors import UserInputError
 from core.i18n import text as tr
 from core.limits import DEFAULT_SEED
 from core.textio import normalize_text, read_text_upload
 from core.tokenizer import word_tokens
 
-BUNDLED, BUNDLED_LABELS, DEFAULT_DATASET = LABELLED, LABELLED_NAMES, DEFAULT_LABELLED  # the data radio's choices
 MAX_UPLOAD_BYTES = 1024 * 1024  # labelled data: 1 MB is thousands of sentences
 MAX_EXAMPLES = 2000  # more would take minutes to encode on 2 cores
 MAX_SENTENCE_CHARS = 500
@@ -163,10 +162,10 @@ def check_examples(examples: list[Example], source: str) -> list[Example]:
 def load_bundled(name: str) -> list[Example]:
     """A bundled set. Its i-th positive and i-th negative sentence are twins on one topic ("The soup was hot…" /
     "The soup was cold…"); they share a group, so a topic word cannot carry a label from training into testing."""
-    if name not in BUNDLED:
-        raise UserInputError("classify.error_unknown_dataset", name=name, choices=", ".join(BUNDLED))
-    examples = parse_labelled(BUNDLED[name].read_text(encoding="utf-8"), "classify.source_bundled",
-                              name=BUNDLED[name].name)
+    if name not in LABELLED:
+        raise UserInputError("classify.error_unknown_dataset", name=name, choices=", ".join(LABELLED))
+    examples = parse_labelled(LABELLED[name].read_text(encoding="utf-8"), "classify.source_bundled",
+                              name=LABELLED[name].name)
     seen: dict[str, int] = {}
     for example in examples:
         example.group = seen[example.label] = seen.get(example.label, -1) + 1

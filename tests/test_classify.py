@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from core import classify, finetune, finetune_train, registry
+from core.corpora import DEFAULT_LABELLED
 from core.errors import ModelUnavailableError, UserInputError
 
 LABELS = {0: "negative", 1: "positive", 2: "neutral"}
@@ -143,7 +144,7 @@ def test_uploads_are_capped_and_must_be_utf8(tmp_path):
 
 
 def test_split_is_stratified_seeded_and_keeps_twins_together():
-    examples = finetune.load_bundled(finetune.DEFAULT_DATASET)
+    examples = finetune.load_bundled(DEFAULT_LABELLED)
     assert len(examples) >= 200 and {e.label for e in examples} == {"positive", "negative"}
     first, again = finetune.split(examples, 3), finetune.split(examples, 3)
     assert [e.text for e in first.test] == [e.text for e in again.test]
@@ -184,7 +185,7 @@ def test_units_split_chinese_into_characters():
 @pytest.fixture(scope="module")
 def small_split():
     """80 of the bundled English sentences (40 twin pairs): 60 to train on, 20 held out; keeps the runs short."""
-    examples = [e for e in finetune.load_bundled(finetune.DEFAULT_DATASET) if e.group < 40]
+    examples = [e for e in finetune.load_bundled(DEFAULT_LABELLED) if e.group < 40]
     return finetune.split(examples, 0)
 
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from core import classify as core_classify
-from core import finetune, finetune_train
+from core import finetune_train
+from core.corpora import DEFAULT_LABELLED
 from core.i18n import using_language
 from demo import classify
 
@@ -73,7 +74,7 @@ def test_empty_pair_side_is_a_clear_error(folder):
 
 
 def test_data_view_shows_split_and_baselines():
-    note, rows, sample = classify.show_data(finetune.DEFAULT_DATASET, "", None, 0)
+    note, rows, sample = classify.show_data(DEFAULT_LABELLED, "", None, 0)
     rows, sample = rows_of(rows), rows_of(sample)
     assert "164 training and 56 held-out" in note
     assert [row[0] for row in rows][0] == "majority class" and rows[0][1] == 0.5
@@ -103,7 +104,7 @@ def test_training_on_malformed_or_one_class_data_is_refused_before_it_starts():
     with pytest.raises(gr.Error, match="at least two classes"):
         list(classify.train(classify.MY_DATA, "positive\tgood\npositive\tfine\n", None, 0, 10, 1, 1))
     with pytest.raises(gr.Error, match="epochs"):
-        list(classify.train(finetune.DEFAULT_DATASET, "", None, 0, 10, 1, 99))
+        list(classify.train(DEFAULT_LABELLED, "", None, 0, 10, 1, 99))
 
 
 def test_predict_before_training_asks_to_train():
@@ -113,7 +114,7 @@ def test_predict_before_training_asks_to_train():
 
 def test_short_run_streams_then_every_model_classifies_and_changes_show():
     request = FakeRequest("demo-test")
-    updates = list(classify.train(finetune.DEFAULT_DATASET, "", None, 0, 30, 1, 1, request=request))
+    updates = list(classify.train(DEFAULT_LABELLED, "", None, 0, 30, 1, 1, request=request))
     assert len(updates) >= 3
     status, loss, rows = updates[-1]
     rows = rows_of(rows)
@@ -123,7 +124,7 @@ def test_short_run_streams_then_every_model_classifies_and_changes_show():
     table = classify.predict("The staff were friendly and the room was spotless.", request)
     assert len(table) == 5 and list(table.columns) == ["model", "label", "P(negative)", "P(positive)"]
     np.testing.assert_allclose(table[["P(negative)", "P(positive)"]].sum(axis=1), 1.0, atol=2e-4)
-    note, projection, changes = classify.show_changes(finetune.DEFAULT_DATASET, "", None, 0, request)
+    note, projection, changes = classify.show_changes(DEFAULT_LABELLED, "", None, 0, request)
     assert "latest run" in note and len(projection.data) == 4  # two labels × before/after
     assert len(changes.data[0].y) == 6  # Q, K, V, attention output, FFN in, FFN out of the unfrozen layer
     outcome = finetune_train.RUNS.result("demo-test")
@@ -131,7 +132,7 @@ def test_short_run_streams_then_every_model_classifies_and_changes_show():
 
 
 def test_changes_view_before_any_training_shows_the_frozen_picture():
-    note, projection, changes = classify.show_changes(finetune.DEFAULT_DATASET, "", None, 0, FakeRequest("fresh"))
+    note, projection, changes = classify.show_changes(DEFAULT_LABELLED, "", None, 0, FakeRequest("fresh"))
     assert "Before fine-tuning" in note and len(projection.data) == 2
 
 
@@ -145,7 +146,7 @@ def test_results_and_errors_come_out_in_chinese(folder):
     with using_language("zh"):
         summary, probs, vector, logits, entries, note, rows = classify.classify_text(
             folder, "sentence pair", *core_classify.SEED_PAIR_ZH, 128)
-        data_note, accuracy, sample = classify.show_data(finetune.DEFAULT_DATASET, "", None, 0)
+        data_note, accuracy, sample = classify.show_data(DEFAULT_LABELLED, "", None, 0)
     assert "在 2 个标签上做 softmax" in summary and "标签名来自模型的 config.json" in summary
     assert list(logits.columns) == ["标签", "W_c · v", "b_c", "logit", "概率"]
     assert probs.layout.title.text.startswith("P(标签)") and "片段编号为 0" in note
@@ -180,7 +181,7 @@ def test_seed_pair_preset_on_the_chinese_similarity_model(monkeypatch, tmp_path)
 
 
 def test_opening_the_finetune_view_shows_the_data_and_says_training_draws_the_loss():
-    note, accuracy, sample, loss = classify.open_finetune(finetune.DEFAULT_DATASET, "", None, 0,
+    note, accuracy, sample, loss = classify.open_finetune(DEFAULT_LABELLED, "", None, 0,
                                                           FakeRequest("opened-never-trained"))
     assert "164 training and 56 held-out" in note and len(rows_of(sample)) == 8
     assert not loss.data and "Train to see the loss curves" in str(loss.layout)
