@@ -112,6 +112,23 @@ def test_fast_path_without_probabilities_gives_the_same_hidden_states(tmp_path):
     torch.testing.assert_close(fast.logits[keep], slow.logits[keep], atol=ATOL, rtol=0)
 
 
+@pytest.mark.parametrize("class_name,our_class", [BERT_PAIRS[2], DISTIL_PAIRS[1]])
+def test_without_hidden_states_the_heads_give_the_same_logits(tmp_path, class_name, our_class):
+    """What the QA and NER pipelines call: no attention probabilities, no hidden states kept."""
+    make_reference(class_name, tmp_path)
+    model = our_class.from_pretrained(str(tmp_path), device="cpu")
+    input_ids, attention_mask, token_type_ids = batch()
+    with torch.inference_mode():
+        full = model(input_ids, attention_mask, token_type_ids, output_attentions=True)
+        lean = model(input_ids, attention_mask, token_type_ids, output_attentions=False, output_hidden_states=False)
+    assert len(full.encoder.hidden_states) == 4 and lean.encoder.hidden_states == () == lean.encoder.attentions
+    keep = attention_mask.bool()
+    torch.testing.assert_close(lean.encoder.last_hidden_state[keep], full.encoder.hidden_states[-1][keep],
+                               atol=ATOL, rtol=0)
+    for ours_t, full_t in zip(our_logits(lean), our_logits(full)):
+        torch.testing.assert_close(ours_t[keep], full_t[keep], atol=ATOL, rtol=0)
+
+
 def test_mlm_decoder_is_tied_and_absent_from_the_file(tmp_path):
     make_reference("BertForMaskedLM", tmp_path)
     state = load_state_dict(tmp_path / "model.safetensors")
