@@ -274,7 +274,8 @@ def build() -> None:
             fig_out = gr.Plot(empty_figure(""), show_label=False)
         step_inputs = [tokens, mode, Q, K, V, x, W_Q, W_K, W_V, score, causal]
         step_outputs = [arithmetic, fig_scores, fig_scaled, fig_probs, fig_out]
-        mode.change(toggle_mode, mode, [qkv_group, x_group], api_name="attention_mode", api_visibility="undocumented")
+        mode.change(toggle_mode, mode, [qkv_group, x_group], api_name="attention_mode", api_visibility="undocumented",
+                    show_progress="hidden", show_progress_on=mode)  # not the groups: see presets.View.progress_on
         load_button.click(load_preset, preset, [tokens, mode, Q, K, V, x, W_Q, W_K, W_V, score, causal, preset_note],
                           api_name="attention_preset").then(step_through, step_inputs, step_outputs,
                                                             api_name="attention_preset_steps",
