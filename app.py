@@ -168,7 +168,8 @@ def main(argv: list[str] | None = None) -> None:
         theme=THEME,
         css_paths=[CSS_PATH],
         i18n=I18N,
-        head=figures.SVG_EXPORT_HEAD,  # adds "download as SVG" beside the slide-size PNG camera on every figure
+        # "download as SVG" beside the slide-size PNG camera on every figure; the preset buttons' 🔗 copy-link
+        head=figures.SVG_EXPORT_HEAD + presets.COPY_LINK_HEAD,
         app_kwargs={"middleware": [Middleware(LanguageMiddleware)]},  # the header's language toggle
         max_file_size=MAX_UPLOAD_BYTES,
         show_error=True,

@@ -2,6 +2,12 @@
 and time until every visible plot holds data and every visible table has rows (offline views: until the
 "hf download" note shows). Goal: ≤ 1 s after selecting it, on 2 cores, MiniLM/GloVe views once their model is loaded.
 
+The time is taken in the page: from the click event that selects the view (the sub-tab's click for a sub-tab; a
+capturing listener stamps it with performance.now()) to the first animation frame whose content check passes. So
+the test driver's own work (Playwright locating buttons by their accessible role, which walks the whole page) is
+not counted, and a busy main thread after the click is. The wall time from the first click, driver included, is
+printed too.
+
 Each view is opened three times in fresh pages of one served app (`python app.py --offline`): the first page pays
 the one-off model loads (GloVe, MiniLM, the LSTMs), the later ones show the steady first paint a learner sees once
 the server is warm. The reference is the same click on a view that already shows its content (a re-open, which
@@ -16,38 +22,68 @@ import time
 
 from benchmarks.common import print_table, row
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS
-from tests.e2e.first_open import BEFORE_A_RUN, FULL_JS, IDLE_JS, OFFLINE_NOTE, SOME_JS, VIEWPORT, open_view, views
+from tests.e2e.first_open import BEFORE_A_RUN, FULL_JS, IDLE_JS, OFFLINE_NOTE, SOME_JS, VIEWPORT, open_tab, views
 from tests.live_app import app_env, running_app
 
 NOTE_JS = "() => [...document.querySelectorAll('.prose, .md')].some(el => el.offsetParent !== null " \
           "&& el.innerText.includes('hf download'))"
 
 
-def _paint(page, tab: str, sub: str) -> float:
+STAMP_CLICKS_JS = """() => {
+  window.__clicks = [];
+  if (!window.__stamping) {
+    window.__stamping = true;
+    document.addEventListener('click', () => window.__clicks.push(performance.now()), true);
+  }
+}"""
+SINCE_LAST_CLICK_JS = "ready => ready ? performance.now() - window.__clicks[window.__clicks.length - 1] : false"
+SHOWN_JS = """name => [...document.querySelectorAll('button[role="tab"][aria-selected="true"]')]
+  .some(button => button.offsetParent !== null && button.innerText.trim() === name)"""
+
+
+def _paint(page, tab: str, sub: str) -> tuple[float, float]:
+    """(seconds from the selecting click to the first frame showing the content, wall seconds from the first click
+    with the driver's work). The selecting click is the last one: a sub-tab the tab already shows when it opens
+    (its first, on a first visit) is not clicked again, so there the tab's own click selects it."""
+    page.evaluate(STAMP_CLICKS_JS)
     start = time.perf_counter()
-    open_view(page, tab, sub)
+    open_tab(page, tab)
+    if sub and not page.evaluate(SHOWN_JS, sub):
+        open_tab(page, sub)
     done = NOTE_JS if (tab, sub) in OFFLINE_NOTE else SOME_JS if (tab, sub) in BEFORE_A_RUN else FULL_JS
-    page.wait_for_function(done, timeout=120_000, polling=20)
-    return time.perf_counter() - start
+    since_click = page.wait_for_function(f"() => ({SINCE_LAST_CLICK_JS})(({done})())", timeout=120_000,
+                                         polling="raf").json_value()
+    return since_click / 1000, time.perf_counter() - start
 
 
 def measure(pages: int = 3, tabs: set[str] | None = None) -> dict[tuple[str, str], dict[str, list[float]]]:
     from playwright.sync_api import sync_playwright
 
     chosen = [v for v in views() if tabs is None or v[0] in tabs]
-    results: dict[tuple[str, str], dict[str, list[float]]] = {v: {"first": [], "reopen": []} for v in chosen}
+    first_tab = next(views())
+    results: dict[tuple[str, str], dict[str, list[float]]] = {v: {"first": [], "reopen": [], "wall": []}
+                                                               for v in chosen}
     with running_app("--offline", "--device", "cpu", env=app_env(HF_HUB_OFFLINE="1")) as app, \
             sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         for _ in range(pages):
             page = browser.new_page(viewport=VIEWPORT)
             page.goto(app.url, wait_until="load")
-            page.get_by_role("tab").first.wait_for()
-            page.wait_for_function(IDLE_JS, timeout=300_000)  # the first load computes the first tab (slow under load)
+            # The first tab is shown, and its default computed (demo.load), by opening the page: from navigation
+            # start (performance.now() = 0) to its content, the Gradio bundle's start-up included.
+            opened = page.wait_for_function(f"() => ({FULL_JS})() && performance.now()", timeout=300_000,
+                                            polling="raf").json_value()
+            page.wait_for_function(IDLE_JS, timeout=300_000)
             for tab, sub in chosen:
-                results[(tab, sub)]["first"].append(_paint(page, tab, sub))
+                if (tab, sub) == first_tab:
+                    results[first_tab]["first"].append(opened / 1000)
+                    results[first_tab]["wall"].append(opened / 1000)
+                    continue
+                since_click, wall = _paint(page, tab, sub)
+                results[(tab, sub)]["first"].append(since_click)
+                results[(tab, sub)]["wall"].append(wall)
             for tab, sub in chosen:  # second round: the content is there, nothing is computed
-                results[(tab, sub)]["reopen"].append(_paint(page, tab, sub))
+                results[(tab, sub)]["reopen"].append(_paint(page, tab, sub)[0])
             page.close()
         browser.close()
     return results
@@ -58,8 +94,11 @@ def run(quick: bool = False, tabs: set[str] | None = None) -> list[dict]:
     rows = []
     for (tab, sub), times in results.items():
         warm = statistics.median(times["first"][1:])  # pages after the first: models already loaded
-        rows.append(row(f"first paint {tab} / {sub or '(tab)'} (cold page 1: {times['first'][0]:.2f} s)", warm,
-                        statistics.median(times["reopen"]), "s", "≤ 1 s"))
+        wall = statistics.median(times["wall"][1:])
+        how = "page open → content" if (tab, sub) == next(views()) else "cold page 1"
+        rows.append(row(f"first paint {tab} / {sub or '(tab)'} ({how}: {times['first'][0]:.2f} s; "
+                        f"wall {wall:.2f} s)", warm, statistics.median(times["reopen"]), "s", "≤ 1 s",
+                        target_value=1.0))
     return rows
 
 

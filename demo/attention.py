@@ -22,7 +22,7 @@ from demo.attention_views import (  # noqa: F401
 )
 from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, model_picker
 from demo.downloads import model_event
-from demo.figures import DIVERGING_SCALE, empty_figure, heatmap
+from demo.figures import DIVERGING_SCALE, heatmap
 from demo.i18n import label, t
 
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
@@ -267,14 +267,15 @@ def build() -> None:
         compute_button = gr.Button(label("attention.compute"), variant="primary")
         arithmetic = gr.Markdown()
         with gr.Row():
-            fig_scores = gr.Plot(empty_figure(""), show_label=False)
-            fig_scaled = gr.Plot(empty_figure(""), show_label=False)
+            fig_scores = gr.Plot(show_label=False)
+            fig_scaled = gr.Plot(show_label=False)
         with gr.Row():
-            fig_probs = gr.Plot(empty_figure(""), show_label=False)
-            fig_out = gr.Plot(empty_figure(""), show_label=False)
+            fig_probs = gr.Plot(show_label=False)
+            fig_out = gr.Plot(show_label=False)
         step_inputs = [tokens, mode, Q, K, V, x, W_Q, W_K, W_V, score, causal]
         step_outputs = [arithmetic, fig_scores, fig_scaled, fig_probs, fig_out]
-        mode.change(toggle_mode, mode, [qkv_group, x_group], api_name="attention_mode", api_visibility="undocumented")
+        mode.change(toggle_mode, mode, [qkv_group, x_group], api_name="attention_mode", api_visibility="undocumented",
+                    show_progress="hidden", show_progress_on=mode)  # not the groups: see presets.View.progress_on
         load_button.click(load_preset, preset, [tokens, mode, Q, K, V, x, W_Q, W_K, W_V, score, causal, preset_note],
                           api_name="attention_preset").then(step_through, step_inputs, step_outputs,
                                                             api_name="attention_preset_steps",
@@ -297,8 +298,8 @@ def build() -> None:
         mh_summary = gr.Markdown()
         shapes = gr.Dataframe(headers=SHAPE_HEADERS, interactive=False, label=label("attention.every_shape"),
                               buttons=TABLE_BUTTONS)
-        heads_plot = gr.Plot(empty_figure(""), show_label=False)
-        concat_plot = gr.Plot(empty_figure(""), show_label=False)
+        heads_plot = gr.Plot(show_label=False)
+        concat_plot = gr.Plot(show_label=False)
         mh_button.click(multi_head, [mh_sentence, d_model, heads, mh_causal],
                         [mh_summary, shapes, heads_plot, concat_plot], api_name="attention_multihead")
         multihead_view = presets.View("attention", "multihead", [mh_sentence, d_model, heads, mh_causal],
@@ -316,8 +317,8 @@ def build() -> None:
         pe_button = gr.Button(label("attention.pe_button"), variant="primary")
         pe_bar = gr.Column()
         pe_worked = gr.Markdown()
-        pe_heat = gr.Plot(empty_figure(""), show_label=False)
-        pe_lines = gr.Plot(empty_figure(""), show_label=False)
+        pe_heat = gr.Plot(show_label=False)
+        pe_lines = gr.Plot(show_label=False)
         pe_button.click(positional_view, [positions, pe_dim, dims], [pe_worked, pe_heat, pe_lines],
                         api_name="attention_pe")
         pe_view = presets.View("attention", "positions", [positions, pe_dim, dims], [pe_worked, pe_heat, pe_lines],
@@ -333,7 +334,7 @@ def build() -> None:
         perm_bar = gr.Column()
         perm_summary = gr.Markdown()
         perm_table = gr.Dataframe(headers=PERMUTATION_HEADERS, interactive=False, buttons=TABLE_BUTTONS)
-        perm_plot = gr.Plot(empty_figure(""), show_label=False)
+        perm_plot = gr.Plot(show_label=False)
         perm_button.click(permutation, [perm_sentence, perm_seed], [perm_summary, perm_table, perm_plot],
                           api_name="attention_permutation")
         perm_view = presets.View("attention", "permutation", [perm_sentence, perm_seed],
@@ -356,9 +357,9 @@ def build() -> None:
         model_bar = gr.Column()
         notice = gr.Markdown()
         with gr.Row():
-            head_plot = gr.Plot(empty_figure(""), show_label=False)
-            mean_plot = gr.Plot(empty_figure(""), show_label=False)
-        grid_plot = gr.Plot(empty_figure(""), show_label=False)
+            head_plot = gr.Plot(show_label=False)
+            mean_plot = gr.Plot(show_label=False)
+        grid_plot = gr.Plot(show_label=False)
         model_inputs = [picker, text, pair, layer, head, hide]
         model_outputs = [notice, head_plot, mean_plot, grid_plot, layer, head]
         encoder = {"encoder": picker}

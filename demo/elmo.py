@@ -13,7 +13,7 @@ from core.errors import ModelUnavailableError
 from core.lazy import lazy_import
 from demo import presets
 from demo.common import LATEX, friendly_errors, gpu_handler, number_in_range
-from demo.figures import bar, empty_figure
+from demo.figures import bar
 from demo.i18n import label, t
 
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
@@ -94,7 +94,7 @@ def build(where: gr.Tab) -> presets.View:
     button = gr.Button(label("elmo.compare"), variant="primary")
     note = gr.Markdown()
     with gr.Row():
-        plot = gr.Plot(empty_figure(""), show_label=False)
+        plot = gr.Plot(show_label=False)
         table = gr.Dataframe(interactive=False)
     inputs, outputs = [word, first, second, *sliders, gamma], [note, plot, table]
     button.click(compare_layers, inputs, outputs, api_name="elmo_layers")

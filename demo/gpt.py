@@ -261,7 +261,7 @@ def build() -> dict[str, presets.View]:
         next_bar = gr.Column()
         next_note = gr.Markdown()
         with gr.Row():
-            next_plot = gr.Plot(empty_figure(""), show_label=False)
+            next_plot = gr.Plot(show_label=False)
             next_table = gr.Dataframe(headers=[""] * 3, interactive=False)
         next_inputs, next_outputs = [model, text, temperature, top_k], [next_note, next_plot, next_table]
         model_event(next_button.click, {"causal-lm": model}, next_token, next_inputs, next_outputs,
@@ -306,8 +306,8 @@ def build() -> dict[str, presets.View]:
         att_bar = gr.Column()
         att_note = gr.Markdown()
         with gr.Row():
-            att_plot = gr.Plot(empty_figure(""), show_label=False)
-            att_mean = gr.Plot(empty_figure(""), show_label=False)
+            att_plot = gr.Plot(show_label=False)
+            att_mean = gr.Plot(show_label=False)
         att_inputs, att_outputs = [att_model, att_text, layer, head], [att_note, att_plot, att_mean]
         model_event(att_button.click, {"causal-lm": att_model}, attention, att_inputs, att_outputs,
                     api_name="transformer_gpt_attention", queue={})
@@ -328,8 +328,8 @@ def build() -> dict[str, presets.View]:
         vs_bar = gr.Column()
         vs_note = gr.Markdown()
         with gr.Row():
-            gpt_plot = gr.Plot(empty_figure(""), show_label=False)
-            bert_plot = gr.Plot(empty_figure(""), show_label=False)
+            gpt_plot = gr.Plot(show_label=False)
+            bert_plot = gr.Plot(show_label=False)
         vs_inputs, vs_outputs = [vs_text, gpt_id, bert_id], [vs_note, gpt_plot, bert_plot]
         model_event(vs_button.click, {"causal-lm": gpt_id, "mlm": bert_id}, gpt_vs_bert, vs_inputs, vs_outputs,
                     api_name="transformer_gpt_vs_bert", queue={})

@@ -26,7 +26,7 @@ from demo.common import (
     stopped_note,
     training_run,
 )
-from demo.figures import COLORWAY, empty_figure, heatmap, lines, styled
+from demo.figures import COLORWAY, heatmap, lines, styled
 from demo.i18n import label, t
 
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
@@ -344,9 +344,9 @@ def build() -> None:
                 units = gr.Slider(4, 64, value=24, step=1, label=label("lstm.units"))
         inspect_button = gr.Button(label("lstm.look_inside"), variant="primary")
         note = gr.Markdown()
-        lstm_plot = gr.Plot(empty_figure(""), show_label=False)
-        rnn_plot = gr.Plot(empty_figure(""), show_label=False)
-        prob_plot = gr.Plot(empty_figure(""), show_label=False)
+        lstm_plot = gr.Plot(show_label=False)
+        rnn_plot = gr.Plot(show_label=False)
+        prob_plot = gr.Plot(show_label=False)
         table = gr.Dataframe(headers=[""] * 5, interactive=False,
                              max_height=360, buttons=TABLE_BUTTONS)
         inspect_button.click(inspect_text, [text, signal, units, models], [note, lstm_plot, rnn_plot, prob_plot, table],
@@ -363,8 +363,8 @@ def build() -> None:
                                      value="The whale, which Ahab had chased for years across every ocean, was white.")
         grad_button = gr.Button(label("lstm.measure"), variant="primary")
         summary = gr.Markdown()
-        grad_plot = gr.Plot(empty_figure(""), show_label=False)
-        forget_plot = gr.Plot(empty_figure(""), show_label=False)
+        grad_plot = gr.Plot(show_label=False)
+        forget_plot = gr.Plot(show_label=False)
         grad_button.click(measure_gradients, [length, forget_text, models], [summary, grad_plot, forget_plot],
                           api_name="lstm_gradients")
         gradients_view = presets.View("lstm", "gradients", [length, forget_text], [summary, grad_plot, forget_plot],
@@ -398,7 +398,7 @@ def build() -> None:
         elmo_button = gr.Button(label("lstm.compare"), variant="primary")
         elmo_note = gr.Markdown()
         with gr.Row():
-            elmo_plot = gr.Plot(empty_figure(""), show_label=False)
+            elmo_plot = gr.Plot(show_label=False)
             elmo_table = gr.Dataframe(headers=[""] * 3, interactive=False,
                                       buttons=TABLE_BUTTONS)
         elmo_button.click(compare_contexts, [word, first, second, third], [elmo_note, elmo_plot, elmo_table],
@@ -419,7 +419,7 @@ def build() -> None:
         with gr.Row():
             train_button = gr.Button(label("lstm.train"), variant="primary")
             reset_button = gr.Button(label("lstm.back_to_shipped"))
-        loss_plot = gr.Plot(empty_figure(""), show_label=False)
+        loss_plot = gr.Plot(show_label=False)
         train_button.click(train_models, [level, steps, seconds], [loss_plot, badge, models], api_name="lstm_train",
                            **TRAIN_QUEUE)
         reset_button.click(use_shipped, None, [badge, models], api_name="lstm_reset")

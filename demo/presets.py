@@ -55,13 +55,23 @@ from demo.i18n import label as i18n_label
 COPY_LINK = "🔗"
 LESSON_STEP = "**{number}.** ({section})"  # language-free; the question (a string or an i18n key) follows it
 
-COPY_JS = """() => {{
+# One listener for every 🔗 button (app.py adds it to the page's <head>): a button's classes name its link, so the
+# 127 buttons need no Gradio event each. Events are not free in Gradio's front end: at page load it matches every
+# component against every event (find_attached_events), ~0.3 s of the page's start for these 127 alone.
+LINK_CLASS = "preset-link--"  # + "<tab>--<slug>"
+COPY_LINK_HEAD = """<script>
+document.addEventListener("click", (event) => {
+  const button = event.target.closest && event.target.closest(".copy-link");
+  const name = button && [...button.classList].find((c) => c.startsWith("%s"));
+  if (!name) return;
+  const [tab, slug] = name.slice(%d).split("--");
   const url = new URL(window.location.href);
-  url.search = "?tab={tab}&preset={slug}";
+  url.search = "?tab=" + tab + "&preset=" + slug;
   url.hash = "";
-  if (navigator.clipboard) {{ navigator.clipboard.writeText(url.href); }}
+  if (navigator.clipboard) navigator.clipboard.writeText(url.href).catch(() => {});
   window.history.replaceState(null, "", url.href);
-}}"""
+}, true);
+</script>""" % (LINK_CLASS, len(LINK_CLASS))
 
 
 @dataclass(frozen=True)
@@ -190,7 +200,7 @@ class View:
         if where is not None:
             if where.id is None:
                 raise ValueError(f"give the sub-tab of view {tab}/{key} an id")
-            where.select(self._open, [self.done], self.components(),
+            where.select(self._open, [self.done], self.components(), show_progress_on=self.progress_on,
                          api_name=f"{tab}_{key}_open", api_visibility="undocumented", show_progress="minimal")
         if _CURRENT is not None:
             _CURRENT.add(self)
@@ -201,6 +211,17 @@ class View:
     def switcher(self) -> gr.Tabs | None:
         """The gr.Tabs that holds this view's sub-tab (to select it from a lesson or a deep link)."""
         return None if self.where is None else self.where.parent
+
+    @property
+    def progress_on(self) -> gr.components.Component:
+        """Where this view's events show their progress: its first result, never all of ``components()``.
+
+        Gradio's front end keeps a loading status for every progress target of every event that has run, and on
+        each status message of any event it updates all of them, each by a walk of the whole layout (plus, for a
+        container such as the sub-tabs' gr.Tabs, a copy of every value inside it). With the default (all outputs)
+        the statuses grew to most of the app's ~1,400 components and a tab switch cost 0.5-1 s of the browser's
+        main thread; one leaf per event keeps it to milliseconds."""
+        return self.outputs[0]
 
     def components(self) -> list:
         extra = [self.switcher] if self.switcher is not None else []
@@ -264,10 +285,10 @@ class View:
                     continue
                 button = gr.Button(preset.label, size="sm", scale=0, elem_id=f"preset-{self.tab}-{preset.slug}")
                 button.click(self.runner(preset.slug), [self.done], self.components(),
+                             show_progress_on=self.progress_on,
                              api_name=f"{self.tab}_preset_{preset.slug}".replace("-", "_"))
-                link = gr.Button(COPY_LINK, size="sm", scale=0, min_width=36, elem_classes=["copy-link"])
-                link.click(None, js=COPY_JS.format(tab=self.tab, slug=preset.slug),
-                           api_name=f"{self.tab}_link_{preset.slug}".replace("-", "_"), api_visibility="private")
+                gr.Button(COPY_LINK, size="sm", scale=0, min_width=36,  # COPY_LINK_HEAD handles its click
+                          elem_classes=["copy-link", f"{LINK_CLASS}{self.tab}--{preset.slug}"])
 
 
 def unique(components) -> list:
@@ -320,7 +341,7 @@ def lesson(steps: Sequence[Step], title=None, open: bool = False) -> None:
             with gr.Accordion(i18n_label("presets.answer"), open=False):
                 gr.Markdown(step.answer)
             button.click(step.view.runner(step.slug, select=True), [step.view.done], step.view.components(),
-                         api_name=f"{step.view.tab}_lesson_{number}")
+                         show_progress_on=step.view.progress_on, api_name=f"{step.view.tab}_lesson_{number}")
 
 
 def add_csv_downloads(root: gr.blocks.BlockContext, prefix: str) -> list[gr.DownloadButton]:
@@ -442,7 +463,8 @@ class Registry:
                 return self.open_tab(tab_id, done, request)
 
             entry.tab.select(friendly_errors(open_tab), [v.done for v in views], outputs,
-                             api_name=f"{tab_id}_open", api_visibility="undocumented", show_progress="minimal")
+                             show_progress_on=[v.progress_on for v in views], api_name=f"{tab_id}_open",
+                             api_visibility="undocumented", show_progress="minimal")
 
         @friendly_errors
         def load_from_url(request: gr.Request = None):
@@ -453,4 +475,5 @@ class Registry:
                 updates[tabs] = gr.Tabs(selected=tab_id)
             return updates or {tabs: gr.skip()}  # never {}: Gradio would read it as one output value
 
-        app.load(load_from_url, None, unique(everything), api_name="app_open", api_visibility="undocumented")
+        app.load(load_from_url, None, unique(everything), api_name="app_open", api_visibility="undocumented",
+                 show_progress_on=[v.progress_on for v in self.opening(first_tab)] or None)

@@ -351,11 +351,11 @@ def build_block_view():
         bar_slot = gr.Column()
         summary = gr.Markdown()
         with gr.Row():
-            strip = gr.Plot(empty_figure(""), show_label=False)
-            attn = gr.Plot(empty_figure(""), show_label=False)
+            strip = gr.Plot(show_label=False)
+            attn = gr.Plot(show_label=False)
         with gr.Row():
-            residual = gr.Plot(empty_figure(""), show_label=False)
-            movement = gr.Plot(empty_figure(""), show_label=False)
+            residual = gr.Plot(show_label=False)
+            movement = gr.Plot(show_label=False)
         table = gr.Dataframe(headers=[""] * STEP_COLUMNS, interactive=False, wrap=True, max_height=520,
                              label=label("transformer.steps_table"))
     inputs = [picker, text, token, layer]
@@ -386,7 +386,7 @@ def build_base_numbers_view(picker: gr.Dropdown) -> presets.View:
             count_button = gr.Button(label("transformer.count"), variant="primary")
             encoder_button = gr.Button(label("transformer.use_encoder_config"))
         summary = gr.Markdown()
-        figure = gr.Plot(empty_figure(""), show_label=False)
+        figure = gr.Plot(show_label=False)
         table = gr.Dataframe(headers=[""] * PARAM_COLUMNS, interactive=False, wrap=True, max_height=560,
                              label=label("transformer.params_per_sublayer"))
     outputs = [summary, table, figure]  # the order _params_outputs returns them in

@@ -55,6 +55,40 @@ def test_every_tab_bar_holds_only_tabs():
     assert not strays, strays
 
 
+def test_events_keep_the_browsers_loading_statuses_small():
+    """Gradio's front end keeps a loading status for every progress target (an event's outputs unless
+    ``show_progress_on`` says otherwise) of every event that has run, and updates them all, each by a walk of the
+    layout, on every status message of any event. The page-load event used to target all 344 components of the
+    views it can fill, including the gr.Tabs (whose every value is copied on each update): a tab switch then took
+    0.5-1 s of the browser's main thread. Each view's events now target its first result; no event a layout."""
+    import gradio as gr
+
+    blocks = app.build_app()
+
+    def targets(fn) -> list:
+        chosen = fn.show_progress_on or fn.outputs
+        return list(chosen) if isinstance(chosen, (list, tuple)) else [chosen]
+
+    backend = [fn for fn in blocks.fns.values() if fn.fn is not None]
+    on_layout = [fn.api_name for fn in backend if any(isinstance(b, gr.blocks.BlockContext) for b in targets(fn))]
+    assert not on_layout, on_layout
+    registry = blocks.preset_registry
+    views = [view for entry in registry.tabs.values() for view in entry.views]
+    by_name = {fn.api_name: fn for fn in backend}
+    assert len(targets(by_name["app_open"])) == len(registry.opening(next(iter(registry.tabs)))) >= 1
+    assert len(by_name["app_open"].outputs) > 300  # what it may fill is still everything a link can open
+    checked = []
+    for view in views:
+        if view.where is not None:
+            assert targets(by_name[f"{view.tab}_{view.key}_open"]) == [view.outputs[0]]
+        buttons = [by_name.get(f"{view.tab}_preset_{slug}".replace("-", "_")) for slug in view.presets]
+        checked += [fn for fn in buttons if fn is not None]  # a view may show its presets only as lesson steps
+        assert all(targets(fn) == [view.outputs[0]] for fn in buttons if fn is not None), view.key
+    assert len(checked) > 100
+    union = {id(block) for fn in backend for block in targets(fn)}
+    assert len(union) < 300  # at most this many statuses however many events a learner runs (was 415)
+
+
 def test_launch_and_call_an_endpoint_through_gradio_client():
     from gradio_client import Client
 

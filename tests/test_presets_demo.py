@@ -93,6 +93,20 @@ def test_deep_link_selects_tab_and_subtab_and_computes_the_preset(built):
     assert load.fn(FakeRequest(tab="nope", preset="nope"))
 
 
+def test_every_runnable_preset_has_a_copy_link_button_naming_a_preset_that_exists(built):
+    """The 🔗 buttons carry their link in a class (presets.COPY_LINK_HEAD's one listener reads it)."""
+    blocks, reg = built
+    links = [c[len(presets.LINK_CLASS):].split("--") for b in blocks.blocks.values() if isinstance(b, gr.Button)
+             for c in (b.elem_classes or []) if c.startswith(presets.LINK_CLASS)]
+    buttons = [b for b in blocks.blocks.values() if isinstance(b, gr.Button) and (b.elem_id or "").startswith("preset-")]
+    assert len(links) == len(buttons) > 100
+    for tab, slug in links:
+        view = reg.find(tab, slug)
+        assert view is not None and view.presets[slug].values is not None, (tab, slug)
+    assert ["attention", "thinking-machines"] in links
+    assert not [fn.api_name for fn in blocks.fns.values() if "_link_" in (fn.api_name or "")]  # no event each
+
+
 def test_opening_again_keeps_what_the_learner_did(built):
     _, reg = built
     view = reg.tabs["attention"].views[0]

@@ -40,7 +40,8 @@ BEFORE_A_RUN = {("Classification & fine-tuning", "What fine-tuning changed")}
 
 # Counts of visible plots / tables, and of those that are still empty. A plot is full when one trace has points;
 # a table when it has a row below its header (aria-rowcount > 1). Views whose results are text (generation) count
-# visible text areas holding more than 40 characters.
+# visible text areas holding more than 40 characters. A component with no value at all (a gr.Plot before its first
+# figure) draws Gradio's "Empty value" box: those are counted in the view's own (innermost) tab.
 CONTENT_JS = """() => {
   const shown = el => el.offsetParent !== null && el.getBoundingClientRect().width > 0;
   const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(shown);
@@ -50,12 +51,15 @@ CONTENT_JS = """() => {
   const emptyTables = tables.filter(el => Number(el.getAttribute('aria-rowcount') || 0) <= 1);  // header only
   const texts = [...document.querySelectorAll('textarea')].filter(shown).filter(el => el.value.length > 40);
   const busy = !!document.querySelector('.wrap.generating, .progress-text, .eta-bar');
+  const items = [...document.querySelectorAll('.tabitem')].filter(shown);
+  const view = items.filter(el => !items.some(other => other !== el && el.contains(other)));
+  const emptyBoxes = view.flatMap(el => [...el.querySelectorAll('[aria-label="Empty value"]')]).filter(shown);
   return {plots: plots.length, emptyPlots: emptyPlots.length, tables: tables.length,
-          emptyTables: emptyTables.length, longTexts: texts.length, busy};
+          emptyTables: emptyTables.length, emptyBoxes: emptyBoxes.length, longTexts: texts.length, busy};
 }"""
 
 FULL_JS = f"() => {{ const c = ({CONTENT_JS})(); return !c.busy && c.plots + c.tables + c.longTexts > 0 " \
-          "&& c.emptyPlots === 0 " \
+          "&& c.emptyPlots === 0 && c.emptyBoxes === 0 " \
           "&& c.emptyTables === 0; }"
 SOME_JS = f"() => {{ const c = ({CONTENT_JS})(); return !c.busy && c.plots - c.emptyPlots > 0; }}"  # BEFORE_A_RUN
 IDLE_JS = "() => !document.querySelector('.wrap.generating, .progress-text, .eta-bar')"

@@ -42,6 +42,13 @@ def test_deep_link_opens_the_tab_with_the_preset_computed(browser, served_app, q
         context.close()
 
 
+def test_copy_link_button_puts_the_presets_deep_link_in_the_address(wide_page):
+    page = wide_page
+    page.get_by_role("tab", name="Attention", exact=True).click()
+    page.locator(".preset-link--attention--thinking-machines").filter(visible=True).first.click()
+    page.wait_for_function("() => window.location.search === '?tab=attention&preset=thinking-machines'")
+
+
 # Last: it opens every view of every tab in one session, which leaves the server busy for a while after it.
 @pytest.mark.timeout(900)  # ~40 views, 2.5 min alone; the suite's other worker shares the two cores meanwhile
 def test_every_tab_and_subtab_shows_its_default_before_any_click(wide_page):
