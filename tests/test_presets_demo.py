@@ -98,7 +98,8 @@ def test_every_runnable_preset_has_a_copy_link_button_naming_a_preset_that_exist
     blocks, reg = built
     links = [c[len(presets.LINK_CLASS):].split("--") for b in blocks.blocks.values() if isinstance(b, gr.Button)
              for c in (b.elem_classes or []) if c.startswith(presets.LINK_CLASS)]
-    buttons = [b for b in blocks.blocks.values() if isinstance(b, gr.Button) and (b.elem_id or "").startswith("preset-")]
+    buttons = [b for b in blocks.blocks.values()
+               if isinstance(b, gr.Button) and (b.elem_id or "").startswith("preset-")]
     assert len(links) == len(buttons) > 100
     for tab, slug in links:
         view = reg.find(tab, slug)
