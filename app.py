@@ -168,8 +168,7 @@ def main(argv: list[str] | None = None) -> None:
         theme=THEME,
         css_paths=[CSS_PATH],
         i18n=I18N,
-        # "download as SVG" beside the slide-size PNG camera on every figure; the preset buttons' 🔗 copy-link
-        head=figures.SVG_EXPORT_HEAD + presets.COPY_LINK_HEAD,
+        head=figures.SVG_EXPORT_HEAD,  # "download as SVG" beside the slide-size PNG camera on every figure
         app_kwargs={"middleware": [Middleware(LanguageMiddleware)]},  # the header's language toggle
         max_file_size=MAX_UPLOAD_BYTES,
         show_error=True,

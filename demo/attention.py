@@ -8,7 +8,7 @@ import pandas as pd
 from core.errors import UserInputError
 from core.lazy import lazy_import
 from core.seeds import thinking_machines
-from demo import presets
+from demo import lessons, presets
 from demo.attention_views import (  # noqa: F401
     MODEL_EXAMPLES,
     PERMUTATION_HEADERS,
@@ -375,4 +375,4 @@ def build() -> None:
 
     views = {"steps": steps_view, "multihead": multihead_view}
     with lesson_slot:
-        presets.lesson_table(LESSON, views)
+        lessons.lesson_table(LESSON, views)

@@ -12,7 +12,7 @@ from core.corpora import DEFAULT_LABELLED, LABELLED, LABELLED_NAMES
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
 from core.registry import COLA_ID, DIANPING_ID, MRPC_ID, SIMILARITY_ZH_ID, SST2_ID
-from demo import presets
+from demo import lessons, presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.downloads import model_event
 from demo.figures import COLORWAY, bar, empty_figure, heatmap, styled, subplot_grid
@@ -412,7 +412,7 @@ def build() -> None:
     with preset_bar:
         view.buttons()
     with lesson_slot:
-        presets.lesson_table(LESSON, view)
+        lessons.lesson_table(LESSON, view)
 
     data_inputs = [dataset, pasted, upload, seed]
     data_outputs = [data_note, accuracy, sample]

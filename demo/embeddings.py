@@ -13,7 +13,7 @@ from core.errors import UserInputError
 from core.lazy import lazy_import
 from core.seeds import SEED_Q
 from core.textio import read_text_upload
-from demo import embeddings_nnlm, presets
+from demo import embeddings_nnlm, lessons, presets
 from demo.common import (
     TABLE_BUTTONS,
     TRAIN_QUEUE,
@@ -393,4 +393,4 @@ def build() -> None:
 
     views = {"lookup": lookup_view, "onehot": onehot_view, "static": static_view}
     with lesson_slot:
-        presets.lesson_table(LESSON, views)
+        lessons.lesson_table(LESSON, views)

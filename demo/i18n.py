@@ -17,10 +17,13 @@ toggle sets, so every request carries it), otherwise the browser's (``Accept-Lan
 """
 from __future__ import annotations
 
+import html
 import re
 from http.cookies import CookieError, SimpleCookie
+from typing import Callable
 
 import gradio as gr
+from gradio.i18n import I18nData
 
 from core.i18n import DEFAULT_LANGUAGE, LANGUAGES, current_language, placeholders, table, text, using_language
 
@@ -28,7 +31,8 @@ COOKIE = "plm_lang"
 
 # The tables and text() live in core.i18n (gradio-free, so core's error messages use the same keys).
 __all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "table", "placeholders", "text", "t", "current_language", "using_language",
-           "label", "language_of", "I18N", "TOGGLE_JS", "LanguageMiddleware"]
+           "label", "in_every_language", "BROWSER_LANGUAGE_JS", "language_of", "I18N", "TOGGLE_JS",
+           "LanguageMiddleware"]
 
 t = text  # the short name tab modules use (their inputs are often called ``text``): ``t("ngram.result", n=3)``
 
@@ -46,6 +50,21 @@ def label(key: str):
     """A component label / tab title that the browser shows in the learner's language."""
     table(DEFAULT_LANGUAGE)[key]  # fail at build time, not in the browser, when a key is missing
     return I18N(key)
+
+
+def in_every_language(value, render: Callable[[str], str] = html.escape) -> dict[str, str]:
+    """``{language: HTML}`` for HTML the browser renders itself (demo/presets.py's preset bar, demo/lessons.py): a
+    ``label(key)`` in each language, or a plain string (a checkpoint id, a formula) as it is; ``render`` turns the
+    text into HTML (default: escaped). The browser picks its language with :data:`BROWSER_LANGUAGE_JS`."""
+    if isinstance(value, I18nData):
+        return {lang: render(table(lang)[value.key]) for lang in LANGUAGES}
+    return dict.fromkeys(LANGUAGES, render(str(value or "")))
+
+
+# The language a page shows, as Gradio's front end picks it for its own labels (svelte-i18n reads
+# navigator.language first; LanguageMiddleware below sets it from the toggle's cookie), as a JS expression giving
+# one of LANGUAGES. gr.I18n only translates component labels and values, not the HTML of a gr.HTML.
+BROWSER_LANGUAGE_JS = "(/^zh/i.test(navigator.language || (navigator.languages || [])[0] || '') ? 'zh' : 'en')"
 
 
 _QUALITY = re.compile(r"^\s*([A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*|\*)\s*(?:;\s*q\s*=\s*([0-9.]+))?\s*$")

@@ -14,7 +14,7 @@ from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
 from core.limits import MAX_GENERATE
-from demo import presets
+from demo import lessons, presets
 from demo import elmo as elmo_layers  # the ELMo sub-tab with two layers and the weighted sum (§7)
 from demo.common import (
     TABLE_BUTTONS,
@@ -426,4 +426,4 @@ def build() -> None:
 
     views = {"inspect": inspect_view, "gradients": gradients_view, "elmo": elmo_view}
     with lesson_slot:
-        presets.lesson_table(LESSON, views)
+        lessons.lesson_table(LESSON, views)

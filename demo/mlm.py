@@ -9,7 +9,7 @@ import gradio as gr
 
 from core import registry
 from core.limits import FILL_BATCH, MAX_DRAWS
-from demo import presets
+from demo import lessons, presets
 from demo.common import TABLE_BUTTONS, LATEX, model_picker
 from demo.downloads import model_event
 from demo.figures import COLORWAY
@@ -232,4 +232,4 @@ def build() -> None:
 
     views = {"card": card_view, "inputs": inputs_view, "masking": masking_view, "fill": fill_view}
     with lesson_slot:
-        presets.lesson_table(LESSON, views)
+        lessons.lesson_table(LESSON, views)

@@ -14,7 +14,7 @@ from core.errors import LearnerError, ModelUnavailableError
 from core.limits import MAX_TEXT_CHARS, NER_STRATEGIES
 from core.lazy import lazy_import
 from core.seeds import SEED_WORD_TAGS
-from demo import presets
+from demo import lessons, presets
 from demo.batching import BATCH, by_checkpoint
 from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.downloads import model_event
@@ -352,4 +352,4 @@ def build() -> None:
         convert_view.buttons()
     views = {"tag": tag_view, "convert": convert_view}
     with lesson_slot:
-        presets.lesson_table(LESSON, views)
+        lessons.lesson_table(LESSON, views)

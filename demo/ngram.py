@@ -23,7 +23,7 @@ from core.ngram import (
     tokenize_sentences,
 )
 from core.textio import normalize_text, read_text_upload
-from demo import presets
+from demo import lessons, presets
 from demo.common import TABLE_BUTTONS, friendly_errors, preprocess_in_handler, whole_number
 from demo.figures import COLORWAY, bar, empty_figure, styled
 from demo.i18n import label, t
@@ -406,4 +406,4 @@ def build() -> None:
                         PRESETS)
     with preset_row:
         view.buttons()
-        presets.lesson_table(LESSON, view)
+        lessons.lesson_table(LESSON, view)

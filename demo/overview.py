@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from core.lazy import lazy_import
-from demo import presets
+from demo import lessons, presets
 from demo.common import friendly_errors, gpu_handler
 from demo.figures import bar, heatmap, timeline
 from demo.i18n import label, t
@@ -238,7 +238,7 @@ def build() -> None:
     ladder_outputs = [summary, strip_plot, totals_plot, text_table]
     view = presets.View("overview", "ladder", [text, preset_note], ladder_outputs, run_ladder, PRESETS)
     view.buttons()
-    presets.lesson_table(LESSON, view)
+    lessons.lesson_table(LESSON, view)
     score_button.click(score_text, text, ladder_outputs, api_name="overview_score")
     text.submit(score_text, text, ladder_outputs, api_name="overview_score_submit", api_visibility="undocumented")
 

@@ -13,8 +13,8 @@ input values for a view; running it sets the inputs AND runs the view's handler,
         presets=[presets.Preset("thinking-machines", "Thinking Machines (§9)", values=(...)), ...],
         where=sub_tab,                          # the gr.Tab (with an id) the view lives in; None: the tab itself
     )
-    view.buttons()                              # a row of preset buttons, each with a 🔗 copy-link button
-    presets.lesson([presets.Step("§9", "question…", "answer…", view, "thinking-machines"), ...])
+    view.buttons()                              # the preset bar: a button and a 🔗 copy link per preset
+    lessons.lesson([lessons.Step("§9", "question…", "answer…", view, "thinking-machines"), ...])  # demo/lessons.py
 
 What each piece does:
 - **First open.** The first preset of a view is its default. When the learner opens the tab (or the sub-tab) the
@@ -23,11 +23,15 @@ What each piece does:
   The app's first tab is filled by ``demo.load``.
 - **Presets.** ``values`` is a tuple in ``inputs`` order, or a zero-argument callable returning one (for values
   that are costly to build, such as matrices). ``section`` names the seed section it reproduces.
+- **Preset bar.** :meth:`View.buttons` is ONE ``gr.HTML`` holding every preset's button and 🔗 link, and ONE event
+  (``<tab>_<view>_preset``, whose input is the preset's slug, so API clients call it too). Gradio's front end pays
+  for every component and event when the page loads (it matches each component against each event:
+  ``find_attached_events``); one Gradio button and event per preset made that 1,360 components x 336 events, most of
+  a 5-9 s page open. Its text is rendered in the browser's language (demo.i18n.in_every_language).
 - **Deep links.** ``?tab=<tab id>&preset=<preset slug>`` selects the tab (and sub-tab) and computes the preset;
-  ``?tab=<tab id>`` alone computes the tab's defaults. Slugs are unique within a tab. The 🔗 button beside each
-  preset copies its link; :func:`preset_link` gives the same relative link for Markdown.
-- **Lessons.** :func:`lesson` renders a closed "Try this" accordion: each step names its seed §, asks a question,
-  has a button that runs a preset (switching to its sub-tab) and a hidden answer to reveal.
+  ``?tab=<tab id>`` alone computes the tab's defaults. Slugs are unique within a tab. The 🔗 beside each preset is a
+  real link (:func:`preset_link`, also used in Markdown); a click puts it in the address bar and the clipboard.
+- **Lessons.** demo/lessons.py: a "Try this" box whose steps run presets of these views.
 - **Slots.** A preset whose ``values`` is None is a documented slot (an example whose model lives in another issue:
   classification, Chinese QA, Chinese NER); :meth:`View.buttons` shows it disabled with its ``note``.
 
@@ -36,12 +40,13 @@ Wiring in the app shell (app.py): build the tabs inside ``with collector.tab(tab
 ``demo.load`` that reads the URL. A tab built outside a Registry (a test building one tab) still gets its
 sub-tab-open events and preset buttons.
 
-Every string this module shows is in the ``presets`` section of assets/i18n/*.yaml (``demo.i18n.label``).
+Every string this module shows is in the ``presets`` section of assets/i18n/*.yaml.
 """
 from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -49,29 +54,45 @@ from typing import Callable, Sequence
 import gradio as gr
 from gradio.context import Context
 
+from core.errors import UserInputError
 from demo.common import csv_download, friendly_errors
-from demo.i18n import label as i18n_label
+from demo.i18n import BROWSER_LANGUAGE_JS, in_every_language, label
 
-COPY_LINK = "🔗"
-LESSON_STEP = "**{number}.** ({section})"  # language-free; the question (a string or an i18n key) follows it
-
-# One listener for every 🔗 button (app.py adds it to the page's <head>): a button's classes name its link, so the
-# 127 buttons need no Gradio event each. Events are not free in Gradio's front end: at page load it matches every
-# component against every event (find_attached_events), ~0.3 s of the page's start for these 127 alone.
-LINK_CLASS = "preset-link--"  # + "<tab>--<slug>"
-COPY_LINK_HEAD = """<script>
-document.addEventListener("click", (event) => {
-  const button = event.target.closest && event.target.closest(".copy-link");
-  const name = button && [...button.classList].find((c) => c.startsWith("%s"));
-  if (!name) return;
-  const [tab, slug] = name.slice(%d).split("--");
-  const url = new URL(window.location.href);
-  url.search = "?tab=" + tab + "&preset=" + slug;
-  url.hash = "";
-  if (navigator.clipboard) navigator.clipboard.writeText(url.href).catch(() => {});
-  window.history.replaceState(null, "", url.href);
-}, true);
-</script>""" % (LINK_CLASS, len(LINK_CLASS))
+# A chain-link icon drawn in the text colour: an emoji (🔗) needs a colour-emoji font, which a screenshot machine
+# may lack (Debian's headless Chromium drew an empty box).
+LINK_ICON = ('<svg width="15" height="15" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2.2" '
+             'stroke-linecap="round" stroke-linejoin="round" aria-hidden="true">'
+             '<path d="M10 13a5 5 0 0 0 7.54.54l3-3a5 5 0 0 0-7.07-7.07l-1.72 1.71"/>'
+             '<path d="M14 11a5 5 0 0 0-7.54-.54l-3 3a5 5 0 0 0 7.07 7.07l1.71-1.71"/></svg>')
+# The preset bar, rendered by the browser from its props (a JS template string): a label, then per preset a button
+# and its 🔗 deep link, or, for a slot, a disabled button and what it waits for. It never reads ``value`` (the slug
+# of the last click), so a click does not re-render it.
+BAR_TEMPLATE = """${(() => {
+  const lang = LANGUAGE;
+  return `<span class="preset-label">${title[lang]}</span>` + items.map(p => p.link
+    ? `<button class="preset-btn" data-slug="${p.slug}">${p.label[lang]}</button>`
+      + `<a class="copy-link" href="${p.link}" title="${copy[lang]}" aria-label="${copy[lang]}">LINK_ICON</a>`
+    : `<button class="preset-btn" disabled>${p.label[lang]}</button>`
+      + `<span class="preset-slot">${slot[lang]} ${p.note[lang]}</span>`).join("");
+})()}""".replace("LANGUAGE", BROWSER_LANGUAGE_JS).replace("LINK_ICON", LINK_ICON)
+# A preset button sends its slug as the bar's value with one "click" event. A 🔗 click puts the preset's link in the
+# address bar and the clipboard, and loads nothing (a modified click still opens it in a new tab, as links do).
+BAR_JS = """element.addEventListener("click", (event) => {
+  const link = event.target.closest("a.copy-link");
+  if (link) {
+    if (event.ctrlKey || event.metaKey || event.shiftKey || event.button) return;
+    event.preventDefault();
+    const url = new URL(link.getAttribute("href"), window.location.href);
+    url.hash = "";
+    if (navigator.clipboard) navigator.clipboard.writeText(url.href).catch(() => {});
+    window.history.replaceState(null, "", url.href);
+    return;
+  }
+  const button = event.target.closest("button.preset-btn");
+  if (!button || button.disabled) return;
+  props.value = button.dataset.slug;
+  trigger("click");
+});"""
 
 
 @dataclass(frozen=True)
@@ -93,16 +114,24 @@ def preset_link(tab: str, slug: str) -> str:
     return f"?tab={tab}&preset={slug}"
 
 
-class _Asked:
-    """Per session and view: has the learner asked for a result (a preset, a lesson step, a deep link)?
+class _SessionViews:
+    """Per session and view: how many marks, and when the last one was made. Bounded: the oldest sessions are
+    forgotten first.
 
-    A default computed on open must never overwrite such a result. Gradio snapshots each event's inputs when it is
-    sent, so a ``gr.State`` cannot tell a slow open event that a preset was clicked after it: this server-side record
-    can. The open event skips the default when the learner asked before it started, and drops its result when the
-    learner asked while it was computing. Bounded: the oldest sessions are forgotten first."""
+    Two records use it. ``ASKED``: has the learner asked this view for a result (a preset, a lesson step, a deep
+    link)? A default computed on open must never overwrite such a result. Gradio snapshots each event's inputs when
+    it is sent, so a ``gr.State`` cannot tell a slow open event that a preset was clicked after it: this server-side
+    record can. The open event skips the default when the learner asked before it started, and drops its result when
+    the learner asked while it was computing.
+
+    ``OPENED``: did an open event of this session just claim the view's default? Opening a tab fires two open events
+    for a view in its first sub-tab (the tab's select, then the sub-tab's as it mounts), and opening the page two for
+    the first tab's (demo.load, and the tab's select): both leave with ``done`` False, and the browser drew the same
+    figures twice. A claim holds for ``CLAIM_SECONDS``; after that an open event with ``done`` still False (its
+    answer never reached the page) computes the default again."""
 
     def __init__(self, limit: int = 20_000):
-        self._seen: OrderedDict[tuple, int] = OrderedDict()
+        self._seen: OrderedDict[tuple, tuple[int, float]] = OrderedDict()
         self._lock = threading.Lock()
         self._limit = limit
 
@@ -110,24 +139,41 @@ class _Asked:
     def key(view: "View", request) -> tuple:
         return getattr(request, "session_hash", None), view.tab, view.key
 
+    def _add(self, key: tuple) -> None:  # with the lock held
+        self._seen[key] = (self._seen.get(key, (0, 0.0))[0] + 1, time.monotonic())
+        self._seen.move_to_end(key)
+        while len(self._seen) > self._limit:
+            self._seen.popitem(last=False)
+
     def mark(self, view: "View", request) -> None:
         with self._lock:
-            key = self.key(view, request)
-            self._seen[key] = self._seen.get(key, 0) + 1
-            self._seen.move_to_end(key)
-            while len(self._seen) > self._limit:
-                self._seen.popitem(last=False)
+            self._add(self.key(view, request))
 
     def count(self, view: "View", request) -> int:
         with self._lock:
-            return self._seen.get(self.key(view, request), 0)
+            return self._seen.get(self.key(view, request), (0, 0.0))[0]
+
+    def claim(self, view: "View", request, seconds: float) -> bool:
+        """Mark the view unless it was marked less than ``seconds`` ago; True if this call marked it."""
+        with self._lock:
+            key = self.key(view, request)
+            if key in self._seen and time.monotonic() - self._seen[key][1] < seconds:
+                return False
+            self._add(key)
+            return True
+
+    def forget(self, view: "View", request) -> None:
+        with self._lock:
+            self._seen.pop(self.key(view, request), None)
 
     def clear(self) -> None:
         with self._lock:
             self._seen.clear()
 
 
-ASKED = _Asked()
+CLAIM_SECONDS = 30.0  # both open events of one click reach a worker well within this (else: drawn twice, as before)
+ASKED = _SessionViews()
+OPENED = _SessionViews()
 
 
 class _Results:
@@ -200,12 +246,17 @@ class View:
         if where is not None:
             if where.id is None:
                 raise ValueError(f"give the sub-tab of view {tab}/{key} an id")
-            self.wire(where.select, self._open, f"{tab}_{key}_open", api_visibility="undocumented",
+            self.wire(where.select, self._open, f"{self.api_prefix}_open", api_visibility="undocumented",
                       show_progress="minimal")
         if _CURRENT is not None:
             _CURRENT.add(self)
 
     # -- running -------------------------------------------------------------------------------------------------
+
+    @property
+    def api_prefix(self) -> str:
+        """The start of this view's event names: ``<tab>_<view>_open``, ``<tab>_<view>_preset``."""
+        return f"{self.tab}_{self.key}".replace("-", "_")
 
     @property
     def switcher(self) -> gr.Tabs | None:
@@ -223,10 +274,11 @@ class View:
         main thread (1.5 of 3.8 s of JS in one profile of four re-opens; 0.1-0.25 s per re-open with one leaf)."""
         return self.outputs[0]
 
-    def wire(self, trigger: Callable, fn: Callable, api_name: str, **options) -> None:
-        """Every event of this view (open, preset, lesson step): it reads ``done``, may set any of ``components()``
-        and shows its progress on ``progress_on`` only."""
-        trigger(fn, [self.done], self.components(), show_progress_on=self.progress_on, api_name=api_name, **options)
+    def wire(self, trigger: Callable, fn: Callable, api_name: str, inputs: Sequence = (), **options) -> None:
+        """Every event of this view (open, preset): it reads ``inputs`` and ``done``, may set any of
+        ``components()`` and shows its progress on ``progress_on`` only."""
+        trigger(fn, [*inputs, self.done], self.components(), show_progress_on=self.progress_on, api_name=api_name,
+                **options)
 
     def components(self) -> list:
         extra = [self.switcher] if self.switcher is not None else []
@@ -234,9 +286,7 @@ class View:
 
     def run(self, slug: str | None = None, select: bool = False) -> dict:
         """The updates that show preset ``slug`` (default: the view's default): its inputs and its results."""
-        preset = self.presets.get(slug or self.default)
-        if preset is None or preset.values is None:
-            preset = self.presets[self.default]
+        preset = self.presets[self.runnable(slug or self.default)]
         values, results = RESULTS.get(self, preset)
         if len(self.outputs) == 1:
             results = (results,)
@@ -247,18 +297,32 @@ class View:
             updates[self.switcher] = gr.Tabs(selected=self.where.id)
         return updates
 
+    def runnable(self, slug: str) -> str:
+        """``slug`` if it names a runnable preset of this view; else a clear error naming the ones that run."""
+        preset = self.presets.get(slug) if isinstance(slug, str) else None
+        if preset is None or preset.values is None:
+            choices = ", ".join(p.slug for p in self.presets.values() if p.values is not None)
+            raise UserInputError("presets.unknown", slug=str(slug)[:60], choices=choices)
+        return slug
+
     def run_default(self, request=None) -> dict:
         """:meth:`run` for an open event: nothing if the learner has asked this view for a result in this session
-        (before the default started, or while it was computing; see :class:`_Asked`)."""
+        (before the default started, or while it was computing), or if another open event of the session claimed
+        the default first (see :class:`_SessionViews`)."""
         asked = ASKED.count(self, request)
-        if asked:
+        if asked or not OPENED.claim(self, request, CLAIM_SECONDS):
             return {self.done: True}
-        updates = self.run()
+        try:
+            updates = self.run()
+        except Exception:
+            OPENED.forget(self, request)  # nothing was shown: the next open tries again
+            raise
         return updates if ASKED.count(self, request) == asked else {self.done: True}
 
     def run_asked(self, slug: str, select: bool = False, request=None) -> dict:
         """:meth:`run` for a learner's request (preset button, lesson step, deep link): recorded first, so a default
         still computing does not overwrite it."""
+        self.runnable(slug)
         ASKED.mark(self, request)
         return self.run(slug, select)
 
@@ -267,32 +331,28 @@ class View:
         # Already shown: change nothing. (An empty dict would be read as one output value, not as "no updates".)
         return {self.done: True} if done else self.run_default(request)
 
-    def runner(self, slug: str, select: bool = False) -> Callable:
-        @friendly_errors
-        def run_preset(done: bool = False, request: gr.Request = None):
-            return self.run_asked(slug, select, request)
-
-        run_preset.__name__ = f"run_{self.tab}_{self.key}_{slug}".replace("-", "_")
-        return run_preset
+    @friendly_errors
+    def _run_clicked(self, slug: str, done: bool = False, request: gr.Request = None):
+        return self.run_asked(slug, request=request)
 
     # -- layout --------------------------------------------------------------------------------------------------
 
-    def buttons(self, label=None) -> None:
-        """A row of preset buttons; each runs its preset, and its 🔗 copies the deep link."""
-        with gr.Row(elem_classes=["preset-bar"]):
-            gr.Markdown(label if label is not None else i18n_label("presets.label"), elem_classes=["preset-label"])
-            for preset in self.presets.values():
-                if preset.values is None:  # a slot: shown disabled, with what it waits for
-                    gr.Button(preset.label, size="sm", interactive=False, scale=0)
-                    gr.Markdown(i18n_label("presets.slot"), elem_classes=["preset-label"])
-                    if preset.note:
-                        gr.Markdown(preset.note, elem_classes=["preset-label"])
-                    continue
-                button = gr.Button(preset.label, size="sm", scale=0, elem_id=f"preset-{self.tab}-{preset.slug}")
-                self.wire(button.click, self.runner(preset.slug),
-                          f"{self.tab}_preset_{preset.slug}".replace("-", "_"))
-                gr.Button(COPY_LINK, size="sm", scale=0, min_width=36,  # COPY_LINK_HEAD handles its click
-                          elem_classes=["copy-link", f"{LINK_CLASS}{self.tab}--{preset.slug}"])
+    def buttons(self) -> gr.HTML:
+        """The preset bar (see the module docstring): a button and a 🔗 link per preset, one event for them all."""
+        items = []
+        for preset in self.presets.values():
+            item = {"slug": preset.slug, "label": in_every_language(preset.label)}
+            if preset.values is None:  # a slot: shown disabled, with what it waits for
+                item["note"] = in_every_language(preset.note)
+            else:
+                item["link"] = preset_link(self.tab, preset.slug)
+            items.append(item)
+        bar = gr.HTML("", html_template=BAR_TEMPLATE, js_on_load=BAR_JS, elem_classes=["preset-bar"], items=items,
+                      title=in_every_language(label("presets.label")),
+                      copy=in_every_language(label("presets.copy_link")),
+                      slot=in_every_language(label("presets.slot")))
+        self.wire(bar.click, self._run_clicked, f"{self.api_prefix}_preset", inputs=[bar])
+        return bar
 
 
 def unique(components) -> list:
@@ -302,49 +362,6 @@ def unique(components) -> list:
             seen.add(id(component))
             out.append(component)
     return out
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Lessons
-
-
-@dataclass(frozen=True)
-class Step:
-    """One "Try this" step: the seed § it comes from, a question, the answer revealed on demand, and the preset of
-    ``view`` that shows it."""
-    section: str
-    question: str
-    answer: str
-    view: View
-    slug: str
-
-
-def lesson_table(rows: Sequence[tuple], views: "View | dict[str, View]") -> None:
-    """:func:`lesson` from a tab's LESSON table: rows (section, question, answer, slug) for a tab with one view, or
-    (section, question, answer, view key, slug) with ``views`` a dict of the tab's views by key."""
-    if isinstance(views, dict):
-        lesson([Step(section, question, answer, views[key], slug) for section, question, answer, key, slug in rows])
-    else:
-        lesson([Step(section, question, answer, views, slug) for section, question, answer, slug in rows])
-
-
-def lesson(steps: Sequence[Step], title=None, open: bool = False) -> None:
-    """A "Try this" accordion: each step is a question, a button that runs its preset, and a hidden answer.
-    Questions and answers may be plain strings or i18n keys (``demo.i18n.label``)."""
-    with gr.Accordion(title if title is not None else i18n_label("presets.lesson_title"), open=open,
-                      elem_classes=["lesson"]):
-        for number, step in enumerate(steps, 1):
-            with gr.Row():
-                if isinstance(step.question, str):
-                    gr.Markdown(f"{LESSON_STEP.format(number=number, section=step.section)} {step.question}")
-                else:  # an i18n key: the browser translates it, so it cannot be joined to the prefix here
-                    with gr.Column(scale=5, min_width=200):
-                        gr.Markdown(LESSON_STEP.format(number=number, section=step.section))
-                        gr.Markdown(step.question)
-                button = gr.Button(i18n_label("presets.show_me"), size="sm", scale=0, min_width=90)
-            with gr.Accordion(i18n_label("presets.answer"), open=False):
-                gr.Markdown(step.answer)
-            step.view.wire(button.click, step.view.runner(step.slug, select=True), f"{step.view.tab}_lesson_{number}")
 
 
 def add_csv_downloads(root: gr.blocks.BlockContext, prefix: str) -> list[gr.DownloadButton]:
@@ -414,7 +431,7 @@ class Registry:
         entry = self.tabs.get(tab_id)
         if entry is None:
             return None
-        return next((v for v in entry.views if slug in v.presets), None)
+        return next((v for v in entry.views if slug in v.presets and v.presets[slug].values is not None), None)
 
     def opening(self, tab_id: str) -> list[View]:
         """The views shown when the tab itself is opened: tab-level ones and those in the first sub-tab.

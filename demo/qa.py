@@ -15,7 +15,7 @@ from core.lazy import lazy_import
 from core.limits import QA_DEFAULT_MAX_ANSWER_LEN, QA_DEFAULT_MAX_SEQ_LEN, QA_MAX_TOP_K
 from core.registry import CHINESE_QA_ID, SQUAD2_ID
 from core.seeds import PRECIPITATION, SEED_EN, SEED_ZH
-from demo import presets
+from demo import lessons, presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.batching import BATCH, by_checkpoint
 from demo.downloads import model_event
@@ -359,4 +359,4 @@ def build() -> None:
     with preset_bar:
         view.buttons()
     with lesson_slot:
-        presets.lesson_table(LESSON, view)
+        lessons.lesson_table(LESSON, view)

@@ -13,7 +13,7 @@ from core import registry
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
 from core.registry import MINILM_ID
-from demo import gpt, presets
+from demo import gpt, lessons, presets
 from demo.common import friendly_errors, gpu_handler, model_picker, whole_number
 from demo.downloads import model_event
 from demo.figures import bar, empty_figure, heatmap, lines
@@ -334,7 +334,7 @@ def build() -> None:
         base_view = build_base_numbers_view(picker)
         views = {"block": block_view, "base": base_view, **gpt.build()}  # GPT: next token, generation, maps, vs BERT
     with lesson_slot:
-        presets.lesson_table(LESSON, views)
+        lessons.lesson_table(LESSON, views)
 
 
 def build_block_view():
@@ -392,7 +392,7 @@ def build_base_numbers_view(picker: gr.Dropdown) -> presets.View:
     outputs = [summary, table, figure]  # the order _params_outputs returns them in
     count_button.click(base_params, [*numbers, shared], outputs, api_name="transformer_base_params")
     encoder_button.click(encoder_config, [picker],
-                         [*numbers, shared, *outputs], api_name="transformer_base_preset")
+                         [*numbers, shared, *outputs], api_name="transformer_base_from_encoder")
     view = presets.View("transformer", "base", [*numbers, shared], outputs, base_params, BASE_VIEW_PRESETS, where=tab)
     with bar_slot:
         view.buttons()

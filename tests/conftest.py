@@ -153,6 +153,7 @@ def fresh_preset_results():
     if presets is not None:
         presets.RESULTS.clear()
         presets.ASKED.clear()  # requests without a session (tests, API clients) share one record
+        presets.OPENED.clear()
     yield
 
 

@@ -1,4 +1,6 @@
 """The app shell: CLI flags, tab order, and a live launch driven through gradio_client."""
+import re
+
 import pytest
 
 import app
@@ -37,8 +39,24 @@ def test_every_event_is_wired_with_an_explicit_api_name():
                     and not any(k.arg == "api_name" for k in node.keywords)):
                 missing.append(f"{path.name}:{node.lineno} .{node.func.attr}(")
     assert not missing, f"events without api_name: {missing}"
-    names = [dep.api_name for dep in app.build_app().fns.values() if dep.api_name]
+    deps = [dep for dep in app.build_app().fns.values() if dep.api_name]
+    names = [dep.api_name for dep in deps]
     assert len(names) == len(set(names)), "api names must be unique across tabs"
+    # Gradio makes a repeated api_name unique by appending _1, _2…: a name of ours must never be renamed that way
+    # (the Transformer tab's "use the encoder's config" once took the name of its view's preset bar).
+    ours = {dep.api_name for dep in deps if dep.fn is not None and dep.fn.__module__.split(".")[0] in ("demo", "app")}
+    renamed = [name for name in ours if re.fullmatch(r".+_\d+", name) and name.rsplit("_", 1)[0] in names]
+    assert not renamed, renamed
+
+
+def test_the_page_stays_light_for_the_browser():
+    """Gradio's front end pays for every component and event when the page opens: it matches each component
+    against each event (find_attached_events) and mounts every component. One Gradio button and event per preset
+    made it 1,360 components and 336 events (page open to the Overview's content: 5.5 s); a preset bar and a lesson
+    are one gr.HTML and one event each (demo/presets.py, demo/lessons.py)."""
+    config = app.build_app().get_config_file()
+    assert len(config["components"]) < 900, len(config["components"])
+    assert len(config["dependencies"]) < 240, len(config["dependencies"])
 
 
 def test_every_tab_bar_holds_only_tabs():
@@ -77,14 +95,18 @@ def test_events_keep_the_browsers_loading_statuses_small():
     by_name = {fn.api_name: fn for fn in backend}
     assert len(targets(by_name["app_open"])) == len(registry.opening(next(iter(registry.tabs)))) >= 1
     assert len(by_name["app_open"].outputs) > 300  # what it may fill is still everything a link can open
-    checked = []
+    bars = []
     for view in views:
         if view.where is not None:
-            assert targets(by_name[f"{view.tab}_{view.key}_open"]) == [view.outputs[0]]
-        buttons = [by_name.get(f"{view.tab}_preset_{slug}".replace("-", "_")) for slug in view.presets]
-        checked += [fn for fn in buttons if fn is not None]  # a view may show its presets only as lesson steps
-        assert all(targets(fn) == [view.outputs[0]] for fn in buttons if fn is not None), view.key
-    assert len(checked) > 100
+            assert targets(by_name[f"{view.api_prefix}_open"]) == [view.outputs[0]]
+        bar = by_name.get(f"{view.api_prefix}_preset")  # a view may show its presets only as lesson steps
+        if bar is not None:
+            bars.append(bar)
+            assert targets(bar) == [view.outputs[0]], view.key
+    assert len(bars) > 35  # one preset bar per view, not one event per preset
+    for tab_id, entry in registry.tabs.items():  # a lesson shows progress on the first result of each view it runs
+        lesson = by_name[f"{tab_id}_lesson"]
+        assert set(map(id, targets(lesson))) <= {id(view.outputs[0]) for view in entry.views}, tab_id
     union = {id(block) for fn in backend for block in targets(fn)}
     assert len(union) < 300  # at most this many statuses however many events a learner runs (was 415)
 

@@ -58,6 +58,8 @@ def test_the_sub_tab_is_wired_with_its_presets():
         registry = presets.Registry()
         with gr.Tabs(), gr.Tab("lstm", id="lstm") as tab, registry.tab("lstm", tab):
             view = elmo.build_tab()
-    names = {d.api_name for d in blocks.fns.values()}
-    assert {"elmo_layers", "lstm_preset_elmo_layers_bank"} <= names
+    deps = {d.api_name: d for d in blocks.fns.values()}
+    assert {"elmo_layers", "lstm_elmo_layers_open", "lstm_elmo_layers_preset"} <= set(deps)
+    shown = deps["lstm_elmo_layers_preset"].fn("elmo-layers-bank", False)  # the preset bar sends the slug
+    assert any(isinstance(v, str) and "**bank**" in v for v in shown.values())
     assert registry.find("lstm", "elmo-layers-top") is view and view.where.id == "elmo-layers"

@@ -107,8 +107,11 @@ def test_bad_input_gets_a_clear_message(tmp_path):
 def test_tab_builds_with_its_api_names():
     with gr.Blocks() as blocks:
         ngram.build()
-    names = {fn.api_name for fn in blocks.fns.values()}
-    assert {"ngram_counts", "ngram_score", "ngram_generate", "ngram_preset_p_cixing_de"} <= names
+    deps = {fn.api_name: fn for fn in blocks.fns.values()}
+    assert {"ngram_counts", "ngram_score", "ngram_generate", "ngram_all_preset", "ngram_lesson"} <= set(deps)
+    # the preset bar's one event takes the preset's slug: add-one gives the seed's (2 + 1) / (3 + 12) = 0.2
+    shown = deps["ngram_all_preset"].fn("add-one", False)
+    assert any(isinstance(v, str) and "= 3 / 15 = **0.2000**" in v for v in shown.values())
 
 
 def test_endpoint_through_gradio_client():

@@ -114,7 +114,7 @@ def test_the_tab_fills_itself_on_open_through_the_presets_registry():
     with gr.Blocks() as blocks:
         overview.build()
     names = {dep.api_name for dep in blocks.fns.values()}
-    assert {"overview_score", "overview_preset_closing_quote", "overview_lesson_1"} <= names
+    assert {"overview_score", "overview_ladder_preset", "overview_lesson"} <= names
 
     import app
 

@@ -7,6 +7,7 @@ import pytest
 
 import app
 from core import registry
+from core.errors import UserInputError
 from demo import presets
 
 OFFLINE_VIEWS = {("mlm", "fill"), ("mlm", "compare"), ("mlm", "nsp"), ("ner", "tag"), ("qa", "answer"),
@@ -93,19 +94,50 @@ def test_deep_link_selects_tab_and_subtab_and_computes_the_preset(built):
     assert load.fn(FakeRequest(tab="nope", preset="nope"))
 
 
-def test_every_runnable_preset_has_a_copy_link_button_naming_a_preset_that_exists(built):
-    """The 🔗 buttons carry their link in a class (presets.COPY_LINK_HEAD's one listener reads it)."""
+def preset_bars(blocks) -> list[gr.HTML]:
+    return [b for b in blocks.blocks.values() if isinstance(b, gr.HTML) and "preset-bar" in (b.elem_classes or [])]
+
+
+def test_every_runnable_preset_has_a_button_and_a_link_naming_a_preset_that_exists(built):
+    """A preset bar is one gr.HTML: its ``items`` prop lists each preset's slug, its label in every language and its
+    deep link, which the browser renders as a button and a 🔗 link."""
     blocks, reg = built
-    links = [c[len(presets.LINK_CLASS):].split("--") for b in blocks.blocks.values() if isinstance(b, gr.Button)
-             for c in (b.elem_classes or []) if c.startswith(presets.LINK_CLASS)]
-    buttons = [b for b in blocks.blocks.values()
-               if isinstance(b, gr.Button) and (b.elem_id or "").startswith("preset-")]
-    assert len(links) == len(buttons) > 100
-    for tab, slug in links:
-        view = reg.find(tab, slug)
-        assert view is not None and view.presets[slug].values is not None, (tab, slug)
-    assert ["attention", "thinking-machines"] in links
-    assert not [fn.api_name for fn in blocks.fns.values() if "_link_" in (fn.api_name or "")]  # no event each
+    items = [item for bar in preset_bars(blocks) for item in bar.props["items"]]
+    runnable = {(tab, slug) for tab, entry in reg.tabs.items() for view in entry.views
+                for slug, preset in view.presets.items() if preset.values is not None}
+    assert len(items) > 100
+    for item in items:
+        tab, slug = item["link"].removeprefix("?tab=").split("&preset=")
+        assert item["slug"] == slug and (tab, slug) in runnable, item["link"]
+        assert set(item["label"]) == {"en", "zh"} and all(item["label"].values()), item
+    shown = {tuple(item["link"].removeprefix("?tab=").split("&preset=")) for item in items}
+    assert ("attention", "thinking-machines") in shown
+    assert len(shown) == len(items)  # a preset appears in one bar only
+    labels = {item["slug"]: item["label"] for item in items}
+    assert labels["p-cixing-de"]["zh"] != labels["p-cixing-de"]["en"]  # a translated label, in each language
+
+
+def test_a_preset_bars_one_event_runs_the_preset_it_is_sent(built):
+    blocks, _ = built
+    event = next(dep for dep in blocks.fns.values() if dep.api_name == "attention_steps_preset")
+    assert [type(c).__name__ for c in event.inputs] == ["HTML", "State"]  # the bar (its value: a slug), done
+    shown = event.fn("thinking-machines", False)
+    assert any("0.8808" in v for v in shown.values() if isinstance(v, str))  # 1 / (1 + e^−2)
+    for bad in ("nope", "", None, 7, "<script>", "i-have-a-dream" * 100):
+        with pytest.raises(gr.Error, match="There is no example") as refused:
+            event.fn(bad, False)
+        assert "thinking-machines" in refused.value.message and len(refused.value.message) < 400
+
+
+def test_labels_and_notes_are_escaped_before_the_browser_renders_them():
+    with gr.Blocks():
+        view = presets.View("x", "y", [gr.Textbox()], [gr.Markdown()], lambda text: text,
+                            [presets.Preset("a", "<img src=x onerror=alert(1)> & co", ("hello",), "§1"),
+                             presets.Preset("slot", "Slot", None, "§1", note="<b>its own</b> issue")])
+        bar = view.buttons()
+    first, slot = bar.props["items"]
+    assert first["label"]["en"] == "&lt;img src=x onerror=alert(1)&gt; &amp; co" and first["link"] == "?tab=x&preset=a"
+    assert "link" not in slot and slot["note"]["zh"] == "&lt;b&gt;its own&lt;/b&gt; issue"
 
 
 def test_opening_again_keeps_what_the_learner_did(built):
@@ -116,10 +148,43 @@ def test_opening_again_keeps_what_the_learner_did(built):
 
 
 def test_lessons_have_three_steps_that_name_a_section_and_run(built):
-    blocks, _ = built
-    lessons = [dep.api_name for dep in blocks.fns.values() if dep.api_name and "_lesson_" in dep.api_name]
+    """Each tab's "Try this" box is one gr.HTML (demo/lessons.py) and one event, ``<tab>_lesson``, sent the number of
+    the step: at least three steps (BERT's has five, NER's four), each naming a seed § and holding its question and answer in both languages."""
+    blocks, reg = built
+    deps = {dep.api_name: dep for dep in blocks.fns.values()}
+    boxes = [b for b in blocks.blocks.values() if isinstance(b, gr.HTML) and "lesson-box" in (b.elem_classes or [])]
+    assert len(boxes) == len(reg.tabs)
+    for box in boxes:
+        steps = box.props["steps"]
+        assert [step["number"] for step in steps] == list(range(1, len(steps) + 1)) and len(steps) >= 3
+        assert all(step["section"].startswith("§") for step in steps), steps
+        for step in steps:
+            for part in ("question", "answer"):
+                assert step[part]["en"] and step[part]["zh"] and step[part]["en"] != step[part]["zh"], step
     for tab_id in TABS:
-        assert {f"{tab_id}_lesson_{n}" for n in (1, 2, 3)} <= set(lessons), tab_id
+        assert f"{tab_id}_lesson" in deps, tab_id
+    # a step selects its sub-tab and computes its preset; a step that does not exist is a clear error
+    shown = deps["attention_lesson"].fn("1")
+    assert "steps" in {getattr(v, "selected", None) for v in shown.values() if isinstance(v, gr.Tabs)}
+    assert any("0.8808" in v for v in shown.values() if isinstance(v, str))
+    for bad in ("4", "0", "-1", "", None, "1.5", "x" * 10_000):
+        with pytest.raises(gr.Error, match="pick 1 to 3"):
+            deps["attention_lesson"].fn(bad)
+
+
+def test_lesson_markdown_is_rendered_and_raw_html_is_not():
+    from demo import lessons
+
+    with gr.Blocks():
+        view = presets.View("x", "y", [gr.Textbox()], [gr.Markdown()], lambda text: text,
+                            [presets.Preset("a", "A", ("hello",), "§1")])
+        box = lessons.lesson([lessons.Step("§1", "Why **this**? <script>alert(1)</script>", "`P(w)`", view, "a")])
+    step = box.props["steps"][0]
+    assert step["question"]["en"] == "Why <strong>this</strong>? &lt;script&gt;alert(1)&lt;/script&gt;"
+    assert step["answer"]["zh"] == "<code>P(w)</code>"
+    with pytest.raises(Exception, match="There is no example"):  # a lesson pointing at no preset fails at build
+        with gr.Blocks():
+            lessons.lesson([lessons.Step("§1", "q", "a", view, "missing")])
 
 
 def test_slots_are_shown_but_not_runnable():
@@ -127,8 +192,11 @@ def test_slots_are_shown_but_not_runnable():
         view = presets.View("x", "y", [gr.Textbox()], [gr.Markdown()], lambda text: text,
                             [presets.Preset("a", "A", ("hello",), "§1"),
                              presets.Preset("slot", "Slot", None, "§1", note="its own issue")])
-        view.buttons()
-    assert view.run("slot")[view.outputs[0]] == "hello"  # a slot falls back to the default
+        bar = view.buttons()
+    assert view.run()[view.outputs[0]] == "hello"
+    with pytest.raises(UserInputError):  # a slot does not run: its button is disabled, and the event refuses it
+        view.run("slot")
+    assert [item.get("link") for item in bar.props["items"]] == ["?tab=x&preset=a", None]
     with pytest.raises(ValueError):
         with gr.Blocks():
             presets.View("x", "y", [], [], print, [presets.Preset("slot", "Slot", None)])

@@ -42,7 +42,7 @@ def test_a_preset_clicked_while_the_default_computes_survives_the_late_default(s
     opening = threading.Thread(target=lambda: result.update(opened=s.registry.open_tab("racetab", [False], request)))
     opening.start()
     assert s.started.wait(10)
-    asked = s.view.runner("asked")(False, request)  # the preset's event finishes while the default still runs
+    asked = s.view._run_clicked("asked", False, request)  # the preset's event finishes while the default still runs
     assert asked[s.out] == "result of asked"
     s.release.set()
     opening.join(10)
@@ -52,7 +52,7 @@ def test_a_preset_clicked_while_the_default_computes_survives_the_late_default(s
 
 def test_a_default_starting_after_the_preset_computes_nothing(slow_view):
     s, request = slow_view, session("race-2")
-    s.view.runner("asked")(False, request)
+    s.view._run_clicked("asked", False, request)
     s.release.set()
     opened = s.registry.open_tab("racetab", [False], request)  # the open event was queued behind the preset
     assert s.out not in opened and not s.started.is_set()
@@ -60,7 +60,7 @@ def test_a_default_starting_after_the_preset_computes_nothing(slow_view):
 
 def test_other_sessions_still_get_their_default(slow_view):
     s = slow_view
-    s.view.runner("asked")(False, session("race-3"))
+    s.view._run_clicked("asked", False, session("race-3"))
     s.release.set()
     assert s.registry.open_tab("racetab", [False], session("race-4"))[s.out] == "result of default"
 
@@ -116,3 +116,49 @@ def test_a_failing_preset_is_not_remembered():
     with pytest.raises(RuntimeError):
         view.run()
     assert view.run()[out] == "ok" and len(attempts) == 2
+
+
+@pytest.fixture
+def counting_view():
+    calls = []
+
+    def compute(x):
+        calls.append(x)
+        if x == "broken" and calls.count(x) == 1:
+            raise RuntimeError("model still loading")
+        return f"{x} computed"
+
+    with gr.Blocks():
+        box, out = gr.Textbox(), gr.Textbox()
+        registry = presets.Registry()
+        with gr.Tabs(), gr.Tab("t", id="opentab") as tab, registry.tab("opentab", tab):
+            view = presets.View("opentab", "v", [box], [out], compute, [presets.Preset("only", "O", ("x",), "§1")])
+            broken = presets.View("opentab", "w", [box], [out], compute,
+                                  [presets.Preset("broken", "B", ("broken",), "§1")])
+    return SimpleNamespace(view=view, broken=broken, registry=registry, out=out, calls=calls)
+
+
+def test_one_click_that_fires_two_open_events_draws_the_default_once(counting_view):
+    """Opening a tab fires the tab's select and its first sub-tab's; opening the page, demo.load and the first
+    tab's select. Both events leave with ``done`` False: the second must not send the same figures again."""
+    s, request = counting_view, session("open-1")
+    first = s.view._open(False, request)
+    second = s.view._open(False, request)
+    assert first[s.out] == "x computed" and second == {s.view.done: True}
+    assert s.view._open(False, session("open-2"))[s.out] == "x computed"  # another learner gets the default
+    assert s.calls == ["x"]  # and from the per-process cache
+
+
+def test_an_open_claim_expires_so_a_lost_answer_is_sent_again(counting_view, monkeypatch):
+    s, request = counting_view, session("open-3")
+    assert s.out in s.view._open(False, request)
+    monkeypatch.setattr(presets, "CLAIM_SECONDS", 0.0)  # later than the claim: the page still says it saw nothing
+    assert s.view._open(False, request)[s.out] == "x computed"
+    assert s.view._open(True, request) == {s.view.done: True}  # a page that saw it is never sent it again
+
+
+def test_a_failed_open_does_not_claim_the_view(counting_view):
+    s, request = counting_view, session("open-4")
+    with pytest.raises(RuntimeError):
+        s.broken.run_default(request)
+    assert s.broken._open(False, request)[s.out] == "broken computed"  # the next open tries again at once

@@ -111,7 +111,7 @@ def test_tab_builds_with_its_api_names():
     with gr.Blocks() as blocks:
         qa.build()
     names = {fn.api_name for fn in blocks.fns.values()}
-    assert {"qa_answer", "qa_layout", "qa_window", "qa_preset_what_makes_it_fall"} <= names
+    assert {"qa_answer", "qa_layout", "qa_window", "qa_answer_preset", "qa_lesson"} <= names
 
 
 # ----------------------------------------------------------------------------------------------------------------

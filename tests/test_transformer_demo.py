@@ -145,8 +145,7 @@ def test_every_event_is_prefixed_and_the_views_draw_when_opened():
     deps = {dep.api_name: dep for dep in blocks.fns.values() if dep.api_name}
     assert all(name.startswith("transformer_") for name in deps)
     assert {"transformer_block", "transformer_base_params", "transformer_block_open", "transformer_base_open",
-            "transformer_preset_bank_two_contexts", "transformer_preset_transformer_base",
-            "transformer_base_preset"} <= set(deps)
+            "transformer_block_preset", "transformer_base_preset", "transformer_lesson"} <= set(deps)
     # opening a sub-tab (demo/presets.py) runs its default preset: the two banks, and the seed's Transformer base
     updates = deps["transformer_block_open"].fn(False)
     values = list(updates.values())

@@ -45,8 +45,25 @@ def test_deep_link_opens_the_tab_with_the_preset_computed(browser, served_app, q
 def test_copy_link_button_puts_the_presets_deep_link_in_the_address(wide_page):
     page = wide_page
     page.get_by_role("tab", name="Attention", exact=True).click()
-    page.locator(".preset-link--attention--thinking-machines").filter(visible=True).first.click()
+    link = page.locator('a.copy-link[href="?tab=attention&preset=thinking-machines"]').filter(visible=True).first
+    assert link.get_attribute("title").startswith("Copy this example's link")
+    link.click()
     page.wait_for_function("() => window.location.search === '?tab=attention&preset=thinking-machines'")
+    assert page.get_by_role("tab", name="Attention", exact=True).get_attribute("aria-selected") == "true"  # no reload
+
+
+def test_a_preset_button_runs_its_preset_and_a_lesson_step_reveals_its_answer(wide_page):
+    page = wide_page
+    page.get_by_role("tab", name="Attention", exact=True).click()
+    page.get_by_text("0.8808").filter(visible=True).first.wait_for()  # the default, before we ask for another
+    page.locator('button.preset-btn[data-slug="i-have-a-dream"]').filter(visible=True).first.click()
+    page.get_by_text("A decoder may not look ahead").filter(visible=True).first.wait_for()  # the masked preset
+    lesson = page.locator(".lesson-box details.lesson").filter(visible=True).first
+    lesson.locator("summary").first.click()
+    answer = lesson.locator("details.lesson-answer").first
+    assert not answer.evaluate("d => d.open")
+    answer.locator("summary").click()
+    assert answer.evaluate("d => d.open") and answer.locator("p").inner_text().strip()
 
 
 # Last: it opens every view of every tab in one session, which leaves the server busy for a while after it.
