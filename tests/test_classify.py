@@ -242,6 +242,24 @@ def test_weight_change_and_projections(outcome):
     np.testing.assert_allclose(before, outcome.before, atol=1e-4)
 
 
+def test_the_before_picture_is_the_pca_of_frozen_vectors_and_is_encoded_once(small_split, monkeypatch):
+    """"What fine-tuning changed" shows it on every open: it is computed once per held-out set and shared."""
+    finetune_train._frozen_projection.cache_clear()
+    calls = []
+    encode = finetune_train.encode
+    monkeypatch.setattr(finetune_train, "encode", lambda texts, unfrozen: calls.append(len(texts)) or
+                        encode(texts, unfrozen))
+    coords, variance = finetune_train.before_projection(small_split)
+    again, _ = finetune_train.before_projection(small_split)
+    assert calls == [len(small_split.test)] and again is coords
+    frozen = encode([e.text for e in small_split.test], 1).frozen.numpy().astype(np.float64)
+    expected, expected_variance = finetune_train.pca(frozen, 2)
+    np.testing.assert_allclose(coords, expected, atol=1e-6)
+    np.testing.assert_allclose(variance, expected_variance, atol=1e-9)
+    with pytest.raises(ValueError):  # shared by every caller: nobody may change it in place
+        coords[0, 0] = 0.0
+
+
 def test_budget_stops_with_the_last_completed_epoch(small_split):
     stopped = run(small_split, head_steps=20, unfrozen=1, epochs=3, budget_seconds=0.0)
     assert stopped.epochs_done == 0 and len(stopped.layer_losses) == 1
