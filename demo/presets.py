@@ -65,15 +65,15 @@ LINK_ICON = ('<svg width="15" height="15" viewBox="0 0 24 24" fill="none" stroke
              '<path d="M10 13a5 5 0 0 0 7.54.54l3-3a5 5 0 0 0-7.07-7.07l-1.72 1.71"/>'
              '<path d="M14 11a5 5 0 0 0-7.54-.54l-3 3a5 5 0 0 0 7.07 7.07l1.71-1.71"/></svg>')
 # The preset bar, rendered by the browser from its props (a JS template string): a label, then per preset a button
-# and its 🔗 deep link, or, for a slot, a disabled button and what it waits for. It never reads ``value`` (the slug
-# of the last click), so a click does not re-render it.
+# and its 🔗 deep link, or, for a slot, a disabled button and what it waits for; each pair stays together when the
+# bar wraps. It never reads ``value`` (the slug of the last click), so a click does not re-render it.
 BAR_TEMPLATE = """${(() => {
   const lang = LANGUAGE;
-  return `<span class="preset-label">${title[lang]}</span>` + items.map(p => p.link
+  return `<span class="preset-label">${title[lang]}</span>` + items.map(p => `<span class="preset-item">` + (p.link
     ? `<button class="preset-btn" data-slug="${p.slug}">${p.label[lang]}</button>`
       + `<a class="copy-link" href="${p.link}" title="${copy[lang]}" aria-label="${copy[lang]}">LINK_ICON</a>`
     : `<button class="preset-btn" disabled>${p.label[lang]}</button>`
-      + `<span class="preset-slot">${slot[lang]} ${p.note[lang]}</span>`).join("");
+      + `<span class="preset-slot">${slot[lang]} ${p.note[lang]}</span>`) + `</span>`).join("");
 })()}""".replace("LANGUAGE", BROWSER_LANGUAGE_JS).replace("LINK_ICON", LINK_ICON)
 # A preset button sends its slug as the bar's value with one "click" event. A 🔗 click puts the preset's link in the
 # address bar and the clipboard, and loads nothing (a modified click still opens it in a new tab, as links do).
