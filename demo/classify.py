@@ -360,11 +360,11 @@ def build() -> None:
                                             buttons=TABLE_BUTTONS)
             gr.Markdown(label("classify.step_probs"))
             with gr.Row():
-                probs = gr.Plot(label=label("classify.probs_label"))
+                probs = gr.Plot(label=label("classify.probs_label"), show_label=False)
                 logits = gr.Dataframe(headers=[label(key) for key in LOGIT_COLUMNS],
                                       label=label("classify.logits_label"), interactive=False, buttons=TABLE_BUTTONS)
             gr.Markdown(label("classify.step_vector"))
-            vector = gr.Plot(label=label("classify.vector_label"))
+            vector = gr.Plot(label=label("classify.vector_label"), show_label=False)
         with gr.Tab(label("classify.tab_finetune"), id="classify-finetune") as tune_tab:
             gr.Markdown(label("classify.finetune_intro"))
             with gr.Row():
@@ -389,7 +389,7 @@ def build() -> None:
                                     label=label("classify.accuracy_label"), interactive=False, wrap=True,
                                     buttons=TABLE_BUTTONS)
             status = gr.Markdown()
-            loss = gr.Plot(label=label("classify.loss_label"))
+            loss = gr.Plot(label=label("classify.loss_label"), show_label=False)
             sample = gr.Dataframe(headers=[label(key) for key in SAMPLE_COLUMNS], label=label("classify.sample_label"),
                                   interactive=False, wrap=True, max_height=260)
             # MiniLM reads English, so the sentence to classify is an English one in both languages.
@@ -399,8 +399,8 @@ def build() -> None:
                                         buttons=TABLE_BUTTONS)
         with gr.Tab(label("classify.tab_changes"), id="classify-changes") as change_tab:
             change_note = gr.Markdown()
-            projection = gr.Plot(label=label("classify.projection_label"))
-            weights = gr.Plot(label=label("classify.weights_label"))
+            projection = gr.Plot(label=label("classify.projection_label"), show_label=False)
+            weights = gr.Plot(label=label("classify.weights_label"), show_label=False)
 
     view1_outputs = [summary, probs, vector, logits, layout, layout_note, layout_table]
     view1_inputs = [model_id, task, text_a, text_b, max_length]

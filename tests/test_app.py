@@ -151,3 +151,14 @@ def test_building_the_app_and_a_first_ngram_answer_do_not_import_torch():
     assert result["after_build"] is False, "building the tabs imported torch: a demo module read a torch-backed core module"
     assert result["after_answer"] is False
     assert "2 / 3 = **0.6667**" in result["formula"]  # P(词性 | 的) in the seed's toy corpus: 的 词性 twice in 3 的
+
+
+def test_no_plot_repeats_its_title_in_a_gradio_label():
+    """Every figure carries its own title (demo/figures.py); a Gradio label above it ("Plot", or a second title)
+    would show in every screenshot a teacher takes. The label stays, hidden, for screen readers."""
+    import gradio as gr
+
+    plots = [b for b in app.build_app().blocks.values() if isinstance(b, gr.Plot)]
+    assert len(plots) > 50
+    shown = [str(plot.label) for plot in plots if plot.show_label is not False]
+    assert not shown, shown
