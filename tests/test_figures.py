@@ -15,6 +15,28 @@ def test_every_styled_figure_carries_the_slide_export_config():
     assert payload["layout"]["title"]["text"] == "Top predictions"
 
 
+def test_margins_are_reserved_in_what_is_sent_not_in_the_figure():
+    """SlideFigure.to_json declares margins that fit the labels (demo/figure_margins.py), so plotly.js draws once;
+    the figure object itself keeps its own margins, so a tab may still change it after building it."""
+    long_names = ["a rather long category name"] * 2
+    fig = figures.bar(long_names, [0.7, 0.3], "Top predictions")
+    declared = fig.layout.margin.to_plotly_json()
+    sent = json.loads(fig.to_json())
+    base = figures.TEMPLATE_MARGINS["base_margin"]
+    assert all(sent["layout"]["margin"][side] >= base[side] for side in "lrtb")
+    assert sent["layout"]["margin"]["l"] > base["l"]  # horizontal bars: the long names sit left of the plot
+    assert fig.layout.margin.to_plotly_json() == declared
+    assert all("uid" not in trace for trace in sent["data"])
+    short = json.loads(figures.bar(["a", "b"], [0.7, 0.3], "Top").to_json())
+    assert short["layout"]["margin"]["l"] < sent["layout"]["margin"]["l"]
+
+
+def test_category_labels_are_escaped_for_plotlys_pseudo_html():
+    """plotly reads labels as HTML-like markup: the NNLM's end-of-sentence token "</s>" drew as nothing."""
+    assert figures.unique_labels(["</s>", "a&b", "</s>", "<unk>"]) == ["&lt;/s&gt;", "a&amp;b", "&lt;/s&gt;\u200b",
+                                                                      "&lt;unk&gt;"]
+
+
 def test_heatmap_keeps_repeated_tokens_apart_and_annotates_small_matrices():
     values = np.array([[0.5, 0.5], [0.25, 0.75]])
     fig = figures.heatmap(values, ["the", "the"], ["the", "cat"], "Attention")
