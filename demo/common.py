@@ -10,6 +10,7 @@ import math
 import os
 
 import gradio as gr
+from gradio.context import Context
 
 from core import jobs
 from core.errors import LearnerError, UserInputError
@@ -334,3 +335,31 @@ def csv_download(table: gr.Dataframe, name: str) -> gr.DownloadButton:
     table.change(refresh, table, button, api_name=f"{name.replace('-', '_')}_csv", api_visibility="private",
                  queue=False, show_progress="hidden")
     return button
+
+
+def add_csv_downloads(root: gr.blocks.BlockContext, prefix: str) -> list[gr.DownloadButton]:
+    """Give every result table (a gr.Dataframe not made for input) under ``root`` a CSV download button, placed
+    right after it in its row or column (demo.common.csv_download). The Registry calls it on each built tab, so a
+    tab needs no code of its own for it."""
+    tables = [block for block in _descendants(root)
+              if isinstance(block, gr.Dataframe) and block.interactive is not True]
+    buttons = []
+    for number, table in enumerate(tables, 1):
+        parent = table.parent
+        # Created as a child of the table's container, without `with parent:` (re-entering a built layout block
+        # re-parents it under the current block, which broke the page's tab bar), then moved right after the table.
+        outer, Context.block = Context.block, parent
+        try:
+            button = csv_download(table, f"{prefix}-table-{number}")
+        finally:
+            Context.block = outer
+        parent.children.remove(button)
+        parent.children.insert(parent.children.index(table) + 1, button)
+        buttons.append(button)
+    return buttons
+
+
+def _descendants(block):
+    for child in getattr(block, "children", []):
+        yield child
+        yield from _descendants(child)

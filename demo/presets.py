@@ -20,7 +20,7 @@ What each piece does:
 - **First open.** The first preset of a view is its default. When the learner opens the tab (or the sub-tab) the
   view lives in, its default is computed and shown, once per session (a per-view ``gr.State`` remembers it), so
   nothing is computed for tabs never opened and nothing at import or build time (the cold start does not grow).
-  The app's first tab is filled by ``demo.load``.
+  The app's first tab is filled by the page's load (``app_open``), which lists only that tab's views as outputs.
 - **Presets.** ``values`` is a tuple in ``inputs`` order, or a zero-argument callable returning one (for values
   that are costly to build, such as matrices). ``section`` names the seed section it reproduces.
 - **Preset bar.** :meth:`View.buttons` is ONE ``gr.HTML`` holding every preset's button and 🔗 link, and ONE event
@@ -29,15 +29,17 @@ What each piece does:
   ``find_attached_events``); one Gradio button and event per preset made that 1,360 components x 336 events, most of
   a 5-9 s page open. Its text is rendered in the browser's language (demo.i18n.in_every_language).
 - **Deep links.** ``?tab=<tab id>&preset=<preset slug>`` selects the tab (and sub-tab) and computes the preset;
-  ``?tab=<tab id>`` alone computes the tab's defaults. Slugs are unique within a tab. The 🔗 beside each preset is a
-  real link (:func:`preset_link`, also used in Markdown); a click puts it in the address bar and the clipboard.
+  ``?tab=<tab id>`` alone computes the tab's defaults. The browser copies the address's query into a hidden box,
+  whose change runs ``app_deep_link`` (every view as output): only a page opened with a query pays for it. Slugs are
+  unique within a tab. The 🔗 beside each preset is a real link (:func:`preset_link`, also used in Markdown); a
+  click puts it in the address bar and the clipboard.
 - **Lessons.** demo/lessons.py: a "Try this" box whose steps run presets of these views.
 - **Slots.** A preset whose ``values`` is None is a documented slot (an example whose model lives in another issue:
   classification, Chinese QA, Chinese NER); :meth:`View.buttons` shows it disabled with its ``note``.
 
 Wiring in the app shell (app.py): build the tabs inside ``with collector.tab(tab_id, tab):`` blocks of a
-:class:`Registry`, then call ``collector.wire(app, tabs)`` once; it adds the tab-open events and the one
-``demo.load`` that reads the URL. A tab built outside a Registry (a test building one tab) still gets its
+:class:`Registry`, then call ``collector.wire(app, tabs)`` once; it adds the tab-open events, the page's load and the
+deep link. A tab built outside a Registry (a test building one tab) still gets its
 sub-tab-open events and preset buttons.
 
 Every string this module shows is in the ``presets`` section of assets/i18n/*.yaml.
@@ -45,18 +47,17 @@ Every string this module shows is in the ``presets`` section of assets/i18n/*.ya
 from __future__ import annotations
 
 import contextlib
-import threading
-import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
+from urllib.parse import parse_qsl
 
 import gradio as gr
 from gradio.context import Context
 
 from core.errors import UserInputError
-from demo.common import csv_download, friendly_errors
+from demo.common import add_csv_downloads, friendly_errors
 from demo.i18n import BROWSER_LANGUAGE_JS, in_every_language, label
+from demo.preset_records import ASKED, OPENED, RESULTS
 
 # A chain-link icon drawn in the text colour: an emoji (🔗) needs a colour-emoji font, which a screenshot machine
 # may lack (Debian's headless Chromium drew an empty box).
@@ -112,117 +113,6 @@ class Preset:
 def preset_link(tab: str, slug: str) -> str:
     """The relative deep link that opens ``tab`` with preset ``slug`` computed."""
     return f"?tab={tab}&preset={slug}"
-
-
-class _SessionViews:
-    """Per session and view: how many marks, and when the last one was made. Bounded: the oldest sessions are
-    forgotten first.
-
-    Two records use it. ``ASKED``: has the learner asked this view for a result (a preset, a lesson step, a deep
-    link)? A default computed on open must never overwrite such a result. Gradio snapshots each event's inputs when
-    it is sent, so a ``gr.State`` cannot tell a slow open event that a preset was clicked after it: this server-side
-    record can. The open event skips the default when the learner asked before it started, and drops its result when
-    the learner asked while it was computing.
-
-    ``OPENED``: did an open event of this session just claim the view's default? Opening a tab fires two open events
-    for a view in its first sub-tab (the tab's select, then the sub-tab's as it mounts), and opening the page two for
-    the first tab's (demo.load, and the tab's select): both leave with ``done`` False, and the browser drew the same
-    figures twice. A claim holds for ``CLAIM_SECONDS``; after that an open event with ``done`` still False (its
-    answer never reached the page) computes the default again."""
-
-    def __init__(self, limit: int = 20_000):
-        self._seen: OrderedDict[tuple, tuple[int, float]] = OrderedDict()
-        self._lock = threading.Lock()
-        self._limit = limit
-
-    @staticmethod
-    def key(view: "View", request) -> tuple:
-        return getattr(request, "session_hash", None), view.tab, view.key
-
-    def _add(self, key: tuple) -> None:  # with the lock held
-        self._seen[key] = (self._seen.get(key, (0, 0.0))[0] + 1, time.monotonic())
-        self._seen.move_to_end(key)
-        while len(self._seen) > self._limit:
-            self._seen.popitem(last=False)
-
-    def mark(self, view: "View", request) -> None:
-        with self._lock:
-            self._add(self.key(view, request))
-
-    def count(self, view: "View", request) -> int:
-        with self._lock:
-            return self._seen.get(self.key(view, request), (0, 0.0))[0]
-
-    def claim(self, view: "View", request, seconds: float) -> bool:
-        """Mark the view unless it was marked less than ``seconds`` ago; True if this call marked it."""
-        with self._lock:
-            key = self.key(view, request)
-            if key in self._seen and time.monotonic() - self._seen[key][1] < seconds:
-                return False
-            self._add(key)
-            return True
-
-    def forget(self, view: "View", request) -> None:
-        with self._lock:
-            self._seen.pop(self.key(view, request), None)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._seen.clear()
-
-
-CLAIM_SECONDS = 30.0  # both open events of one click reach a worker well within this (else: drawn twice, as before)
-ASKED = _SessionViews()
-OPENED = _SessionViews()
-
-
-class _Results:
-    """A preset's values and results, computed once per process for each language (issue #18: first paint ≤ 1 s).
-
-    A preset's result does not depend on the learner, only on its fixed values, the language (figure titles, notes)
-    and which checkpoints the server can use (offline views show an "hf download" note until the model is there),
-    so all three are in the key. The LSTM gradients default took 4–9 s and the bank sentences 4–7 s per open under
-    load; now only the first open in a process pays. One lock per key: sessions opening the same tab at once wait
-    for one computation instead of each running it. Bounded (LRU); results are treated as read-only."""
-
-    def __init__(self, limit: int = 512):
-        self._done: OrderedDict[tuple, tuple] = OrderedDict()
-        self._locks: dict[tuple, threading.Lock] = {}
-        self._lock = threading.Lock()
-        self._limit = limit
-
-    @staticmethod
-    def key(view: "View", preset: Preset) -> tuple:
-        from core import registry
-        from core.i18n import current_language
-
-        return (view.fn, view.tab, view.key, preset.slug, current_language(), registry.is_offline(),
-                tuple(sorted(set(registry.loaded_models()))))
-
-    def get(self, view: "View", preset: Preset) -> tuple[tuple, tuple]:
-        key = self.key(view, preset)
-        with self._lock:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            with self._lock:
-                if key in self._done:
-                    self._done.move_to_end(key)
-                    return self._done[key]
-            values = preset.resolved()
-            results = view.fn(*values)  # an error propagates and nothing is stored
-            with self._lock:
-                self._done[key] = values, results
-                while len(self._done) > self._limit:
-                    old, _ = self._done.popitem(last=False)
-                    self._locks.pop(old, None)
-            return values, results
-
-    def clear(self) -> None:
-        with self._lock:
-            self._done.clear()
-
-
-RESULTS = _Results()
 
 
 class View:
@@ -308,9 +198,9 @@ class View:
     def run_default(self, request=None) -> dict:
         """:meth:`run` for an open event: nothing if the learner has asked this view for a result in this session
         (before the default started, or while it was computing), or if another open event of the session claimed
-        the default first (see :class:`_SessionViews`)."""
+        the default first (see :class:`demo.preset_records.SessionViews`)."""
         asked = ASKED.count(self, request)
-        if asked or not OPENED.claim(self, request, CLAIM_SECONDS):
+        if asked or not OPENED.claim(self, request):
             return {self.done: True}
         try:
             updates = self.run()
@@ -364,36 +254,10 @@ def unique(components) -> list:
     return out
 
 
-def add_csv_downloads(root: gr.blocks.BlockContext, prefix: str) -> list[gr.DownloadButton]:
-    """Give every result table (a gr.Dataframe not made for input) under ``root`` a CSV download button, placed
-    right after it in its row or column (demo.common.csv_download). The Registry calls it on each built tab, so a
-    tab needs no code of its own for it."""
-    tables = [block for block in _descendants(root)
-              if isinstance(block, gr.Dataframe) and block.interactive is not True]
-    buttons = []
-    for number, table in enumerate(tables, 1):
-        parent = table.parent
-        # Created as a child of the table's container, without `with parent:` (re-entering a built layout block
-        # re-parents it under the current block, which broke the page's tab bar), then moved right after the table.
-        outer, Context.block = Context.block, parent
-        try:
-            button = csv_download(table, f"{prefix}-table-{number}")
-        finally:
-            Context.block = outer
-        parent.children.remove(button)
-        parent.children.insert(parent.children.index(table) + 1, button)
-        buttons.append(button)
-    return buttons
-
-
-def _descendants(block):
-    for child in getattr(block, "children", []):
-        yield child
-        yield from _descendants(child)
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # The app-wide registry: tab-open events and deep links
+
+QUERY_LIMIT = 300  # characters of a deep link's query read (?tab=…&preset=… needs under 100)
 
 _CURRENT: "Registry | None" = None
 
@@ -466,7 +330,7 @@ class Registry:
         return updates
 
     def wire(self, app: gr.Blocks, tabs: gr.Tabs) -> None:
-        """Tab-open events for every tab, and one demo.load that reads ``?tab=…&preset=…`` (default: first tab)."""
+        """Tab-open events for every tab, the page's load (the first tab's defaults) and the deep link."""
         first_tab = next(iter(self.tabs))
         app.preset_registry = self  # for tests and tools: every view and preset of the built app
         self._opening = {tab_id: self.opening(tab_id) for tab_id in self.tabs}
@@ -486,14 +350,37 @@ class Registry:
                              show_progress_on=[v.progress_on for v in views], api_name=f"{tab_id}_open",
                              api_visibility="undocumented", show_progress="minimal")
 
-        @friendly_errors
-        def load_from_url(request: gr.Request = None):
-            query = dict(request.query_params) if request is not None else {}
-            updates = self.deep_link(query, first_tab, request)
-            tab_id = query.get("tab")
-            if tab_id in self.tabs:
-                updates[tabs] = gr.Tabs(selected=tab_id)
-            return updates or {tabs: gr.skip()}  # never {}: Gradio would read it as one output value
+        # Opening the page fills the first tab, and only that: its load lists just those views as outputs. Gradio
+        # turns every output a handler leaves out into a skip() and builds a fresh component for each skip, so a
+        # load listing all 344 components a deep link can fill cost 0.24 s of the server, and an update of each
+        # in the browser, on every page open. A deep link is the second event below, paid only when there is one.
+        first_views = self.opening(first_tab)
 
-        app.load(load_from_url, None, unique(everything), api_name="app_open", api_visibility="undocumented",
-                 show_progress_on=[v.progress_on for v in self.opening(first_tab)] or None)
+        @friendly_errors
+        def open_first_tab(request: gr.Request = None):
+            query = dict(request.query_params) if request is not None else {}
+            if query.get("tab", first_tab) != first_tab or self.find(first_tab, query.get("preset")) is not None:
+                return {view.done: False for view in first_views}  # app_deep_link fills the page instead
+            return self.open_tab(first_tab, [False] * len(first_views), request)
+
+        app.load(open_first_tab, None, unique(c for v in first_views for c in v.components()), api_name="app_open",
+                 api_visibility="undocumented", show_progress_on=[v.progress_on for v in first_views] or None)
+
+        # ?tab=…&preset=…: the browser copies the address's query into a hidden box; the box's change (only when
+        # the query is not empty) selects the tab and sub-tab and computes the preset, or the tab's defaults.
+        query_box = gr.Textbox("", visible="hidden", max_length=QUERY_LIMIT, elem_classes=["deep-link-query"])
+        app.load(None, None, query_box, js=f"() => window.location.search.slice(0, {QUERY_LIMIT})", api_name=False)
+
+        @friendly_errors
+        def open_deep_link(search: str, request: gr.Request = None):
+            query = dict(parse_qsl(str(search or "").lstrip("?")[:QUERY_LIMIT]))  # at most ~150 fields
+            tab_id = query.get("tab")
+            if tab_id not in self.tabs:
+                return {tabs: gr.skip()}  # no (known) tab: the first tab, filled by app_open
+            updates = self.deep_link(query, first_tab, request)
+            updates[tabs] = gr.Tabs(selected=tab_id)
+            return updates
+
+        query_box.change(open_deep_link, query_box, unique(everything), api_name="app_deep_link",
+                         api_visibility="undocumented", show_progress="minimal",
+                         show_progress_on=[v.progress_on for entry in self.tabs.values() for v in entry.views])

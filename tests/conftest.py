@@ -146,14 +146,14 @@ def run_async(coroutine):
 
 @pytest.fixture(autouse=True)
 def fresh_preset_results():
-    """demo.presets keeps each preset's result for the process (first paint) and which views a session asked for
+    """demo.preset_records keeps each preset's result for the process (first paint) and which views a session asked for
     (the open-event race); a test that changes what the server can load (tiny checkpoints, offline, monkeypatched
     corpora) must not see another test's result or requests."""
-    presets = sys.modules.get("demo.presets")
-    if presets is not None:
-        presets.RESULTS.clear()
-        presets.ASKED.clear()  # requests without a session (tests, API clients) share one record
-        presets.OPENED.clear()
+    records = sys.modules.get("demo.preset_records")
+    if records is not None:
+        records.RESULTS.clear()
+        records.ASKED.clear()  # requests without a session (tests, API clients) share one record
+        records.OPENED.clear()
     yield
 
 

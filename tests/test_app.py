@@ -94,7 +94,9 @@ def test_events_keep_the_browsers_loading_statuses_small():
     views = [view for entry in registry.tabs.values() for view in entry.views]
     by_name = {fn.api_name: fn for fn in backend}
     assert len(targets(by_name["app_open"])) == len(registry.opening(next(iter(registry.tabs)))) >= 1
-    assert len(by_name["app_open"].outputs) > 300  # what it may fill is still everything a link can open
+    assert len(by_name["app_deep_link"].outputs) > 300  # what a link may fill is still everything
+    firsts = {id(view.outputs[0]) for view in views}
+    assert {id(block) for block in targets(by_name["app_deep_link"])} <= firsts  # no new loading status
     bars = []
     for view in views:
         if view.where is not None:

@@ -8,7 +8,7 @@ import pytest
 import app
 from core import registry
 from core.errors import UserInputError
-from demo import presets
+from demo import preset_records, presets
 
 OFFLINE_VIEWS = {("mlm", "fill"), ("mlm", "compare"), ("mlm", "nsp"), ("ner", "tag"), ("qa", "answer"),
                  ("classify", "checkpoint"),
@@ -65,33 +65,54 @@ def test_every_default_shows_figures_with_data_and_tables_with_rows(built):
             assert figures or tables or any(isinstance(v, str) and len(v) > 40 for v in updates.values())
 
 
-def test_first_open_load_shows_the_seed_bigram(built):
-    blocks, _ = built
-    load = next(dep for dep in blocks.fns.values() if dep.api_name == "app_open")
-    updates = load.fn(FakeRequest(tab="ngram"))
-    texts = [v for v in updates.values() if isinstance(v, str)]
-    assert any("P(词性 | 的) = count(的, 词性) / count(的) = 2 / 3 = **0.6667**" in t for t in texts)
+def event(blocks, api_name: str):
+    return next(dep for dep in blocks.fns.values() if dep.api_name == api_name)
 
 
-class FakeRequest:  # noqa: D101 - what load_from_url reads of gr.Request
+class FakeRequest:  # noqa: D101 - what the load events read of gr.Request
     def __init__(self, **query):
         self.query_params = query
 
 
+def test_opening_the_page_fills_the_first_tab_and_only_lists_its_views(built):
+    """Gradio builds a fresh component for every output a handler leaves out: the page's load lists only the
+    first tab's views (the deep link, with every view as output, runs only when the address has a query)."""
+    blocks, reg = built
+    load = event(blocks, "app_open")
+    first = reg.opening(next(iter(reg.tabs)))
+    assert set(map(id, load.outputs)) == {id(c) for view in first for c in view.components()}
+    updates = load.fn(FakeRequest())
+    assert any(isinstance(v, str) and "Moby-Dick" in v for v in updates.values())  # the ladder's summary
+    preset_records.OPENED.clear()
+    assert load.fn(FakeRequest(tab="attention", preset="thinking-machines")) == {v.done: False for v in first}
+    assert len(event(blocks, "app_deep_link").outputs) > 300  # what a link may fill: everything
+
+
+def test_first_open_deep_link_shows_the_seed_bigram(built):
+    blocks, _ = built
+    updates = event(blocks, "app_deep_link").fn("?tab=ngram")
+    texts = [v for v in updates.values() if isinstance(v, str)]
+    assert any("P(词性 | 的) = count(的, 词性) / count(的) = 2 / 3 = **0.6667**" in t for t in texts)
+
+
 def test_deep_link_selects_tab_and_subtab_and_computes_the_preset(built):
     blocks, reg = built
-    load = next(dep for dep in blocks.fns.values() if dep.api_name == "app_open")
-    updates = load.fn(FakeRequest(tab="attention", preset="thinking-machines"))
+    link = event(blocks, "app_deep_link").fn
+    updates = link("?tab=attention&preset=thinking-machines")
     selected = {getattr(v, "selected", None) for v in updates.values() if isinstance(v, gr.Tabs)}
     assert {"attention", "steps"} <= selected
     assert any("0.8808" in v for v in updates.values() if isinstance(v, str))  # 1 / (1 + e^−2)
-    updates = load.fn(FakeRequest(tab="mlm", preset="bert-base-parameters"))
+    updates = link("?tab=mlm&preset=bert-base-parameters")
     assert {"mlm", "card"} <= {getattr(v, "selected", None) for v in updates.values() if isinstance(v, gr.Tabs)}
     assert any("108,808,704" in v and "109,482,240" in v for v in updates.values() if isinstance(v, str))
-    # a known tab with an unknown preset shows the tab's defaults; an unknown tab is not an error
-    updates = load.fn(FakeRequest(tab="ngram", preset="nope"))
+    # a known tab with an unknown preset shows the tab's defaults; an unknown tab or junk is not an error
+    updates = link("?tab=ngram&preset=nope")
     assert any("2 / 3" in v for v in updates.values() if isinstance(v, str))
-    assert load.fn(FakeRequest(tab="nope", preset="nope"))
+    for junk in ("?tab=nope&preset=nope", "", None, "%ZZ&&==", "?tab=\x00", "?" + "&".join(["x=1"] * 500)):
+        updates = link(junk)
+        assert updates and all(not isinstance(v, str) for v in updates.values()), junk
+    updates = link("?" + "&".join(["tab=qa"] * 500))  # read up to QUERY_LIMIT characters: still the QA tab
+    assert "qa" in {getattr(v, "selected", None) for v in updates.values() if isinstance(v, gr.Tabs)}
 
 
 def preset_bars(blocks) -> list[gr.HTML]:

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
-from demo import presets
+from demo import preset_records, presets
 
 
 def session(name: str):
@@ -152,7 +152,7 @@ def test_one_click_that_fires_two_open_events_draws_the_default_once(counting_vi
 def test_an_open_claim_expires_so_a_lost_answer_is_sent_again(counting_view, monkeypatch):
     s, request = counting_view, session("open-3")
     assert s.out in s.view._open(False, request)
-    monkeypatch.setattr(presets, "CLAIM_SECONDS", 0.0)  # later than the claim: the page still says it saw nothing
+    monkeypatch.setattr(preset_records.OPENED, "claim_seconds", 0.0)  # later than the claim: the page still says it saw nothing
     assert s.view._open(False, request)[s.out] == "x computed"
     assert s.view._open(True, request) == {s.view.done: True}  # a page that saw it is never sent it again
 
