@@ -2,6 +2,10 @@
 and time until every visible plot holds data and every visible table has rows (offline views: until the
 "hf download" note shows). Goal: ≤ 1 s after selecting it, on 2 cores, MiniLM/GloVe views once their model is loaded.
 
+The Overview, the first tab, is selected by opening the page: its row runs from navigation start to its content,
+Gradio's own start-up included, and its reference is the same measure on the smallest page of the same kind (one
+tab whose page-load event fills a figure and a table): its goal is that floor + 1 s.
+
 The time is taken in the page: from the click event that selects the view (the sub-tab's click for a sub-tab; a
 capturing listener stamps it with performance.now()) to the first animation frame whose content check passes. So
 the test driver's own work (Playwright locating buttons by their accessible role, which walks the whole page) is
@@ -57,6 +61,37 @@ def _paint(page, tab: str, sub: str) -> tuple[float, float]:
     return since_click / 1000, time.perf_counter() - start
 
 
+def gradio_floor(browser, pages: int) -> list[float]:
+    """Page open → content of the smallest page of the same kind, once per page: one gr.Tab whose demo.load fills a
+    figure and a table, with the app's theme and figure helpers (so the same Gradio bundle, plotly chunk and fonts
+    load). No change of ours can open the Overview faster than this; the Overview's goal is this floor + 1 s."""
+    import gradio as gr
+
+    import app as plm_app
+    from demo.figures import bar
+
+    def fill():
+        return bar(["whale", "sea", "ship"], [0.5, 0.3, 0.2], "Next word"), [["whale", 0.5], ["sea", 0.3]]
+
+    with gr.Blocks() as floor:
+        with gr.Tabs(), gr.Tab("Overview"):
+            plot, table = gr.Plot(show_label=False), gr.Dataframe(headers=["word", "p"], interactive=False)
+        floor.load(fill, None, [plot, table], api_name="floor_fill")
+    floor.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, theme=plm_app.THEME,
+                 css_paths=[plm_app.CSS_PATH])
+    try:
+        times = []
+        for _ in range(pages):
+            page = browser.new_page(viewport=VIEWPORT)
+            page.goto(floor.local_url, wait_until="load")
+            times.append(page.wait_for_function(f"() => ({FULL_JS})() && performance.now()", timeout=120_000,
+                                                polling="raf").json_value() / 1000)
+            page.close()
+        return times
+    finally:
+        floor.close()
+
+
 def measure(pages: int = 3, tabs: set[str] | None = None) -> dict[tuple[str, str], dict[str, list[float]]]:
     from playwright.sync_api import sync_playwright
 
@@ -85,6 +120,8 @@ def measure(pages: int = 3, tabs: set[str] | None = None) -> dict[tuple[str, str
             for tab, sub in chosen:  # second round: the content is there, nothing is computed
                 results[(tab, sub)]["reopen"].append(_paint(page, tab, sub)[0])
             page.close()
+        if FIRST_VIEW in results:  # the Overview's reference: opening the smallest Gradio page of the same kind
+            results[FIRST_VIEW]["reopen"] = gradio_floor(browser, pages)
         browser.close()
     return results
 
@@ -95,10 +132,16 @@ def run(quick: bool = False, tabs: set[str] | None = None) -> list[dict]:
     for (tab, sub), times in results.items():
         warm = statistics.median(times["first"][1:])  # pages after the first: models already loaded
         wall = statistics.median(times["wall"][1:])
-        how = "page open → content" if (tab, sub) == FIRST_VIEW else "cold page 1"
-        rows.append(row(f"first paint {tab} / {sub or '(tab)'} ({how}: {times['first'][0]:.2f} s; "
-                        f"wall {wall:.2f} s)", warm, statistics.median(times["reopen"]), "s", "≤ 1 s",
-                        target_value=1.0))
+        reference = statistics.median(times["reopen"])
+        if (tab, sub) == FIRST_VIEW:  # selected by opening the page: reference = the one-figure Gradio page
+            result = row(f"first paint {tab} / {sub or '(tab)'} (page open → content, cold page 1: "
+                         f"{times['first'][0]:.2f} s; reference: a one-figure Gradio page)", warm, reference, "s",
+                         "≤ reference + 1 s")
+            result["met"] = warm - reference <= 1.0
+        else:
+            result = row(f"first paint {tab} / {sub or '(tab)'} (cold page 1: {times['first'][0]:.2f} s; "
+                         f"wall {wall:.2f} s)", warm, reference, "s", "≤ 1 s", target_value=1.0)
+        rows.append(result)
     return rows
 
 
