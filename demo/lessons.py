@@ -1,5 +1,5 @@
-""""Try this" lessons (issue #18): three questions per tab, each naming the seed § it comes from, with a button that
-runs a preset of one of the tab's views (demo/presets.py) and an answer revealed on demand.
+""""Try this" lessons (issue #18): three or more questions per tab, each naming the seed § it comes from, with a button
+that runs a preset of one of the tab's views (demo/presets.py) and an answer revealed on demand.
 
     lessons.lesson_table(LESSON, views)     # in a tab's build(): rows (§, question, answer[, view key], preset slug)
 

@@ -25,7 +25,7 @@ class SessionViews:
 
     ``OPENED``: did an open event of this session just claim the view's default? Opening a tab fires two open events
     for a view in its first sub-tab (the tab's select, then the sub-tab's as it mounts), and opening the page two for
-    the first tab's (demo.load, and the tab's select): both leave with ``done`` False, and the browser drew the same
+    the first tab's (app_open, and the tab's select): both leave with ``done`` False, and the browser drew the same
     figures twice. A claim holds for ``claim_seconds``; after that an open event with ``done`` still False (its
     answer never reached the page) computes the default again."""
 
