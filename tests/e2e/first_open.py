@@ -11,7 +11,7 @@ VIEWPORT = {"width": 1440, "height": 900}
 # Top-level tab → its sub-tabs in order ([] when the tab has none). Training sub-tabs are left out on purpose:
 # a training run is never started by opening a tab (it takes up to two minutes).
 SUBTABS = {
-    "Overview": [],
+    "Overview": ["The path", "Every model on your text"],
     "N-gram": ["Counts", "Score a sentence", "Generate"],
     "Word embeddings": ["One-hot vs dense", "Neural LM (NNLM)", "GloVe: neighbours & analogies", "Projection",
                         "One vector per word"],

@@ -80,6 +80,9 @@ class Scenario:
 
 
 def _overview(page):
+    open_tab(page, "Every model on your text")  # the ladder's sub-tab computes its default when opened
+    page.wait_for_function(f"() => ({PLOTS_WITH_DATA_JS})() >= 2")  # (strip and totals) before the preset's click
+    wait_idle(page)
     click_text(page, "A quote that closes far away")  # a preset: sets the text and scores it with every model
 
 
@@ -129,8 +132,9 @@ def _classify(page):
 BLOCK = "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' block ')][1]"  # the Gradio component around it
 
 SCENARIOS: dict[str, Scenario] = {
-    # Opens filled (timeline, held-out ladder, the first preset's strip); the preset swaps in another text.
-    "overview": Scenario(_overview, plots=4, texts=["closing quote after"], opens_with_result=True,
+    # Opens filled (timeline, held-out ladder); its second sub-tab opens on the first preset's strip and totals,
+    # and the preset swaps in another text.
+    "overview": Scenario(_overview, plots=2, texts=["closing quote after"], opens_with_result=True,
                          frame=lambda page: page.get_by_text("Surprisal of each character").locator(
                              "xpath=ancestor::div[contains(@class, 'js-plotly-plot')][1]")),
     # Seed §2.1: count(的, 词性) / count(的) = 2 / 3.
