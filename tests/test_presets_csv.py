@@ -42,8 +42,7 @@ def test_each_csv_button_runs_in_the_browser_only_on_its_own_table(built):
     names = set()
     for table in tables:
         button = table.parent.children[table.parent.children.index(table) + 1]
-        events = [d for d in blocks.fns.values() if any(t[0] is button for t in d.targets) or
-                  any(getattr(t[0], "_id", t[0]) == button._id for t in d.targets)]
+        events = [d for d in blocks.fns.values() if (button._id, "click") in d.targets]
         assert len(events) == 1, table.label
         event = events[0]
         assert event.fn is None and event.inputs == [table] and event.outputs == []

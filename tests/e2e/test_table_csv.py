@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 
 import gradio as gr
 import pandas as pd
@@ -23,7 +24,7 @@ def download_rows(page, button) -> tuple[str, list[list[str]]]:
     with page.expect_download() as info:
         button.click()
     download = info.value
-    raw = open(download.path(), "rb").read()
+    raw = Path(download.path()).read_bytes()
     assert raw.startswith("\ufeff".encode()), "no byte-order mark: spreadsheets misread 中文"
     return download.suggested_filename, list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline="")))
 
