@@ -150,12 +150,17 @@ def test_a_preset_bars_one_event_runs_the_preset_it_is_sent(built):
         assert "thinking-machines" in refused.value.message and len(refused.value.message) < 400
 
 
-def test_labels_and_notes_are_escaped_before_the_browser_renders_them():
+def view_with_a_slot(label: str = "A", note: str = "its own issue"):
+    """(view, its preset bar) for a one-textbox view with a runnable preset ``a`` and a slot."""
     with gr.Blocks():
         view = presets.View("x", "y", [gr.Textbox()], [gr.Markdown()], lambda text: text,
-                            [presets.Preset("a", "<img src=x onerror=alert(1)> & co", ("hello",), "§1"),
-                             presets.Preset("slot", "Slot", None, "§1", note="<b>its own</b> issue")])
-        bar = view.buttons()
+                            [presets.Preset("a", label, ("hello",), "§1"),
+                             presets.Preset("slot", "Slot", None, "§1", note=note)])
+        return view, view.buttons()
+
+
+def test_labels_and_notes_are_escaped_before_the_browser_renders_them():
+    _, bar = view_with_a_slot("<img src=x onerror=alert(1)> & co", "<b>its own</b> issue")
     first, slot = bar.props["items"]
     assert first["label"]["en"] == "&lt;img src=x onerror=alert(1)&gt; &amp; co" and first["link"] == "?tab=x&preset=a"
     assert "link" not in slot and slot["note"]["zh"] == "&lt;b&gt;its own&lt;/b&gt; issue"
@@ -209,11 +214,7 @@ def test_lesson_markdown_is_rendered_and_raw_html_is_not():
 
 
 def test_slots_are_shown_but_not_runnable():
-    with gr.Blocks():
-        view = presets.View("x", "y", [gr.Textbox()], [gr.Markdown()], lambda text: text,
-                            [presets.Preset("a", "A", ("hello",), "§1"),
-                             presets.Preset("slot", "Slot", None, "§1", note="its own issue")])
-        bar = view.buttons()
+    view, bar = view_with_a_slot()
     assert view.run()[view.outputs[0]] == "hello"
     with pytest.raises(UserInputError):  # a slot does not run: its button is disabled, and the event refuses it
         view.run("slot")
