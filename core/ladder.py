@@ -23,7 +23,6 @@ outside V); the ladder names these characters per rung and shows what they cost.
 """
 from __future__ import annotations
 
-import json
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,16 +33,15 @@ from typing import Callable
 import numpy as np
 import torch
 
-from core import i18n, lstm
+from core import lstm
 from core.corpora import load_corpus
 from core.device import get_device
-from core.errors import ModelUnavailableError, UserInputError
+from core.errors import UserInputError
+from core.ladder_heldout import (  # noqa: F401 - the held-out ladder and the rungs' names, re-exported
+    ADD_K, HELDOUT_PATH, TAB_LINKS, HeldOutRow, describe, gpt_context, load_held_out)
 from core.ngram import NgramModel
-from core.paths import ASSETS_DIR
 
-HELDOUT_PATH = ASSETS_DIR / "ladder" / "heldout.json"
 MAX_CHARS = 300  # the RNN tab's cap too: beyond a few hundred columns a per-character strip is unreadable
-ADD_K = 1.0  # add-one, the seed's smoothing (§2.1); Kneser-Ney is the rung that fixes it
 NGRAM_ORDERS = (1, 2, 3, 4, 5)
 SUBSET_CHARS = 3000  # the held-out prefix that tests/test_ladder.py recomputes (also stored in HELDOUT_PATH)
 
@@ -139,36 +137,8 @@ def _gpt_scorer(model, vocab: lstm.Vocab, batch: int = 64) -> Callable[[str], np
     return log2_probs
 
 
-# Where each family is explained: the tab (and preset) a rung's row links to.
-TAB_LINKS = {"n-gram": "?tab=ngram&preset=moby-trigram", "RNN": "?tab=lstm&preset=forget-gate",
-             "LSTM": "?tab=lstm&preset=forget-gate", "Transformer": "?tab=transformer"}
-_EQUATIONS = {  # language-free (formulas only); the n-gram and GPT ones have words, so they are keys (describe)
-    "rnn": "h_t = tanh(U x_t + W h_{t−1} + b); P(c_{t+1} | c_≤t) = softmax(V h_t + b_V)",
-    "lstm": "C_t = f_t ⊙ C_{t−1} + i_t ⊙ C̃_t; h_t = o_t ⊙ tanh(C_t); P(c_{t+1} | c_≤t) = softmax(V h_t + b_V)",
-}
 
 
-@lru_cache(maxsize=1)
-def gpt_context() -> int:
-    """The char-GPT's context in characters, from its shipped config (no model load)."""
-    return int(json.loads((ASSETS_DIR / "gpt" / "config.json").read_text(encoding="utf-8"))["n_positions"])
-
-
-def describe(key: str, lang: str | None = None) -> tuple[str, str]:
-    """(name, equation) of the rung ``key`` in ``lang`` (default: the current call's language). The English ones
-    are what scripts/ladder_heldout.py writes into the held-out file."""
-    if key.startswith("ngram-"):
-        _, n, smoothing = key.split("-", 2)
-        n = int(n)
-        context = i18n.text("overview.ctx_unigram" if n == 1 else "overview.ctx_one" if n == 2 else "overview.ctx_many",
-                            lang, n=n - 1)
-        if smoothing == "add_k":
-            return (i18n.text("overview.rung_add_k", lang, n=n),
-                    i18n.text("overview.eq_add_k", lang, k=f"{ADD_K:g}", context=context))
-        return i18n.text("overview.rung_kn", lang, n=n), i18n.text("overview.eq_kn", lang, context=context)
-    if key == "gpt":
-        return i18n.text("overview.rung_gpt", lang), i18n.text("overview.eq_gpt", lang, context=gpt_context())
-    return i18n.text(f"overview.rung_{key}", lang), _EQUATIONS[key]
 
 
 def ngram_rungs() -> list[Rung]:
@@ -290,31 +260,3 @@ def held_out_bits(rung: Rung, text: str) -> tuple[float, int]:
     """(bits per character, characters scored) of a rung on a held-out text (one stream, contexts carried)."""
     bits = -rung.log2_probs(text)
     return float(bits.mean()), len(bits)
-
-
-@dataclass
-class HeldOutRow:
-    key: str
-    name: str
-    family: str
-    equation: str
-    tab: str
-    bits_per_char: float
-    perplexity: float
-    characters: int  # held-out characters scored
-    parameters: int
-    parameters_kind: str
-    training_seconds: float
-    training_note: str  # how the training time was obtained
-    training_data: str
-    subset_bits_per_char: float  # on the first SUBSET_CHARS held-out characters (what the test recomputes)
-
-
-def load_held_out(path=HELDOUT_PATH) -> tuple[dict, list[HeldOutRow]]:
-    """(facts about the split, one row per rung) as scripts/ladder_heldout.py wrote them."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ModelUnavailableError("overview.err.held_out_missing", name=path.name,
-                                    command="python scripts/ladder_heldout.py") from None
-    return data["split"], [HeldOutRow(**row) for row in data["rows"]]

@@ -242,10 +242,6 @@ def build() -> None:
 
     with gr.Tab(label("attention.tab_steps"), id="steps") as steps_tab:
         gr.Markdown(label("attention.steps_intro"))
-        with gr.Row():
-            preset = gr.Dropdown(_choices(PRESETS, "attention.choice_preset"), value=list(PRESETS)[0],
-                                 label=label("attention.preset"), scale=2)
-            load_button = gr.Button(label("attention.load_preset"), scale=1)
         preset_bar = gr.Column()
         preset_note = gr.Markdown(label("attention.thinking_note"))
         with gr.Row():
@@ -276,10 +272,6 @@ def build() -> None:
         step_outputs = [arithmetic, fig_scores, fig_scaled, fig_probs, fig_out]
         mode.change(toggle_mode, mode, [qkv_group, x_group], api_name="attention_mode", api_visibility="undocumented",
                     show_progress="hidden", show_progress_on=mode)  # not the groups: see presets.View.progress_on
-        load_button.click(load_preset, preset, [tokens, mode, Q, K, V, x, W_Q, W_K, W_V, score, causal, preset_note],
-                          api_name="attention_preset").then(step_through, step_inputs, step_outputs,
-                                                            api_name="attention_preset_steps",
-                                                            api_visibility="undocumented")
         compute_button.click(step_through, step_inputs, step_outputs, api_name="attention_steps")
         steps_view = presets.View("attention", "steps", step_inputs + [preset_note], step_outputs, steps_with_note,
                                   STEP_PRESETS, where=steps_tab)

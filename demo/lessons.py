@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import gradio as gr
-from markdown_it import MarkdownIt
-
 from core.errors import UserInputError
 from demo.common import friendly_errors
 from demo.i18n import BROWSER_LANGUAGE_JS, in_every_language, label
 from demo.presets import View, unique
+from demo.static_html import markdown_inline
 
 # The box, rendered by the browser from its props. It never reads ``value`` (the number of the last step asked
 # for), so a click re-renders nothing and the open answers stay open.
@@ -37,9 +36,6 @@ JS = """element.addEventListener("click", (event) => {
   props.value = button.dataset.step;
   trigger("click");
 });"""
-
-_MARKDOWN = MarkdownIt("commonmark", {"html": False})  # our own tables, but never raw HTML from them
-
 
 @dataclass(frozen=True)
 class Step:
@@ -67,8 +63,8 @@ def lesson(steps: Sequence[Step]) -> gr.HTML:
         step.view.runnable(step.slug)  # a lesson pointing at no preset fails when the app is built
     box = gr.HTML("", html_template=TEMPLATE, js_on_load=JS, elem_classes=["lesson-box"],
                   steps=[{"number": number, "section": step.section,
-                          "question": in_every_language(step.question, render=_MARKDOWN.renderInline),
-                          "answer": in_every_language(step.answer, render=_MARKDOWN.renderInline)}
+                          "question": in_every_language(step.question, render=markdown_inline),
+                          "answer": in_every_language(step.answer, render=markdown_inline)}
                          for number, step in enumerate(steps, 1)],
                   title=in_every_language(label("presets.lesson_title")),
                   show=in_every_language(label("presets.show_me")),

@@ -13,11 +13,12 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
+from core import ladder_heldout
 from core.lazy import lazy_import
-from demo import lessons, presets
+from demo import lessons, presets, static_html
 from demo.common import friendly_errors, gpu_handler
-from demo.figures import bar, heatmap, timeline
-from demo.i18n import label, t
+from demo.figures import bar, heatmap
+from demo.i18n import LANGUAGES, label, t, using_language
 
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
 ladder = lazy_import("core.ladder")
@@ -71,17 +72,12 @@ def look_note(slug: str):
 
 PRESETS = [presets.Preset(slug, label(f"overview.preset.{_key(slug)}"), (text, look_note(slug)), "§all")
            for slug, text in LADDER_TEXTS]
-TIMELINE_PRESETS = [presets.Preset("timeline", label("overview.timeline_title"), (), "§all")]
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Views
-
-
-def timeline_figure():
-    steps = [(when, name, t(f"overview.brought.{what}"), link(tab, preset))
-             for when, name, what, tab, preset in TIMELINE]
-    return timeline(steps, t("overview.fig_timeline"))
+# The path: the timeline and the held-out ladder. Both are the same for every learner, so they are drawn into the page
+# when the app is built, in every language (demo/static_html.py): the page shows them as soon as it mounts, with no
+# request and no plotly.js (benchmarks/first_paint_results.md, run 8).
 
 
 def timeline_links() -> str:
@@ -103,7 +99,7 @@ def _duration(seconds: float) -> str:
 _STEPS = re.compile(r"\): ([\d,]+) steps × (\d+) windows × (\d+) characters = ([\d.]+M) characters read$")
 
 
-def _training_data(row: ladder.HeldOutRow, training_chars: int) -> str:
+def _training_data(row: ladder_heldout.HeldOutRow, training_chars: int) -> str:
     """The held-out file's English description of a rung's training data, in the learner's language."""
     chars = f"{training_chars:,}"
     steps = _STEPS.search(row.training_data)
@@ -122,28 +118,48 @@ def text_headers() -> list[str]:
     return [t(f"overview.col.{name}") for name in ("model", "total", "bits", "unknown", "scored_by", "tab")]
 
 
-def held_out_view():
-    """The held-out ladder, as the script computed it: note, table, bar chart."""
-    facts, rows = ladder.load_held_out()
+def held_out_ladder():
+    """The held-out ladder, as scripts/ladder_heldout.py computed it: (note, headers, rows, names, bits/char, best)."""
+    facts, rows = ladder_heldout.load_held_out()
     note = t("overview.held_out_note", held=f"{facts['held_out_chars']:,}", train=f"{facts['training_chars']:,}",
              date=facts["date"])
-    names = [ladder.describe(row.key)[0] for row in rows]
-    table = pd.DataFrame(
-        [[name, round(row.bits_per_char, 3), round(row.perplexity, 2),
-          f"{row.parameters:,} " + t("overview.kind_counts" if row.parameters_kind == "stored counts"
-                                     else "overview.kind_weights"),
-          _duration(row.training_seconds), _training_data(row, facts["training_chars"]), ladder.describe(row.key)[1],
-          _tab_link(ladder.TAB_LINKS.get(row.family, row.tab))] for name, row in zip(names, rows)],
-        columns=held_out_headers())
+    names = [ladder_heldout.describe(row.key)[0] for row in rows]
+    table = [[name, f"{row.bits_per_char:.3f}", f"{row.perplexity:.2f}",
+              f"{row.parameters:,} " + t("overview.kind_counts" if row.parameters_kind == "stored counts"
+                                         else "overview.kind_weights"),
+              _duration(row.training_seconds), _training_data(row, facts["training_chars"]),
+              ladder_heldout.describe(row.key)[1],
+              _tab_link(ladder_heldout.TAB_LINKS.get(row.family, row.tab))] for name, row in zip(names, rows)]
     values = [row.bits_per_char for row in rows]
     best = int(np.argmin(values))
     if rows[best].family == "n-gram":  # say why, rather than let the chart look like a contradiction of the intro
         note += "\n\n" + t("overview.held_out_ngram_best", best=names[best], stored=f"{rows[best].parameters:,}",
                            smallest=f"{min(row.parameters for row in rows if row.family != 'n-gram'):,}",
                            largest=f"{max(row.parameters for row in rows if row.family != 'n-gram'):,}")
-    figure = bar(names, values, t("overview.fig_held_out"), value_title=t("overview.axis_bits_per_char"),
-                 highlight=[i == best for i in range(len(rows))])
-    return note, table, figure
+    return note, held_out_headers(), table, names, values, best
+
+
+def path_html(lang: str) -> str:
+    """The path sub-tab in ``lang``: the timeline (names link to their tabs), the step links, then the held-out
+    ladder's note, bar chart and table."""
+    with using_language(lang):
+        steps = [(when, name, t(f"overview.brought.{what}"), link(tab, preset))
+                 for when, name, what, tab, preset in TIMELINE]
+        note, headers, rows, names, values, best = held_out_ladder()
+        return "".join([
+            static_html.timeline(steps, t("overview.fig_timeline"), "overview-timeline", lang),
+            static_html.markdown(timeline_links()),
+            static_html.markdown(t("overview.held_title")),
+            static_html.markdown(note),
+            static_html.bars(names, values, t("overview.fig_held_out"), "overview-held-out-bits", lang,
+                             value_title=t("overview.axis_bits_per_char"),
+                             highlight=[i == best for i in range(len(values))]),
+            static_html.table(headers, rows, "overview-held-out", lang, markdown_columns=[len(headers) - 1]),
+        ])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The ladder on the learner's text (computed when its sub-tab opens, or on a click)
 
 
 def _shown(ch: str) -> str:
@@ -203,30 +219,15 @@ def run_ladder(text: str, note=None):
     return ladder_view(ladder.score_text(text))
 
 
-@friendly_errors
-def first_open():
-    """The timeline and the held-out ladder (no model needed): what the tab shows as soon as it opens."""
-    note, table, figure = held_out_view()
-    return timeline_figure(), timeline_links(), note, table, figure
-
-
 def build() -> None:
     gr.Markdown(label("overview.intro"))
     lesson_slot = gr.Column()  # the whole path's lesson, above both sub-tabs
 
-    # Two sub-tabs, one screen each: the page opens on the first, so it draws two figures, not four, and runs no
-    # model (measured: page open → content 0.25 s sooner than with both on one page).
-    with gr.Tab(label("overview.tab_path"), id="path") as path_tab:
-        timeline_plot = gr.Plot(show_label=False)
-        links = gr.Markdown()
-        gr.Markdown(label("overview.held_title"))
-        held_note = gr.Markdown()
-        held_plot = gr.Plot(show_label=False)
-        held_table = gr.Dataframe(interactive=False, wrap=True, max_height=900,
-                                  datatype=["str", "number", "number", "str", "str", "str", "str", "markdown"])
-        # No inputs: the view only fills the sub-tab when it is opened (the page opens it), once per session.
-        presets.View("overview", "timeline", [], [timeline_plot, links, held_note, held_table, held_plot],
-                     first_open, TIMELINE_PRESETS, where=path_tab)
+    # Two sub-tabs, one screen each. The page opens on the path, drawn into the page when the app is built (see
+    # path_html): it shows as soon as Gradio mounts the tab. The ladder runs its models when its sub-tab opens.
+    with gr.Tab(label("overview.tab_path"), id="path"):
+        gr.HTML("", html_template=static_html.TEMPLATE, js_on_load=static_html.EXPORT_JS,
+                elem_classes=["static-view"], html={lang: path_html(lang) for lang in LANGUAGES})
 
     with gr.Tab(label("overview.tab_ladder"), id="ladder") as ladder_tab:
         gr.Markdown(label("overview.text_title"))

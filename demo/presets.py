@@ -20,7 +20,8 @@ What each piece does:
 - **First open.** The first preset of a view is its default. When the learner opens the tab (or the sub-tab) the
   view lives in, its default is computed and shown, once per session (a per-view ``gr.State`` remembers it), so
   nothing is computed for tabs never opened and nothing at import or build time (the cold start does not grow).
-  The app's first tab is filled by the page's load (``app_open``), which lists only that tab's views as outputs.
+  The app's first tab is filled by the page's load (``app_open``), which lists only that tab's views as outputs;
+  a first tab with no view to compute (the Overview's path, drawn when the app is built) has no load event.
 - **Presets.** ``values`` is a tuple in ``inputs`` order, or a zero-argument callable returning one (for values
   that are costly to build, such as matrices). ``section`` names the seed section it reproduces.
 - **Preset bar.** :meth:`View.buttons` is ONE ``gr.HTML`` holding every preset's button and 🔗 link, and ONE event
@@ -363,8 +364,10 @@ class Registry:
                 return {view.done: False for view in first_views}  # app_deep_link fills the page instead
             return self.open_tab(first_tab, [False] * len(first_views), request)
 
-        app.load(open_first_tab, None, unique(c for v in first_views for c in v.components()), api_name="app_open",
-                 api_visibility="undocumented", show_progress_on=[v.progress_on for v in first_views] or None)
+        if first_views:  # a first tab drawn when the app is built (the Overview's path) needs no load event
+            app.load(open_first_tab, None, unique(c for v in first_views for c in v.components()),
+                     api_name="app_open", api_visibility="undocumented",
+                     show_progress_on=[v.progress_on for v in first_views])
 
         # ?tab=…&preset=…: the browser copies the address's query into a hidden box; the box's change (only when
         # the query is not empty) selects the tab and sub-tab and computes the preset, or the tab's defaults.

@@ -184,8 +184,9 @@ def test_lstm_generate_continues_the_prompt_and_is_seeded(client):
 
 def test_attention_steps_reproduce_thinking_machines(client):
     """Seed §9: q1·k1 = 112, q1·k2 = 96; ÷ √64 → 14, 12; softmax → 1/(1+e⁻²) = 0.8808."""
-    preset = client.predict(api_name="/attention_preset")
-    arithmetic, scores, scaled, probs, _ = client.predict(*preset[:11], api_name="/attention_steps")
+    preset = client.predict("thinking-machines", api_name="/attention_steps_preset")  # the preset bar's event
+    assert preset[-5][:200] == client.predict(*preset[:11], api_name="/attention_steps")[0][:200]
+    arithmetic, scores, scaled, probs, _ = preset[-5:]  # its inputs (11), its note, then the step view's results
     assert "112" in arithmetic and "96" in arithmetic
     assert array(figure(scores)["data"][0]["z"])[0] == pytest.approx([112, 96])
     assert array(figure(scaled)["data"][0]["z"])[0] == pytest.approx([14, 12])

@@ -134,7 +134,7 @@ def test_tab_builds_with_unique_api_names():
     with gr.Blocks() as blocks:
         tab.build()
     names = [dep.api_name for dep in blocks.fns.values()]
-    assert {"attention_steps", "attention_preset", "attention_multihead", "attention_pe", "attention_permutation",
+    assert {"attention_steps", "attention_steps_preset", "attention_multihead", "attention_pe", "attention_permutation",
             "attention_model", "attention_head", "attention_layer"} <= set(names)
     assert len(names) == len(set(names)) and None not in names
 

@@ -19,7 +19,7 @@ MODEL_HANDLERS = [attention.explore, attention.show_head, embeddings.train, lstm
                   gpt.attention, gpt.gpt_vs_bert]
 NO_MODEL_HANDLERS = [ngram.show_counts, embeddings.neighbours, embeddings.one_hot_lookup, attention.multi_head,
                      mlm.card, ner.convert_tags, qa.show_layout, transformer.base_params,
-                     overview.first_open, classify.show_data]
+                     classify.show_data]
 
 
 @pytest.mark.parametrize("handler", MODEL_HANDLERS, ids=lambda h: f"{h.__module__}.{h.__name__}")

@@ -1,23 +1,70 @@
 """demo/overview.py (the Overview tab, issue #17): timeline links, the held-out ladder as the file has it, the
 surprisal strip and totals equal to core/ladder's numbers, presets, bad input, and first-open wiring."""
+import csv
+import html
+import io
+import re
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+
 import gradio as gr
 import numpy as np
 import pytest
 
 from core import i18n, ladder
 from demo import overview
+from demo.figures import COLORWAY, HIGHLIGHT
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def figures(page: str) -> list[ET.Element]:
+    """The SVG figures of a page of HTML, parsed as XML (so each must be well-formed)."""
+    return [ET.fromstring(svg) for svg in re.findall(r"<svg.*?</svg>", page, re.S)]
+
+
+def held_out_csv(page: str) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(html.unescape(re.search(r'data-csv="([^"]*)"', page)[1]))))
+
+
+class Cells(HTMLParser):
+    """The text of every <td> of a page, row by row."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows, self.cell = [], None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag == "td":
+            self.cell = ""
+
+    def handle_endtag(self, tag):
+        if tag == "td":
+            self.rows[-1].append(self.cell)
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell += data
+
+
 def test_timeline_steps_link_to_their_tabs_in_order():
-    fig = overview.timeline_figure()
-    texts = [a.text for a in fig.layout.annotations]
+    timeline = figures(overview.path_html("en"))[0]
     names = ["n-gram", "NNLM", "word2vec", "RNN / LSTM", "attention", "Transformer", "ELMo / GPT / BERT"]
-    assert len(texts) == len(names)
-    for text, name, (_, _, _, tab, preset) in zip(texts, names, overview.TIMELINE):
-        assert f'href="{overview.link(tab, preset)}"' in text and f">{name}</a>" in text
-    assert "2003" in texts[1] and "2013" in texts[2] and "2017" in texts[5] and "2018" in texts[6]
+    anchors = timeline.findall(f".//{SVG}a")
+    assert [a.find(f"{SVG}text").text for a in anchors] == names
+    assert [a.get("href") for a in anchors] == [overview.link(tab, preset) for *_, tab, preset in overview.TIMELINE]
+    points = [float(c.get("cx")) for c in timeline.iter(f"{SVG}circle")]
+    assert len(points) == len(names) and points == sorted(points)  # left to right, in the seed's order
+    texts = [t.text for t in timeline.iter(f"{SVG}text")]
+    assert {"2003", "2013", "2017", "2018"} <= set(texts)
+    zh = " ".join(t.text for t in figures(overview.path_html("zh"))[0].iter(f"{SVG}text"))
+    assert i18n.text("overview.fig_timeline", "zh") in zh and i18n.text("overview.brought.lstm", "zh") in zh
     links = overview.timeline_links()
     assert "(?tab=attention&preset=thinking-machines)" in links and "(?tab=transformer)" in links
     # ELMo as seed §7 describes it: the three-layer view (word, layer 1, layer 2), not the one-layer biLM
@@ -25,17 +72,15 @@ def test_timeline_steps_link_to_their_tabs_in_order():
 
 
 def test_every_link_opens_a_tab_and_a_preset_the_app_has():
-    """The timeline's, the step list's and every rung's links name a tab of the app and, when they name a preset,
-    one that tab registers (demo/presets.py reads ?tab=…&preset=…; an unknown slug would open nothing)."""
-    import re
-
+    """Every link the path shows (timeline, step list, each rung's tab) and every rung's link names a tab of the app
+    and, when it names a preset, one that tab registers (demo/presets.py reads ?tab=…&preset=…)."""
     import app
 
     registry = app.build_app().preset_registry
-    links = re.findall(r"\(([^)]*)\)", overview.timeline_links())
-    links += [overview.link(tab, preset) for *_, tab, preset in overview.TIMELINE]
+    links = [html.unescape(href) for lang in ("en", "zh")
+             for href in re.findall(r'href="([^"]*)"', overview.path_html(lang))]
     links += [rung.tab for rung in ladder.rungs()]
-    assert len(links) > 20
+    assert len(links) > 40
     for target in links:
         query = dict(part.split("=", 1) for part in target.lstrip("?").split("&"))
         assert query["tab"] in registry.tabs, target
@@ -43,19 +88,43 @@ def test_every_link_opens_a_tab_and_a_preset_the_app_has():
             assert registry.find(query["tab"], query["preset"]) is not None, target
 
 
-def test_first_open_shows_the_held_out_ladder_from_the_file():
-    fig, links, note, frame, bars = overview.first_open()
-    table = frame.values.tolist()
+def test_the_path_shows_the_held_out_ladder_from_the_file():
+    page = overview.path_html("en")
     facts, rows = ladder.load_held_out()
-    assert len(fig.data) == 1 and f"{facts['held_out_chars']:,}" in note and "(?tab=ngram&preset=" in links
-    assert [r[0] for r in table] == [row.name for row in rows]
-    assert [r[1] for r in table] == [round(row.bits_per_char, 3) for row in rows]
-    assert [r[6] for r in table] == [row.equation for row in rows]  # the file's English, rebuilt from the keys
-    assert all(r[-1].startswith("[") and "(?tab=" in r[-1] for r in table)
-    assert table[0][5] == rows[0].training_data and table[-1][5] == rows[-1].training_data
-    np.testing.assert_allclose(bars.data[0].x, [row.bits_per_char for row in rows])
-    best = int(np.argmin([row.bits_per_char for row in rows]))
-    assert [c for c in bars.data[0].marker.color].index(bars.data[0].marker.color[best]) == best
+    assert f"{facts['held_out_chars']:,}" in page and facts["date"] in page
+    bars = [r for r in figures(page)[1].iter(f"{SVG}rect") if r.get("data-value")]
+    values = np.array([row.bits_per_char for row in rows])
+    assert [r.get("data-mark") for r in bars] == [row.name for row in rows]
+    np.testing.assert_allclose([float(r.get("data-value")) for r in bars], values)
+    widths = np.array([float(r.get("width")) for r in bars])
+    np.testing.assert_allclose(widths / values, widths[0] / values[0], rtol=1e-3)  # lengths ∝ values, from zero
+    best = int(np.argmin(values))
+    assert [r.get("fill") for r in bars] == [HIGHLIGHT if i == best else COLORWAY[0] for i in range(len(rows))]
+    table = held_out_csv(page)
+    assert table[0] == [i18n.text(f"overview.col.{c}", "en") for c in
+                        ("model", "bits", "perplexity", "parameters", "training", "data", "scored_by", "tab")]
+    assert [r[0] for r in table[1:]] == [row.name for row in rows]
+    assert [float(r[1]) for r in table[1:]] == [round(row.bits_per_char, 3) for row in rows]
+    assert [float(r[2]) for r in table[1:]] == [round(row.perplexity, 2) for row in rows]
+    assert [r[6] for r in table[1:]] == [row.equation for row in rows]  # the file's English, rebuilt from the keys
+    assert all(r[-1].startswith("[") and "(?tab=" in r[-1] for r in table[1:])
+    assert table[1][5] == rows[0].training_data and table[-1][5] == rows[-1].training_data
+    parser = Cells()
+    parser.feed(page)
+    shown = [r for r in parser.rows if r]
+    assert [r[:7] for r in shown] == [r[:7] for r in table[1:]]  # the table shows what its CSV holds
+    assert [r[7] for r in shown] == [re.match(r"\[(.*)\]", r[7])[1] for r in table[1:]]  # the link's text
+
+
+def test_the_path_is_drawn_when_the_app_is_built_without_an_event():
+    """The path is a gr.HTML holding its HTML in every language, drawn when the app is built: nothing runs when the
+    page opens (demo/static_html.py says why), and building it needs no torch (core/ladder_heldout.py)."""
+    with gr.Blocks() as blocks:
+        overview.build()
+    path = next(b for b in blocks.blocks.values() if isinstance(b, gr.HTML) and "static-view" in b.elem_classes)
+    assert set(path.props["html"]) == {"en", "zh"}
+    assert path.props["html"]["zh"] == overview.path_html("zh") != overview.path_html("en")
+    assert not [dep for dep in blocks.fns.values() if path in dep.outputs or path in dep.inputs]
 
 
 def test_strip_and_totals_are_core_ladders_numbers():
@@ -108,22 +177,22 @@ def test_bad_input_gets_a_message():
 
 
 
-def test_the_tab_fills_itself_on_open_through_the_presets_registry():
-    """The Overview uses demo/presets.py like every tab: its timeline and its ladder are views in two sub-tabs. The
-    page's load fills the first (the path) only; the ladder is computed when its sub-tab opens. Its presets are
-    buttons with deep links, and its lesson steps run them (switching to the ladder's sub-tab)."""
+def test_the_ladder_fills_itself_on_open_through_the_presets_registry():
+    """The Overview uses demo/presets.py like every tab: its ladder is a view in the second sub-tab, computed when that
+    sub-tab opens (the path, drawn when the app is built, has no view). Its presets are buttons with deep links, and
+    its lesson steps run them (switching to the ladder's sub-tab)."""
     with gr.Blocks() as blocks:
         overview.build()
     names = {dep.api_name for dep in blocks.fns.values()}
-    assert {"overview_score", "overview_ladder_preset", "overview_lesson"} <= names
+    assert {"overview_score", "overview_ladder_preset", "overview_lesson", "overview_ladder_open"} <= names
 
     import app
 
     registry = app.build_app().preset_registry
     views = {view.key: view for view in registry.tabs["overview"].views}
-    assert set(views) == {"timeline", "ladder"} and registry.opening("overview") == [views["timeline"]]
-    assert [view.where.id for view in views.values()] == ["path", "ladder"]
-    assert views["timeline"].switcher is views["ladder"].switcher
+    assert set(views) == {"ladder"} and registry.opening("overview") == []
+    assert views["ladder"].where.id == "ladder"
+    assert [tab.id for tab in views["ladder"].switcher.children] == ["path", "ladder"]
     assert registry.find("overview", "closing-quote") is views["ladder"]
     updates = views["ladder"].run("closing-quote", select=True)
     assert updates[views["ladder"].inputs[0]].startswith('"If the whale') and updates[views["ladder"].done]
@@ -135,12 +204,13 @@ def test_results_and_errors_in_chinese():
     text = dict(overview.LADDER_TEXTS)["call-me-ishmael"]
     with i18n.using_language("zh"):
         summary, strip, totals, table = overview.score_text(text)
-        _, _, note, held, _ = overview.first_open()
         with pytest.raises(gr.Error) as error:
             overview.score_text("x")
     assert summary.startswith(f"**{len(text)} 个字符**") and "比特" in summary
     assert strip.layout.title.text.startswith("每个字符的意外度") and "5 元语法，Kneser-Ney 平滑" in list(strip.data[0].y)
-    assert list(table.columns)[:2] == ["模型", "总比特数"] and "留出文本" in note and held.iloc[-1, 0] == "字符级 GPT"
+    assert list(table.columns)[:2] == ["模型", "总比特数"]
+    held = held_out_csv(overview.path_html("zh"))
+    assert "留出文本" in overview.path_html("zh") and held[0][0] == "模型" and held[-1][0] == "字符级 GPT"
     assert error.value.message.startswith("请输入至少两个字符的文本")
     summary, strip, _, table = overview.score_text(text)
     assert summary.startswith(f"**{len(text)} characters**") and list(table.columns)[0] == "model"

@@ -74,18 +74,29 @@ class FakeRequest:  # noqa: D101 - what the load events read of gr.Request
         self.query_params = query
 
 
-def test_opening_the_page_fills_the_first_tab_and_only_lists_its_views(built):
-    """Gradio builds a fresh component for every output a handler leaves out: the page's load lists only the
-    first tab's views (the deep link, with every view as output, runs only when the address has a query)."""
-    blocks, reg = built
+def test_opening_the_page_fills_the_first_tab_and_only_lists_its_views(monkeypatch):
+    """The app's first tab, the Overview, is drawn when the app is built: the page's open runs no event for it. A
+    first tab that computes its views is filled by the page's load, which lists only that tab's views: Gradio builds
+    a fresh component for every output a handler leaves out (the deep link, with every view as output, runs only
+    when the address has a query). Here the N-gram tab is put first."""
+    from demo import ngram, overview
+
+    registry.set_offline(True)
+    assert "app_open" not in {dep.api_name for dep in app.build_app().fns.values()}
+    monkeypatch.setattr(app, "TABS", [ngram, overview])
+    blocks = app.build_app()
+    reg = blocks.preset_registry
     load = event(blocks, "app_open")
-    first = reg.opening(next(iter(reg.tabs)))
-    assert set(map(id, load.outputs)) == {id(c) for view in first for c in view.components()}
-    updates = load.fn(FakeRequest())
-    assert any(isinstance(v, str) and "Moby-Dick" in v for v in updates.values())  # the ladder's summary
+    first = reg.opening("ngram")
+    assert first and set(map(id, load.outputs)) == {id(c) for view in first for c in view.components()}
     preset_records.OPENED.clear()
-    assert load.fn(FakeRequest(tab="attention", preset="thinking-machines")) == {v.done: False for v in first}
-    assert len(event(blocks, "app_deep_link").outputs) > 300  # what a link may fill: everything
+    updates = load.fn(FakeRequest())
+    assert any("2 / 3 = **0.6667**" in v for v in updates.values() if isinstance(v, str))  # the seed bigram
+    preset_records.OPENED.clear()
+    assert load.fn(FakeRequest(tab="overview", preset="closing-quote")) == {v.done: False for v in first}
+    deep_link = event(blocks, "app_deep_link").outputs  # what a link may fill: every view of every tab
+    assert {id(c) for entry in reg.tabs.values() for view in entry.views for c in view.components()} <= set(
+        map(id, deep_link)) and len(deep_link) > len(load.outputs)
 
 
 def test_first_open_deep_link_shows_the_seed_bigram(built):

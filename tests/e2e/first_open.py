@@ -39,16 +39,23 @@ OFFLINE_NOTE = {("BERT masked LM", "Fill in the blank"), ("BERT masked LM", "Bot
 BEFORE_A_RUN = {("Classification & fine-tuning", "What fine-tuning changed")}
 
 # Counts of visible plots / tables, and of those that are still empty. A plot is full when one trace has points;
-# a table when it has a row below its header (aria-rowcount > 1). Views whose results are text (generation) count
+# a table when it has a row below its header (aria-rowcount > 1). Figures and tables drawn when the app is built
+# (demo/static_html.py: an SVG whose marks carry data-mark, an HTML table) count as plots and tables. Views whose results are text (generation) count
 # visible text areas holding more than 40 characters. A component with no value at all (a gr.Plot before its first
 # figure) draws Gradio's "Empty value" box: those are counted in the view's own (innermost) tab.
 CONTENT_JS = """() => {
   const shown = el => el.offsetParent !== null && el.getBoundingClientRect().width > 0;
-  const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(shown);
-  const emptyPlots = plots.filter(el => !(el.data || []).some(
-      t => ['x', 'y', 'z', 'values'].some(k => t[k] && (t[k].length > 0 || t[k].bdata))));  // bdata: typed arrays
-  const tables = [...document.querySelectorAll('[role="grid"].table-wrap')].filter(shown);
-  const emptyTables = tables.filter(el => Number(el.getAttribute('aria-rowcount') || 0) <= 1);  // header only
+  const plotly = [...document.querySelectorAll('.js-plotly-plot')].filter(shown);
+  const drawn = [...document.querySelectorAll('.static-figure svg')].filter(shown);  // demo/static_html.py
+  const plots = [...plotly, ...drawn];
+  const emptyPlots = [...plotly.filter(el => !(el.data || []).some(
+      t => ['x', 'y', 'z', 'values'].some(k => t[k] && (t[k].length > 0 || t[k].bdata)))),  // bdata: typed arrays
+    ...drawn.filter(el => !el.querySelector('[data-mark]'))];  // a drawn figure's marks (bars, points)
+  const grids = [...document.querySelectorAll('[role="grid"].table-wrap')].filter(shown);
+  const drawnTables = [...document.querySelectorAll('.static-table table')].filter(shown);
+  const tables = [...grids, ...drawnTables];
+  const emptyTables = [...grids.filter(el => Number(el.getAttribute('aria-rowcount') || 0) <= 1),  // header only
+    ...drawnTables.filter(el => !el.querySelector('tbody tr'))];
   const texts = [...document.querySelectorAll('textarea')].filter(shown).filter(el => el.value.length > 40);
   const busy = !!document.querySelector('.wrap.generating, .progress-text, .eta-bar');
   const items = [...document.querySelectorAll('.tabitem')].filter(shown);

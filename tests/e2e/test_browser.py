@@ -100,7 +100,7 @@ def _lstm(page):
 
 
 def _attention(page):
-    click_button(page, "Load preset")  # Thinking Machines, then Compute
+    click_text(page, "Thinking Machines: 112, 96 → 0.8808")  # a preset: sets Q, K, V and computes
 
 
 def _mlm(page):
@@ -132,9 +132,9 @@ def _classify(page):
 BLOCK = "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' block ')][1]"  # the Gradio component around it
 
 SCENARIOS: dict[str, Scenario] = {
-    # Opens filled (timeline, held-out ladder); its second sub-tab opens on the first preset's strip and totals,
-    # and the preset swaps in another text.
-    "overview": Scenario(_overview, plots=2, texts=["closing quote after"], opens_with_result=True,
+    # Opens on the path (drawn when the app is built: tests/e2e/test_static_figures.py); its second sub-tab opens on
+    # the first preset's strip and totals, and the preset swaps in another text.
+    "overview": Scenario(_overview, plots=2, texts=["closing quote after"],
                          frame=lambda page: page.get_by_text("Surprisal of each character").locator(
                              "xpath=ancestor::div[contains(@class, 'js-plotly-plot')][1]")),
     # Seed §2.1: count(的, 词性) / count(的) = 2 / 3.
@@ -143,7 +143,7 @@ SCENARIOS: dict[str, Scenario] = {
     "embeddings": Scenario(_embeddings, plots=1, texts=["queen"]),
     "lstm": Scenario(_lstm, plots=3),
     # Seed §9: q1·k1 = 112, q1·k2 = 96.
-    "attention": Scenario(_attention, plots=4, texts=["112", "96"]),
+    "attention": Scenario(_attention, plots=4, texts=["112", "96"], opens_with_result=True),
     # One token through MiniLM-L6's 6 layers; the summary names the followed token and the model's shapes.
     "transformer": Scenario(_transformer, plots=4, texts=["“it”", "d_k = 32"], opens_with_result=True),
     # Seed 001: "playing" is play ##ing in BERT's WordPiece vocabulary.

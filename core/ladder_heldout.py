@@ -1,0 +1,77 @@
+"""The held-out ladder as scripts/ladder_heldout.py wrote it, and each rung's name and equation: torch-free.
+
+The Overview draws the held-out ladder into the page when the app is built (demo/overview.py), so reading it must not
+import torch (core/lazy.py: the cold start imports no torch); core/ladder.py, which scores text with the models,
+re-exports everything here.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+
+from core import i18n
+from core.errors import ModelUnavailableError
+from core.paths import ASSETS_DIR
+
+HELDOUT_PATH = ASSETS_DIR / "ladder" / "heldout.json"
+ADD_K = 1.0  # add-one, the seed's smoothing (§2.1); Kneser-Ney is the rung that fixes it
+
+# Where each family is explained: the tab (and preset) a rung's row links to.
+TAB_LINKS = {"n-gram": "?tab=ngram&preset=moby-trigram", "RNN": "?tab=lstm&preset=forget-gate",
+             "LSTM": "?tab=lstm&preset=forget-gate", "Transformer": "?tab=transformer"}
+_EQUATIONS = {  # language-free (formulas only); the n-gram and GPT ones have words, so they are keys (describe)
+    "rnn": "h_t = tanh(U x_t + W h_{t−1} + b); P(c_{t+1} | c_≤t) = softmax(V h_t + b_V)",
+    "lstm": "C_t = f_t ⊙ C_{t−1} + i_t ⊙ C̃_t; h_t = o_t ⊙ tanh(C_t); P(c_{t+1} | c_≤t) = softmax(V h_t + b_V)",
+}
+
+
+@lru_cache(maxsize=1)
+def gpt_context() -> int:
+    """The char-GPT's context in characters, from its shipped config (no model load)."""
+    return int(json.loads((ASSETS_DIR / "gpt" / "config.json").read_text(encoding="utf-8"))["n_positions"])
+
+
+def describe(key: str, lang: str | None = None) -> tuple[str, str]:
+    """(name, equation) of the rung ``key`` in ``lang`` (default: the current call's language). The English ones
+    are what scripts/ladder_heldout.py writes into the held-out file."""
+    if key.startswith("ngram-"):
+        _, n, smoothing = key.split("-", 2)
+        n = int(n)
+        context = i18n.text("overview.ctx_unigram" if n == 1 else "overview.ctx_one" if n == 2 else "overview.ctx_many",
+                            lang, n=n - 1)
+        if smoothing == "add_k":
+            return (i18n.text("overview.rung_add_k", lang, n=n),
+                    i18n.text("overview.eq_add_k", lang, k=f"{ADD_K:g}", context=context))
+        return i18n.text("overview.rung_kn", lang, n=n), i18n.text("overview.eq_kn", lang, context=context)
+    if key == "gpt":
+        return i18n.text("overview.rung_gpt", lang), i18n.text("overview.eq_gpt", lang, context=gpt_context())
+    return i18n.text(f"overview.rung_{key}", lang), _EQUATIONS[key]
+
+
+@dataclass
+class HeldOutRow:
+    key: str
+    name: str
+    family: str
+    equation: str
+    tab: str
+    bits_per_char: float
+    perplexity: float
+    characters: int  # held-out characters scored
+    parameters: int
+    parameters_kind: str
+    training_seconds: float
+    training_note: str  # how the training time was obtained
+    training_data: str
+    subset_bits_per_char: float  # on the first SUBSET_CHARS held-out characters (what the test recomputes)
+
+
+def load_held_out(path=HELDOUT_PATH) -> tuple[dict, list[HeldOutRow]]:
+    """(facts about the split, one row per rung) as scripts/ladder_heldout.py wrote them."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelUnavailableError("overview.err.held_out_missing", name=path.name,
+                                    command="python scripts/ladder_heldout.py") from None
+    return data["split"], [HeldOutRow(**row) for row in data["rows"]]
