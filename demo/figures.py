@@ -6,8 +6,10 @@ and one colour scale, and every figure's camera button exports a slide-sized PNG
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Sequence
 
+import gradio
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -355,3 +357,20 @@ SVG_EXPORT_HEAD = """<script>
                                                   ensure_ascii=False)).replace(
     "__PLOTLY_ZH__", json.dumps({text(key, "en"): text(key, "zh") for key in table("en")
                                  if key.startswith("common.plotly_")}, ensure_ascii=False))
+
+
+def plotly_chunk() -> str | None:
+    """The file name of Gradio's plotly.js chunk (``PlotlyPlot-<hash>.js``, 4.6 MB), which its Plot component imports
+    the first time a page draws a plotly figure; None if this Gradio ships no single such file."""
+    found = sorted((Path(gradio.__file__).parent / "templates" / "frontend" / "assets").glob("PlotlyPlot-*.js"))
+    return found[0].name if len(found) == 1 else None
+
+
+# Evaluating plotly.js is the largest single cost of a page: 1-2.5 s of the browser's main thread on 2 cores. A view
+# drawn without plotly (the Overview's path, demo/static_html.py) starts that import once it is on screen and the
+# browser is idle, so the learner's first plotted view does not pay it. The module is imported by the same address
+# as Gradio's own import (beside Gradio's main script), so the browser evaluates it once and Gradio's import reuses it.
+PLOTLY_PRELOAD_JS = """(window.requestIdleCallback || window.setTimeout)(() => {
+  const main = [...document.scripts].find((s) => /\/assets\/index-[^/]*\.js$/.test(s.src));
+  if (main) import(new URL(CHUNK, main.src).href).catch(() => {});
+});""".replace("CHUNK", json.dumps(plotly_chunk())) if plotly_chunk() else ""

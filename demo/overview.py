@@ -17,7 +17,7 @@ from core import ladder_heldout
 from core.lazy import lazy_import
 from demo import lessons, presets, static_html
 from demo.common import friendly_errors, gpu_handler
-from demo.figures import bar, heatmap
+from demo.figures import PLOTLY_PRELOAD_JS, bar, heatmap
 from demo.i18n import LANGUAGES, label, t, using_language
 
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
@@ -226,7 +226,8 @@ def build() -> None:
     # Two sub-tabs, one screen each. The page opens on the path, drawn into the page when the app is built (see
     # path_html): it shows as soon as Gradio mounts the tab. The ladder runs its models when its sub-tab opens.
     with gr.Tab(label("overview.tab_path"), id="path"):
-        gr.HTML("", html_template=static_html.TEMPLATE, js_on_load=static_html.EXPORT_JS,
+        # Once it is on screen, the browser loads plotly.js for the tabs that plot (figures.PLOTLY_PRELOAD_JS).
+        gr.HTML("", html_template=static_html.TEMPLATE, js_on_load=static_html.EXPORT_JS + PLOTLY_PRELOAD_JS,
                 elem_classes=["static-view"], html={lang: path_html(lang) for lang in LANGUAGES})
 
     with gr.Tab(label("overview.tab_ladder"), id="ladder") as ladder_tab:

@@ -85,3 +85,21 @@ def test_markdown_renders_without_raw_html():
     assert static_html.markdown("**bold** `code`") == "<p><strong>bold</strong> <code>code</code></p>\n"
     assert "<script>" not in static_html.markdown("<script>alert(1)</script>")
     assert static_html.markdown_inline("[x](?tab=qa)") == '<a href="?tab=qa">x</a>'
+
+
+def test_the_path_imports_gradios_plotly_chunk_once_it_shows():
+    """figures.PLOTLY_PRELOAD_JS names the plotly chunk this Gradio ships (a Gradio upgrade that renames or splits it
+    fails here, not silently), and the Overview's path runs it when it mounts."""
+    from pathlib import Path
+
+    import gradio as gr
+
+    from demo import figures, overview
+
+    chunk = figures.plotly_chunk()
+    assert chunk and (Path(gr.__file__).parent / "templates" / "frontend" / "assets" / chunk).stat().st_size > 1e6
+    assert f'"{chunk}"' in figures.PLOTLY_PRELOAD_JS and "requestIdleCallback" in figures.PLOTLY_PRELOAD_JS
+    with gr.Blocks() as blocks:
+        overview.build()
+    path = next(b for b in blocks.blocks.values() if isinstance(b, gr.HTML) and "static-view" in b.elem_classes)
+    assert path.js_on_load.endswith(figures.PLOTLY_PRELOAD_JS) and static_html.EXPORT_JS in path.js_on_load

@@ -14,7 +14,7 @@ import pytest
 from core import i18n
 from core.ladder_heldout import load_held_out
 from demo import figures, static_html
-from tests.e2e.first_open import CONTENT_JS, VIEWPORT
+from tests.e2e.first_open import CONTENT_JS, FULL_JS, VIEWPORT, open_tab
 
 pytestmark = pytest.mark.e2e
 
@@ -63,6 +63,17 @@ def test_the_path_shows_with_the_page_even_when_no_event_can_run(browser, served
         assert rows == len(load_held_out()[1])
     finally:
         context.close()
+
+
+def test_once_the_path_shows_plotly_js_is_imported_once_for_the_tabs_that_plot(page):
+    """figures.PLOTLY_PRELOAD_JS: with no click, the page imports Gradio's plotly chunk; the first plotted view then
+    uses that module (the chunk is fetched once, not again by Gradio's Plot)."""
+    page.wait_for_function("() => !!window.Plotly")
+    fetched = "() => performance.getEntriesByType('resource').filter(e => e.name.includes('/assets/PlotlyPlot-')).length"
+    assert page.evaluate(fetched) == 1
+    open_tab(page, "Every model on your text")
+    page.wait_for_function(FULL_JS)
+    assert page.evaluate(fetched) == 1 and page.locator(".js-plotly-plot").filter(visible=True).count() >= 2
 
 
 def test_png_and_svg_buttons_download_the_figure_at_slide_width(page):
