@@ -194,33 +194,6 @@ def lines(
     return styled(go.Figure(traces, layout=layout))
 
 
-def timeline(
-    steps: Sequence[tuple[str, str, str, str]],
-    title: str,
-    *,
-    height: int = 380,
-) -> SlideFigure:
-    """Steps along a horizontal strip, in order: each (when, name, what it brought, link). Names are links (plotly
-    renders <a href> in annotations); labels alternate above and below the line so neighbours never overlap."""
-    x = list(range(len(steps)))
-    trace = go.Scatter(x=x, y=[0] * len(steps), mode="lines+markers", line=dict(color="#9ca3af", width=3),
-                       marker=dict(size=18, color=[COLORWAY[i % len(COLORWAY)] for i in x],
-                                   line=dict(color="white", width=2)),
-                       hovertext=[f"{when}: {name}<br>{what}" for when, name, what, _ in steps], hoverinfo="text")
-    annotations = []
-    for i, (when, name, what, link) in enumerate(steps):
-        above = i % 2 == 0
-        label = f'<b><a href="{link}" target="_self">{name}</a></b><br>{when}<br><i>{what}</i>' if link else \
-            f"<b>{name}</b><br>{when}<br><i>{what}</i>"
-        annotations.append(dict(x=i, y=0, text=label, showarrow=True, arrowhead=0, arrowcolor="#9ca3af",
-                                ax=0, ay=-70 if above else 70, yanchor="bottom" if above else "top",
-                                font=dict(size=BASE_FONT_SIZE - 1), align="center"))
-    layout = dict(title_text=title, height=height, showlegend=False, annotations=annotations,
-                  xaxis=dict(visible=False, range=[-0.6, len(steps) - 0.4]),
-                  yaxis=dict(visible=False, range=[-1, 1]), margin=dict(l=30, r=30, t=70, b=30))
-    return styled(go.Figure(trace, layout=layout))
-
-
 def subplot_grid(
     titles: Sequence[str],
     cols: int,

@@ -6,8 +6,8 @@ was most of the wait between opening the app and seeing anything (benchmarks/fir
 never changes (the timeline, the held-out ladder read from its file) is therefore drawn here once, as SVG and HTML in
 every language, and shown by a ``gr.HTML`` as soon as Gradio mounts the tab: no request, no plotly.js.
 
-    html = {lang: ... timeline(steps, title) ... bars(labels, values, title, value_title=...) ...
-            ... table(headers, rows, "overview-held-out", lang) ...}
+    html = {lang: timeline(steps, title, "overview-timeline", lang) + bars(labels, values, title, "overview-bits", lang,
+                  value_title="bits per character") + table(headers, rows, "overview-held-out", lang) ...}
     gr.HTML("", html_template=TEMPLATE, js_on_load=EXPORT_JS, html=html)   # the browser shows its language
 
 The look is demo/figures.py's (colours, fonts, sizes). Like every plotly figure, each figure has a PNG button (slide
