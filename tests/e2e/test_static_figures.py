@@ -23,13 +23,26 @@ HELD_OUT_FIGURE = '[data-name="overview-held-out-bits"]'
 TIMELINE = '[data-name="overview-timeline"]'
 
 
-@pytest.fixture(scope="module")
-def zh_page(browser, served_app):
-    context = browser.new_context(viewport=VIEWPORT, locale="zh-CN")
+def opened(browser, served_app, locale: str):
+    context = browser.new_context(viewport=VIEWPORT, locale=locale, accept_downloads=True)
     page = context.new_page()
     page.set_default_timeout(120_000)
     page.goto(served_app.url, wait_until="load")
     page.locator(TIMELINE).first.wait_for()
+    return context, page
+
+
+@pytest.fixture(scope="module")
+def en_page(browser, served_app):
+    """One English page for the download tests (a page per test cost 3-5 s on 2 cores)."""
+    context, page = opened(browser, served_app, "en-US")
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def zh_page(browser, served_app):
+    context, page = opened(browser, served_app, "zh-CN")
     yield page
     context.close()
 
@@ -76,7 +89,8 @@ def test_once_the_path_shows_plotly_js_is_imported_once_for_the_tabs_that_plot(p
     assert page.evaluate(fetched) == 1 and page.locator(".js-plotly-plot").filter(visible=True).count() >= 2
 
 
-def test_png_and_svg_buttons_download_the_figure_at_slide_width(page):
+def test_png_and_svg_buttons_download_the_figure_at_slide_width(en_page):
+    page = en_page
     from PIL import Image
 
     figure = page.locator(HELD_OUT_FIGURE)
@@ -101,7 +115,8 @@ def test_png_and_svg_buttons_download_the_figure_at_slide_width(page):
     assert colour_pixels(png, figures.COLORWAY[2]) > 500  # the word2vec point, drawn
 
 
-def test_the_csv_button_downloads_every_row_of_the_held_out_file(page):
+def test_the_csv_button_downloads_every_row_of_the_held_out_file(en_page):
+    page = en_page
     name, raw = downloaded(page, page.locator('.static-table button[data-format="csv"]'))
     assert name == "overview-held-out.csv" and raw.startswith("\ufeff".encode())
     rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline="")))
