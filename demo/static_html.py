@@ -221,6 +221,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence], name: str, lang: str
         f"<td>{markdown_inline(str(cell)) if column in markdown_columns else escape(str(cell))}</td>"
         for column, cell in enumerate(r)) + "</tr>" for r in rows)
     button = (f'<button type="button" class="static-export table-csv" data-format="csv" '
-              f'data-csv="{escape(buffer.getvalue())}">{escape(text("presets.csv", lang))}</button>')
+              f'data-csv="{escape(buffer.getvalue()).replace(chr(13), "&#13;")}">'  # an HTML parser drops a bare CR
+              f'{escape(text("presets.csv", lang))}</button>')
     return (f'<div class="static-table" data-name="{escape(name)}"><div class="static-table-scroll"><table>'
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{button}</div>")

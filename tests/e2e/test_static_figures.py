@@ -119,6 +119,7 @@ def test_the_csv_button_downloads_every_row_of_the_held_out_file(en_page):
     page = en_page
     name, raw = downloaded(page, page.locator('.static-table button[data-format="csv"]'))
     assert name == "overview-held-out.csv" and raw.startswith("\ufeff".encode())
+    assert raw.count(b"\r\n") == len(load_held_out()[1]) + 1  # RFC 4180 line ends, as the tables' CSV buttons
     rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline="")))
     held = load_held_out()[1]
     assert rows[0][0] == "model" and [r[0] for r in rows[1:]] == [row.name for row in held]
