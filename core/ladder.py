@@ -137,10 +137,6 @@ def _gpt_scorer(model, vocab: lstm.Vocab, batch: int = 64) -> Callable[[str], np
     return log2_probs
 
 
-
-
-
-
 def ngram_rungs() -> list[Rung]:
     counts = ngram_counts()
     vocabulary = frozenset(counts.itos)

@@ -343,7 +343,8 @@ def plotly_chunk() -> str | None:
 # drawn without plotly (the Overview's path, demo/static_html.py) starts that import once it is on screen and the
 # browser is idle, so the learner's first plotted view does not pay it. The module is imported by the same address
 # as Gradio's own import (beside Gradio's main script), so the browser evaluates it once and Gradio's import reuses it.
+PLOTLY_CHUNK = plotly_chunk()
 PLOTLY_PRELOAD_JS = """(window.requestIdleCallback || window.setTimeout)(() => {
   const main = [...document.scripts].find((s) => /\/assets\/index-[^/]*\.js$/.test(s.src));
   if (main) import(new URL(CHUNK, main.src).href).catch(() => {});
-});""".replace("CHUNK", json.dumps(plotly_chunk())) if plotly_chunk() else ""
+});""".replace("CHUNK", json.dumps(PLOTLY_CHUNK)) if PLOTLY_CHUNK else ""

@@ -1,7 +1,7 @@
 """Figures, tables and Markdown drawn into the page when the app is built: content that is the same for every learner.
 
 A plotly figure (demo/figures.py) reaches the browser only after the page has loaded and asked the server for it, and
-plotly.js (1.3 MB) must then be fetched and evaluated before it draws. For the Overview, which the page opens, that
+plotly.js (a 4.6 MB chunk) must then be fetched and evaluated before it draws. For the Overview, which the page opens, that
 was most of the wait between opening the app and seeing anything (benchmarks/first_paint_results.md, run 8). What
 never changes (the timeline, the held-out ladder read from its file) is therefore drawn here once, as SVG and HTML in
 every language, and shown by a ``gr.HTML`` as soon as Gradio mounts the tab: no request, no plotly.js.
@@ -95,8 +95,8 @@ def markdown_inline(source: str) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 # Text measures: the SVG is laid out on the server, so widths are estimated (the browser's fonts differ a little)
 
-_CJK = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
-_PIECES = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+\s*|\s+")
+_WIDE = "\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"  # CJK, Hangul and full-width forms
+_PIECES = re.compile(f"[{_WIDE}]|[^\\s{_WIDE}]+\\s*|\\s+")  # one wide character, or a word and its spaces
 
 
 def text_width(value: str, size: float) -> float:
