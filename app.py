@@ -112,6 +112,11 @@ def build_app() -> gr.Blocks:
                 with gr.Tab(label(f"tabs.{tab_id(module)}"), id=tab_id(module)) as tab, \
                         collector.tab(tab_id(module), tab):
                     module.build()
+        # Tab bars wrap onto a second line instead of folding tabs into a "⋯" menu: on a phone each tab and sub-tab
+        # is one tap (issue #31).
+        for block in app.blocks.values():
+            if isinstance(block, gr.Tabs):
+                block.overflow_behavior = "wrap"
         # Content on first open: each tab computes its default preset when selected; ?tab=…&preset=… deep-links.
         collector.wire(app, tabs)
         with gr.Accordion(label("app.status_title"), open=False):

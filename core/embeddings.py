@@ -318,6 +318,7 @@ class TrainedWord2Vec:
     seconds: float
     stopped: str | None = None  # why training ended early (core.jobs.BUDGET / REPLACED), None if it ran to the end
     steps_planned: int = 0
+    trained: bool = True  # False: the model before its first step (untrained_word2vec), its one loss at step 0
 
 
 _CORPUS_WORD_RE = re.compile(r"\w+(?:['’]\w+)*")  # tokenizer._WORD_RE without its punctuation branch
@@ -386,22 +387,31 @@ def train_word2vec(
 ) -> TrainedWord2Vec:
     """Train word2vec on a text; ``progress(fraction, message)`` is called as training goes. ``stop()`` is asked
     every step: a reason (core.jobs.Budget.stop_reason) ends training there, keeping the model trained so far."""
-    config = config or Word2VecConfig()
+    return _word2vec(text, config or Word2VecConfig(), progress, stop, train=True)
+
+
+def untrained_word2vec(text: str, config: Word2VecConfig | None = None) -> TrainedWord2Vec:
+    """train_word2vec's model before its first step, with the mean loss of the first batch it would take: the output
+    vectors start at zero, so every u·v is 0 and a pair costs (1 + negatives)·ln 2 (6 ln 2 ≈ 4.159 for 5)."""
+    return _word2vec(text, config or Word2VecConfig(), None, None, train=False)
+
+
+def _word2vec(text: str, config: Word2VecConfig, progress, stop, train: bool) -> TrainedWord2Vec:
     config.check()
     started = time.perf_counter()
     corpus = build_corpus(text, config.min_count)
     device = get_device()
     with one_cpu_thread(device):
-        model, loss_steps, losses, stopped, planned = _fit(corpus, config, device, progress, stop)
+        model, loss_steps, losses, stopped, planned = _fit(corpus, config, device, progress, stop, train)
     vectors = model.inp.weight.detach()[: len(corpus.vocab)].cpu().numpy()  # (V, D): the input table is kept
     name = f"embeddings.your_{config.architecture}"  # a key: named in the learner's language when shown
     return TrainedWord2Vec(WordVectors(corpus.vocab, vectors, name), config, loss_steps, losses,
                            tokens=len(corpus.ids), cut_tokens=corpus.cut_tokens, seconds=time.perf_counter() - started,
-                           stopped=stopped, steps_planned=planned)
+                           stopped=stopped, steps_planned=planned, trained=train)
 
 
 def _fit(corpus: Corpus, config: Word2VecConfig, device: torch.device, progress,
-         stop=None) -> tuple[SkipGramNS, list, list, str | None, int]:
+         stop=None, train: bool = True) -> tuple[SkipGramNS, list, list, str | None, int]:
     freq = corpus.counts / corpus.counts.sum()  # (V,)
     keep_prob = np.minimum(1.0, (np.sqrt(freq / config.subsample) + 1) * config.subsample / freq)  # (V,)
     table = unigram_table(corpus.counts)  # noise distribution: unigram^(3/4)
@@ -434,6 +444,10 @@ def _fit(corpus: Corpus, config: Word2VecConfig, device: torch.device, progress,
         noise = table[rng.integers(0, len(table), size=(len(targets), config.negatives))]  # (N, K) all at once
         inputs, targets = torch.from_numpy(inputs[order]).to(device), torch.from_numpy(targets[order]).to(device)
         noise = torch.from_numpy(noise).to(device)
+        if not train:  # before the first step: the mean loss of the very batch the first step would take
+            with torch.no_grad():
+                first = model(inputs[:config.batch_size], targets[:config.batch_size], noise[:config.batch_size])
+            return model, [0], [first.item()], None, total_steps
         for start in range(0, len(targets), config.batch_size):
             batch = slice(start, start + config.batch_size)
             lr = config.lr * max(1e-4 / 0.025, 1 - step / total_steps)  # word2vec's linear decay

@@ -8,6 +8,17 @@ what to do instead.
 from __future__ import annotations
 
 from core import i18n
+from core.limits import MAX_ECHO_CHARS
+
+# Fields a message fills with text the app assembles (choices, suggestions, one line per problem, a loader's
+# diagnosis of a checkpoint); every other text field may hold what the learner typed and is cut to MAX_ECHO_CHARS.
+APP_MADE_FIELDS = frozenset({"choices", "close", "detail", "listed", "names", "notes", "problems", "seen"})
+
+
+def echo(value: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """What a message repeats of the learner's text: at most ``limit`` characters, "…" marking a cut (a 50,000-
+    character token pasted by mistake would otherwise fill the screen with the error toast)."""
+    return value if len(value) <= limit else value[:limit - 1] + "…"
 
 
 class LearnerError(Exception):
@@ -21,8 +32,14 @@ class LearnerError(Exception):
         if self.key not in i18n.table(i18n.DEFAULT_LANGUAGE):
             # Not (yet) a key: an English sentence written in place. tests/test_i18n_literals.py lists such raises in core/
             # and demo/, which must all become keys.
-            return self.key.format(**self.fields) if self.fields else self.key
-        return i18n.text(self.key, lang, **self.fields)
+            return self.key.format(**self.echoed_fields()) if self.fields else self.key
+        return i18n.text(self.key, lang, **self.echoed_fields())
+
+    def echoed_fields(self) -> dict:
+        """The fields as the message shows them: the learner's text cut to MAX_ECHO_CHARS, in this one place, so
+        no message has to remember it."""
+        return {name: echo(value) if isinstance(value, str) and name not in APP_MADE_FIELDS else value
+                for name, value in self.fields.items()}
 
     def __str__(self) -> str:
         return self.message()

@@ -153,6 +153,42 @@ def _accuracy(logits: torch.Tensor, y: np.ndarray) -> float:
     return float((logits.argmax(-1).numpy() == y).mean())
 
 
+def initial_head(width: int, data: finetune.Split) -> nn.Linear:
+    """Head (a) before its first step, seeded by the split's seed: what training starts from, and what the view
+    before training shows."""
+    torch.manual_seed(data.seed)
+    return nn.Linear(width, len(data.labels))
+
+
+@dataclass
+class Untrained:
+    """Head (a) before training (random initialisation) on the frozen MiniLM vectors of the held-out sentences."""
+
+    data: finetune.Split
+    head: nn.Linear
+    probs: np.ndarray  # (N_test, C): softmax(W v + b) of each held-out sentence
+    accuracy: float
+    loss: float  # mean held-out cross-entropy (nats); an even guess scores ln C
+
+    def predict(self, text: str) -> list[tuple[str, np.ndarray]]:
+        """The baselines' and this head's label probabilities for one sentence, baselines first."""
+        classes = len(self.data.labels)
+        rows = [(b.name, b.probabilities(text, classes)) for b in finetune.cached_baselines(self.data)]
+        with torch.no_grad():
+            rows.append((tr("classify.before.model"), self.head(encode([text], 1).frozen).softmax(-1)[0].numpy()))
+        return rows
+
+
+def untrained(data: finetune.Split) -> Untrained:
+    """The state before training, from the held-out sentences only (their frozen vectors are cached: ~0.7 s once)."""
+    vectors = frozen_vectors(tuple(e.text for e in data.test))  # (N_test, H)
+    head = initial_head(vectors.shape[1], data).eval()
+    with torch.no_grad():
+        logits = head(vectors)  # (N_test, C)
+        loss = nn.functional.cross_entropy(logits, torch.as_tensor(data.y_test)).item()
+    return Untrained(data, head, logits.softmax(-1).numpy(), _accuracy(logits, data.y_test), loss)
+
+
 def train(data: finetune.Split, head_steps: int = DEFAULT_HEAD_STEPS, unfrozen: int = DEFAULT_LAYERS,
           epochs: int = DEFAULT_EPOCHS, budget_seconds: float = BUDGET_SECONDS,
           cancel: threading.Event | None = None, with_baselines: bool = True) -> Iterator[Progress | Outcome]:
@@ -173,11 +209,9 @@ def _train(data, head_steps, unfrozen, epochs, budget_seconds, cancel, with_base
     if enc.unknown:
         notes.append(tr("classify.note_unknown", count=enc.unknown))
     y_train, y_test = torch.as_tensor(data.y_train), data.y_test
-    classes = len(data.labels)
 
     # (a) head on frozen features: softmax regression on the mean-pooled vectors, full batch.
-    torch.manual_seed(data.seed)
-    head = nn.Linear(enc.frozen.shape[1], classes)
+    head = initial_head(enc.frozen.shape[1], data)
     optimizer = torch.optim.Adam(head.parameters(), lr=1e-2)
     head_losses: list[float] = []
     for step in range(head_steps):
@@ -264,9 +298,15 @@ def before_projection(data: finetune.Split) -> tuple[np.ndarray, np.ndarray]:
 
 @bounded_cache(max_entries=8)  # "What fine-tuning changed" shows it on every open: 0.7 s of MiniLM each time
 def _frozen_projection(texts: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    coords, variance = pca(encode(list(texts), 1).frozen.numpy().astype(np.float64), 2)
+    coords, variance = pca(frozen_vectors(texts).numpy().astype(np.float64), 2)
     coords.flags.writeable = variance.flags.writeable = False  # shared by every caller
     return coords, variance
+
+
+@bounded_cache(max_entries=8)  # the held-out sentences' vectors: the projection and the view before training
+def frozen_vectors(texts: tuple[str, ...]) -> torch.Tensor:
+    """Mean-pooled last layer of the frozen MiniLM, (N, H); shared by every caller, so never changed in place."""
+    return encode(list(texts), 1).frozen
 
 
 def _check(cancel: threading.Event | None) -> None:

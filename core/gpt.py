@@ -128,6 +128,9 @@ class CharTokenizer:
 # Loading: the shipped char-GPT, or a GPT-2 checkpoint (a Hub id or a local folder)
 
 
+SHIPPED_SOURCE = "assets/gpt"  # LoadedGPT.source of the char-GPT this app ships
+
+
 @dataclass
 class LoadedGPT:
     model_id: str
@@ -145,7 +148,10 @@ class LoadedGPT:
         c = self.model.config
         return i18n.text("gpt.badge", model=self.model_id, layers=c.n_layer, heads=c.n_head, d_model=c.n_embd,
                          context=c.n_positions, parameters=f"{self.model.num_parameters():,}",
-                         tokenizer=self.tokenizer.kind, source=self.source,
+                         tokenizer=i18n.text("gpt.tokens_characters") if self.tokenizer.kind == CharTokenizer.kind
+                         else self.tokenizer.kind,
+                         source=i18n.text("gpt.source_shipped") if self.source == SHIPPED_SOURCE
+                         else registry.source_label(self.source),
                          device=self.model.lm_head.weight.device.type)
 
 
@@ -155,7 +161,7 @@ def load(model_id: str | None = None) -> LoadedGPT:
     model_id = str(model_id or "").strip() or CHAR_GPT_ID
     if model_id == CHAR_GPT_ID:
         model, vocab, info = shipped_char_gpt()
-        return LoadedGPT(model_id, model, CharTokenizer(vocab), "assets/gpt (trained by scripts/train_gpt.py)", info)
+        return LoadedGPT(model_id, model, CharTokenizer(vocab), SHIPPED_SOURCE, info)
     loaded = registry.load("causal-lm", model_id)
     return LoadedGPT(model_id, loaded.model, loaded.tokenizer, loaded.files.source)
 
@@ -315,6 +321,7 @@ class GptVsBert:
     bert: list[tuple[str, float]] | None  # the masked LM's top tokens at the blank
     bert_model: str
     bert_note: str | None  # which checkpoint the masked side needs, and how to fetch it
+    bert_error: ModelUnavailableError | None = None  # why the masked side could not run (the UI decides how to say it)
 
 
 def split_at_blank(text: str) -> tuple[str, str]:
@@ -353,10 +360,10 @@ def gpt_vs_bert(text: str, gpt_id: str | None = None, bert_id: str = "bert-base-
         gpt = next_token(loaded.model_id, reads, 1.0, None, shown=top_k)
     except UserInputError as exc:
         gpt_note = " ".join(filter(None, [gpt_note, str(exc)]))
-    bert, bert_note = None, None
+    bert, bert_note, bert_error = None, None, None
     try:
         result = mlm.fill_mask(registry.load("mlm", bert_id), masked, top_k)
         bert = [(c.text, c.probability) for c in result.blanks[0].candidates]
     except ModelUnavailableError as exc:
-        bert_note = i18n.text("gpt.bert_needs", model=bert_id, reason=str(exc))
-    return GptVsBert(masked, reads, gpt, gpt_note, bert, bert_id, bert_note)
+        bert_note, bert_error = i18n.text("gpt.bert_needs", model=bert_id, reason=str(exc)), exc
+    return GptVsBert(masked, reads, gpt, gpt_note, bert, bert_id, bert_note, bert_error)

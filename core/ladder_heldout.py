@@ -7,6 +7,7 @@ re-exports everything here.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -47,6 +48,28 @@ def describe(key: str, lang: str | None = None) -> tuple[str, str]:
     if key == "gpt":
         return i18n.text("overview.rung_gpt", lang), i18n.text("overview.eq_gpt", lang, context=gpt_context())
     return i18n.text(f"overview.rung_{key}", lang), _EQUATIONS[key]
+
+
+@dataclass(frozen=True)
+class CharGPTScores:
+    """The char-GPT's held-out score under the two protocols the app shows (the Overview's ladder and the Transformer
+    & GPT tab's badge): they read different text with different context, so their numbers differ."""
+    windows: int  # training-time protocol: this many consecutive windows of the held-out split,
+    length: int  # each this many characters, each read from a cold start (as core.lstm.evaluate for the RNN/LSTM)
+    window_nats: float  # mean nats/char over those windows (assets/gpt/config.json)
+    stream_bits: float  # the ladder: the whole split as one stream, each character with up to `context` before it
+    context: int
+
+    @property
+    def window_bits(self) -> float:
+        return self.window_nats / math.log(2)
+
+
+def char_gpt_scores(path=HELDOUT_PATH) -> CharGPTScores:
+    """Both held-out figures of the shipped char-GPT, from the files that hold them (no model load)."""
+    held = json.loads((ASSETS_DIR / "gpt" / "config.json").read_text(encoding="utf-8"))["info"]["held_out"]
+    stream = next(row for row in load_held_out(path)[1] if row.key == "gpt")
+    return CharGPTScores(held["windows"], held["seq_len"], held["loss_nats"], stream.bits_per_char, gpt_context())
 
 
 @dataclass

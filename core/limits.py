@@ -7,6 +7,17 @@ MAX_MODEL_TOKENS = 512  # BERT's learned position table has 512 rows
 MAX_MASKS = 10
 MAX_GENERATE = 500  # tokens one generation may add (the LSTM and GPT tabs)
 
+# Free-text boxes. Each gr.Textbox declares one of these as its max_length (the browser stops typing there), and the
+# server refuses a longer value from any client with a message naming the box and the cap (demo/input_caps.py).
+# They keep what a view echoes bounded; the views' own, tighter limits (a 300-character LSTM strip, ≤ 20 words)
+# still apply with their own messages.
+MAX_WORD_CHARS = 100  # a box for one word
+MAX_LIST_CHARS = 500  # a list of words, numbers or token names; a context or prompt for a toy model
+MAX_SHORT_TEXT_CHARS = 2_000  # a sentence or two for a model drawn token by token
+MAX_LONG_TEXT_CHARS = 100_000  # a corpus typed in, labelled lines pasted, QA's context (cut to MAX_TEXT_CHARS)
+MAX_CUSTOM_CHOICE_CHARS = 300  # a Hub id or local folder typed into a checkpoint picker, or another typed choice
+MAX_ECHO_CHARS = 80  # the most of what the learner typed that a message repeats, cut with "…" (core/errors.py)
+
 # The NNLM (core/nnlm.py): context words, and seconds one training run may take
 NNLM_MAX_CONTEXT = 4
 NNLM_MAX_SECONDS = 120

@@ -354,15 +354,22 @@ def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
 # Retraining (the script and the tab's "train" button)
 
 
+def untrained_pair(vocab: Vocab, seed: int = 0) -> ModelSet:
+    """A fresh RNN and LSTM, seeded: the very weights train_pair starts from (the tab shows them before training)."""
+    torch.manual_seed(seed)
+    models = ModelSet(vocab, RecurrentLM("rnn", len(vocab)).to(get_device()),
+                      RecurrentLM("lstm", len(vocab)).to(get_device()))
+    models.rnn.eval(), models.lstm.eval()
+    return models
+
+
 def train_pair(vocab: Vocab, text: str, *, steps: int, seconds: float | None = None, seed: int = 0,
                **kwargs) -> Iterator[tuple[int, float, float, ModelSet]]:
     """Train a fresh RNN and LSTM side by side on the same batches; yields (step, rnn loss, lstm loss, models).
 
     Stops after steps, or earlier once seconds have passed (the tab keeps a run within its time budget)."""
     data = corpus_ids(text, vocab)
-    torch.manual_seed(seed)
-    models = ModelSet(vocab, RecurrentLM("rnn", len(vocab)).to(get_device()),
-                      RecurrentLM("lstm", len(vocab)).to(get_device()))
+    models = untrained_pair(vocab, seed)
     runs = zip(train_steps(models.rnn, data, steps=steps, seed=seed, **kwargs),
                train_steps(models.lstm, data, steps=steps, seed=seed, **kwargs))
     began = time.monotonic()

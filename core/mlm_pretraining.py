@@ -204,7 +204,11 @@ KNOWN_CONFIGS = {
     "bert-base-uncased": bert.BertConfig(),
     "bert-base-chinese": bert.BertConfig(vocab_size=21128),
     "distilbert-base-uncased": bert.BertConfig(model_type="distilbert", num_hidden_layers=6, type_vocab_size=0),
+    # the seed's other size (§13.2): L = 24, H = 1024, A = 16, FFN 4H
+    "bert-large-uncased": bert.BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                          intermediate_size=4096),
 }
+SEED_SIZES = ("bert-base-uncased", "bert-large-uncased")  # the card compares the two sizes the seed gives
 
 
 CONFIG_FILE, KNOWN = "config.json", "published"  # ModelCard.source: read from the checkpoint, or known numbers

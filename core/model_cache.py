@@ -62,6 +62,36 @@ def from_pretrained(model_id, model_class: type[nn.Module], device: torch.device
     return build(files, lambda config, keys: model_class, device)
 
 
+class Badge(str):
+    """One line for the UI: model, kind, source, device, dtype, shown in the language of whoever it is shown to.
+
+    Results that hold a badge are cached and shared by learners of both languages (core/attention.py's maps, the
+    Transformer walk), so the badge cannot be a string made in the first caller's language. As a string it is the
+    English line (logs, ``in`` checks); formatted (``f"{badge}"``, ``text(key, badge=badge)``) it renders in the
+    language of the call being handled."""
+
+    def __new__(cls, model: str, kind: str, source: str, device: str, dtype: str):
+        fields = dict(model=model, kind=kind, source=source, device=device, dtype=dtype)
+        badge = super().__new__(cls, cls._render(fields, "en"))
+        badge.fields = fields
+        return badge
+
+    @staticmethod
+    def _render(fields: dict, lang: str | None) -> str:
+        kind = text("registry.kind_encoder", lang) if fields["kind"] == "Encoder" else fields["kind"]  # a class name
+        return text("registry.badge", lang, **dict(fields, kind=kind, source=registry.source_label(fields["source"],
+                                                                                                   lang)))
+
+    def __getnewargs__(self):  # copy and pickle rebuild it from its fields
+        return tuple(self.fields.values())
+
+    def __format__(self, spec: str) -> str:
+        return format(self._render(self.fields, None), spec)
+
+    def __str__(self) -> str:
+        return self._render(self.fields, None)
+
+
 @dataclass
 class LoadedModel:
     task: str
@@ -76,11 +106,11 @@ class LoadedModel:
         return self.model.config
 
     @property
-    def badge(self) -> str:
-        """One line for the UI: model, source, device, dtype. Path-free: local folders show only their name."""
+    def badge(self) -> Badge:
+        """One line for the UI: model, class, source, device, dtype. Path-free: local folders show only their name."""
         dtype = next(self.model.parameters()).dtype
-        return (f"{self.files.name} · {type(self.model).__name__} · from {self.files.source} · "
-                f"{self.device.type} · {str(dtype).removeprefix('torch.')}")
+        return Badge(self.files.name, type(self.model).__name__, self.files.source, self.device.type,
+                     str(dtype).removeprefix("torch."))
 
 
 _cache: OrderedDict[tuple[str, str], LoadedModel] = OrderedDict()  # (task, resolved folder) -> model, LRU order

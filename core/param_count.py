@@ -17,6 +17,20 @@ from core.errors import UserInputError
 if TYPE_CHECKING:  # counting needs the config's numbers only; core.nets.bert imports torch (core/lazy.py)
     from core.nets.bert import BertConfig
 
+
+# parameter_breakdown's part names (English identifiers that code and tests index by) → the stable key of each, for
+# the translation tables: the masked-LM tab's card shows ``mlm.part.<key>`` in the learner's language.
+PART_KEYS = {
+    "embeddings: token": "token", "embeddings: segment": "segment", "embeddings: position": "position",
+    "embeddings: LayerNorm": "embedding_ln", "attention: Q, K, V, O weights": "attention_weights",
+    "attention: Q, K, V, O biases": "attention_biases", "feed-forward: weights": "ffn_weights",
+    "feed-forward: biases": "ffn_biases", "LayerNorm (2 per layer)": "layer_ln", "pooler": "pooler",
+    "head: masked LM (transform + LayerNorm + bias; decoder tied)": "head_mlm",
+    "head: next-sentence prediction": "head_nsp", "head: token classifier": "head_token",
+    "head: span start/end": "head_span", "total": "total",
+}
+
+
 def parameter_breakdown(config: BertConfig, pooler: bool = True, heads: tuple[str, ...] = ()) -> dict[str, int]:
     """Exact parameter counts by part. ``heads`` ⊂ {"mlm", "nsp", "token_classification", "qa"}.
 

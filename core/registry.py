@@ -266,7 +266,7 @@ def resolve(model_id: str, need: str = "model", progress: Progress | None = None
     if packaged and importlib.util.find_spec(packaged[0]) is not None:
         directory = Path(importlib.util.find_spec(packaged[0]).origin).parent / packaged[1]
         if directory.is_dir():
-            return _checked(typed, directory, f"installed package {packaged[2]}", need)
+            return _checked(typed, directory, f"{PACKAGE_SOURCE}{packaged[2]}", need)
     snapshot = _cached(typed, need)
     if snapshot is not None:
         return _checked(typed, snapshot, "Hugging Face cache", need)
@@ -314,6 +314,18 @@ def _read_config(directory: Path, model_id: str) -> dict:
     if not isinstance(config, dict):
         raise ModelUnavailableError("registry.config_not_object", model=model_id)
     return config
+
+
+PACKAGE_SOURCE = "installed package "  # + the package's name: CheckpointFiles.source of a packaged model
+SOURCE_KEYS = {"local folder": "registry.source_local", "Hugging Face cache": "registry.source_cache",
+               "Hub download": "registry.source_hub"}
+
+
+def source_label(source: str, lang: str | None = None) -> str:
+    """Where a checkpoint came from (CheckpointFiles.source), in ``lang`` (default: the learner's), for the badge."""
+    if source.startswith(PACKAGE_SOURCE):
+        return text("registry.source_package", lang, package=source.removeprefix(PACKAGE_SOURCE))
+    return text(SOURCE_KEYS[source], lang) if source in SOURCE_KEYS else source
 
 
 def _checked(model_id: str, directory: Path, source: str, need: str) -> CheckpointFiles:

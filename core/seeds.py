@@ -10,7 +10,8 @@ Torch-free on purpose: the UI reads these while the app is built, before any mod
 - §14.2 (single sentences): SEED_SINGLE_ZH, not a coherent sentence, and its English twin SEED_SINGLE_EN;
   DIANPING_REVIEW, a review for the Chinese sentiment checkpoint (ours, not the seed's).
 - §14.3 (extractive QA): SEED_ZH, answered "37 摄氏度"; seed 001's two English questions on PRECIPITATION (SEED_EN).
-- §14.4 (NER): SEED_WORD_TAGS, "爱因斯坦在柏林发表演讲" tagged in BIO (IOBES: B-PER I-PER E-PER O S-LOC O O).
+- §14.4 (NER): the seed tags "爱因斯坦在柏林发表演讲" in IOBES (B-PER I-PER E-PER O S-LOC O O); SEED_WORD_TAGS is
+  the same tagging written in BIO, which the NER tab converts back.
 """
 from __future__ import annotations
 
@@ -68,6 +69,7 @@ PRECIPITATION = (
 SEED_EN = [("What causes precipitation to fall?", PRECIPITATION),
            ("Where do water droplets collide with ice crystals to form precipitation?", PRECIPITATION)]
 
-# §14.4: the words and their BIO tags; converted, they must give B-PER I-PER E-PER O S-LOC O O.
+# §14.4: the seed's words with its IOBES tagging written in BIO; converted, they give the seed's B-PER I-PER E-PER O
+# S-LOC O O.
 SEED_WORD_TAGS = [("爱", "B-PER"), ("因", "I-PER"), ("斯坦", "I-PER"), ("在", "O"), ("柏林", "B-LOC"),
                   ("发表", "O"), ("演讲", "O")]

@@ -7,6 +7,7 @@ import pandas as pd
 
 from core.errors import UserInputError
 from core.lazy import lazy_import
+from core.limits import MAX_LIST_CHARS, MAX_TEXT_CHARS
 from core.seeds import thinking_machines
 from demo import lessons, presets
 from demo.attention_views import (  # noqa: F401
@@ -240,130 +241,136 @@ def build() -> None:
     gr.Markdown(label("attention.intro"), latex_delimiters=LATEX)
     lesson_slot = gr.Column()
 
-    with gr.Tab(label("attention.tab_steps"), id="steps") as steps_tab:
-        gr.Markdown(label("attention.steps_intro"))
-        preset_bar = gr.Column()
-        preset_note = gr.Markdown(label("attention.thinking_note"))
-        with gr.Row():
-            tokens = gr.Textbox(label=label("attention.token_names"), value="Thinking Machines", scale=2)
-            mode = gr.Radio(_choices(MODES, "attention.choice_mode"), value=MODES[0], label=label("attention.inputs"),
-                            scale=2)
-            score = gr.Dropdown(_choices(SCORES, "attention.choice_score"), value=list(SCORES)[0],
-                                label=label("attention.score_function"), scale=2)
-            causal = gr.Checkbox(False, label=label("attention.causal_decoder"), scale=1)
-        p = thinking_machines()
-        with gr.Group(visible=True) as qkv_group:
-            Q = _matrix_input("Q (n × d_k)", p["Q"])
-            K = _matrix_input("K (m × d_k)", p["K"])
-            V = _matrix_input("V (m × d_v)", p["V"])
-        with gr.Group(visible=False) as x_group:
-            x = _matrix_input(label("attention.x_matrix"))
+    with gr.Tabs():
+        with gr.Tab(label("attention.tab_steps"), id="steps") as steps_tab:
+            gr.Markdown(label("attention.steps_intro"))
+            preset_bar = gr.Column()
+            preset_note = gr.Markdown(label("attention.thinking_note"))
             with gr.Row():
-                W_Q, W_K, W_V = (_matrix_input(f"{n} (d_model × d_k)") for n in ("W_Q", "W_K", "W_V"))
-        compute_button = gr.Button(label("attention.compute"), variant="primary")
-        arithmetic = gr.Markdown()
-        with gr.Row():
-            fig_scores = gr.Plot(show_label=False)
-            fig_scaled = gr.Plot(show_label=False)
-        with gr.Row():
-            fig_probs = gr.Plot(show_label=False)
-            fig_out = gr.Plot(show_label=False)
-        step_inputs = [tokens, mode, Q, K, V, x, W_Q, W_K, W_V, score, causal]
-        step_outputs = [arithmetic, fig_scores, fig_scaled, fig_probs, fig_out]
-        mode.change(toggle_mode, mode, [qkv_group, x_group], api_name="attention_mode", api_visibility="undocumented",
-                    show_progress="hidden", show_progress_on=mode)  # not the groups: see presets.View.progress_on
-        compute_button.click(step_through, step_inputs, step_outputs, api_name="attention_steps")
-        steps_view = presets.View("attention", "steps", step_inputs + [preset_note], step_outputs, steps_with_note,
-                                  STEP_PRESETS, where=steps_tab)
-        with preset_bar:
-            steps_view.buttons()
+                tokens = gr.Textbox(label=label("attention.token_names"), value="Thinking Machines", scale=2,
+                                    max_length=MAX_LIST_CHARS)
+                mode = gr.Radio(_choices(MODES, "attention.choice_mode"), value=MODES[0], label=label("attention.inputs"),
+                                scale=2)
+                score = gr.Dropdown(_choices(SCORES, "attention.choice_score"), value=list(SCORES)[0],
+                                    label=label("attention.score_function"), scale=2)
+                causal = gr.Checkbox(False, label=label("attention.causal_decoder"), scale=1)
+            p = thinking_machines()
+            with gr.Group(visible=True) as qkv_group:
+                Q = _matrix_input("Q (n × d_k)", p["Q"])
+                K = _matrix_input("K (m × d_k)", p["K"])
+                V = _matrix_input("V (m × d_v)", p["V"])
+            with gr.Group(visible=False) as x_group:
+                x = _matrix_input(label("attention.x_matrix"))
+                with gr.Row():
+                    W_Q, W_K, W_V = (_matrix_input(f"{n} (d_model × d_k)") for n in ("W_Q", "W_K", "W_V"))
+            compute_button = gr.Button(label("attention.compute"), variant="primary")
+            arithmetic = gr.Markdown()
+            with gr.Row():
+                fig_scores = gr.Plot(show_label=False)
+                fig_scaled = gr.Plot(show_label=False)
+            with gr.Row():
+                fig_probs = gr.Plot(show_label=False)
+                fig_out = gr.Plot(show_label=False)
+            step_inputs = [tokens, mode, Q, K, V, x, W_Q, W_K, W_V, score, causal]
+            step_outputs = [arithmetic, fig_scores, fig_scaled, fig_probs, fig_out]
+            mode.change(toggle_mode, mode, [qkv_group, x_group], api_name="attention_mode", api_visibility="undocumented",
+                        show_progress="hidden", show_progress_on=mode)  # not the groups: see presets.View.progress_on
+            compute_button.click(step_through, step_inputs, step_outputs, api_name="attention_steps")
+            steps_view = presets.View("attention", "steps", step_inputs + [preset_note], step_outputs, steps_with_note,
+                                      STEP_PRESETS, where=steps_tab)
+            with preset_bar:
+                steps_view.buttons()
 
-    with gr.Tab(label("attention.tab_multihead"), id="multihead") as multihead_tab:
-        gr.Markdown(label("attention.multihead_intro"), latex_delimiters=LATEX)
-        with gr.Row():
-            mh_sentence = gr.Textbox(label=label("attention.sentence_16"), value="i have a dream", scale=3)
-            d_model = gr.Dropdown([64, 128, 256, 512], value=512, label="d_model", scale=1)
-            heads = gr.Dropdown([1, 2, 4, 8, 16], value=8, label=label("attention.heads_h"), scale=1)
-            mh_causal = gr.Checkbox(False, label=label("attention.causal_mask"), scale=1)
-        mh_button = gr.Button(label("attention.multihead_button"), variant="primary")
-        mh_bar = gr.Column()
-        mh_summary = gr.Markdown()
-        shapes = gr.Dataframe(headers=SHAPE_HEADERS, interactive=False, label=label("attention.every_shape"),
-                              buttons=TABLE_BUTTONS)
-        heads_plot = gr.Plot(show_label=False)
-        concat_plot = gr.Plot(show_label=False)
-        mh_button.click(multi_head, [mh_sentence, d_model, heads, mh_causal],
-                        [mh_summary, shapes, heads_plot, concat_plot], api_name="attention_multihead")
-        multihead_view = presets.View("attention", "multihead", [mh_sentence, d_model, heads, mh_causal],
-                                      [mh_summary, shapes, heads_plot, concat_plot], multi_head, MULTIHEAD_PRESETS,
-                                      where=multihead_tab)
-        with mh_bar:
-            multihead_view.buttons()
+        with gr.Tab(label("attention.tab_multihead"), id="multihead") as multihead_tab:
+            gr.Markdown(label("attention.multihead_intro"), latex_delimiters=LATEX)
+            with gr.Row():
+                mh_sentence = gr.Textbox(label=label("attention.sentence_16"), value="i have a dream", scale=3,
+                                         max_length=MAX_LIST_CHARS)
+                d_model = gr.Dropdown([64, 128, 256, 512], value=512, label="d_model", scale=1)
+                heads = gr.Dropdown([1, 2, 4, 8, 16], value=8, label=label("attention.heads_h"), scale=1)
+                mh_causal = gr.Checkbox(False, label=label("attention.causal_mask"), scale=1)
+            mh_button = gr.Button(label("attention.multihead_button"), variant="primary")
+            mh_bar = gr.Column()
+            mh_summary = gr.Markdown()
+            shapes = gr.Dataframe(headers=SHAPE_HEADERS, interactive=False, label=label("attention.every_shape"),
+                                  buttons=TABLE_BUTTONS)
+            heads_plot = gr.Plot(show_label=False)
+            concat_plot = gr.Plot(show_label=False)
+            mh_button.click(multi_head, [mh_sentence, d_model, heads, mh_causal],
+                            [mh_summary, shapes, heads_plot, concat_plot], api_name="attention_multihead")
+            multihead_view = presets.View("attention", "multihead", [mh_sentence, d_model, heads, mh_causal],
+                                          [mh_summary, shapes, heads_plot, concat_plot], multi_head, MULTIHEAD_PRESETS,
+                                          where=multihead_tab)
+            with mh_bar:
+                multihead_view.buttons()
 
-    with gr.Tab(label("attention.tab_positions"), id="positions") as positions_tab:
-        gr.Markdown(label("attention.positions_intro"), latex_delimiters=LATEX)
-        with gr.Row():
-            positions = gr.Slider(2, 512, value=100, step=1, label=label("attention.positions"))
-            pe_dim = gr.Slider(4, 512, value=128, step=2, label="d_model")
-            dims = gr.Textbox(value="0, 1, 10, 11, 60", label=label("attention.dims_to_plot"))
-        pe_button = gr.Button(label("attention.pe_button"), variant="primary")
-        pe_bar = gr.Column()
-        pe_worked = gr.Markdown()
-        pe_heat = gr.Plot(show_label=False)
-        pe_lines = gr.Plot(show_label=False)
-        pe_button.click(positional_view, [positions, pe_dim, dims], [pe_worked, pe_heat, pe_lines],
-                        api_name="attention_pe")
-        pe_view = presets.View("attention", "positions", [positions, pe_dim, dims], [pe_worked, pe_heat, pe_lines],
-                               positional_view, PE_PRESETS, where=positions_tab)
-        with pe_bar:
-            pe_view.buttons()
+        with gr.Tab(label("attention.tab_positions"), id="positions") as positions_tab:
+            gr.Markdown(label("attention.positions_intro"), latex_delimiters=LATEX)
+            with gr.Row():
+                positions = gr.Slider(2, 512, value=100, step=1, label=label("attention.positions"))
+                pe_dim = gr.Slider(4, 512, value=128, step=2, label="d_model")
+                dims = gr.Textbox(value="0, 1, 10, 11, 60", label=label("attention.dims_to_plot"),
+                                  max_length=MAX_LIST_CHARS)
+            pe_button = gr.Button(label("attention.pe_button"), variant="primary")
+            pe_bar = gr.Column()
+            pe_worked = gr.Markdown()
+            pe_heat = gr.Plot(show_label=False)
+            pe_lines = gr.Plot(show_label=False)
+            pe_button.click(positional_view, [positions, pe_dim, dims], [pe_worked, pe_heat, pe_lines],
+                            api_name="attention_pe")
+            pe_view = presets.View("attention", "positions", [positions, pe_dim, dims], [pe_worked, pe_heat, pe_lines],
+                                   positional_view, PE_PRESETS, where=positions_tab)
+            with pe_bar:
+                pe_view.buttons()
 
-        gr.Markdown(label("attention.order_intro"))
-        with gr.Row():
-            perm_sentence = gr.Textbox(label=label("attention.sentence"), value="the dog bit the man", scale=3)
-            perm_seed = gr.Number(value=0, precision=0, label=label("attention.shuffle_seed"), scale=1)
-        perm_button = gr.Button(label("attention.shuffle_button"), variant="primary")
-        perm_bar = gr.Column()
-        perm_summary = gr.Markdown()
-        perm_table = gr.Dataframe(headers=PERMUTATION_HEADERS, interactive=False, buttons=TABLE_BUTTONS)
-        perm_plot = gr.Plot(show_label=False)
-        perm_button.click(permutation, [perm_sentence, perm_seed], [perm_summary, perm_table, perm_plot],
-                          api_name="attention_permutation")
-        perm_view = presets.View("attention", "permutation", [perm_sentence, perm_seed],
-                                 [perm_summary, perm_table, perm_plot], permutation, PERMUTATION_PRESETS,
-                                 where=positions_tab)
-        with perm_bar:
-            perm_view.buttons()
+            gr.Markdown(label("attention.order_intro"))
+            with gr.Row():
+                perm_sentence = gr.Textbox(label=label("attention.sentence"), value="the dog bit the man", scale=3,
+                                           max_length=MAX_LIST_CHARS)
+                perm_seed = gr.Number(value=0, precision=0, label=label("attention.shuffle_seed"), scale=1)
+            perm_button = gr.Button(label("attention.shuffle_button"), variant="primary")
+            perm_bar = gr.Column()
+            perm_summary = gr.Markdown()
+            perm_table = gr.Dataframe(headers=PERMUTATION_HEADERS, interactive=False, buttons=TABLE_BUTTONS)
+            perm_plot = gr.Plot(show_label=False)
+            perm_button.click(permutation, [perm_sentence, perm_seed], [perm_summary, perm_table, perm_plot],
+                              api_name="attention_permutation")
+            perm_view = presets.View("attention", "permutation", [perm_sentence, perm_seed],
+                                     [perm_summary, perm_table, perm_plot], permutation, PERMUTATION_PRESETS,
+                                     where=positions_tab)
+            with perm_bar:
+                perm_view.buttons()
 
-    with gr.Tab(label("attention.tab_model"), id="model") as model_tab:
-        gr.Markdown(label("attention.model_intro"))
-        with gr.Row():
-            picker = model_picker("encoder")
-            text = gr.Textbox(label=label("attention.sentence"), value=MODEL_EXAMPLES[0][0], scale=3)
-            pair = gr.Textbox(label=label("attention.second_sentence"), scale=2)
-        with gr.Row():
-            layer = gr.Slider(1, 6, value=1, step=1, label=label("attention.layer"))
-            head = gr.Slider(1, 12, value=1, step=1, label=label("attention.head"))
-            hide = gr.Checkbox(False, label=label("attention.hide_special"))
-        run_button = gr.Button(label("attention.show_attention"), variant="primary")
-        model_bar = gr.Column()
-        notice = gr.Markdown()
-        with gr.Row():
-            head_plot = gr.Plot(show_label=False)
-            mean_plot = gr.Plot(show_label=False)
-        grid_plot = gr.Plot(show_label=False)
-        model_inputs = [picker, text, pair, layer, head, hide]
-        model_outputs = [notice, head_plot, mean_plot, grid_plot, layer, head]
-        encoder = {"encoder": picker}
-        model_event(run_button.click, encoder, explore, model_inputs, model_outputs, api_name="attention_model")
-        model_event(hide.input, encoder, explore, model_inputs, model_outputs, api_name="attention_model_hide",
-                    api_visibility="undocumented")
-        model_event(layer.release, encoder, show_head, model_inputs, [head_plot, mean_plot], api_name="attention_layer")
-        model_event(head.release, encoder, show_head, model_inputs, [head_plot, mean_plot], api_name="attention_head")
-        model_view = presets.View("attention", "model", model_inputs, model_outputs, explore, MODEL_PRESETS,
-                                  where=model_tab)
-        with model_bar:
-            model_view.buttons()
+        with gr.Tab(label("attention.tab_model"), id="model") as model_tab:
+            gr.Markdown(label("attention.model_intro"))
+            with gr.Row():
+                picker = model_picker("encoder")
+                text = gr.Textbox(label=label("attention.sentence"), value=MODEL_EXAMPLES[0][0], scale=3,
+                                  max_length=MAX_TEXT_CHARS)
+                pair = gr.Textbox(label=label("attention.second_sentence"), scale=2, max_length=MAX_TEXT_CHARS)
+            with gr.Row():
+                layer = gr.Slider(1, 6, value=1, step=1, label=label("attention.layer"))
+                head = gr.Slider(1, 12, value=1, step=1, label=label("attention.head"))
+                hide = gr.Checkbox(False, label=label("attention.hide_special"))
+            run_button = gr.Button(label("attention.show_attention"), variant="primary")
+            model_bar = gr.Column()
+            notice = gr.Markdown()
+            with gr.Row():
+                head_plot = gr.Plot(show_label=False)
+                mean_plot = gr.Plot(show_label=False)
+            grid_plot = gr.Plot(show_label=False)
+            model_inputs = [picker, text, pair, layer, head, hide]
+            model_outputs = [notice, head_plot, mean_plot, grid_plot, layer, head]
+            encoder = {"encoder": picker}
+            model_event(run_button.click, encoder, explore, model_inputs, model_outputs, api_name="attention_model")
+            model_event(hide.input, encoder, explore, model_inputs, model_outputs, api_name="attention_model_hide",
+                        api_visibility="undocumented")
+            model_event(layer.release, encoder, show_head, model_inputs, [head_plot, mean_plot], api_name="attention_layer")
+            model_event(head.release, encoder, show_head, model_inputs, [head_plot, mean_plot], api_name="attention_head")
+            model_view = presets.View("attention", "model", model_inputs, model_outputs, explore, MODEL_PRESETS,
+                                      where=model_tab)
+            with model_bar:
+                model_view.buttons()
 
     views = {"steps": steps_view, "multihead": multihead_view}
     with lesson_slot:

@@ -147,7 +147,7 @@ def positional_view(positions: float, d_model: float, dims_text: str):
     heat, curves = positional(positions, d_model, dims_text)
     d_model = int(d_model)
     pe = att.positional_encoding(2, d_model)  # (2, d): row 1 is position 1
-    values = "; ".join(f"PE(1, {d}) = {'sin' if d % 2 == 0 else 'cos'}(1 / 10000^({d - d % 2}/{d_model})) = "
+    values = "; ".join(f"PE(1, {d}) = {'sin' if d % 2 == 0 else 'cos'}(1 / 10000<sup>{d - d % 2}/{d_model}</sup>) = "
                        f"{pe[1, d]:.4f}" for d in range(4))
     last = d_model // 2 - 1
     text = t("attention.pe_worked", d_model=d_model, pos=1, values=values, last=last,

@@ -8,13 +8,18 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core import limits, seeds
-from core.corpora import DEFAULT_LABELLED, LABELLED, LABELLED_NAMES
+from core.corpora import DEFAULT_LABELLED
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
+from core.limits import MAX_LONG_TEXT_CHARS, MAX_SHORT_TEXT_CHARS, MAX_TEXT_CHARS
 from core.registry import COLA_ID, DIANPING_ID, MRPC_ID, SIMILARITY_ZH_ID, SST2_ID
 from demo import lessons, presets
-from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
-from demo.downloads import model_event
+from demo.classify_finetune import (ACCURACY_COLUMNS, DATA_CHOICES, SAMPLE_COLUMNS, accuracy_table, baseline_rows,
+                                    before_training, before_training_bundled, models_table, show_upload, split_data)
+from demo.classify_finetune import MY_DATA, show_data  # noqa: F401 - the data view, where callers have found it
+from demo.classify_finetune import PRESETS as FINETUNE_PRESETS
+from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker, sig4
+from demo.downloads import missing_model_card, model_event, needs_download, results_visible
 from demo.figures import COLORWAY, bar, empty_figure, heatmap, styled, subplot_grid
 from demo.i18n import label, t
 from demo.i18n import table as table_of
@@ -28,14 +33,9 @@ TITLE = "Classification & fine-tuning"
 
 TASK_SINGLE, TASK_PAIR = "single sentence", "sentence pair"  # the task radio's values (language-free)
 TASKS = [(label("classify.task_single"), TASK_SINGLE), (label("classify.task_pair"), TASK_PAIR)]
-MY_DATA = "My data (paste or upload below)"  # the data radio's value for the learner's own lines
-DATA_CHOICES = [*((label(LABELLED_NAMES[name]), name) for name in LABELLED),
-                (label("classify.my_data"), MY_DATA)]
 LAYOUT_COLUMNS = ["classify.col_position", "classify.col_token", "classify.col_segment", "classify.col_part"]
 LOGIT_COLUMNS = ["classify.col_label", "classify.col_wv", "classify.col_bias", "classify.col_logit",
                  "classify.col_probability"]
-ACCURACY_COLUMNS = ["classify.col_model", "classify.col_accuracy", "classify.col_note"]
-SAMPLE_COLUMNS = ["classify.col_label", "classify.col_sentence"]
 
 
 # (label key, slug, checkpoint, task, sentence A, sentence B, key of what the learner should know)
@@ -59,9 +59,13 @@ def table(rows: list[list], columns: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[t(key) for key in columns])
 
 
-def _text(value: str) -> str:
-    """A preset's text: a translation key, or the text itself."""
-    return t(value) if value in table_of("en") else value
+def _text(value: str, shown: bool = False) -> str:
+    """A preset's text: a translation key, or the text itself. A note's sentence about the model's own numbers
+    ("shown above", the ``<key>_shown`` entry) is added only when those numbers are shown."""
+    if value not in table_of("en"):
+        return value
+    about_model = f"{value}_shown"
+    return t(value) + (" " + t(about_model) if shown and about_model in table_of("en") else "")
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -104,10 +108,10 @@ def _summary(result: classify.ClassifyResult, expected: str = "") -> tuple[str, 
     lines = [t("classify.summary", label=result.labels[best], p=f"{result.probs[best]:.4f}",
                function=result.function, count=len(result.labels), note=result.label_note)]
     if expected:
-        lines.append(t("classify.summary_preset", expected=_text(expected)))
+        lines.append(t("classify.summary_preset", expected=_text(expected, shown=True)))
     lines.append(f"<span class='badge'>{result.badge}</span>")
-    rows = [[name, round(float(result.weight[i] @ result.vector), 4), round(float(result.bias[i]), 4),
-             round(float(result.logits[i]), 4), round(float(result.probs[i]), 4)]
+    rows = [[name, sig4(float(result.weight[i] @ result.vector)), sig4(float(result.bias[i])),
+             sig4(float(result.logits[i])), sig4(float(result.probs[i]))]
             for i, name in enumerate(result.labels)]
     return "  \n".join(lines), table(rows, LOGIT_COLUMNS)
 
@@ -122,17 +126,17 @@ def classify_text(model_id, task, text_a, text_b, max_length, expected=""):
     note = _layout_note(encoding, source)
     try:
         result = classify.classify(text_a, text_b, model_id, int(max_length), pair)
-    except ModelUnavailableError as exc:
-        blank = empty_figure(t("classify.no_model_figure"))
-        message = t("classify.no_model", error=exc)
+    except ModelUnavailableError as exc:  # the card (or the reason) in the summary; the model's outputs hidden
+        message = (missing_model_card(model_id, "downloads.shows_classify", exc) if needs_download(exc)
+                   else t("classify.no_model", error=exc))
         if expected:
-            message += "  \n" + t("classify.summary_preset", expected=_text(expected))
-        return message, blank, blank, table([], LOGIT_COLUMNS), entries, note, rows
+            message += "\n\n" + t("classify.summary_preset", expected=_text(expected))
+        return message, None, None, table([], LOGIT_COLUMNS), entries, note, rows, results_visible(False)
     summary, logits = _summary(result, expected)
     best = int(np.argmax(result.probs))
     probs = bar(result.labels, result.probs.tolist(), t("classify.probs_title", function=result.function),
                 value_title=t("classify.col_probability"), highlight=[i == best for i in range(len(result.labels))])
-    return summary, probs, vector_figure(result), logits, entries, note, rows
+    return summary, probs, vector_figure(result), logits, entries, note, rows, results_visible(True)
 
 
 @friendly_errors
@@ -166,64 +170,6 @@ LESSON = [
 # View 2: fine-tune MiniLM yourself
 
 
-def _examples(dataset, pasted, upload) -> tuple[list[finetune.Example], str]:
-    if dataset == MY_DATA:
-        if upload:
-            return finetune.read_upload(upload), t("classify.source_upload")
-        return finetune.parse_labelled(pasted), t("classify.source_pasted")
-    examples = finetune.load_bundled(str(dataset))
-    return examples, t(LABELLED_NAMES[str(dataset)])
-
-
-def _split(dataset, pasted, upload, seed) -> tuple[finetune.Split, str]:
-    examples, name = _examples(dataset, pasted, upload)
-    try:
-        seed = int(seed)
-    except (TypeError, ValueError, OverflowError):
-        raise UserInputError("errors.whole_number", name=t("classify.seed_name")) from None
-    if not 0 <= seed < 2**31:
-        raise UserInputError("classify.error_seed_range")
-    return finetune.split(examples, seed), name
-
-
-def _baseline_rows(found: list[finetune.Baseline]) -> list[list]:
-    return [[b.name, round(b.accuracy, 4), b.note] for b in found]
-
-
-def _accuracy_table(rows: list[list]) -> pd.DataFrame:
-    return table(rows, ACCURACY_COLUMNS)
-
-
-def _data_summary(data: finetune.Split, name: str) -> str:
-    counts = ", ".join(f"{name}: {int((data.y_train == i).sum())} + {int((data.y_test == i).sum())}"
-                       for i, name in enumerate(data.labels))
-    return t("classify.data_summary", name=name, train=len(data.train), test=len(data.test), counts=counts,
-             seed=data.seed)
-
-
-@friendly_errors
-def show_data(dataset, pasted, upload, seed):
-    data, name = _split(dataset, pasted, upload, seed)
-    sample = [[e.label, e.text] for e in data.train[:8]]
-    return (_data_summary(data, name), _accuracy_table(_baseline_rows(finetune.cached_baselines(data))),
-            table(sample, SAMPLE_COLUMNS))
-
-
-@friendly_errors
-def open_finetune(dataset, pasted, upload, seed, request: gr.Request = None):
-    """The fine-tuning view when it is opened: the data, the baselines, and this session's latest loss curves (or
-    a note that training draws them)."""
-    outcome = finetune_train.RUNS.result(_session(request))
-    loss = loss_figure(outcome.head_losses, outcome.layer_losses) if outcome is not None else loss_figure([], [])
-    return (*show_data(dataset, pasted, upload, seed), loss)
-
-
-@friendly_errors
-def show_upload(pasted, upload, seed):
-    """An upload switches the data choice to the learner's own data and shows it."""
-    return (MY_DATA, *show_data(MY_DATA, pasted, upload, seed))
-
-
 def loss_figure(head_losses: list[float], layer_losses: list[float]) -> go.Figure:
     if not head_losses:
         return empty_figure(t("classify.loss_empty"))
@@ -239,11 +185,11 @@ def loss_figure(head_losses: list[float], layer_losses: list[float]) -> go.Figur
 
 
 def _accuracy_rows(outcome: finetune_train.Outcome) -> list[list]:
-    rows = _baseline_rows(outcome.baselines)
-    rows.append([t("classify.model_frozen"), round(outcome.head_accuracy, 4), t("classify.model_frozen_note")])
-    rows.append([t("classify.model_tuned", layers=outcome.unfrozen), round(outcome.tuned_accuracy, 4),
+    rows = baseline_rows(outcome.baselines)
+    rows.append([t("classify.model_frozen"), sig4(outcome.head_accuracy), t("classify.model_frozen_note")])
+    rows.append([t("classify.model_tuned", layers=outcome.unfrozen), sig4(outcome.tuned_accuracy),
                  t("classify.model_tuned_note", epochs=outcome.epochs_done, seconds=f"{outcome.seconds:.1f}")])
-    return _accuracy_table(rows)
+    return accuracy_table(rows)
 
 
 def _session(request: gr.Request | None) -> str:
@@ -254,7 +200,7 @@ def _session(request: gr.Request | None) -> str:
 @gpu_handler
 def train(dataset, pasted, upload, seed, head_steps, unfrozen, epochs, request: gr.Request = None,
           progress=gr.Progress()):
-    data, name = _split(dataset, pasted, upload, seed)
+    data, name = split_data(dataset, pasted, upload, seed)
     settings = dict(head_steps=int(head_steps), unfrozen=int(unfrozen), epochs=int(epochs))
     finetune_train.check_settings(**settings)
     session = _session(request)
@@ -279,15 +225,16 @@ def train(dataset, pasted, upload, seed, head_steps, unfrozen, epochs, request: 
 
 @friendly_errors
 @gpu_handler
-def predict(sentence, request: gr.Request = None):
+def predict(sentence, request: gr.Request = None, dataset=DEFAULT_LABELLED, pasted="", upload=None,
+            seed=limits.DEFAULT_SEED):
+    """Every model on the sentence: this session's trained ones; before training, the baselines and head (a) with
+    its random initial weights, labelled so (the request comes second: Gradio inserts it by its annotation)."""
+    text = finetune.check_sentence(sentence)
     outcome = finetune_train.RUNS.result(_session(request))
     if outcome is None:
-        raise UserInputError("classify.error_train_first")
-    text = finetune.check_sentence(sentence)
-    rows = [[name, outcome.data.labels[int(np.argmax(p))], *[round(float(x), 4) for x in p]]
-            for name, p in outcome.predict(text)]
-    return pd.DataFrame(rows, columns=[t("classify.col_model"), t("classify.col_label"),
-                                       *[t("classify.col_p", label=name) for name in outcome.data.labels]])
+        data = split_data(dataset, pasted, upload, seed)[0]
+        return models_table(finetune_train.untrained(data).predict(text), data.labels)
+    return models_table(outcome.predict(text), outcome.data.labels)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -312,12 +259,12 @@ def projection_figure(labels: list[str], y: np.ndarray, panels: list[tuple[str, 
 def show_changes(dataset, pasted, upload, seed, request: gr.Request = None):
     outcome = finetune_train.RUNS.result(_session(request))
     if outcome is None:
-        data, name = _split(dataset, pasted, upload, seed)
+        data, name = split_data(dataset, pasted, upload, seed)
         before, variance = finetune_train.before_projection(data)
         title = t("classify.projection_before", share=f"{variance.sum():.0%}")
         note = t("classify.changes_before_note", name=name)
-        return (note, projection_figure(data.labels, data.y_test, [(title, before)]),
-                empty_figure(t("classify.changes_empty")))
+        # No run, no weight changes: the figure is hidden (the note says to train), not drawn empty.
+        return note, projection_figure(data.labels, data.y_test, [(title, before)]), gr.Plot(None, visible=False)
     data = outcome.data
     before_var, after_var = outcome.variance
     panels = [(t("classify.projection_before_short", share=f"{before_var.sum():.0%}"), outcome.before),
@@ -326,7 +273,7 @@ def show_changes(dataset, pasted, upload, seed, request: gr.Request = None):
     changes = bar(list(names), list(values), t("classify.changes_title"), value_title=t("classify.changes_axis"),
                   value_format=".4f")
     note = t("classify.changes_note", count=len(data.test))
-    return note, projection_figure(data.labels, data.y_test, panels), changes
+    return note, projection_figure(data.labels, data.y_test, panels), gr.Plot(changes, visible=True)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -342,8 +289,8 @@ def build() -> None:
             with gr.Row():
                 model_id = model_picker("classify")
                 task = gr.Radio(TASKS, value=TASK_SINGLE, label=label("classify.task_label"))
-            text_a = gr.Textbox(label=label("classify.text_a_label"), lines=2)
-            text_b = gr.Textbox(label=label("classify.text_b_label"), lines=2)
+            text_a = gr.Textbox(label=label("classify.text_a_label"), lines=2, max_length=MAX_TEXT_CHARS)
+            text_b = gr.Textbox(label=label("classify.text_b_label"), lines=2, max_length=MAX_TEXT_CHARS)
             max_length = gr.Slider(16, 512, value=DEFAULT_MAX_LENGTH, step=1, label=label("classify.max_length_label"))
             run_button = gr.Button(label("classify.run"), variant="primary")
             preset_index = gr.State(DEFAULT_PRESET)  # which PRESETS row's note a preset shows (set by the preset)
@@ -358,21 +305,24 @@ def build() -> None:
                 layout_table = gr.Dataframe(headers=[label(key) for key in LAYOUT_COLUMNS],
                                             label=label("classify.tokens_label"), interactive=False, max_height=320,
                                             buttons=TABLE_BUTTONS)
-            gr.Markdown(label("classify.step_probs"))
-            with gr.Row():
-                probs = gr.Plot(label=label("classify.probs_label"), show_label=False)
-                logits = gr.Dataframe(headers=[label(key) for key in LOGIT_COLUMNS],
-                                      label=label("classify.logits_label"), interactive=False, buttons=TABLE_BUTTONS)
-            gr.Markdown(label("classify.step_vector"))
-            vector = gr.Plot(label=label("classify.vector_label"), show_label=False)
+            with gr.Column() as classify_results:  # hidden while the checkpoint is missing (summary: its card)
+                gr.Markdown(label("classify.step_probs"))
+                with gr.Row():
+                    probs = gr.Plot(label=label("classify.probs_label"), show_label=False)
+                    logits = gr.Dataframe(headers=[label(key) for key in LOGIT_COLUMNS],
+                                          label=label("classify.logits_label"), interactive=False,
+                                          buttons=TABLE_BUTTONS)
+                gr.Markdown(label("classify.step_vector"))
+                vector = gr.Plot(label=label("classify.vector_label"), show_label=False)
         with gr.Tab(label("classify.tab_finetune"), id="classify-finetune") as tune_tab:
             gr.Markdown(label("classify.finetune_intro"))
+            tune_bar = gr.Column()
             with gr.Row():
                 dataset = gr.Radio(DATA_CHOICES, value=DEFAULT_LABELLED, label=label("classify.data_label"))
                 seed = gr.Number(limits.DEFAULT_SEED, precision=0, label=label("classify.seed_label"))
             with gr.Accordion(label("classify.my_data_accordion"), open=False):
                 pasted = gr.Textbox(lines=6, label=label("classify.pasted_label"),
-                                    placeholder=label("classify.pasted_placeholder"))
+                                    placeholder=label("classify.pasted_placeholder"), max_length=MAX_LONG_TEXT_CHARS)
                 upload = gr.File(label=label("classify.upload_label"), file_types=[".tsv", ".csv", ".txt"],
                                  type="filepath")
             with gr.Row():
@@ -393,7 +343,8 @@ def build() -> None:
             sample = gr.Dataframe(headers=[label(key) for key in SAMPLE_COLUMNS], label=label("classify.sample_label"),
                                   interactive=False, wrap=True, max_height=260)
             # MiniLM reads English, so the sentence to classify is an English one in both languages.
-            sentence = gr.Textbox(label=label("classify.sentence_label"), value=t("classify.sentence_value", "en"))
+            sentence = gr.Textbox(label=label("classify.sentence_label"), value=t("classify.sentence_value", "en"),
+                                  max_length=MAX_SHORT_TEXT_CHARS)
             predict_button = gr.Button(label("classify.predict"))
             side_by_side = gr.Dataframe(label=label("classify.side_by_side_label"), interactive=False,
                                         buttons=TABLE_BUTTONS)
@@ -402,7 +353,7 @@ def build() -> None:
             projection = gr.Plot(label=label("classify.projection_label"), show_label=False)
             weights = gr.Plot(label=label("classify.weights_label"), show_label=False)
 
-    view1_outputs = [summary, probs, vector, logits, layout, layout_note, layout_table]
+    view1_outputs = [summary, probs, vector, logits, layout, layout_note, layout_table, classify_results]
     view1_inputs = [model_id, task, text_a, text_b, max_length]
     model_event(run_button.click, {"classify": model_id}, classify_text, view1_inputs, view1_outputs,
                 api_name="classify_run")
@@ -415,13 +366,20 @@ def build() -> None:
         lessons.lesson_table(LESSON, view)
 
     data_inputs = [dataset, pasted, upload, seed]
-    data_outputs = [data_note, accuracy, sample]
-    tune_tab.select(open_finetune, data_inputs, [*data_outputs, loss], api_name="classify_data")
-    dataset.input(show_data, data_inputs, data_outputs, api_name="classify_data_change")
-    upload.upload(show_upload, [pasted, upload, seed], [dataset, *data_outputs], api_name="classify_upload")
+    # Before training (first open, a preset, new data): the data, the baselines and head (a) with random weights.
+    before_outputs = [data_note, accuracy, sample, loss, status, side_by_side]
+    tune_view = presets.View("classify", "finetune", [dataset, seed, sentence], before_outputs,
+                             before_training_bundled, FINETUNE_PRESETS, where=tune_tab)
+    with tune_bar:
+        tune_view.buttons()
+    dataset.input(before_training, [*data_inputs, sentence], before_outputs, api_name="classify_data_change")
+    upload.upload(show_upload, [pasted, upload, seed, sentence], [dataset, *before_outputs],
+                  api_name="classify_upload")
     # A second click starts a new run at once (trigger_mode="multiple", no queue limit), which cancels this
     # session's first one; core bounds how many runs train at a time (finetune_train.RUNS.slots).
-    train_button.click(train, [*data_inputs, head_steps, unfrozen, epochs], [status, loss, accuracy],
-                       api_name="classify_train", concurrency_limit=None, trigger_mode="multiple")
-    predict_button.click(predict, [sentence], [side_by_side], api_name="classify_predict")
+    trained = train_button.click(train, [*data_inputs, head_steps, unfrozen, epochs], [status, loss, accuracy],
+                                 api_name="classify_train", concurrency_limit=None, trigger_mode="multiple")
+    predict_button.click(predict, [sentence, *data_inputs], [side_by_side], api_name="classify_predict")
+    trained.success(predict, [sentence, *data_inputs], [side_by_side], api_name="classify_predict_trained",
+                    api_visibility="undocumented")  # the trained models' answers replace the untrained head's
     change_tab.select(show_changes, data_inputs, [change_note, projection, weights], api_name="classify_changed")

@@ -8,6 +8,7 @@ import inspect
 import json
 import logging
 import math
+import numbers
 import os
 
 import gradio as gr
@@ -221,6 +222,35 @@ def _sentence_start(words: str) -> str:
     return words[:1].upper() + words[1:]  # "the seed …" → "The seed …"; 中文 is unchanged
 
 
+def sig4(value):
+    """A number as tables and messages show it: 4 significant digits (0.058823529411764705 → 0.05882, 814.6712 →
+    814.7), still a number, so a table column keeps sorting and its CSV stays numeric. Whole numbers (counts) and
+    non-finite values (−∞ for log₂ 0) come back unchanged. The one place the app rounds what it shows."""
+    if isinstance(value, numbers.Integral) or not isinstance(value, numbers.Real):  # bools and numpy ints too
+        return value
+    number = float(value)
+    return float(f"{number:.4g}") if math.isfinite(number) else number
+
+
+SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def sig4_text(value) -> str:
+    """sig4 written out for a sentence: positional between 10⁻⁴ and 10⁶ (0.05882, 814.7, 12350), else with a typeset
+    power of ten (1.235 × 10⁻⁵, never 1.235e-05); a true minus sign."""
+    number = sig4(value)
+    if not isinstance(number, float) or not math.isfinite(number) or number == 0:
+        shown = {math.inf: "∞", -math.inf: "−∞"}.get(number, str(number) if number else "0")
+    elif 1e-4 <= abs(number) < 1e6:
+        shown = f"{number:.{max(0, 3 - math.floor(math.log10(abs(number))))}f}"
+        shown = shown.rstrip("0").rstrip(".") if "." in shown else shown
+    else:
+        mantissa, exponent = f"{number:.3e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".")
+        shown = f"{mantissa} × 10" + str(int(exponent)).translate(SUPERSCRIPT)
+    return shown.replace("-", "−")
+
+
 def number_in_range(value: object, name: str, low: float, high: float) -> float:
     """A slider/number value checked for range (API callers can send anything, NaN included). ``name`` is a key
     (see field_name)."""
@@ -253,8 +283,10 @@ def model_picker(task: str, label: str = "common.checkpoint") -> gr.Dropdown:
     from demo.i18n import label as i18n_label
 
     shown = i18n_label(label) if isinstance(label, str) and label in table(DEFAULT_LANGUAGE) else label
+    # min_width: wide enough for the longest id offered (distilbert-base-uncased-finetuned-sst-2-english); a row too
+    # narrow for it puts the picker on a line of its own instead of cutting the id.
     return gr.Dropdown(choices=CHECKPOINTS[task], value=CHECKPOINTS[task][0], label=shown, allow_custom_value=True,
-                       info=i18n_label("common.checkpoint_info"))
+                       info=i18n_label("common.checkpoint_info"), min_width=400, elem_classes=["checkpoint-picker"])
 
 
 # Result tables get a copy button (the rows as comma-separated text, ready for a spreadsheet or a slide) and a

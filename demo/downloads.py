@@ -25,7 +25,8 @@ from collections.abc import Callable
 import gradio as gr
 
 from core import registry
-from core.errors import LearnerError
+from core.errors import LearnerError, ModelUnavailableError
+from core.i18n import text
 from demo.common import friendly_errors, log
 
 # Downloads are I/O-bound and deduplicated per model id (core/hub.py), so the group is wide; the limit bounds the
@@ -111,8 +112,84 @@ def model_event(trigger: Callable, models: dict[str, object], fn: Callable, inpu
     "bert" group) with ``options`` (batch=True, max_batch_size, api_visibility, ...). Returns the model step."""
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     first = {key: options.pop(key) for key in TRIGGER_OPTIONS if key in options}
+    # A results column among the outputs (hidden while a card stands in) is no progress target: the browser would
+    # walk and copy the whole column on every status message (tests/test_app.py: loading statuses stay small).
+    leaves = [output for output in outputs if not isinstance(output, gr.blocks.BlockContext)]
+    if len(leaves) < len(outputs):
+        options.setdefault("show_progress_on", leaves)
+        first.setdefault("show_progress_on", options["show_progress_on"])
     sources = [source for source in models.values() if not isinstance(source, str)]
     download = trigger(_download_step(models, len(outputs)), sources, outputs,
                        api_name=f"{api_name}_download", api_visibility="undocumented", **DOWNLOAD_QUEUE, **first)
     return download.then(local_only(fn), inputs, outputs, api_name=api_name,
                          **(BERT_QUEUE if queue is None else queue), **options)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# A view whose checkpoint is not here: one card instead of empty boxes (issue #31 §3)
+
+# The reasons that one `hf download <id>` cures: the checkpoint is simply not on this machine (offline, the Hub out of
+# reach, not downloaded yet, a download that stalled or broke). Other refusals (no such repo, the wrong head, too
+# large) keep their own message: downloading would not help.
+MISSING_KEYS = frozenset(f"registry.{key}" for key in (
+    "offline", "unreachable", "not_downloaded", "hub_timeout", "hub_unreachable", "hub_http", "stalled_silent",
+    "stalled_slow", "ended_early", "corrupt"))
+
+
+def needs_download(exc: BaseException) -> bool:
+    """True when ``exc`` says a checkpoint is not on this machine and `hf download` would bring it."""
+    return isinstance(exc, ModelUnavailableError) and exc.key in MISSING_KEYS
+
+
+# Why a checkpoint is not here, in a few words: the registry's own messages for these repeat the `hf download` line
+# that the card already gives. (A stalled or broken download keeps its full message: it says what happened.)
+SHORT_REASONS = {"registry.offline": "downloads.why_offline", "registry.unreachable": "downloads.why_unreachable",
+                 "registry.not_downloaded": "downloads.why_not_downloaded"}
+
+
+def missing_model_card(model_id: str, shows_key: str, reason: BaseException | str = "") -> str:
+    """The one card a view shows in place of results it cannot compute, in the learner's language: what the view
+    would show (``shows_key``), the exact command that fetches the checkpoint, and why it is not here."""
+    model = str(model_id or "").strip()[:100]
+    card = text("downloads.card", model=model, shows=text(shows_key))
+    key = getattr(reason, "key", None)
+    why = text(SHORT_REASONS[key]) if key in SHORT_REASONS else str(reason)
+    return card + ("\n\n" + text("downloads.card_reason", reason=why) if why else "")
+
+
+def results_visible(shown: bool) -> dict:
+    """The update for the column that holds a view's model results: hidden while its card stands in for them, so
+    the learner never meets an empty table or figure; shown again with the next real result."""
+    return gr.update(visible=bool(shown))
+
+
+def card_when_missing(shows_key: str, outputs: int, card_at: int = 0) -> Callable:
+    """Decorate a handler whose first argument is a checkpoint id and whose results sit in one column, the output
+    after its ``outputs``: the column is shown with its results, or, when the checkpoint is not on this machine,
+    hidden, with the card in output ``card_at`` (the view's note) instead. Generators: every step gets the column."""
+    def fallback(model_id, exc: ModelUnavailableError) -> tuple:
+        if not needs_download(exc):
+            raise exc
+        shown = [None] * outputs
+        shown[card_at] = missing_model_card(model_id, shows_key, exc)
+        return (*shown, results_visible(False))
+
+    def decorate(fn: Callable) -> Callable:
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def steps(model_id, *args, **kwargs):
+                try:
+                    for item in fn(model_id, *args, **kwargs):
+                        yield (*item, results_visible(True))
+                except ModelUnavailableError as exc:
+                    yield fallback(model_id, exc)
+            return steps
+
+        @functools.wraps(fn)
+        def run(model_id, *args, **kwargs):
+            try:
+                return (*fn(model_id, *args, **kwargs), results_visible(True))
+            except ModelUnavailableError as exc:
+                return fallback(model_id, exc)
+        return run
+    return decorate

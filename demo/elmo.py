@@ -11,8 +11,9 @@ import pandas as pd
 
 from core.errors import ModelUnavailableError
 from core.lazy import lazy_import
+from core.limits import MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
 from demo import presets
-from demo.common import LATEX, friendly_errors, gpu_handler, number_in_range
+from demo.common import LATEX, friendly_errors, gpu_handler, number_in_range, sig4
 from demo.figures import bar
 from demo.i18n import label, t
 
@@ -59,7 +60,7 @@ def compare_layers(word: str, first: str, second: str, w0: float, w1: float, w2:
               value_title=t("elmo.cosine"), highlight=[False, False, False, True], height=420)
     fig.update_traces(text=[f"{c:.3f}" for c in result.cosines], textposition="outside")
     fig.update_yaxes(range=[min(0.0, min(result.cosines)) - 0.05, 1.08])
-    rows = [[name, round(s, 3) if j < 3 else round(gamma, 3), round(cos, 3), round(na, 2), round(nb, 2)]
+    rows = [[name, sig4(s) if j < 3 else sig4(gamma), sig4(cos), sig4(na), sig4(nb)]
             for j, (name, s, cos, (na, nb)) in enumerate(zip(names, result.weights + [gamma], result.cosines,
                                                               result.norms))]
     table = pd.DataFrame(rows, columns=[t("elmo.col_layer"), t("elmo.col_weight"), t("elmo.col_cosine"),
@@ -84,9 +85,9 @@ def build(where: gr.Tab) -> presets.View:
     gr.Markdown(label("elmo.intro"), latex_delimiters=LATEX)
     default = PRESETS[0].values
     with gr.Row():
-        word = gr.Textbox(label=label("elmo.word"), value=default[0], scale=1)
-        first = gr.Textbox(label=label("elmo.sentence_1"), value=default[1], scale=3)
-        second = gr.Textbox(label=label("elmo.sentence_2"), value=default[2], scale=3)
+        word = gr.Textbox(label=label("elmo.word"), value=default[0], scale=1, max_length=MAX_WORD_CHARS)
+        first = gr.Textbox(label=label("elmo.sentence_1"), value=default[1], scale=3, max_length=MAX_SHORT_TEXT_CHARS)
+        second = gr.Textbox(label=label("elmo.sentence_2"), value=default[2], scale=3, max_length=MAX_SHORT_TEXT_CHARS)
     with gr.Row():
         sliders = [gr.Slider(*WEIGHT_RANGE, value=default[3 + j], step=0.1, label=label(f"elmo.w{j}"))
                    for j in range(3)]

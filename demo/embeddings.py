@@ -11,19 +11,12 @@ from core import jobs
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.lazy import lazy_import
+from core.limits import MAX_LIST_CHARS, MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
 from core.seeds import SEED_Q
 from core.textio import read_text_upload
 from demo import embeddings_nnlm, lessons, presets
-from demo.common import (
-    TABLE_BUTTONS,
-    TRAIN_QUEUE,
-    friendly_errors,
-    gpu_handler,
-    stopped_error,
-    stopped_note,
-    training_run,
-    whole_number,
-)
+from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, sig4, sig4_text, stopped_error,
+                         stopped_note, training_run, whole_number)
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
 from demo.i18n import label, t
 
@@ -38,8 +31,12 @@ MOBY, UPLOAD = "moby_dick", "upload"  # language-free choice values; the browser
 SKIPGRAM, CBOW = "skip-gram", "CBOW"
 
 
+NEIGHBOUR_COLUMNS = ["embeddings.col_rank", "embeddings.col_word", "embeddings.col_cosine"]
+NEIGHBOUR_LABELS = [label(key) for key in NEIGHBOUR_COLUMNS]  # the empty tables' headers, in the browser's language
+
+
 def neighbour_headers() -> list[str]:
-    return [t("embeddings.col_rank"), t("embeddings.col_word"), t("embeddings.col_cosine")]
+    return [t(key) for key in NEIGHBOUR_COLUMNS]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -53,7 +50,7 @@ def _glove(progress: gr.Progress | None = None) -> w2v.WordVectors:
 
 
 def _neighbour_rows(neighbours: list[w2v.Neighbour]):
-    rows = [[rank, n.word, round(n.score, 4)] for rank, n in enumerate(neighbours, 1)]
+    rows = [[rank, n.word, sig4(n.score)] for rank, n in enumerate(neighbours, 1)]
     return pd.DataFrame(rows, columns=neighbour_headers())
 
 
@@ -158,6 +155,13 @@ def static_vectors(word: str, first: str, second: str, progress=gr.Progress()):
     return summary, vectors_fig, nb_fig
 
 
+def untitled_columns(examples: gr.Examples) -> gr.Examples:
+    """gr.Examples takes its column headers from its inputs' labels, and Gradio's front end shows a header that is a
+    gr.I18n key as the raw key: the examples' label (which it does translate) names the columns instead."""
+    examples.dataset.headers = []
+    return examples
+
+
 @friendly_errors
 @gpu_handler
 def train(source: str, upload: str | None, architecture: str, dim: float, window: float, epochs: float,
@@ -170,8 +174,7 @@ def train(source: str, upload: str | None, architecture: str, dim: float, window
         text = read_text_upload(upload)
     else:
         text = load_corpus("moby_dick")
-    config = w2v.Word2VecConfig(architecture="cbow" if architecture == CBOW else "skipgram", dim=int(dim),
-                                window=int(window), epochs=int(epochs), min_count=int(min_count))
+    config = _config(architecture, dim, window, epochs, min_count)
     progress(0.0, desc=t("embeddings.progress_preparing"))
     with training_run(request) as budget:
         model = w2v.train_word2vec(text, config, progress=lambda fraction, message: progress(fraction, desc=message),
@@ -192,6 +195,28 @@ def train(source: str, upload: str | None, architecture: str, dim: float, window
     return fig, summary, model
 
 
+def _config(architecture: str, dim: float, window: float, epochs: float, min_count: float) -> w2v.Word2VecConfig:
+    return w2v.Word2VecConfig(architecture="cbow" if architecture == CBOW else "skipgram", dim=int(dim),
+                              window=int(window), epochs=int(epochs), min_count=int(min_count))
+
+
+@friendly_errors
+def before_training(architecture: str, dim: float, window: float, epochs: float, min_count: float, word: str,
+                    topn: float):
+    """The Train view before training: the very model train() starts from on Moby-Dick (its seed and
+    initialisation), its loss at step 0, and its (random) neighbours next to GloVe's; kept as the session's model."""
+    config = _config(architecture, dim, window, epochs, min_count)
+    model = w2v.untrained_word2vec(load_corpus("moby_dick"), config)
+    fig = lines(model.loss_steps, {t("embeddings.before.loss_name"): model.losses},
+                t("embeddings.before.fig_loss", architecture=architecture),
+                x_title=t("embeddings.axis_step", batch=f"{config.batch_size:,}"), y_title=t("embeddings.axis_loss"))
+    pairs = 1 + config.negatives
+    summary = t("embeddings.before.summary", architecture=architecture, dim=config.dim, window=config.window,
+                vocab=f"{len(model.vectors):,}", min_count=config.min_count, negatives=config.negatives, pairs=pairs,
+                expected=sig4_text(pairs * np.log(2)), loss=sig4_text(model.losses[0]))
+    return fig, summary, model, *compare_spaces(model, word, topn)
+
+
 @friendly_errors
 def compare_spaces(model: TrainedWord2Vec | None, word: str, topn: float, progress=gr.Progress()):
     """Neighbours of a word in the trained space and in GloVe, side by side."""
@@ -205,6 +230,8 @@ def compare_spaces(model: TrainedWord2Vec | None, word: str, topn: float, progre
         theirs, note = _neighbour_rows(glove.most_similar([word], topn=int(topn))), ""
     except w2v.UnknownWordError as exc:
         theirs, note = _neighbour_rows([]), str(exc)
+    if not model.trained:
+        note = " ".join(filter(None, [t("embeddings.before.neighbours_note"), note]))
     return ours, theirs, note
 
 
@@ -237,6 +264,11 @@ STATIC_PRESETS = [
       ("bank", "We sat on the river bank and watched the water.", "She opened a savings account at the bank."), "§4"),
     P("static-bat", label("embeddings.preset.static_bat"),
       ("bat", "The bat flew out of the cave at dusk.", "He swung the bat and hit the ball."), "§4")]
+# The Train view before training (random initialisation): inputs (architecture, dim, window, epochs, min count, word,
+# neighbours), the sliders' defaults.
+BEFORE_TRAINING_PRESETS = [
+    P("before-training", label("embeddings.before.preset_skipgram"), (SKIPGRAM, 50, 4, 3, 5, "whale", 10), "§4"),
+    P("before-training-cbow", label("embeddings.before.preset_cbow"), (CBOW, 50, 4, 3, 5, "whale", 10), "§4")]
 # (seed §, question, answer, view key, preset)
 LESSON = [(section, label(f"embeddings.lesson.q{i}"), label(f"embeddings.lesson.a{i}"), view, slug)
           for i, (section, view, slug) in enumerate([("§2.2", "lookup", "one-hot-times-q"),
@@ -247,149 +279,166 @@ LESSON = [(section, label(f"embeddings.lesson.q{i}"), label(f"embeddings.lesson.
 def build() -> None:
     gr.Markdown(label("embeddings.intro"))
     lesson_slot = gr.Column()
-    with gr.Tab(label("embeddings.tab_onehot"), id="onehot") as onehot_tab:
-        with gr.Row():
-            with gr.Column(scale=1):
-                words = gr.Textbox("king, queen, man, woman, apple", label=label("embeddings.words"))
-                compare_button = gr.Button(label("embeddings.compare_btn"), variant="primary")
-            compare_md = gr.Markdown()
-        with gr.Row():
-            one_hot_plot = gr.Plot(show_label=False)
-            one_hot_cos_plot = gr.Plot(show_label=False)
-            dense_cos_plot = gr.Plot(show_label=False)
-        compare_button.click(compare_one_hot, [words], [one_hot_plot, one_hot_cos_plot, dense_cos_plot, compare_md],
-                             api_name="embeddings_onehot")
-        onehot_view = presets.View("embeddings", "onehot", [words],
-                                   [one_hot_plot, one_hot_cos_plot, dense_cos_plot, compare_md], compare_one_hot,
-                                   ONE_HOT_PRESETS, where=onehot_tab)
-        onehot_view.buttons()
+    with gr.Tabs():
+        with gr.Tab(label("embeddings.tab_onehot"), id="onehot") as onehot_tab:
+            with gr.Row():
+                with gr.Column(scale=1):
+                    words = gr.Textbox("king, queen, man, woman, apple", label=label("embeddings.words"),
+                                       max_length=MAX_LIST_CHARS)
+                    compare_button = gr.Button(label("embeddings.compare_btn"), variant="primary")
+                compare_md = gr.Markdown()
+            with gr.Row():
+                one_hot_plot = gr.Plot(show_label=False)
+                one_hot_cos_plot = gr.Plot(show_label=False)
+                dense_cos_plot = gr.Plot(show_label=False)
+            compare_button.click(compare_one_hot, [words], [one_hot_plot, one_hot_cos_plot, dense_cos_plot, compare_md],
+                                 api_name="embeddings_onehot")
+            onehot_view = presets.View("embeddings", "onehot", [words],
+                                       [one_hot_plot, one_hot_cos_plot, dense_cos_plot, compare_md], compare_one_hot,
+                                       ONE_HOT_PRESETS, where=onehot_tab)
+            onehot_view.buttons()
 
-        gr.Markdown(label("embeddings.lookup_title"))
-        with gr.Row():
-            with gr.Column(scale=1):
-                word_number = gr.Slider(1, len(SEED_Q), value=4, step=1, label=label("embeddings.word_number"))
-                lookup_button = gr.Button(label("embeddings.lookup_btn"), variant="primary")
-                lookup_md = gr.Markdown()
-            q_plot = gr.Plot(show_label=False)
-        lookup_button.click(one_hot_lookup, [word_number], [lookup_md, q_plot], api_name="embeddings_lookup")
-        lookup_view = presets.View("embeddings", "lookup", [word_number], [lookup_md, q_plot], one_hot_lookup,
-                                   LOOKUP_PRESETS, where=onehot_tab)
-        lookup_view.buttons()
+            gr.Markdown(label("embeddings.lookup_title"))
+            with gr.Row():
+                with gr.Column(scale=1):
+                    word_number = gr.Slider(1, len(SEED_Q), value=4, step=1, label=label("embeddings.word_number"))
+                    lookup_button = gr.Button(label("embeddings.lookup_btn"), variant="primary")
+                    lookup_md = gr.Markdown()
+                q_plot = gr.Plot(show_label=False)
+            lookup_button.click(one_hot_lookup, [word_number], [lookup_md, q_plot], api_name="embeddings_lookup")
+            lookup_view = presets.View("embeddings", "lookup", [word_number], [lookup_md, q_plot], one_hot_lookup,
+                                       LOOKUP_PRESETS, where=onehot_tab)
+            lookup_view.buttons()
 
-    with gr.Tab(label("embeddings.tab_nnlm"), id="nnlm") as nnlm_tab:
-        nnlm_inputs, nnlm_outputs = embeddings_nnlm.build()
-        nnlm_view = presets.View("embeddings", "nnlm", nnlm_inputs, nnlm_outputs, embeddings_nnlm.train_and_predict,
-                                 embeddings_nnlm.PRESETS, where=nnlm_tab)
-        nnlm_view.buttons()
+        with gr.Tab(label("embeddings.tab_nnlm"), id="nnlm") as nnlm_tab:
+            nnlm_inputs, nnlm_outputs = embeddings_nnlm.build()
+            nnlm_view = presets.View("embeddings", "nnlm", nnlm_inputs, nnlm_outputs, embeddings_nnlm.train_and_predict,
+                                     embeddings_nnlm.PRESETS, where=nnlm_tab)
+            nnlm_view.buttons()
 
-    with gr.Tab(label("embeddings.tab_glove"), id="glove") as glove_tab:
-        gr.Markdown(label("embeddings.glove_note"))
-        with gr.Row():
-            with gr.Column(scale=1):
-                query = gr.Textbox("frog", label=label("embeddings.word"))
-                topn = gr.Slider(1, 30, value=10, step=1, label=label("embeddings.neighbours"))
-                query_button = gr.Button(label("embeddings.neighbours_btn"), variant="primary")
-            with gr.Column(scale=2):
-                neighbours_plot = gr.Plot(show_label=False)
-                neighbours_table = gr.Dataframe(interactive=False, label=label("embeddings.neighbours"),
-                                                buttons=TABLE_BUTTONS)
-        query_button.click(neighbours, [query, topn], [neighbours_plot, neighbours_table],
-                           api_name="embeddings_neighbours")
-        query.submit(neighbours, [query, topn], [neighbours_plot, neighbours_table],
-                     api_name="embeddings_neighbours_submit", api_visibility="undocumented")
-        presets.View("embeddings", "neighbours", [query, topn], [neighbours_plot, neighbours_table], neighbours,
-                     NEIGHBOUR_PRESETS, where=glove_tab).buttons()
+        with gr.Tab(label("embeddings.tab_glove"), id="glove") as glove_tab:
+            gr.Markdown(label("embeddings.glove_note"))
+            with gr.Row():
+                with gr.Column(scale=1):
+                    query = gr.Textbox("frog", label=label("embeddings.word"), max_length=MAX_WORD_CHARS)
+                    topn = gr.Slider(1, 30, value=10, step=1, label=label("embeddings.neighbours"))
+                    query_button = gr.Button(label("embeddings.neighbours_btn"), variant="primary")
+                with gr.Column(scale=2):
+                    neighbours_plot = gr.Plot(show_label=False)
+                    neighbours_table = gr.Dataframe(interactive=False, label=label("embeddings.neighbours"),
+                                                    buttons=TABLE_BUTTONS)
+            query_button.click(neighbours, [query, topn], [neighbours_plot, neighbours_table],
+                               api_name="embeddings_neighbours")
+            query.submit(neighbours, [query, topn], [neighbours_plot, neighbours_table],
+                         api_name="embeddings_neighbours_submit", api_visibility="undocumented")
+            presets.View("embeddings", "neighbours", [query, topn], [neighbours_plot, neighbours_table], neighbours,
+                         NEIGHBOUR_PRESETS, where=glove_tab).buttons()
 
-        gr.Markdown(label("embeddings.analogy_title"))
-        with gr.Row():
-            with gr.Column(scale=1):
-                with gr.Row():
-                    a = gr.Textbox("king", label="a")
-                    b = gr.Textbox("man", label="− b")
-                    c = gr.Textbox("woman", label="+ c")
-                analogy_topn = gr.Slider(1, 20, value=5, step=1, label=label("embeddings.answers"))
-                analogy_button = gr.Button(label("embeddings.solve_btn"), variant="primary")
-                analogy_md = gr.Markdown()
-            analogy_plot = gr.Plot(show_label=False)
-        analogy_button.click(analogy, [a, b, c, analogy_topn], [analogy_plot, analogy_md],
-                             api_name="embeddings_analogy")
-        presets.View("embeddings", "analogy", [a, b, c, analogy_topn], [analogy_plot, analogy_md], analogy,
-                     ANALOGY_PRESETS, where=glove_tab).buttons()
+            gr.Markdown(label("embeddings.analogy_title"))
+            with gr.Row():
+                with gr.Column(scale=1):
+                    with gr.Row():
+                        a = gr.Textbox("king", label="a", max_length=MAX_WORD_CHARS)
+                        b = gr.Textbox("man", label="− b", max_length=MAX_WORD_CHARS)
+                        c = gr.Textbox("woman", label="+ c", max_length=MAX_WORD_CHARS)
+                    analogy_topn = gr.Slider(1, 20, value=5, step=1, label=label("embeddings.answers"))
+                    analogy_button = gr.Button(label("embeddings.solve_btn"), variant="primary")
+                    analogy_md = gr.Markdown()
+                analogy_plot = gr.Plot(show_label=False)
+            analogy_button.click(analogy, [a, b, c, analogy_topn], [analogy_plot, analogy_md],
+                                 api_name="embeddings_analogy")
+            presets.View("embeddings", "analogy", [a, b, c, analogy_topn], [analogy_plot, analogy_md], analogy,
+                         ANALOGY_PRESETS, where=glove_tab).buttons()
 
-    with gr.Tab(label("embeddings.tab_projection"), id="projection") as projection_tab:
-        gr.Markdown(label("embeddings.projection_intro"))
-        with gr.Row():
-            with gr.Column(scale=1):
-                projection_words = gr.Textbox("king, queen, man, woman, paris, france, berlin, germany",
-                                              label=label("embeddings.projection_words"), lines=3)
-                per_word = gr.Slider(0, 20, value=3, step=1, label=label("embeddings.per_word"))
-                dims = gr.Radio(["2D", "3D"], value="2D", label=label("embeddings.view"))
-                projection_button = gr.Button(label("embeddings.project_btn"), variant="primary")
-                projection_md = gr.Markdown()
-            projection_plot = gr.Plot(show_label=False)
-        projection_button.click(projection, [projection_words, per_word, dims], [projection_plot, projection_md],
-                                api_name="embeddings_projection")
-        presets.View("embeddings", "projection", [projection_words, per_word, dims], [projection_plot, projection_md],
-                     projection, PROJECTION_PRESETS, where=projection_tab).buttons()
+        with gr.Tab(label("embeddings.tab_projection"), id="projection") as projection_tab:
+            gr.Markdown(label("embeddings.projection_intro"))
+            with gr.Row():
+                with gr.Column(scale=1):
+                    projection_words = gr.Textbox("king, queen, man, woman, paris, france, berlin, germany",
+                                                  label=label("embeddings.projection_words"), lines=3,
+                                                  max_length=MAX_LIST_CHARS)
+                    per_word = gr.Slider(0, 20, value=3, step=1, label=label("embeddings.per_word"))
+                    dims = gr.Radio(["2D", "3D"], value="2D", label=label("embeddings.view"))
+                    projection_button = gr.Button(label("embeddings.project_btn"), variant="primary")
+                    projection_md = gr.Markdown()
+                projection_plot = gr.Plot(show_label=False)
+            projection_button.click(projection, [projection_words, per_word, dims], [projection_plot, projection_md],
+                                    api_name="embeddings_projection")
+            presets.View("embeddings", "projection", [projection_words, per_word, dims], [projection_plot, projection_md],
+                         projection, PROJECTION_PRESETS, where=projection_tab).buttons()
 
-    with gr.Tab(label("embeddings.tab_static"), id="static") as static_tab:
-        gr.Markdown(label("embeddings.static_note"))
-        with gr.Row():
-            with gr.Column(scale=1):
-                static_word = gr.Textbox("bank", label=label("embeddings.word"))
-                first = gr.Textbox("We sat on the river bank and watched the water.",
-                                   label=label("embeddings.sentence_1"))
-                second = gr.Textbox("She opened a savings account at the bank.", label=label("embeddings.sentence_2"))
-                static_button = gr.Button(label("embeddings.static_btn"), variant="primary")
-                static_md = gr.Markdown()
-            with gr.Column(scale=2):
-                static_plot = gr.Plot(show_label=False)
-                static_neighbours = gr.Plot(show_label=False)
-        static_button.click(static_vectors, [static_word, first, second], [static_md, static_plot, static_neighbours],
-                            api_name="embeddings_static")
-        static_view = presets.View("embeddings", "static", [static_word, first, second],
-                                   [static_md, static_plot, static_neighbours], static_vectors, STATIC_PRESETS,
-                                   where=static_tab)
-        static_view.buttons()
+        with gr.Tab(label("embeddings.tab_static"), id="static") as static_tab:
+            gr.Markdown(label("embeddings.static_note"))
+            with gr.Row():
+                with gr.Column(scale=1):
+                    static_word = gr.Textbox("bank", label=label("embeddings.word"), max_length=MAX_WORD_CHARS)
+                    first = gr.Textbox("We sat on the river bank and watched the water.",
+                                       label=label("embeddings.sentence_1"), max_length=MAX_SHORT_TEXT_CHARS)
+                    second = gr.Textbox("She opened a savings account at the bank.", label=label("embeddings.sentence_2"),
+                                        max_length=MAX_SHORT_TEXT_CHARS)
+                    static_button = gr.Button(label("embeddings.static_btn"), variant="primary")
+                    static_md = gr.Markdown()
+                with gr.Column(scale=2):
+                    static_plot = gr.Plot(show_label=False)
+                    static_neighbours = gr.Plot(show_label=False)
+            static_button.click(static_vectors, [static_word, first, second], [static_md, static_plot, static_neighbours],
+                                api_name="embeddings_static")
+            static_view = presets.View("embeddings", "static", [static_word, first, second],
+                                       [static_md, static_plot, static_neighbours], static_vectors, STATIC_PRESETS,
+                                       where=static_tab)
+            static_view.buttons()
 
-    with gr.Tab(label("embeddings.tab_train"), id="train"):
-        gr.Markdown(label("embeddings.train_note"))
-        model = gr.State(None)  # this session's TrainedWord2Vec; kept in memory only
-        with gr.Row():
-            with gr.Column(scale=1):
-                source = gr.Radio([(label("embeddings.corpus_moby"), MOBY),
-                                   (label("embeddings.corpus_upload"), UPLOAD)], value=MOBY,
-                                  label=label("embeddings.corpus"))
-                upload = gr.File(label=label("embeddings.upload"), file_types=[".txt"], type="filepath")
-                architecture = gr.Radio([SKIPGRAM, CBOW], value=SKIPGRAM, label=label("embeddings.architecture"))
-                with gr.Row():
-                    dim = gr.Slider(10, 200, value=50, step=10, label=label("embeddings.dimensions"))
-                    window = gr.Slider(1, 10, value=4, step=1, label=label("embeddings.window"))
-                with gr.Row():
-                    epochs = gr.Slider(1, 10, value=3, step=1, label=label("embeddings.epochs"))
-                    min_count = gr.Slider(1, 50, value=5, step=1, label=label("embeddings.min_count"))
-                train_button = gr.Button(label("embeddings.train_btn"), variant="primary")
-            with gr.Column(scale=2):
-                loss_plot = gr.Plot(show_label=False)
-                train_md = gr.Markdown(label("embeddings.train_hint"))
-        gr.Examples([[SKIPGRAM, 50, 4, 3, 5], [CBOW, 50, 4, 8, 5]],
-                    inputs=[architecture, dim, window, epochs, min_count], label=label("embeddings.train_examples"))
-        train_button.click(train, [source, upload, architecture, dim, window, epochs, min_count],
-                           [loss_plot, train_md, model], api_name="embeddings_train", **TRAIN_QUEUE)
+        with gr.Tab(label("embeddings.tab_train"), id="train") as train_tab:
+            gr.Markdown(label("embeddings.train_note"))
+            before_bar = gr.Column()
+            model = gr.State(None)  # this session's TrainedWord2Vec; kept in memory only
+            with gr.Row():
+                with gr.Column(scale=1):
+                    source = gr.Radio([(label("embeddings.corpus_moby"), MOBY),
+                                       (label("embeddings.corpus_upload"), UPLOAD)], value=MOBY,
+                                      label=label("embeddings.corpus"))
+                    upload = gr.File(label=label("embeddings.upload"), file_types=[".txt"], type="filepath")
+                    architecture = gr.Radio([SKIPGRAM, CBOW], value=SKIPGRAM, label=label("embeddings.architecture"))
+                    with gr.Row():
+                        dim = gr.Slider(10, 200, value=50, step=10, label=label("embeddings.dimensions"))
+                        window = gr.Slider(1, 10, value=4, step=1, label=label("embeddings.window"))
+                    with gr.Row():
+                        epochs = gr.Slider(1, 10, value=3, step=1, label=label("embeddings.epochs"))
+                        min_count = gr.Slider(1, 50, value=5, step=1, label=label("embeddings.min_count"))
+                    train_button = gr.Button(label("embeddings.train_btn"), variant="primary")
+                with gr.Column(scale=2):
+                    loss_plot = gr.Plot(show_label=False)
+                    train_md = gr.Markdown(label("embeddings.train_hint"))
+            untitled_columns(gr.Examples([[SKIPGRAM, 50, 4, 3, 5], [CBOW, 50, 4, 8, 5]],
+                                         inputs=[architecture, dim, window, epochs, min_count],
+                                         label=label("embeddings.train_examples")))
+            trained = train_button.click(train, [source, upload, architecture, dim, window, epochs, min_count],
+                                         [loss_plot, train_md, model], api_name="embeddings_train", **TRAIN_QUEUE)
 
-        gr.Markdown(label("embeddings.compare_title"))
-        with gr.Row():
-            compare_word = gr.Textbox("whale", label=label("embeddings.word"))
-            compare_topn = gr.Slider(1, 30, value=10, step=1, label=label("embeddings.neighbours"))
-            compare_button = gr.Button(label("embeddings.compare_neighbours_btn"), variant="primary")
-        gr.Examples([["whale"], ["ship"], ["sea"], ["captain"], ["harpoon"]], inputs=[compare_word])
-        with gr.Row():
-            ours_table = gr.Dataframe(interactive=False, label=label("embeddings.your_word2vec"),
-                                      buttons=TABLE_BUTTONS)
-            glove_table = gr.Dataframe(interactive=False, label="GloVe 6B 50d", buttons=TABLE_BUTTONS)
-        spaces_md = gr.Markdown()
-        compare_button.click(compare_spaces, [model, compare_word, compare_topn], [ours_table, glove_table, spaces_md],
-                             api_name="embeddings_compare")
+            gr.Markdown(label("embeddings.compare_title"))
+            with gr.Row():
+                compare_word = gr.Textbox("whale", label=label("embeddings.word"), max_length=MAX_WORD_CHARS)
+                compare_topn = gr.Slider(1, 30, value=10, step=1, label=label("embeddings.neighbours"))
+                compare_button = gr.Button(label("embeddings.compare_neighbours_btn"), variant="primary")
+            untitled_columns(gr.Examples([["whale"], ["ship"], ["sea"], ["captain"], ["harpoon"]], inputs=[compare_word],
+                                         label=label("embeddings.compare_examples")))
+            with gr.Row():
+                ours_table = gr.Dataframe(headers=NEIGHBOUR_LABELS, interactive=False,
+                                          label=label("embeddings.your_word2vec"), buttons=TABLE_BUTTONS)
+                glove_table = gr.Dataframe(headers=NEIGHBOUR_LABELS, interactive=False, label="GloVe 6B 50d",
+                                           buttons=TABLE_BUTTONS)
+            spaces_md = gr.Markdown()
+            compare_button.click(compare_spaces, [model, compare_word, compare_topn], [ours_table, glove_table, spaces_md],
+                                 api_name="embeddings_compare")
+            # The comparison follows the model: the untrained one on first open, the trained one after training.
+            trained.success(compare_spaces, [model, compare_word, compare_topn], [ours_table, glove_table, spaces_md],
+                            api_name="embeddings_compare_trained", api_visibility="undocumented")
+            before = presets.View("embeddings", "train", [architecture, dim, window, epochs, min_count, compare_word,
+                                                          compare_topn],
+                                  [loss_plot, train_md, model, ours_table, glove_table, spaces_md], before_training,
+                                  BEFORE_TRAINING_PRESETS, where=train_tab)
+            with before_bar:
+                before.buttons()
 
     views = {"lookup": lookup_view, "onehot": onehot_view, "static": static_view}
     with lesson_slot:

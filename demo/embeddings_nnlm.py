@@ -8,7 +8,7 @@ import pandas as pd
 
 from core.errors import UserInputError
 from core.lazy import lazy_import
-from core.limits import NNLM_MAX_CONTEXT, NNLM_MAX_SECONDS
+from core.limits import MAX_LIST_CHARS, NNLM_MAX_CONTEXT, NNLM_MAX_SECONDS
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors
 from demo.figures import bar, lines
@@ -70,7 +70,7 @@ def build() -> tuple[list, list]:
                 hidden = gr.Slider(2, 256, value=32, step=2, label=label("nnlm.hidden"))
                 steps = gr.Slider(10, 5000, value=150, step=10, label=label("nnlm.steps"))
             seconds = gr.Slider(5, NNLM_MAX_SECONDS, value=20, step=5, label=label("nnlm.seconds"))
-            text = gr.Textbox("的", label=label("nnlm.text"))
+            text = gr.Textbox("的", label=label("nnlm.text"), max_length=MAX_LIST_CHARS)
             button = gr.Button(label("nnlm.button"), variant="primary")
         with gr.Column(scale=2):
             summary = gr.Markdown()

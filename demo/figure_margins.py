@@ -101,10 +101,13 @@ def _number_labels(low_high: Sequence[float], log: bool = False, exponent_format
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= rough * (1 - 1e-9))  # plotly's 1, 2, 5 steps
     ends = (math.ceil(low / step - 1e-9) * step, math.floor(high / step + 1e-9) * step)
     magnitude = math.floor(math.log10(max(abs(low), abs(high)) or 1) + 0.01)
-    exponent = 3 * round((magnitude - 1) / 3) if abs(magnitude) > 3 else 0  # plotly writes 20k, 1.5M, 50μ
+    si = exponent_format == "B" and abs(magnitude) > 3
+    exponent = 3 * round((magnitude - 1) / 3) if si else 0  # plotly writes 20k, 1.5M, 50μ; "none": 20,000
     suffix = SI_PREFIXES.get(exponent, f"e{exponent}") if exponent else ""
     decimals = max(0, -math.floor(math.log10(step / 10.0 ** exponent) + 1e-9))
-    return [("−" if v < -step / 2 else "") + f"{abs(v) / 10.0 ** exponent:.{decimals}f}{suffix}" for v in ends]
+    grouping = "," if exponent_format == "none" else ""
+    return [("−" if v < -step / 2 else "") + f"{abs(v) / 10.0 ** exponent:{grouping}.{decimals}f}{suffix}"
+            for v in ends]
 
 
 def _axis_texts(axis: dict, values: list) -> list[str]:
@@ -166,8 +169,9 @@ def _axis_extent(axis: dict, texts: Sequence[str], font_size: float, letter: str
         extent += ROTATED_LABEL_SHIFT if letter == "x" and angle % 180 else 0
     title = axis.get("title") or {}
     title_text = title.get("text") if isinstance(title, dict) else title
-    if title_text:
+    if title_text:  # its height, and the standoff it keeps from the tick labels (demo/figures.py's template)
         extent += text_size(title_text, (title.get("font") or {}).get("size") or font_size)[1]
+        extent += title.get("standoff") or 0
     return extent + AUTOMARGIN_PAD
 
 
@@ -239,7 +243,10 @@ def reserved_margins(data: list[dict], layout: dict, *, font_size: float, base_m
             heatmap_axes.update(names)
             colorbars.append(_colorbar_push(trace, layout, font_size))
     for name, axis_values in values.items():
-        axis = {**axis_defaults.get(name[0], {}), **(layout.get(name) or {})}
+        own, default = layout.get(name) or {}, axis_defaults.get(name[0], {})
+        axis = {**default, **own}
+        if isinstance(own.get("title"), dict) and isinstance(default.get("title"), dict):  # its text, our standoff
+            axis["title"] = {**default["title"], **own["title"]}
         if axis.get("visible") is False or axis.get("automargin") is False:
             continue
         anchor = layout.get(_axis_name(axis.get("anchor") or ("y" if name[0] == "x" else "x"))) or {}

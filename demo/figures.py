@@ -6,6 +6,8 @@ and one colour scale, and every figure's camera button exports a slide-sized PNG
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -15,7 +17,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from core.i18n import DEFAULT_LANGUAGE, table, text
-from demo.figure_margins import reserved_margins
+from demo.figure_margins import reserved_margins, text_size
 
 # Latin fonts first, then CJK ones, so 中文 titles, tokens and axis labels render as glyphs (not boxes) on screen and
 # in the PNG/SVG exports: the SVG keeps this stack in every text's font-family, so a slide tool picks whichever of
@@ -30,18 +32,29 @@ SEQUENTIAL_SCALE = "Viridis"  # attention, probabilities, counts: perceptually u
 DIVERGING_SCALE = "RdBu_r"  # signed values (embeddings, gates before the nonlinearity, PE): 0 is white
 COLORWAY = ["#3b6fd8", "#e4572e", "#2a9d8f", "#f3a712", "#8e5ad1", "#6b7a8f", "#d64a8b", "#4caf50"]
 HIGHLIGHT = "#e4572e"  # the chosen token, the argmax, the answer span
+TITLE_TOP = 34  # px above a figure's title: the modebar's strip (its buttons are 28 px tall at 2 px from the top)
+TITLE_WIDTH = 560  # px a title line may take: a plot sharing its row is 600 px wide at 1440 px (figure_margins)
+AXIS_TITLE_STANDOFF = 10  # px between an axis's tick labels and its title
 SLIDE_EXPORT = {"format": "png", "width": 1600, "height": 900, "scale": 2, "filename": "plm-explorer-figure"}
 
 TEMPLATE = go.layout.Template(
     layout=go.Layout(
         font=dict(family=FONT_FAMILY, size=BASE_FONT_SIZE, color="#1f2937"),
-        title=dict(font=dict(size=TITLE_FONT_SIZE), x=0.02, xanchor="left"),
+        # The title hangs TITLE_TOP px below the figure's top edge: the plotly toolbar (modebar) sits above it there
+        # instead of over its words, on a phone too. Long titles are wrapped when the figure is sent (wrap_title).
+        title=dict(font=dict(size=TITLE_FONT_SIZE), x=0.02, xanchor="left", yref="container", y=1, yanchor="top",
+                   pad=dict(t=TITLE_TOP)),
         colorway=COLORWAY,
         paper_bgcolor="white",
         plot_bgcolor="white",
         margin=dict(l=70, r=30, t=70, b=60),
-        xaxis=dict(showgrid=False, linecolor="#9ca3af", ticks="outside", automargin=True),
-        yaxis=dict(gridcolor="#e5e7eb", linecolor="#9ca3af", automargin=True, zeroline=False),
+        # Axis titles keep AXIS_TITLE_STANDOFF px from the tick labels plotly measured (without a standoff plotly
+        # guesses the labels' width and drew "unit" over "unit 74"). Linear axes print plain numbers, never SI
+        # prefixes ("50μ" reads as a unit, not a probability); log axes print powers of ten (SlideFigure.to_json).
+        xaxis=dict(showgrid=False, linecolor="#9ca3af", ticks="outside", automargin=True,
+                   title=dict(standoff=AXIS_TITLE_STANDOFF), exponentformat="none", separatethousands=True),
+        yaxis=dict(gridcolor="#e5e7eb", linecolor="#9ca3af", automargin=True, zeroline=False,
+                   title=dict(standoff=AXIS_TITLE_STANDOFF), exponentformat="none", separatethousands=True),
         hoverlabel=dict(font=dict(family=FONT_FAMILY, size=BASE_FONT_SIZE - 1)),
         legend=dict(bgcolor="rgba(255,255,255,0.8)"),
     )
@@ -75,9 +88,37 @@ class SlideFigure(go.Figure):
         figure = self.to_dict()  # what plotly.io.to_json sends, without trace uids
         for trace in figure["data"]:
             trace.pop("uid", None)
-        figure["layout"]["margin"] = reserved_margins(self._data, self._layout, **TEMPLATE_MARGINS)
+        layout = figure["layout"]
+        for key, axis in layout.items():  # log axes: 10⁻¹⁵ … 10⁰, not plotly's "1f, 1p, 1n, 1μ"
+            if key[:1] in "xy" and key[1:5] == "axis" and isinstance(axis, dict) and axis.get("type") == "log":
+                axis.setdefault("exponentformat", "power")
+        title_lines = wrap_title(layout)
+        layout["margin"] = reserved_margins(self._data, layout, **TEMPLATE_MARGINS)
+        title_height = TITLE_TOP + text_size("<br>".join(title_lines), TITLE_FONT_SIZE)[1] + 12 if title_lines else 0
+        layout["margin"]["t"] = max(layout["margin"]["t"], math.ceil(title_height))
         figure["config"] = PLOTLY_CONFIG
         return pio.json.to_json_plotly(figure, pretty=pretty, engine=engine)
+
+
+def wrap_title(layout: dict) -> list[str]:
+    """Break a figure's title (in the sent ``layout``) into lines of at most TITLE_WIDTH px, at spaces, or between
+    any two characters of 中文; returns its lines ([] without a title). A title drawn on one line ran off the right
+    edge of a half-width plot ("…per laye")."""
+    title = layout.get("title")
+    words = title.get("text") if isinstance(title, dict) else None
+    if not words:
+        return []
+    lines = []
+    for given in re.split(r"<br\s*/?>", words):
+        line = ""
+        for piece in re.findall(r"[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+|\s+", given):
+            if line.strip() and not piece.isspace() and text_size(line + piece, TITLE_FONT_SIZE)[0] > TITLE_WIDTH:
+                lines.append(line.rstrip())
+                line = ""
+            line += "" if piece.isspace() and not line else piece
+        lines.append(line.rstrip())
+    title["text"] = "<br>".join(lines)
+    return lines
 
 
 def styled(fig: go.Figure, title: str | None = None, height: int | None = None) -> SlideFigure:

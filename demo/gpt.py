@@ -8,14 +8,14 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from core import registry
+from core import ladder_heldout, registry
 from core.errors import UserInputError
 from core.lazy import lazy_import
-from core.limits import MAX_GENERATE
+from core.limits import MAX_GENERATE, MAX_TEXT_CHARS
 from core.seeds import GPT_VS_BERT
 from demo import presets
-from demo.common import friendly_errors, gpu_handler, number_in_range
-from demo.downloads import model_event
+from demo.common import friendly_errors, gpu_handler, number_in_range, sig4
+from demo.downloads import card_when_missing, missing_model_card, model_event, needs_download, results_visible
 from demo.figures import bar, empty_figure, heatmap
 from demo.i18n import label, t
 
@@ -79,7 +79,10 @@ def _badge(model_id: str) -> str:
     text = t("gpt.model_badge", badge=loaded.badge)
     if loaded.model_id == CHAR:
         losses = " · ".join(f"{name} {loss:.3f}" for name, loss in gpt.held_out_losses().items())
-        text += "\n\n" + t("gpt.held_out", losses=losses)
+        scores = ladder_heldout.char_gpt_scores()  # the same figure under the Overview ladder's protocol, beside it
+        text += "\n\n" + t("gpt.held_out", losses=losses, windows=scores.windows, length=scores.length,
+                             nats=f"{scores.window_nats:.3f}", bits=f"{scores.window_bits:.3f}",
+                             stream=f"{scores.stream_bits:.3f}")
     if loaded.model_id == ZH_GPT:
         text += "\n\n" + t("gpt.zh_numbers_differ")
     return text
@@ -95,6 +98,7 @@ def _table(rows: list[list], key: str, columns: int) -> pd.DataFrame:
 
 @friendly_errors
 @gpu_handler
+@card_when_missing("downloads.shows_gpt_next", outputs=3)
 def next_token(model_id: str, text: str, temperature: float, top_k: float):
     """The next-token distribution after the text, with temperature and top-k applied."""
     result = gpt.next_token(model_id, text, _temperature(temperature), _top_k(top_k))
@@ -102,7 +106,7 @@ def next_token(model_id: str, text: str, temperature: float, top_k: float):
     fig = bar([_shown(tok) for tok, _ in result.candidates], [p for _, p in result.candidates],
               t("gpt.fig_next", temperature=f"{result.temperature:g}", cut=cut),
               highlight=[i == 0 for i in range(len(result.candidates))])
-    rows = [[_shown(tok), round(p, 4), round(q, 4)] for (tok, p), (_, q) in zip(result.candidates, result.raw_top)]
+    rows = [[_shown(tok), sig4(p), sig4(q)] for (tok, p), (_, q) in zip(result.candidates, result.raw_top)]
     notes = [_badge(result.model_id),
              t("gpt.read_tokens", count=len(result.pieces), last=" | ".join(_shown(p) for p in result.pieces[-12:]))]
     if result.note:
@@ -112,6 +116,7 @@ def next_token(model_id: str, text: str, temperature: float, top_k: float):
 
 @friendly_errors
 @gpu_handler
+@card_when_missing("downloads.shows_gpt_generate", outputs=3, card_at=2)
 def generate(model_id: str, prompt: str, length: float, temperature: float, top_k: float, seed: float):
     """Sample token by token; the text and the table of steps grow as it goes."""
     length = int(number_in_range(length, t("gpt.length_name"), 1, MAX_GENERATE))
@@ -121,7 +126,7 @@ def generate(model_id: str, prompt: str, length: float, temperature: float, top_
     text, rows = "", []
     for n, step in enumerate(steps, start=1):
         text += step.token
-        rows.append([n, _shown(step.token), round(step.probability, 4),
+        rows.append([n, _shown(step.token), sig4(step.probability),
                      " · ".join(f"{_shown(tok)} {p:.2f}" for tok, p in step.alternatives)])
         if n % 10 == 0 or n == length:
             yield prompt + text, _table(rows[::-1], "col_generate", 4), t("gpt.generated_so_far", n=n, length=length)
@@ -133,6 +138,7 @@ def generate(model_id: str, prompt: str, length: float, temperature: float, top_
 
 @friendly_errors
 @gpu_handler
+@card_when_missing("downloads.shows_gpt_attention", outputs=3)
 def attention(model_id: str, text: str, layer: float, head: float):
     """One layer and head's causal attention map, and the mean over that layer's heads."""
     result = gpt.attention_maps(model_id, text)
@@ -165,33 +171,40 @@ def gpt_vs_bert(text: str, gpt_id: str, bert_id: str):
         gpt_fig = bar([_shown(tok) for tok, _ in result.gpt.candidates], [p for _, p in result.gpt.candidates],
                       t("gpt.fig_vs_gpt", model=result.gpt.model_id),
                       highlight=[i == 0 for i in range(len(result.gpt.candidates))])
-    else:
-        gpt_fig = empty_figure(t("gpt.see_message") if result.gpt_note else t("gpt.no_causal_result"))
+    else:  # hidden: the notes say why the causal side has no result
+        gpt_fig = None
+    # No masked LM: its figure is hidden; its card (when a download brings it) leads the notes, else its reason.
+    card, bert_fig, bert_note = None, None, result.bert_note
     if result.bert:
         bert_fig = bar([tok for tok, _ in result.bert], [p for _, p in result.bert],
                        t("gpt.fig_vs_bert", model=result.bert_model),
                        highlight=[i == 0 for i in range(len(result.bert))])
-    else:
-        bert_fig = empty_figure(t("gpt.bert_missing", model=result.bert_model))
-    notes = [t("gpt.gpt_reads", left=result.left), t("gpt.bert_reads", text=result.text)]
-    notes += ["⚠️ " + note for note in (result.gpt_note, result.gpt and result.gpt.note, result.bert_note) if note]
+    elif result.bert_error is not None and needs_download(result.bert_error):
+        card, bert_note = missing_model_card(result.bert_model, "downloads.shows_gpt_bert", result.bert_error), None
+    notes = ([card] if card else []) + [t("gpt.gpt_reads", left=result.left)]
+    if result.bert:
+        notes.append(t("gpt.bert_reads", text=result.text))
+    notes += ["⚠️ " + note for note in (result.gpt_note, result.gpt and result.gpt.note, bert_note) if note]
     if any("\u4e00" <= ch <= "\u9fff" for ch in result.text):
         notes.append(t("gpt.zh_numbers_differ"))
-    return "\n\n".join(notes), gpt_fig, bert_fig
+    return ("\n\n".join(notes), gpt_fig, bert_fig, results_visible(bool(result.gpt)),
+            results_visible(bool(result.bert)))
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Presets: a checkpoint that is not on this machine gives its `hf download` message in the view, not a dead click
 
 
-def _or_message(fn, figures: int, table: str | None = None):
-    """fn for a preset: its result, or (the message, blank figures[, an empty table]) when it cannot run here."""
+def _or_message(fn, figures: int, table: str | None = None, results: int = 0):
+    """fn for a preset: its result, or (the message, blank figures[, an empty table], ``results`` hidden result
+    columns) when it cannot run here."""
     def run(*values):
         try:
             return fn(*values)
         except gr.Error as exc:
             blank = [empty_figure(t("gpt.see_message")) for _ in range(figures)]
-            return ("⚠️ " + str(exc.message), *blank, *([pd.DataFrame()] if table else []))
+            return ("⚠️ " + str(exc.message), *blank, *([pd.DataFrame()] if table else []),
+                    *[results_visible(False)] * results)
     return run
 
 
@@ -207,7 +220,7 @@ def _generate_or_message(*values):
     try:
         return _generate_all(*values)
     except gr.Error as exc:
-        return values[1], pd.DataFrame(), "⚠️ " + str(exc.message)
+        return values[1], pd.DataFrame(), "⚠️ " + str(exc.message), results_visible(False)
 
 
 P = presets.Preset
@@ -253,30 +266,33 @@ def build() -> dict[str, presets.View]:
         gr.Markdown(label("gpt.intro"))
         model = _model_picker()
         with gr.Row():
-            text = gr.Textbox(label=label("gpt.text_so_far"), value=NEXT_EXAMPLES[0][1], lines=2, scale=4)
+            text = gr.Textbox(label=label("gpt.text_so_far"), value=NEXT_EXAMPLES[0][1], lines=2, scale=4,
+                              max_length=MAX_TEXT_CHARS)
             with gr.Column(scale=1):
                 temperature = gr.Slider(0.05, 3, value=1.0, step=0.05, label=label("gpt.temperature"))
                 top_k = gr.Slider(0, 100, value=0, step=1, label=label("gpt.top_k_all"))
         next_button = gr.Button(label("gpt.predict_next"), variant="primary")
         next_bar = gr.Column()
         next_note = gr.Markdown()
-        with gr.Row():
+        with gr.Row() as next_results:  # hidden while the checkpoint is missing: next_note shows its card
             next_plot = gr.Plot(show_label=False)
             next_table = gr.Dataframe(headers=[""] * 3, interactive=False)
-        next_inputs, next_outputs = [model, text, temperature, top_k], [next_note, next_plot, next_table]
+        next_inputs = [model, text, temperature, top_k]
+        next_outputs = [next_note, next_plot, next_table, next_results]
         model_event(next_button.click, {"causal-lm": model}, next_token, next_inputs, next_outputs,
                     api_name="transformer_gpt_next", queue={})
         model_event(text.submit, {"causal-lm": model}, next_token, next_inputs, next_outputs,
                     api_name="transformer_gpt_next_submit", queue={})
         next_view = presets.View("transformer", "gpt_next", next_inputs, next_outputs,
-                                 _or_message(next_token, 1, table="next"), NEXT_PRESETS, where=next_tab)
+                                 _or_message(next_token, 1, table="next", results=1), NEXT_PRESETS, where=next_tab)
         with next_bar:
             next_view.buttons()
 
     with gr.Tab(label("gpt.tab_generate"), id="gpt-generate") as generate_tab:
         gen_model = _model_picker()
         with gr.Row():
-            prompt = gr.Textbox(label=label("gpt.prompt"), value=GENERATE_EXAMPLES[0][1], scale=3)
+            prompt = gr.Textbox(label=label("gpt.prompt"), value=GENERATE_EXAMPLES[0][1], scale=3,
+                                max_length=MAX_TEXT_CHARS)
             length = gr.Slider(1, MAX_GENERATE, value=200, step=1, label=label("gpt.tokens_to_generate"))
             gen_temperature = gr.Slider(0.05, 3, value=0.8, step=0.05, label=label("gpt.temperature"))
             gen_top_k = gr.Slider(0, 100, value=0, step=1, label=label("gpt.top_k_all_short"))
@@ -284,11 +300,11 @@ def build() -> dict[str, presets.View]:
         gen_button = gr.Button(label("gpt.generate"), variant="primary")
         gen_bar = gr.Column()
         gen_note = gr.Markdown()
-        gen_text = gr.Textbox(label=label("gpt.prompt_and_generated"), lines=6)
-        gen_steps = gr.Dataframe(headers=[""] * 4, interactive=False,
-                                 max_height=360)
+        with gr.Column() as gen_results:  # hidden while the checkpoint is missing: gen_note shows its card
+            gen_text = gr.Textbox(label=label("gpt.prompt_and_generated"), lines=6)
+            gen_steps = gr.Dataframe(headers=[""] * 4, interactive=False, max_height=360)
         gen_inputs = [gen_model, prompt, length, gen_temperature, gen_top_k, seed]
-        gen_outputs = [gen_text, gen_steps, gen_note]
+        gen_outputs = [gen_text, gen_steps, gen_note, gen_results]
         model_event(gen_button.click, {"causal-lm": gen_model}, generate, gen_inputs, gen_outputs,
                     api_name="transformer_gpt_generate", queue={})
         generate_view = presets.View("transformer", "gpt_generate", gen_inputs, gen_outputs, _generate_or_message,
@@ -299,27 +315,29 @@ def build() -> dict[str, presets.View]:
     with gr.Tab(label("gpt.tab_attention"), id="gpt-attention") as attention_tab:
         att_model = _model_picker()
         with gr.Row():
-            att_text = gr.Textbox(label=label("gpt.text_map"), value=ATTENTION_EXAMPLES[0][1], scale=3)
+            att_text = gr.Textbox(label=label("gpt.text_map"), value=ATTENTION_EXAMPLES[0][1], scale=3,
+                                  max_length=MAX_TEXT_CHARS)
             layer = gr.Slider(1, 12, value=1, step=1, label=label("gpt.layer"))
             head = gr.Slider(1, 12, value=1, step=1, label=label("gpt.head"))
         att_button = gr.Button(label("gpt.show_attention"), variant="primary")
         att_bar = gr.Column()
         att_note = gr.Markdown()
-        with gr.Row():
+        with gr.Row() as att_results:  # hidden while the checkpoint is missing: att_note shows its card
             att_plot = gr.Plot(show_label=False)
             att_mean = gr.Plot(show_label=False)
-        att_inputs, att_outputs = [att_model, att_text, layer, head], [att_note, att_plot, att_mean]
+        att_inputs, att_outputs = [att_model, att_text, layer, head], [att_note, att_plot, att_mean, att_results]
         model_event(att_button.click, {"causal-lm": att_model}, attention, att_inputs, att_outputs,
                     api_name="transformer_gpt_attention", queue={})
         attention_view = presets.View("transformer", "gpt_attention", att_inputs, att_outputs,
-                                      _or_message(attention, 2), ATTENTION_PRESETS, where=attention_tab)
+                                      _or_message(attention, 2, results=1), ATTENTION_PRESETS, where=attention_tab)
         with att_bar:
             attention_view.buttons()
 
     with gr.Tab(label("gpt.tab_vs"), id="gpt-vs-bert") as vs_tab:
         gr.Markdown(label("gpt.vs_intro"))
         with gr.Row():
-            vs_text = gr.Textbox(label=label("gpt.sentence_blank"), value=VS_EXAMPLES[0][0], scale=3)
+            vs_text = gr.Textbox(label=label("gpt.sentence_blank"), value=VS_EXAMPLES[0][0], scale=3,
+                                 max_length=MAX_TEXT_CHARS)
             gpt_id = gr.Dropdown(list(MODEL_CHOICES), value=VS_EXAMPLES[0][1], label=label("gpt.causal_lm"),
                                  allow_custom_value=True)
             bert_id = gr.Dropdown(["bert-base-uncased", "bert-base-chinese", "distilbert-base-uncased"],
@@ -327,13 +345,16 @@ def build() -> dict[str, presets.View]:
         vs_button = gr.Button(label("gpt.compare"), variant="primary")
         vs_bar = gr.Column()
         vs_note = gr.Markdown()
-        with gr.Row():
-            gpt_plot = gr.Plot(show_label=False)
-            bert_plot = gr.Plot(show_label=False)
-        vs_inputs, vs_outputs = [vs_text, gpt_id, bert_id], [vs_note, gpt_plot, bert_plot]
+        with gr.Row():  # each side hidden while it has no result: vs_note shows the card or the reason
+            with gr.Column() as gpt_results:
+                gpt_plot = gr.Plot(show_label=False)
+            with gr.Column() as bert_results:
+                bert_plot = gr.Plot(show_label=False)
+        vs_inputs = [vs_text, gpt_id, bert_id]
+        vs_outputs = [vs_note, gpt_plot, bert_plot, gpt_results, bert_results]
         model_event(vs_button.click, {"causal-lm": gpt_id, "mlm": bert_id}, gpt_vs_bert, vs_inputs, vs_outputs,
                     api_name="transformer_gpt_vs_bert", queue={})
-        vs_view = presets.View("transformer", "gpt_vs_bert", vs_inputs, vs_outputs, _or_message(gpt_vs_bert, 2),
+        vs_view = presets.View("transformer", "gpt_vs_bert", vs_inputs, vs_outputs, _or_message(gpt_vs_bert, 2, results=2),
                                VS_PRESETS, where=vs_tab)
         with vs_bar:
             vs_view.buttons()

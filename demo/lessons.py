@@ -69,6 +69,7 @@ def lesson(steps: Sequence[Step]) -> gr.HTML:
                   title=in_every_language(label("presets.lesson_title")),
                   show=in_every_language(label("presets.show_me")),
                   answer=in_every_language(label("presets.answer")))
+    box.lesson_steps = list(steps)  # for tests and tools: what each "Show me" runs
 
     @friendly_errors
     def run_step(number: str, request: gr.Request = None):

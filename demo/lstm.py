@@ -10,22 +10,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core import jobs
-from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
-from core.limits import MAX_GENERATE
-from demo import lessons, presets
+from core.limits import MAX_GENERATE, MAX_LIST_CHARS, MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
+from demo import lessons, lstm_train, presets
 from demo import elmo as elmo_layers  # the ELMo sub-tab with two layers and the weighted sum (§7)
-from demo.common import (
-    TABLE_BUTTONS,
-    TRAIN_QUEUE,
-    friendly_errors,
-    gpu_handler,
-    number_in_range,
-    stopped_error,
-    stopped_note,
-    training_run,
-)
+from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, number_in_range, sig4,
+                         stopped_error, stopped_note, training_run)
 from demo.figures import COLORWAY, heatmap, lines, styled
 from demo.i18n import label, t
 
@@ -220,8 +211,8 @@ def compare_contexts(word: str, first: str, second: str, third: str):
     for a in range(len(vectors)):
         for b in range(a + 1, len(vectors)):
             va, vb = vectors[a], vectors[b]
-            rows.append([f"{labels[a]} – {labels[b]}", round(lstm.cosine(va.both, vb.both), 3),
-                         round(lstm.cosine(va.context, vb.context), 3)])
+            rows.append([f"{labels[a]} – {labels[b]}", sig4(lstm.cosine(va.both, vb.both)),
+                         sig4(lstm.cosine(va.context, vb.context))])
     note = "\n".join(f"- **{label}**: {v.sentence[:v.span[0]]}**{v.sentence[v.span[0]:v.span[1]]}**"
                      f"{v.sentence[v.span[1]:]}" for label, v in zip(labels, vectors))
     return note, fig, pd.DataFrame(rows, columns=[t(f"lstm.col_elmo_{i}") for i in range(3)])
@@ -242,8 +233,7 @@ def train_models(level: str, steps: float, seconds: float, progress=gr.Progress(
 
 def _train(level: str, steps: int, budget: jobs.Budget, progress):
     progress(0, desc=t("lstm.progress_vocab"))
-    train_text, held_text = lstm.split_text(load_corpus("moby_dick"))
-    vocab = lstm.Vocab.build(train_text, level, min_count=10 if level == "char" else 3)
+    train_text, held_text, vocab = lstm_train.corpus(level)
     history = {"RNN": [], "LSTM": []}
     models = None
     stopped = None
@@ -334,95 +324,111 @@ def build() -> None:
     # while the app is built (which would load the models, and torch with them: core/lazy.py).
     badge.attach_load_event(shipped_badge, None)
 
-    with gr.Tab(label("lstm.tab_gates"), id="gates") as gates_tab:
-        with gr.Row():
-            text = gr.Textbox(label=label("lstm.text_label"), lines=2, scale=4, value=INSPECT_EXAMPLES[0][0],
-                              info=label("lstm.text_info"))
-            with gr.Column(scale=1):
-                signal = gr.Dropdown([(label(f"lstm.signal_{key}"), value) for value, key in SIGNALS.items()],
-                                     value="forget gate f", label=label("lstm.signal"))
-                units = gr.Slider(4, 64, value=24, step=1, label=label("lstm.units"))
-        inspect_button = gr.Button(label("lstm.look_inside"), variant="primary")
-        note = gr.Markdown()
-        lstm_plot = gr.Plot(show_label=False)
-        rnn_plot = gr.Plot(show_label=False)
-        prob_plot = gr.Plot(show_label=False)
-        table = gr.Dataframe(headers=[""] * 5, interactive=False,
-                             max_height=360, buttons=TABLE_BUTTONS)
-        inspect_button.click(inspect_text, [text, signal, units, models], [note, lstm_plot, rnn_plot, prob_plot, table],
-                             api_name="lstm_inspect")
-        inspect_view = presets.View("lstm", "inspect", [text, signal, units], [note, lstm_plot, rnn_plot, prob_plot, table],
-                                    inspect_shipped, INSPECT_PRESETS, where=gates_tab)
-        inspect_view.buttons()
+    with gr.Tabs():
+        with gr.Tab(label("lstm.tab_gates"), id="gates") as gates_tab:
+            with gr.Row():
+                text = gr.Textbox(label=label("lstm.text_label"), lines=2, scale=4, value=INSPECT_EXAMPLES[0][0],
+                                  info=label("lstm.text_info"), max_length=MAX_SHORT_TEXT_CHARS)
+                with gr.Column(scale=1):
+                    signal = gr.Dropdown([(label(f"lstm.signal_{key}"), value) for value, key in SIGNALS.items()],
+                                         value="forget gate f", label=label("lstm.signal"))
+                    units = gr.Slider(4, 64, value=24, step=1, label=label("lstm.units"))
+            inspect_button = gr.Button(label("lstm.look_inside"), variant="primary")
+            note = gr.Markdown()
+            lstm_plot = gr.Plot(show_label=False)
+            rnn_plot = gr.Plot(show_label=False)
+            prob_plot = gr.Plot(show_label=False)
+            table = gr.Dataframe(headers=[""] * 5, interactive=False,
+                                 max_height=360, buttons=TABLE_BUTTONS)
+            inspect_button.click(inspect_text, [text, signal, units, models], [note, lstm_plot, rnn_plot, prob_plot, table],
+                                 api_name="lstm_inspect")
+            inspect_view = presets.View("lstm", "inspect", [text, signal, units], [note, lstm_plot, rnn_plot, prob_plot, table],
+                                        inspect_shipped, INSPECT_PRESETS, where=gates_tab)
+            inspect_view.buttons()
 
-    with gr.Tab(label("lstm.tab_gradients"), id="gradients") as gradients_tab:
-        gr.Markdown(label("lstm.gradients_intro"))
-        with gr.Row():
-            length = gr.Slider(10, 200, value=100, step=1, label=label("lstm.sequence_length"))
-            forget_text = gr.Textbox(label=label("lstm.forget_text"), scale=3,
-                                     value="The whale, which Ahab had chased for years across every ocean, was white.")
-        grad_button = gr.Button(label("lstm.measure"), variant="primary")
-        summary = gr.Markdown()
-        grad_plot = gr.Plot(show_label=False)
-        forget_plot = gr.Plot(show_label=False)
-        grad_button.click(measure_gradients, [length, forget_text, models], [summary, grad_plot, forget_plot],
-                          api_name="lstm_gradients")
-        gradients_view = presets.View("lstm", "gradients", [length, forget_text], [summary, grad_plot, forget_plot],
-                                      gradients_shipped, GRADIENT_PRESETS, where=gradients_tab)
-        gradients_view.buttons()
+        with gr.Tab(label("lstm.tab_gradients"), id="gradients") as gradients_tab:
+            gr.Markdown(label("lstm.gradients_intro"))
+            with gr.Row():
+                length = gr.Slider(10, 200, value=100, step=1, label=label("lstm.sequence_length"))
+                forget_text = gr.Textbox(label=label("lstm.forget_text"), scale=3,
+                                         value="The whale, which Ahab had chased for years across every ocean, was white.",
+                                         max_length=MAX_SHORT_TEXT_CHARS)
+            grad_button = gr.Button(label("lstm.measure"), variant="primary")
+            summary = gr.Markdown()
+            grad_plot = gr.Plot(show_label=False)
+            forget_plot = gr.Plot(show_label=False)
+            grad_button.click(measure_gradients, [length, forget_text, models], [summary, grad_plot, forget_plot],
+                              api_name="lstm_gradients")
+            gradients_view = presets.View("lstm", "gradients", [length, forget_text], [summary, grad_plot, forget_plot],
+                                          gradients_shipped, GRADIENT_PRESETS, where=gradients_tab)
+            gradients_view.buttons()
 
-    with gr.Tab(label("lstm.tab_generate"), id="generate") as generate_tab:
-        with gr.Row():
-            prompt = gr.Textbox(label=label("lstm.prompt"), value="Call me Ishmael. ", scale=3)
-            gen_length = gr.Slider(1, MAX_GENERATE, value=200, step=1, label=label("lstm.tokens_to_generate"))
-            temperature = gr.Slider(0.05, 2.0, value=0.8, step=0.05, label=label("lstm.temperature"))
-            seed = gr.Number(value=0, precision=0, minimum=0, maximum=2**32 - 1, label=label("lstm.seed"))
-        gen_button = gr.Button(label("lstm.generate_both"), variant="primary")
-        gen_note = gr.Markdown()
-        with gr.Row():
-            rnn_out = gr.Textbox(label=label("lstm.vanilla_rnn"), lines=8)
-            lstm_out = gr.Textbox(label="LSTM", lines=8)
-        gen_button.click(generate_both, [prompt, gen_length, temperature, seed, models], [rnn_out, lstm_out, gen_note],
-                         api_name="lstm_generate")
-        presets.View("lstm", "generate", [prompt, gen_length, temperature, seed], [rnn_out, lstm_out, gen_note],
-                     generate_shipped, GENERATE_PRESETS, where=generate_tab).buttons()
+        with gr.Tab(label("lstm.tab_generate"), id="generate") as generate_tab:
+            with gr.Row():
+                prompt = gr.Textbox(label=label("lstm.prompt"), value="Call me Ishmael. ", scale=3,
+                                    max_length=MAX_LIST_CHARS)
+                gen_length = gr.Slider(1, MAX_GENERATE, value=200, step=1, label=label("lstm.tokens_to_generate"))
+                temperature = gr.Slider(0.05, 2.0, value=0.8, step=0.05, label=label("lstm.temperature"))
+                seed = gr.Number(value=0, precision=0, minimum=0, maximum=2**32 - 1, label=label("lstm.seed"))
+            gen_button = gr.Button(label("lstm.generate_both"), variant="primary")
+            gen_note = gr.Markdown()
+            with gr.Row():
+                rnn_out = gr.Textbox(label=label("lstm.vanilla_rnn"), lines=8)
+                lstm_out = gr.Textbox(label="LSTM", lines=8)
+            gen_button.click(generate_both, [prompt, gen_length, temperature, seed, models], [rnn_out, lstm_out, gen_note],
+                             api_name="lstm_generate")
+            presets.View("lstm", "generate", [prompt, gen_length, temperature, seed], [rnn_out, lstm_out, gen_note],
+                         generate_shipped, GENERATE_PRESETS, where=generate_tab).buttons()
 
-    with gr.Tab(label("lstm.tab_elmo"), id="elmo") as elmo_tab:
-        gr.Markdown(label("lstm.elmo_intro"))
-        with gr.Row():
-            word = gr.Textbox(label=label("lstm.word"), value=ELMO_EXAMPLES[0][0], scale=1)
-            first = gr.Textbox(label=label("lstm.sentence_1"), value=ELMO_EXAMPLES[0][1], scale=3)
-        with gr.Row():
-            second = gr.Textbox(label=label("lstm.sentence_2"), value=ELMO_EXAMPLES[0][2])
-            third = gr.Textbox(label=label("lstm.sentence_3"), value=ELMO_EXAMPLES[0][3])
-        elmo_button = gr.Button(label("lstm.compare"), variant="primary")
-        elmo_note = gr.Markdown()
-        with gr.Row():
-            elmo_plot = gr.Plot(show_label=False)
-            elmo_table = gr.Dataframe(headers=[""] * 3, interactive=False,
-                                      buttons=TABLE_BUTTONS)
-        elmo_button.click(compare_contexts, [word, first, second, third], [elmo_note, elmo_plot, elmo_table],
-                          api_name="lstm_elmo")
-        elmo_view = presets.View("lstm", "elmo", [word, first, second, third], [elmo_note, elmo_plot, elmo_table],
-                                 compare_contexts, ELMO_PRESETS, where=elmo_tab)
-        elmo_view.buttons()
-    elmo_layers.build_tab()
+        with gr.Tab(label("lstm.tab_elmo"), id="elmo") as elmo_tab:
+            gr.Markdown(label("lstm.elmo_intro"))
+            with gr.Row():
+                word = gr.Textbox(label=label("lstm.word"), value=ELMO_EXAMPLES[0][0], scale=1, max_length=MAX_WORD_CHARS)
+                first = gr.Textbox(label=label("lstm.sentence_1"), value=ELMO_EXAMPLES[0][1], scale=3,
+                                   max_length=MAX_SHORT_TEXT_CHARS)
+            with gr.Row():
+                second = gr.Textbox(label=label("lstm.sentence_2"), value=ELMO_EXAMPLES[0][2],
+                                    max_length=MAX_SHORT_TEXT_CHARS)
+                third = gr.Textbox(label=label("lstm.sentence_3"), value=ELMO_EXAMPLES[0][3],
+                                   max_length=MAX_SHORT_TEXT_CHARS)
+            elmo_button = gr.Button(label("lstm.compare"), variant="primary")
+            elmo_note = gr.Markdown()
+            with gr.Row():
+                elmo_plot = gr.Plot(show_label=False)
+                elmo_table = gr.Dataframe(headers=[""] * 3, interactive=False,
+                                          buttons=TABLE_BUTTONS)
+            elmo_button.click(compare_contexts, [word, first, second, third], [elmo_note, elmo_plot, elmo_table],
+                              api_name="lstm_elmo")
+            elmo_view = presets.View("lstm", "elmo", [word, first, second, third], [elmo_note, elmo_plot, elmo_table],
+                                     compare_contexts, ELMO_PRESETS, where=elmo_tab)
+            elmo_view.buttons()
+        elmo_layers.build_tab()
 
-    with gr.Tab(label("lstm.tab_train"), id="train"):
-        gr.Markdown(label("lstm.train_intro"))
-        with gr.Row():
-            level = gr.Radio([(label("lstm.characters"), "char"), (label("lstm.words"), "word")], value="char",
-                             label=label("lstm.tokens"))
-            steps = gr.Slider(10, 5000, value=600, step=10, label=label("lstm.steps"))
-            seconds = gr.Slider(10, jobs.TRAIN_SECONDS, value=jobs.TRAIN_SECONDS, step=10,
-                                label=label("lstm.time_limit"), info=label("lstm.time_limit_info"))
-        with gr.Row():
-            train_button = gr.Button(label("lstm.train"), variant="primary")
-            reset_button = gr.Button(label("lstm.back_to_shipped"))
-        loss_plot = gr.Plot(show_label=False)
-        train_button.click(train_models, [level, steps, seconds], [loss_plot, badge, models], api_name="lstm_train",
-                           **TRAIN_QUEUE)
-        reset_button.click(use_shipped, None, [badge, models], api_name="lstm_reset")
+        with gr.Tab(label("lstm.tab_train"), id="train") as train_tab:
+            gr.Markdown(label("lstm.train_intro"))
+            before_bar = gr.Column()
+            with gr.Row():
+                level = gr.Radio([(label("lstm.characters"), "char"), (label("lstm.words"), "word")], value="char",
+                                 label=label("lstm.tokens"))
+                steps = gr.Slider(10, 5000, value=600, step=10, label=label("lstm.steps"))
+                seconds = gr.Slider(10, jobs.TRAIN_SECONDS, value=jobs.TRAIN_SECONDS, step=10,
+                                    label=label("lstm.time_limit"), info=label("lstm.time_limit_info"))
+            with gr.Row():
+                train_button = gr.Button(label("lstm.train"), variant="primary")
+                reset_button = gr.Button(label("lstm.back_to_shipped"))
+            loss_plot = gr.Plot(show_label=False)
+            results_note = gr.Markdown()
+            results = gr.Dataframe(headers=[label(key) for key in lstm_train.COLUMNS], interactive=False, wrap=True,
+                                   buttons=TABLE_BUTTONS)
+            train_button.click(train_models, [level, steps, seconds], [loss_plot, badge, models], api_name="lstm_train",
+                               **TRAIN_QUEUE).success(lstm_train.after_training, [models], [results, results_note],
+                                                      api_name="lstm_trained", api_visibility="undocumented")
+            reset_button.click(use_shipped, None, [badge, models], api_name="lstm_reset")
+            # Before training (first open, or a preset): the pair a run starts from, random weights and all.
+            before = presets.View("lstm", "train", [level], [loss_plot, results, results_note],
+                                  lstm_train.before_training, lstm_train.PRESETS, where=train_tab)
+            with before_bar:
+                before.buttons()
 
     views = {"inspect": inspect_view, "gradients": gradients_view, "elmo": elmo_view}
     with lesson_slot:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import gradio as gr
 
 from core import registry
-from core.limits import FILL_BATCH, MAX_DRAWS
+from core.limits import FILL_BATCH, MAX_DRAWS, MAX_TEXT_CHARS, MAX_WORD_CHARS
 from demo import lessons, presets
 from demo.common import TABLE_BUTTONS, LATEX, model_picker
 from demo.downloads import model_event
@@ -77,7 +77,8 @@ NSP_PRESETS = [P("nsp-isnext", label("mlm.preset_nsp_isnext"), (MLM_ID, *NSP_EXA
                P("nsp-dog", label("mlm.preset_nsp_dog"), (MLM_ID, *NSP_EXAMPLES[2]), "§13")]
 CARD_PRESETS = [P("bert-base-parameters", label("mlm.preset_card_bert"), (MLM_ID,), "§13"),
                 P("distilbert-parameters", label("mlm.preset_card_distil"), ("distilbert-base-uncased",), "§13"),
-                P("bert-chinese-parameters", label("mlm.preset_card_chinese"), (ZH_ID,), "§13")]
+                P("bert-chinese-parameters", label("mlm.preset_card_chinese"), (ZH_ID,), "§13"),
+                P("bert-large-parameters", label("mlm.preset_card_large"), ("bert-large-uncased",), "§13.2")]
 BANK_PRESETS = [P("contextual-bank", label("mlm.preset_bank"), (MLM_ID, *BANK_EXAMPLES[0]), "§13"),
                 P("contextual-bat", label("mlm.preset_bat"), (MLM_ID, *BANK_EXAMPLES[1]), "§13")]
 # (seed §, question, answer, view key, preset)
@@ -98,9 +99,10 @@ def build() -> None:
         notice = gr.Markdown(label("mlm.notice_start"))
     gr.Markdown(label("mlm.checkpoints"))
     with gr.Tabs():
-        with gr.Tab(label("mlm.tab_fill"), id="fill"):
+        with gr.Tab(label("mlm.tab_fill"), id="fill") as fill_tab:
             with gr.Row():
-                text = gr.Textbox(value="my dog is [MASK] .", label=label("mlm.fill_text_label"), scale=4)
+                text = gr.Textbox(value="my dog is [MASK] .", label=label("mlm.fill_text_label"), scale=4,
+                                  max_length=MAX_TEXT_CHARS)
                 top_k = gr.Slider(1, 20, value=5, step=1, label=label("mlm.top_k"), scale=1)
             with gr.Row():
                 # The words come from the tokenizer when the list is opened or the text changes, not while the app
@@ -109,43 +111,49 @@ def build() -> None:
                 mask_button = gr.Button(label("mlm.mask_word_button"), scale=1)
                 fill_button = gr.Button(label("mlm.fill_button"), variant="primary", scale=1)
             fill_bar = gr.Column()
-            filled = gr.Markdown()
-            with gr.Row():
-                fill_plot = gr.Plot(label=label("mlm.predictions"), scale=3, show_label=False)
-                fill_table = gr.Dataframe(headers=[""] * 4, interactive=False,
-                                          label=label("mlm.fill_table"), scale=2, buttons=TABLE_BUTTONS)
+            with gr.Column() as fill_results:  # hidden while the checkpoint is missing: its card is the notice
+                filled = gr.Markdown()
+                with gr.Row():
+                    fill_plot = gr.Plot(label=label("mlm.predictions"), scale=3, show_label=False)
+                    fill_table = gr.Dataframe(headers=[""] * 4, interactive=False,
+                                              label=label("mlm.fill_table"), scale=2, buttons=TABLE_BUTTONS)
             gr.on([text.change, word.focus], word_choices, [text, word], word, api_name="mlm_words")
             mask_button.click(mask_chosen_word, [text, word], text, api_name="mlm_mask_word")
             # batch=True: requests that arrive together (a class pressing Fill at once) share one forward pass;
             # benchmarks/batching.py measures the throughput against fill (unbatched).
             model_event(fill_button.click, {"mlm": model_id}, fill_batch, [model_id, text, top_k],
-                        [notice, filled, fill_plot, fill_table], api_name="mlm_fill", batch=True,
+                        [notice, filled, fill_plot, fill_table, fill_results], api_name="mlm_fill", batch=True,
                         max_batch_size=FILL_BATCH)
-            # Tab level (where=None): the first sub-tab, shown (and computed) when the tab opens.
-            fill_view = presets.View("mlm", "fill", [model_id, text, top_k], [notice, filled, fill_plot, fill_table],
-                                     fill, FILL_PRESETS)
+            # The first sub-tab: shown (and computed) when the tab opens.
+            fill_view = presets.View("mlm", "fill", [model_id, text, top_k],
+                                     [notice, filled, fill_plot, fill_table, fill_results], fill, FILL_PRESETS,
+                                     where=fill_tab)
             with fill_bar:
                 fill_view.buttons()
 
         with gr.Tab(label("mlm.tab_compare"), id="compare") as compare_tab:
             gr.Markdown(label("mlm.compare_intro"))
             with gr.Row():
-                compare_text = gr.Textbox(value=COMPARE_EXAMPLES[0][0], label=label("mlm.one_blank_label"), scale=4)
+                compare_text = gr.Textbox(value=COMPARE_EXAMPLES[0][0], label=label("mlm.one_blank_label"), scale=4,
+                                          max_length=MAX_TEXT_CHARS)
                 compare_k = gr.Slider(1, 20, value=8, step=1, label=label("mlm.top_k"), scale=1)
             compare_button = gr.Button(label("mlm.compare_button"), variant="primary")
-            compare_md = gr.Markdown()
-            with gr.Row():
-                both_plot, left_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
+            with gr.Column() as compare_results:
+                compare_md = gr.Markdown()
+                with gr.Row():
+                    both_plot, left_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
+            compare_outputs = [notice, compare_md, both_plot, left_plot, compare_results]
             model_event(compare_button.click, {"mlm": model_id}, compare, [model_id, compare_text, compare_k],
-                        [notice, compare_md, both_plot, left_plot], api_name="mlm_compare")
-            presets.View("mlm", "compare", [model_id, compare_text, compare_k], [notice, compare_md, both_plot, left_plot],
+                        compare_outputs, api_name="mlm_compare")
+            presets.View("mlm", "compare", [model_id, compare_text, compare_k], compare_outputs,
                          compare, COMPARE_PRESETS, where=compare_tab).buttons()
 
         with gr.Tab(label("mlm.tab_inputs"), id="input") as inputs_tab:
             gr.Markdown(label("mlm.inputs_intro"))
             with gr.Row():
-                first = gr.Textbox(value="my dog is cute", label=label("mlm.sentence_a"))
-                second = gr.Textbox(value="he likes playing", label=label("mlm.sentence_b_optional"))
+                first = gr.Textbox(value="my dog is cute", label=label("mlm.sentence_a"), max_length=MAX_TEXT_CHARS)
+                second = gr.Textbox(value="he likes playing", label=label("mlm.sentence_b_optional"),
+                                    max_length=MAX_TEXT_CHARS)
             inputs_button = gr.Button(label("mlm.inputs_button"), variant="primary")
             inputs_md = gr.Markdown()
             with gr.Row():
@@ -169,7 +177,8 @@ def build() -> None:
         with gr.Tab(label("mlm.tab_masking"), id="masking") as masking_tab:
             gr.Markdown(label("mlm.masking_intro"))
             with gr.Row():
-                masking_text = gr.Textbox(value="my dog is hairy", label=label("mlm.sentence"), scale=4)
+                masking_text = gr.Textbox(value="my dog is hairy", label=label("mlm.sentence"), scale=4,
+                                          max_length=MAX_TEXT_CHARS)
                 seed = gr.Number(value=0, precision=0, label=label("mlm.seed"), scale=1)
                 draws = gr.Slider(100, MAX_DRAWS, value=10_000, step=100, label=label("mlm.draws"),
                                   scale=2)
@@ -194,14 +203,18 @@ def build() -> None:
         with gr.Tab(label("mlm.tab_nsp"), id="nsp") as nsp_tab:
             gr.Markdown(label("mlm.nsp_intro"))
             with gr.Row():
-                nsp_first = gr.Textbox(value=NSP_EXAMPLES[0][0], label=label("mlm.sentence_a"))
-                nsp_second = gr.Textbox(value=NSP_EXAMPLES[0][1], label=label("mlm.sentence_b"))
+                nsp_first = gr.Textbox(value=NSP_EXAMPLES[0][0], label=label("mlm.sentence_a"),
+                                       max_length=MAX_TEXT_CHARS)
+                nsp_second = gr.Textbox(value=NSP_EXAMPLES[0][1], label=label("mlm.sentence_b"),
+                                        max_length=MAX_TEXT_CHARS)
             nsp_button = gr.Button(label("mlm.nsp_button"), variant="primary")
-            nsp_plot = gr.Plot(show_label=False)
-            nsp_md = gr.Markdown()
-            model_event(nsp_button.click, {"mlm": model_id}, nsp, [model_id, nsp_first, nsp_second],
-                        [notice, nsp_plot, nsp_md], api_name="mlm_nsp")
-            presets.View("mlm", "nsp", [model_id, nsp_first, nsp_second], [notice, nsp_plot, nsp_md], nsp,
+            with gr.Column() as nsp_results:
+                nsp_plot = gr.Plot(show_label=False)
+                nsp_md = gr.Markdown()
+            nsp_outputs = [notice, nsp_plot, nsp_md, nsp_results]
+            model_event(nsp_button.click, {"mlm": model_id}, nsp, [model_id, nsp_first, nsp_second], nsp_outputs,
+                        api_name="mlm_nsp")
+            presets.View("mlm", "nsp", [model_id, nsp_first, nsp_second], nsp_outputs, nsp,
                          NSP_PRESETS, where=nsp_tab).buttons()
 
         with gr.Tab(label("mlm.tab_card"), id="card") as card_tab:
@@ -217,10 +230,13 @@ def build() -> None:
         with gr.Tab(label("mlm.tab_bank"), id="bank") as bank_tab:
             gr.Markdown(label("mlm.bank_intro"))
             with gr.Row():
-                bank_word = gr.Textbox(value="bank", label=label("mlm.word"), scale=1)
-                bank_1 = gr.Textbox(value=BANK_EXAMPLES[0][1], label=label("mlm.sentence_1"), scale=2)
-                bank_2 = gr.Textbox(value=BANK_EXAMPLES[0][2], label=label("mlm.sentence_2"), scale=2)
-                bank_3 = gr.Textbox(value=BANK_EXAMPLES[0][3], label=label("mlm.sentence_3"), scale=2)
+                bank_word = gr.Textbox(value="bank", label=label("mlm.word"), scale=1, max_length=MAX_WORD_CHARS)
+                bank_1 = gr.Textbox(value=BANK_EXAMPLES[0][1], label=label("mlm.sentence_1"), scale=2,
+                                    max_length=MAX_TEXT_CHARS)
+                bank_2 = gr.Textbox(value=BANK_EXAMPLES[0][2], label=label("mlm.sentence_2"), scale=2,
+                                    max_length=MAX_TEXT_CHARS)
+                bank_3 = gr.Textbox(value=BANK_EXAMPLES[0][3], label=label("mlm.sentence_3"), scale=2,
+                                    max_length=MAX_TEXT_CHARS)
             bank_button = gr.Button(label("mlm.bank_button"), variant="primary")
             bank_md = gr.Markdown()
             with gr.Row():

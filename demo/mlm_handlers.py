@@ -13,9 +13,10 @@ import plotly.graph_objects as go
 from core import registry
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
+from core.param_count import PART_KEYS
 from core.registry import MINILM_ID
-from demo.common import friendly_errors, gpu_handler, log, whole_number
-from demo.downloads import byte_progress
+from demo.common import friendly_errors, gpu_handler, log, sig4, whole_number
+from demo.downloads import byte_progress, missing_model_card, needs_download, results_visible
 from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
 from demo.i18n import language_of, t, using_language
 
@@ -45,6 +46,14 @@ def unavailable(exc: ModelUnavailableError, model_id: str | None = None) -> str:
     """The notice when predictions cannot run: the registry's reason, the checkpoint to fetch, what still works."""
     model = registry.model_id_or_default("mlm", model_id)
     return t("mlm.unavailable", reason=str(exc), model=model[:100])
+
+
+def no_model(exc: ModelUnavailableError, model_id: str | None, shows_key: str, *empty) -> tuple:
+    """The outputs of a view whose checkpoint cannot be had: its card in the notice (or the reason, when a download
+    would not help), ``empty`` for the results, and their column hidden."""
+    model = registry.model_id_or_default("mlm", model_id)
+    notice = missing_model_card(model, shows_key, exc) if needs_download(exc) else unavailable(exc, model_id)
+    return (notice, *empty, results_visible(False))
 
 
 def badge(loaded: registry.LoadedModel, fallback_reason: str | None = None) -> str:
@@ -81,7 +90,7 @@ def blank_figure(blanks: list[fm.Blank], title: str) -> go.Figure:
 
 
 def candidate_table(blanks: list[fm.Blank]) -> gr.Dataframe:
-    rows = [[number, rank, c.token, round(c.probability, 4)]
+    rows = [[number, rank, c.token, sig4(c.probability)]
             for number, blank in enumerate(blanks, 1) for rank, c in enumerate(blank.candidates, 1)]
     return table(rows, "mlm.col_blank", "mlm.col_rank", "mlm.col_token", "mlm.col_probability")
 
@@ -100,12 +109,12 @@ def rows_of(value) -> list[list]:
 @friendly_errors
 @gpu_handler
 def fill(model_id: str, text: str, top_k: float, progress=gr.Progress()):
-    """→ notice, filled sentence, figure, table."""
+    """→ notice, filled sentence, figure, table, the results' column (hidden while the checkpoint is missing)."""
     fm.clean_text(text)  # empty text: say so before any loading
     try:
         loaded = load_mlm(model_id, progress)
     except ModelUnavailableError as exc:
-        return unavailable(exc, model_id), "", empty_figure(t("mlm.no_checkpoint_figure")), []
+        return no_model(exc, model_id, "downloads.shows_mlm_fill", "", None, [])
     result = fm.fill_mask(loaded, text, int(top_k))
     return _fill_outputs(loaded, result, int(top_k))
 
@@ -117,10 +126,11 @@ def _fill_outputs(loaded: registry.LoadedModel, result: fm.FillMaskResult, top_k
     if result.unknown:
         filled += "\n\n" + t("mlm.unknown_pieces", pieces=", ".join(result.unknown))
     title = t("mlm.fill_title", k=top_k, model=loaded.files.name)
-    return badge(loaded), filled, blank_figure(result.blanks, title), candidate_table(result.blanks)
+    return (badge(loaded), filled, blank_figure(result.blanks, title), candidate_table(result.blanks),
+            results_visible(True))
 
 
-def fill_batch(model_id: list, text: list, top_k: list, request: gr.Request = None) -> tuple[list, list, list, list]:
+def fill_batch(model_id: list, text: list, top_k: list, request: gr.Request = None) -> tuple[list, ...]:
     """``fill`` for a batch of requests (wired with batch=True: Gradio gathers concurrent requests into one call,
     and the model reads them in one padded forward pass). Each request's own problem (no blank, too long, model not
     available) is shown in its notice instead of failing the other requests of the batch. The parameters keep
@@ -150,13 +160,13 @@ def fill_batch(model_id: list, text: list, top_k: list, request: gr.Request = No
 
 def _batch_output(loaded, result, model_id: str, top_k) -> tuple:
     if isinstance(result, ModelUnavailableError):
-        return unavailable(result, model_id), "", empty_figure(t("mlm.no_checkpoint_figure")), []
+        return no_model(result, model_id, "downloads.shows_mlm_fill", "", None, [])
     if isinstance(result, Exception):
         if not isinstance(result, UserInputError):
             log.error("fill-mask batch failed", exc_info=result)
         message = str(result) if isinstance(result, UserInputError) else t("errors.internal",
                                                                              name=type(result).__name__)
-        return t("mlm.fill_refused", message=message), "", empty_figure(message), []
+        return t("mlm.fill_refused", message=message), "", None, [], results_visible(False)
     return _fill_outputs(loaded, result, int(top_k))
 
 
@@ -192,20 +202,19 @@ def mask_chosen_word(text: str, index):
 @friendly_errors
 @gpu_handler
 def compare(model_id: str, text: str, top_k: float, progress=gr.Progress()):
-    """→ notice, explanation, bidirectional figure, left-only figure."""
+    """→ notice, explanation, bidirectional figure, left-only figure, the results' column."""
     fm.clean_text(text)
     try:
         loaded = load_mlm(model_id, progress)
     except ModelUnavailableError as exc:
-        blank = empty_figure(t("mlm.no_checkpoint_figure"))
-        return unavailable(exc, model_id), "", blank, blank
+        return no_model(exc, model_id, "downloads.shows_mlm_compare", "", None, None)
     result = fm.compare_contexts(loaded, text, int(top_k))
     best_full, best_left = result.full.candidates[0], result.left.candidates[0]
     summary = t("mlm.compare_summary", full_text=result.full_text, full_token=best_full.token,
                 full_p=f"{best_full.probability:.2f}", left_text=result.left_text, left_token=best_left.token,
                 left_p=f"{best_left.probability:.2f}")
     return (badge(loaded), summary, blank_figure([result.full], t("mlm.both_sides_title")),
-            blank_figure([result.left], t("mlm.left_only_title")))
+            blank_figure([result.left], t("mlm.left_only_title")), results_visible(True))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -293,13 +302,13 @@ def masking(model_id: str, text: str, seed: float, draws: float):
 @friendly_errors
 @gpu_handler
 def nsp(model_id: str, first: str, second: str, progress=gr.Progress()):
-    """→ notice, figure, filled pair."""
+    """→ notice, figure, filled pair, the results' column."""
     fm.clean_text(first, "mlm.empty_first")
     fm.clean_text(second, "mlm.empty_second")
     try:
         loaded = load_mlm(model_id, progress)
     except ModelUnavailableError as exc:
-        return unavailable(exc, model_id), empty_figure(t("mlm.no_nsp_figure")), ""
+        return no_model(exc, model_id, "downloads.shows_mlm_nsp", None, "")
     is_next = fm.next_sentence(loaded, first, second)
     fig = bar(["IsNext", "NotNext"], [is_next, 1 - is_next], t("mlm.nsp_title"),
               value_title=t("mlm.axis_probability"), highlight=[is_next >= 0.5, is_next < 0.5], height=260)
@@ -307,7 +316,7 @@ def nsp(model_id: str, first: str, second: str, progress=gr.Progress()):
     if fm.BLANK.search(first) or fm.BLANK.search(second):  # pre-training did both tasks on the same input
         result = fm.fill_mask(loaded, first, 1, pair=second)
         filled = t("mlm.nsp_filled", text=result.filled)
-    return badge(loaded), fig, filled
+    return badge(loaded), fig, filled, results_visible(True)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -320,8 +329,8 @@ def card(model_id: str):
     c = pretraining.model_card(model_id)
     cfg = c.config
     total_name = t("mlm.card_total_bert") if c.pooler else t("mlm.card_total_distil")
-    rows = [[total_name if part == "total" else part, f"{count:,}"] for part, count in c.breakdown.items()]
-    rows += [[part, f"{count:,}"] for part, count in c.heads.items()]
+    rows = [[total_name if part == "total" else _part(part), f"{count:,}"] for part, count in c.breakdown.items()]
+    rows += [[_part(part), f"{count:,}"] for part, count in c.heads.items()]
     rows.append([t("mlm.card_total_heads"), f"{c.breakdown['total'] + sum(c.heads.values()):,}"])
     kind = t("mlm.card_kind_distil") if cfg.model_type == "distilbert" else "BERT"
     source = t("mlm.card_source_config") if c.source == pretraining.CONFIG_FILE else t("mlm.card_source_known")
@@ -335,7 +344,27 @@ def card(model_id: str):
         text += " " + t("mlm.card_pooler", pooler=f"{c.pooler:,}")
     if rest:
         text += " " + t("mlm.card_ffn_rest", rest=f"{rest:,}")
+    if c.model_id in pretraining.SEED_SIZES:
+        text += "\n\n" + _seed_sizes()
     return table(rows, "mlm.col_part", "mlm.col_parameters"), text
+
+
+def _part(name: str) -> str:
+    """A row of core.param_count's breakdown in the learner's language."""
+    return t(f"mlm.part.{PART_KEYS[name]}") if name in PART_KEYS else name
+
+
+def _seed_sizes() -> str:
+    """BERT-base beside BERT-large, both counted from their configs: where the extra parameters sit."""
+    base, large = (pretraining.model_card(model_id).breakdown for model_id in pretraining.SEED_SIZES)
+    embeddings = {name: sum(v for k, v in parts.items() if k.startswith("embeddings:"))
+                  for name, parts in (("base", base), ("large", large))}
+    layers = {name: parts["total"] - embeddings[name] - parts.get("pooler", 0)
+              for name, parts in (("base", base), ("large", large))}
+    return t("mlm.card_sizes", base=f"{base['total']:,}", large=f"{large['total']:,}",
+             ratio=f"{large['total'] / base['total']:.2f}", large_layers=f"{layers['large']:,}",
+             base_layers=f"{layers['base']:,}", large_embeddings=f"{embeddings['large']:,}",
+             base_embeddings=f"{embeddings['base']:,}")
 
 
 # ----------------------------------------------------------------------------------------------------------------

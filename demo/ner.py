@@ -11,13 +11,13 @@ from core import registry
 from core.registry import MINILM_ID
 from core.corpora import load_corpus
 from core.errors import LearnerError, ModelUnavailableError
-from core.limits import MAX_TEXT_CHARS, NER_STRATEGIES
+from core.limits import MAX_SHORT_TEXT_CHARS, MAX_TEXT_CHARS, NER_STRATEGIES
 from core.lazy import lazy_import
 from core.seeds import SEED_WORD_TAGS
 from demo import lessons, presets
 from demo.batching import BATCH, by_checkpoint
-from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
-from demo.downloads import model_event
+from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker, sig4
+from demo.downloads import missing_model_card, model_event, needs_download, results_visible
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, heatmap
 from demo.i18n import label, t
 
@@ -46,12 +46,13 @@ CONVERT_EXAMPLES = [
 LONG_TEXT_START = 5_000  # skip Moby-Dick's front matter
 HEAT_ROWS = 30  # tokens per heatmap page: readable cells at 1280×800
 AGG_ROWS = 200  # multi-piece words listed in the aggregation table
+RESULT_COLUMNS = 4  # the columns holding the tagger's results (entities, schemes, probabilities, aggregation)
 # In English the transformers pipeline's own field names; translated for 中文 learners.
 ENTITY_HEADERS = ["ner.col_entity_group", "ner.col_score", "ner.col_word", "ner.col_start", "ner.col_end"]
 SCHEME_HEADERS = ["#", "ner.col_unit", "ner.col_model_tag", "IOBES"]  # keys are translated, names kept as they are
 AGG_HEADERS = ["ner.col_word", "ner.col_pieces", "first", "average", "max", "ner.col_differ"]
-TOKEN_HEADERS = ["#", "token", "id", "start", "end", "ner.col_characters", "word id", "ner.col_subword",
-                 "ner.col_window"]
+TOKEN_HEADERS = ["#", "token", "ner.col_token_id", "ner.col_start", "ner.col_end", "ner.col_characters",
+                 "ner.col_word_id", "ner.col_subword", "ner.col_window"]
 CONVERT_HEADERS = ["ner.col_word", "BIO", "IOBES"]
 
 
@@ -92,7 +93,7 @@ def _highlighted(text: str, entities: list[ner.Entity], labels: list[str]) -> gr
 
 
 def _entity_rows(entities: list[ner.Entity]) -> list[list]:
-    return [[e.entity_group, round(e.score, 4), e.word, e.start, e.end] for e in entities]
+    return [[e.entity_group, sig4(e.score), e.word, e.start, e.end] for e in entities]
 
 
 def _scheme_rows(tagged: TaggedText, strategy: str) -> list[list]:
@@ -189,7 +190,7 @@ def _tagged_outputs(tagged: TaggedText, strategy: str) -> tuple:
         note += "  \n" + t("ner.iobes_model_note")
     return (tagged, note, *show(tagged, strategy), _heatmap(tagged, 0),
             gr.Slider(maximum=max(len(tagged.tokens) - 1, 1), value=0),
-            table(_token_rows(tagged.encoded), TOKEN_HEADERS))
+            table(_token_rows(tagged.encoded), TOKEN_HEADERS), *[results_visible(True)] * RESULT_COLUMNS)
 
 
 def tag_batch(text: list, model_id: list, strategy: list, request: gr.Request = None) -> tuple[list, ...]:
@@ -204,7 +205,7 @@ def tag_batch(text: list, model_id: list, strategy: list, request: gr.Request = 
         return [result if isinstance(result, Exception) else _tagged_outputs(result, strategy[i])
                 for i, result in zip(indices, tagged)]
 
-    return by_checkpoint("ner", model_id, one_checkpoint, outputs=9, notice=1, request=request)
+    return by_checkpoint("ner", model_id, one_checkpoint, outputs=9 + RESULT_COLUMNS, notice=1, request=request)
 
 
 def _offline_or_refused(text: str, model_id: str, exc: ModelUnavailableError):
@@ -223,10 +224,12 @@ def _offline(text: str, model_id: str, exc: ModelUnavailableError):
     model = registry.model_id_or_default("ner", model_id)[:100]
     source = (t("ner.tokenizer_minilm", model=files.model_id) if files.model_id == MINILM_ID
               else t("ner.tokenizer_own", model=files.model_id))
-    note = t("ner.offline_note", reason=str(exc), model=model, source=source, windows=_window_note(encoded))
-    waiting = empty_figure(t("ner.waiting_figure"))
-    return (None, note, None, [], [], [], waiting, gr.Slider(maximum=1, value=0),
-            table(_token_rows(encoded), TOKEN_HEADERS))
+    if needs_download(exc):  # the card stands in for the tagger's results, which are hidden
+        note = missing_model_card(model, "downloads.shows_ner", exc) + "\n\n" + _window_note(encoded)
+    else:
+        note = t("ner.offline_note", reason=str(exc), model=model, source=source, windows=_window_note(encoded))
+    return (None, note, None, [], [], [], None, gr.Slider(maximum=1, value=0),
+            table(_token_rows(encoded), TOKEN_HEADERS), *[results_visible(False)] * RESULT_COLUMNS)
 
 
 @friendly_errors
@@ -268,8 +271,10 @@ def long_text():
 
 NER_ID = registry.CHECKPOINTS["ner"][0]
 P = presets.Preset
-TAG_PRESETS = [P("wolfgang-berlin", label("ner.preset_wolfgang"), (EXAMPLES[0][0], NER_ID, "first"), "§14.4"),
-               P("pequod", label("ner.preset_pequod"), (EXAMPLES[1][0], NER_ID, "average"), "§14.4"),
+TAG_PRESETS = [P("wolfgang-berlin", label("ner.preset_wolfgang"), (EXAMPLES[0][0], NER_ID, "first"), "§14.4",
+                 shows="probabilities"),  # lesson 2: a softmax over labels on every token
+               P("pequod", label("ner.preset_pequod"), (EXAMPLES[1][0], NER_ID, "average"), "§14.4",
+                 shows="aggregation"),
                P("merkel-macron", label("ner.preset_merkel"), (EXAMPLES[2][0], NER_ID, "first"), "§14.4"),
                P("no-entities", label("ner.preset_no_entities"), (EXAMPLES[3][0], NER_ID, "first"), "§14.4"),
                P("emoji-cjk", label("ner.preset_emoji_cjk"), (EXAMPLES[4][0], NER_ID, "max"), "§14.4"),
@@ -299,51 +304,57 @@ def build() -> None:
                             label=label("ner.strategy"),
                             info=label("ner.strategy_info"))
     gr.Markdown(label("ner.checkpoints"))
-    text = gr.Textbox(label=label("ner.text_label"), lines=3, value=EXAMPLES[0][0])
+    text = gr.Textbox(label=label("ner.text_label"), lines=3, value=EXAMPLES[0][0], max_length=MAX_TEXT_CHARS)
     with gr.Row():
         run_button = gr.Button(label("ner.tag_button"), variant="primary", scale=3)
         long_button = gr.Button(label("ner.long_button"), scale=1)
     tag_bar = gr.Column()
     note = gr.Markdown()
-    highlighted = gr.HighlightedText(label=label("ner.entities_label"), show_legend=False, combine_adjacent=False)
+    # The tagger's results sit in columns that are hidden while its checkpoint is missing (the note shows the card).
+    with gr.Column() as entities_results:
+        highlighted = gr.HighlightedText(label=label("ner.entities_label"), show_legend=False, combine_adjacent=False)
 
-    with gr.Tab(label("ner.tab_schemes")):
-        gr.Markdown(label("ner.schemes_intro"))
-        with gr.Row():
-            schemes = gr.Dataframe(headers=headers(SCHEME_HEADERS), interactive=False, max_height=520,
-                                   label=label("ner.tags"), buttons=TABLE_BUTTONS)
-            entity_table = gr.Dataframe(headers=[""] * len(ENTITY_HEADERS), interactive=False, max_height=520,
-                                        label=label("ner.grouped_entities"),
-                                            buttons=TABLE_BUTTONS)
-    with gr.Tab(label("ner.tab_probabilities")):
-        heat_first = gr.Slider(0, 1, value=0, step=1, label=label("ner.heat_first"))
-        heat = gr.Plot(empty_figure(t("ner.heat_placeholder")), show_label=False)
-    with gr.Tab(label("ner.tab_aggregation")):
-        gr.Markdown(label("ner.aggregation_intro"))
-        aggregation = gr.Dataframe(headers=headers(AGG_HEADERS), interactive=False, max_height=520, wrap=True,
-            buttons=TABLE_BUTTONS)
-    with gr.Tab(label("ner.tab_tokens")):
-        gr.Markdown(label("ner.tokens_intro"))
-        tokens = gr.Dataframe(headers=headers(TOKEN_HEADERS), interactive=False, max_height=520, buttons=TABLE_BUTTONS)
-    with gr.Tab(label("ner.tab_convert"), id="iobes") as iobes_tab:
-        gr.Markdown(label("ner.convert_intro"))
-        tag_line = gr.Textbox(label=label("ner.tag_line"), value=CONVERT_EXAMPLES[0][0])
-        convert_button = gr.Button(label("ner.convert_button"), variant="primary")
-        convert_bar = gr.Column()
-        converted_note = gr.Markdown()
-        converted = gr.Dataframe(headers=headers(CONVERT_HEADERS), interactive=False, buttons=TABLE_BUTTONS)
+    with gr.Tabs():
+        with gr.Tab(label("ner.tab_schemes"), id="schemes") as schemes_tab:
+            gr.Markdown(label("ner.schemes_intro"))
+            with gr.Row() as schemes_results:
+                schemes = gr.Dataframe(headers=headers(SCHEME_HEADERS), interactive=False, max_height=520,
+                                       label=label("ner.tags"), buttons=TABLE_BUTTONS)
+                entity_table = gr.Dataframe(headers=[""] * len(ENTITY_HEADERS), interactive=False, max_height=520,
+                                            label=label("ner.grouped_entities"),
+                                                buttons=TABLE_BUTTONS)
+        with gr.Tab(label("ner.tab_probabilities"), id="probabilities"):
+            with gr.Column() as heat_results:
+                heat_first = gr.Slider(0, 1, value=0, step=1, label=label("ner.heat_first"))
+                heat = gr.Plot(empty_figure(t("ner.heat_placeholder")), show_label=False)
+        with gr.Tab(label("ner.tab_aggregation"), id="aggregation"):
+            gr.Markdown(label("ner.aggregation_intro"))
+            with gr.Column() as aggregation_results:
+                aggregation = gr.Dataframe(headers=headers(AGG_HEADERS), interactive=False, max_height=520, wrap=True,
+                                           buttons=TABLE_BUTTONS)
+        with gr.Tab(label("ner.tab_tokens"), id="tokens"):
+            gr.Markdown(label("ner.tokens_intro"))
+            tokens = gr.Dataframe(headers=headers(TOKEN_HEADERS), interactive=False, max_height=520, buttons=TABLE_BUTTONS)
+        with gr.Tab(label("ner.tab_convert"), id="iobes") as iobes_tab:
+            gr.Markdown(label("ner.convert_intro"))
+            tag_line = gr.Textbox(label=label("ner.tag_line"), value=CONVERT_EXAMPLES[0][0],
+                                  max_length=MAX_SHORT_TEXT_CHARS)
+            convert_button = gr.Button(label("ner.convert_button"), variant="primary")
+            convert_bar = gr.Column()
+            converted_note = gr.Markdown()
+            converted = gr.Dataframe(headers=headers(CONVERT_HEADERS), interactive=False, buttons=TABLE_BUTTONS)
 
     tag_inputs = [text, model_id, strategy]
-    tag_outputs = [tagged, note, highlighted, entity_table, schemes, aggregation, heat, heat_first, tokens]
+    tag_outputs = [tagged, note, highlighted, entity_table, schemes, aggregation, heat, heat_first, tokens,
+                   entities_results, schemes_results, heat_results, aggregation_results]
     model_event(run_button.click, {"ner": model_id}, tag_batch, tag_inputs, tag_outputs, api_name="ner_tag", **BATCH)
     strategy.change(show, [tagged, strategy], [highlighted, entity_table, schemes, aggregation],
                     api_name="ner_show")
     heat_first.release(page_heatmap, [tagged, heat_first], [heat], api_name="ner_heatmap")
     long_button.click(long_text, None, [text], api_name="ner_long_text")
     convert_button.click(convert_tags, [tag_line], [converted, converted_note], api_name="ner_convert")
-    tag_view = presets.View("ner", "tag", [text, model_id, strategy],
-                            [tagged, note, highlighted, entity_table, schemes, aggregation, heat, heat_first, tokens],
-                            tag_text, TAG_PRESETS)
+    tag_view = presets.View("ner", "tag", [text, model_id, strategy], tag_outputs, tag_text, TAG_PRESETS,
+                            where=schemes_tab)  # the first sub-tab; its presets fill the next three too
     convert_view = presets.View("ner", "convert", [tag_line], [converted, converted_note], convert_tags,
                                 CONVERT_PRESETS, where=iobes_tab)
     with tag_bar:

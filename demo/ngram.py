@@ -10,7 +10,8 @@ import plotly.graph_objects as go
 from core.cache import bounded_cache
 from core.corpora import load_corpus
 from core.errors import UserInputError
-from core.limits import MAX_UPLOAD_BYTES
+from core.limits import (MAX_LIST_CHARS, MAX_LONG_TEXT_CHARS, MAX_SHORT_TEXT_CHARS, MAX_UPLOAD_BYTES,
+                         MAX_WORD_CHARS)
 from core.ngram import (
     EOS,
     KN_DISCOUNT,
@@ -24,7 +25,7 @@ from core.ngram import (
 )
 from core.textio import normalize_text, read_text_upload
 from demo import lessons, presets
-from demo.common import TABLE_BUTTONS, friendly_errors, preprocess_in_handler, whole_number
+from demo.common import TABLE_BUTTONS, friendly_errors, preprocess_in_handler, sig4, sig4_text, whole_number
 from demo.figures import COLORWAY, bar, empty_figure, styled
 from demo.i18n import label, t
 
@@ -107,7 +108,7 @@ def joined(tokens, unit: str) -> str:
 
 
 def fmt(p: float) -> str:
-    return "0" if p == 0 else f"{p:.4f}" if p >= 1e-3 else f"{p:.3e}"
+    return sig4_text(p)
 
 
 def formula(model: NgramModel, counts: ContextCounts, word: str, smoothing: str, k: float) -> str:
@@ -173,14 +174,15 @@ def show_counts(corpus, own_text, upload, unit, lowercase, n, boundaries, smooth
     if unknown:
         notes.append(t("ngram.note.context_unknown", tokens=", ".join(map(code, unknown))))
     smoothed = smoothing != "mle"
-    rows = [[short(f.word), f.count, counts.context_count, f.p_mle] + [f.p] * smoothed for f in counts.followers[:30]]
+    rows = [[short(f.word), f.count, counts.context_count, sig4(f.p_mle)] + [sig4(f.p)] * smoothed
+            for f in counts.followers[:30]]
     if len(counts.followers) > 30:
         notes.append(t("ngram.note.top30", total=f"{len(counts.followers):,}"))
     if counts.n_unseen:  # under MLE visibly 0: the sparsity problem
         rows.append([t("ngram.row_unseen", count=f"{counts.n_unseen:,}"), 0, counts.context_count, 0.0]
-                    + [counts.p_unseen] * smoothed)
+                    + [sig4(counts.p_unseen)] * smoothed)
     columns = ["w", "count(ctx,w)", "count(ctx)", "P_MLE"] + [SHORT_NAMES.get(smoothing)] * smoothed
-    table = pd.DataFrame(rows, columns=columns).style.format({c: fmt for c in columns[3:]})
+    table = pd.DataFrame(rows, columns=columns)
     target = query_tokens(word, unit, lowercase)
     target = target[0] if target else (counts.followers[0].word if counts.followers else None)
     explanation = formula(model, counts, target, smoothing, as_k(k)) if target else ""
@@ -200,13 +202,12 @@ def show_counts(corpus, own_text, upload, unit, lowercase, n, boundaries, smooth
 def score_table(score: SentenceScore):
     rows = [[i + 1, " ".join(map(short, f.context)) or "∅",
              short(f.word) if f.known else t("ngram.word_unknown", word=short(f.word)),
-             f.count, f.context_count, f.p, math.log2(f.p) if f.p > 0 else -math.inf]
+             f.count, f.context_count, sig4(f.p), sig4(math.log2(f.p)) if f.p > 0 else "−∞"]
             for i, f in enumerate(score.factors)]
     columns = ["i", t("ngram.col_context"), "wᵢ", "count(ctx,wᵢ)", "count(ctx)", "P(wᵢ|ctx)", "log₂ P"]
     frame = pd.DataFrame(rows, columns=columns)
     return (frame.style
-            .apply(lambda row: [ZERO_STYLE if row["P(wᵢ|ctx)"] == 0 else ""] * len(row), axis=1)
-            .format({"P(wᵢ|ctx)": fmt, "log₂ P": log2_text}))
+            .apply(lambda row: [ZERO_STYLE if row["P(wᵢ|ctx)"] == 0 else ""] * len(row), axis=1))
 
 
 def score_line(name: str, score: SentenceScore) -> str:
@@ -257,12 +258,12 @@ def score_sentences(corpus, own_text, upload, unit, lowercase, n, boundaries, sm
 
 
 def generation_table(gen: Generation):
-    rows = [[i + 1, " ".join(short(tok) for tok in step.context) or "∅", short(step.chosen), step.p_chosen,
+    rows = [[i + 1, " ".join(short(tok) for tok in step.context) or "∅", short(step.chosen), sig4(step.p_chosen),
              " · ".join(f"{short(w)} {p:.3f}" for w, p in step.candidates[:5])]
             for i, step in enumerate(gen.steps)]
     columns = [t("ngram.col_step"), t("ngram.col_context"), t("ngram.col_drawn"), t("ngram.col_p_drawn"),
                t("ngram.col_candidates")]
-    return pd.DataFrame(rows, columns=columns).style.format({columns[3]: "{:.3f}"})
+    return pd.DataFrame(rows, columns=columns)
 
 
 @friendly_errors
@@ -310,8 +311,10 @@ PRESET_VALUES = [
 ]
 PRESET_SLUGS = ["p-cixing-de", "add-one", "char-de", "cixing-vs-cixing", "tang-chars", "moby-trigram"]
 PRESET_LABELS = [label(f"ngram.preset.{slug.replace('-', '_')}") for slug in PRESET_SLUGS]
-PRESETS = [presets.Preset(slug, name, tuple(values), "§2.1")
-           for slug, name, values in zip(PRESET_SLUGS, PRESET_LABELS, PRESET_VALUES)]
+# The sub-tab each preset is about (a lesson step or a link selects it; all three are filled either way).
+PRESET_SHOWS = ["counts", "counts", "counts", "score", "score", "generate"]
+PRESETS = [presets.Preset(slug, name, tuple(values), "§2.1", shows=shows)
+           for slug, name, values, shows in zip(PRESET_SLUGS, PRESET_LABELS, PRESET_VALUES, PRESET_SHOWS)]
 
 # (seed §, question, answer, preset)
 LESSON = [("§2.1", label(f"ngram.lesson.q{i}"), label(f"ngram.lesson.a{i}"), slug)
@@ -337,7 +340,7 @@ def build() -> None:
                               label=label("ngram.corpus"))
             with gr.Accordion(label("ngram.own_accordion"), open=False):
                 own_text = gr.Textbox(lines=4, label=label("ngram.own_text"),
-                                      placeholder=label("ngram.own_placeholder"))
+                                      placeholder=label("ngram.own_placeholder"), max_length=MAX_LONG_TEXT_CHARS)
                 upload = gr.File(file_types=[".txt"], type="filepath", label=label("ngram.upload"))
             unit = gr.Radio([(label("ngram.unit_words"), WORDS), (label("ngram.unit_chars"), CHARS)], value=WORDS,
                             label=label("ngram.unit"), info=label("ngram.unit_info"))
@@ -351,30 +354,31 @@ def build() -> None:
                 gr.Markdown(label("ngram.conventions"))
         with gr.Column(scale=3):
             with gr.Tabs():
-                with gr.Tab(label("ngram.tab_counts")):
+                with gr.Tab(label("ngram.tab_counts"), id="counts") as counts_tab:
                     with gr.Row():
-                        context = gr.Textbox("的", label=label("ngram.context"))
-                        word = gr.Textbox("词性", label=label("ngram.word"))
+                        context = gr.Textbox("的", label=label("ngram.context"), max_length=MAX_LIST_CHARS)
+                        word = gr.Textbox("词性", label=label("ngram.word"), max_length=MAX_WORD_CHARS)
                     counts_btn = gr.Button(label("ngram.count_btn"), variant="primary")
                     counts_info = gr.Markdown()
                     counts_formula = gr.Markdown()
                     with gr.Row():
                         counts_table = gr.Dataframe(label=label("ngram.counts_table"), max_height=420, scale=3,
-                                                    column_widths=["16%", "26%", "20%", "19%", "19%"],
-                                                    buttons=TABLE_BUTTONS)
+                                                    buttons=TABLE_BUTTONS)  # columns fit their words (style.css)
                         counts_plot = gr.Plot(scale=2, show_label=False)
-                with gr.Tab(label("ngram.tab_score")):
+                with gr.Tab(label("ngram.tab_score"), id="score"):
                     with gr.Row():
-                        sentence_a = gr.Textbox("判断 单词 的 词性", label=label("ngram.sentence_a"))
-                        sentence_b = gr.Textbox("判断 单词 的 磁性", label=label("ngram.sentence_b"))
+                        sentence_a = gr.Textbox("判断 单词 的 词性", label=label("ngram.sentence_a"),
+                                                max_length=MAX_SHORT_TEXT_CHARS)
+                        sentence_b = gr.Textbox("判断 单词 的 磁性", label=label("ngram.sentence_b"),
+                                                max_length=MAX_SHORT_TEXT_CHARS)
                     score_btn = gr.Button(label("ngram.score_btn"), variant="primary")
                     score_info = gr.Markdown()
                     score_plot = gr.Plot(show_label=False)
                     table_a = gr.Dataframe(label=label("ngram.table_a"), max_height=360, buttons=TABLE_BUTTONS)
                     table_b = gr.Dataframe(label=label("ngram.table_b"), max_height=360, buttons=TABLE_BUTTONS)
-                with gr.Tab(label("ngram.tab_generate")):
+                with gr.Tab(label("ngram.tab_generate"), id="generate"):
                     with gr.Row():
-                        prompt = gr.Textbox("北京", label=label("ngram.prompt"), scale=2)
+                        prompt = gr.Textbox("北京", label=label("ngram.prompt"), scale=2, max_length=MAX_LIST_CHARS)
                         steps = gr.Slider(1, 50, value=10, step=1, label=label("ngram.steps"))
                         seed = gr.Number(0, label=label("ngram.seed"), precision=0, minimum=0)
                     with gr.Row():
@@ -403,7 +407,7 @@ def build() -> None:
                   api_name="ngram_generate", preprocess=False)
 
     view = presets.View("ngram", "all", preset_inputs, counts_outputs + score_outputs + gen_outputs, run_preset,
-                        PRESETS)
+                        PRESETS, where=counts_tab)
     with preset_row:
         view.buttons()
         lessons.lesson_table(LESSON, view)

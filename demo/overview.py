@@ -15,8 +15,9 @@ import pandas as pd
 
 from core import ladder_heldout
 from core.lazy import lazy_import
+from core.limits import MAX_SHORT_TEXT_CHARS
 from demo import lessons, presets, static_html
-from demo.common import friendly_errors, gpu_handler
+from demo.common import friendly_errors, gpu_handler, sig4
 from demo.figures import PLOTLY_PRELOAD_JS, bar, heatmap
 from demo.i18n import LANGUAGES, label, t, using_language
 
@@ -118,6 +119,14 @@ def text_headers() -> list[str]:
     return [t(f"overview.col.{name}") for name in ("model", "total", "bits", "unknown", "scored_by", "tab")]
 
 
+def char_gpt_protocols() -> str:
+    """The char-GPT's two held-out figures side by side: this ladder's (one stream) and the GPT tab's (windows)."""
+    scores = ladder_heldout.char_gpt_scores()
+    return t("overview.held_out_protocols", context=scores.context, stream=f"{scores.stream_bits:.3f}",
+             windows=scores.windows, length=scores.length, nats=f"{scores.window_nats:.3f}",
+             bits=f"{scores.window_bits:.3f}", covered=f"{scores.windows * scores.length:,}")
+
+
 def held_out_ladder():
     """The held-out ladder, as scripts/ladder_heldout.py computed it: (note, headers, rows, names, bits/char, best)."""
     facts, rows = ladder_heldout.load_held_out()
@@ -136,6 +145,8 @@ def held_out_ladder():
         note += "\n\n" + t("overview.held_out_ngram_best", best=names[best], stored=f"{rows[best].parameters:,}",
                            smallest=f"{min(row.parameters for row in rows if row.family != 'n-gram'):,}",
                            largest=f"{max(row.parameters for row in rows if row.family != 'n-gram'):,}")
+    if any(row.key == "gpt" for row in rows):
+        note += "\n\n" + char_gpt_protocols()
     return note, held_out_headers(), table, names, values, best
 
 
@@ -186,7 +197,7 @@ def ladder_view(result: ladder.LadderScore):
     totals_figure = bar(names, totals, t("overview.fig_totals"), value_title=t("overview.axis_bits"),
                         highlight=[i == best for i in range(len(names))], value_format=".1f")
     table = pd.DataFrame(
-        [[name, round(score.total_bits, 2), round(score.bits_per_char, 3),
+        [[name, sig4(score.total_bits), sig4(score.bits_per_char),
           ", ".join(t("overview.unknown_cell", ch=ch, position=i + 1, bits=f"{bits:.1f}")
                     for i, ch, bits in score.unknown) or t("overview.none"),
           equation, _tab_link(score.rung.tab)] for (name, equation), score in zip(described, result.scores)],
@@ -223,32 +234,34 @@ def build() -> None:
     gr.Markdown(label("overview.intro"))
     lesson_slot = gr.Column()  # the whole path's lesson, above both sub-tabs
 
-    # Two sub-tabs, one screen each. The page opens on the path, drawn into the page when the app is built (see
-    # path_html): it shows as soon as Gradio mounts the tab. The ladder runs its models when its sub-tab opens.
-    with gr.Tab(label("overview.tab_path"), id="path"):
-        # Once it is on screen, the browser loads plotly.js for the tabs that plot (figures.PLOTLY_PRELOAD_JS).
-        gr.HTML("", html_template=static_html.TEMPLATE, js_on_load=static_html.EXPORT_JS + PLOTLY_PRELOAD_JS,
-                elem_classes=["static-view"], html={lang: path_html(lang) for lang in LANGUAGES})
+    with gr.Tabs():
+        # Two sub-tabs, one screen each. The page opens on the path, drawn into the page when the app is built (see
+        # path_html): it shows as soon as Gradio mounts the tab. The ladder runs its models when its sub-tab opens.
+        with gr.Tab(label("overview.tab_path"), id="path"):
+            # Once it is on screen, the browser loads plotly.js for the tabs that plot (figures.PLOTLY_PRELOAD_JS).
+            gr.HTML("", html_template=static_html.TEMPLATE, js_on_load=static_html.EXPORT_JS + PLOTLY_PRELOAD_JS,
+                    elem_classes=["static-view"], html={lang: path_html(lang) for lang in LANGUAGES})
 
-    with gr.Tab(label("overview.tab_ladder"), id="ladder") as ladder_tab:
-        gr.Markdown(label("overview.text_title"))
-        with gr.Row():
-            text = gr.Textbox(value=DEFAULT_TEXT, label=label("overview.text"), lines=3, scale=4)
-            score_button = gr.Button(label("overview.score_btn"), variant="primary", scale=1)
-        preset_bar = gr.Column()
-        preset_note = gr.Markdown()
-        summary = gr.Markdown()
-        strip_plot = gr.Plot(show_label=False)
-        totals_plot = gr.Plot(show_label=False)
-        text_table = gr.Dataframe(interactive=False, wrap=True, max_height=900,
-                                  datatype=["str", "number", "number", "str", "str", "markdown"])
-        ladder_outputs = [summary, strip_plot, totals_plot, text_table]
-        view = presets.View("overview", "ladder", [text, preset_note], ladder_outputs, run_ladder, PRESETS,
-                            where=ladder_tab)
-        with preset_bar:
-            view.buttons()
-        score_button.click(score_text, text, ladder_outputs, api_name="overview_score")
-        text.submit(score_text, text, ladder_outputs, api_name="overview_score_submit", api_visibility="undocumented")
+        with gr.Tab(label("overview.tab_ladder"), id="ladder") as ladder_tab:
+            gr.Markdown(label("overview.text_title"))
+            with gr.Row():
+                text = gr.Textbox(value=DEFAULT_TEXT, label=label("overview.text"), lines=3, scale=4,
+                                  max_length=MAX_SHORT_TEXT_CHARS)
+                score_button = gr.Button(label("overview.score_btn"), variant="primary", scale=1)
+            preset_bar = gr.Column()
+            preset_note = gr.Markdown()
+            summary = gr.Markdown()
+            strip_plot = gr.Plot(show_label=False)
+            totals_plot = gr.Plot(show_label=False)
+            text_table = gr.Dataframe(interactive=False, wrap=True, max_height=900,
+                                      datatype=["str", "number", "number", "str", "str", "markdown"])
+            ladder_outputs = [summary, strip_plot, totals_plot, text_table]
+            view = presets.View("overview", "ladder", [text, preset_note], ladder_outputs, run_ladder, PRESETS,
+                                where=ladder_tab)
+            with preset_bar:
+                view.buttons()
+            score_button.click(score_text, text, ladder_outputs, api_name="overview_score")
+            text.submit(score_text, text, ladder_outputs, api_name="overview_score_submit", api_visibility="undocumented")
 
     with lesson_slot:
         lessons.lesson_table(LESSON, view)

@@ -106,6 +106,7 @@ class Preset:
     values: tuple | Callable[[], tuple] | None
     section: str = ""
     note: str = ""
+    shows: str = ""  # the id of the sub-tab (beside the view's own) a lesson or link selects; "": the view's own
 
     def resolved(self) -> tuple:
         return tuple(self.values() if callable(self.values) else self.values)
@@ -129,6 +130,13 @@ class View:
         self.presets = {p.slug: p for p in presets}
         self.default = presets[0].slug
         self.where = where
+        # The gr.Tabs that holds the sub-tab, to select it from a lesson or a deep link. Read now: Gradio wraps
+        # loose sub-tabs in a gr.Tabs of its own only when the tab around them closes (after the lesson's events
+        # are wired with the wrong parent: "Returned component Tabs not specified as output"), and the served app
+        # no longer links a tab to its parent (`where.parent` was None inside events: sub-tabs never switched).
+        self.switcher = where.parent if where is not None else None
+        if where is not None and not isinstance(self.switcher, gr.Tabs):
+            raise ValueError(f"build the sub-tab of view {tab}/{key} inside an explicit `with gr.Tabs():`")
         # Inside its own sub-tab: a State left directly in a gr.Tabs counts as one of its children, so Gradio's
         # front end numbered the tabs after it one too far, and selecting a tab wrote its label over a neighbour's.
         in_tabs = where is not None and isinstance(Context.block, gr.Tabs)  # built right after its `with gr.Tab`
@@ -148,11 +156,6 @@ class View:
     def api_prefix(self) -> str:
         """The start of this view's event names: ``<tab>_<view>_open``, ``<tab>_<view>_preset``."""
         return f"{self.tab}_{self.key}".replace("-", "_")
-
-    @property
-    def switcher(self) -> gr.Tabs | None:
-        """The gr.Tabs that holds this view's sub-tab (to select it from a lesson or a deep link)."""
-        return None if self.where is None else self.where.parent
 
     @property
     def progress_on(self) -> gr.components.Component:
@@ -184,8 +187,8 @@ class View:
         updates: dict = dict(zip(self.inputs, values))
         updates.update(zip(self.outputs, results))
         updates[self.done] = True
-        if select and self.switcher is not None:
-            updates[self.switcher] = gr.Tabs(selected=self.where.id)
+        if select and self.switcher is not None:  # the sub-tab the preset's results are about
+            updates[self.switcher] = gr.Tabs(selected=preset.shows or self.where.id)
         return updates
 
     def runnable(self, slug: str) -> str:
@@ -246,6 +249,14 @@ class View:
         return bar
 
 
+def enclosing_tab(block) -> gr.Tab | None:
+    """The gr.Tab a block sits in (its sub-tabs may be nested in rows and columns), read while the app is built."""
+    parent = block.parent
+    while parent is not None and not isinstance(parent, gr.Tab):
+        parent = parent.parent
+    return parent
+
+
 def unique(components) -> list:
     seen, out = set(), []
     for component in components:
@@ -259,6 +270,28 @@ def unique(components) -> list:
 # The app-wide registry: tab-open events and deep links
 
 QUERY_LIMIT = 300  # characters of a deep link's query read (?tab=…&preset=… needs under 100)
+# On page load: install the in-page link router once, then hand the address's query to the deep-link box. A click
+# on a link to ``?tab=…`` (not a 🔗 copy link, whose own handler already took it, nor a modified click, which opens
+# a new tab) puts the link in the address bar and opens it in place: no page load, so no 3-4 s of Gradio and
+# plotly.js starting again. Each link gets a counter (``&open=n``, ignored by the server) so the same link
+# clicked twice still changes the box.
+LINK_ROUTER_JS = """() => {
+  if (!window.plmOpenLink) {
+    let count = 0;
+    window.plmOpenLink = (href) => {
+      window.history.pushState(null, "", href);
+      window.plmLink = (window.location.search + "&open=" + (++count)).slice(0, LIMIT);
+      document.querySelector("#deep-link-follow")?.click();
+    };
+    document.addEventListener("click", (event) => {
+      const link = event.target.closest?.('a[href^="?tab="]');
+      if (!link || event.defaultPrevented || event.ctrlKey || event.metaKey || event.shiftKey || event.button) return;
+      event.preventDefault();
+      window.plmOpenLink(link.getAttribute("href"));
+    });
+  }
+  return window.location.search.slice(0, LIMIT);
+}"""
 
 _CURRENT: "Registry | None" = None
 
@@ -308,15 +341,28 @@ class Registry:
         return [v for v in self.tabs[tab_id].views
                 if v.where is None or (v.switcher is not None and v.switcher.children
                                        and v.switcher.children[0] is v.where
-                                       and v.switcher.parent is self.tabs[tab_id].tab)]
+                                       and enclosing_tab(v.switcher) is self.tabs[tab_id].tab)]
 
     def open_tab(self, tab_id: str, done: Sequence[bool], request=None) -> dict:
         views = self.opening(tab_id)
         updates: dict = {view.done: True for view in views}  # never empty: {} would count as one output value
         for view, seen in zip(views, done):
-            if not seen:
-                updates.update(view.run_default(request))
+            if seen:
+                continue
+            if self.shares_an_asked_input(view, request):
+                updates[view.done] = False  # computed when its own sub-tab is opened
+                continue
+            updates.update(view.run_default(request))
         return updates
+
+    def shares_an_asked_input(self, view: View, request=None) -> bool:
+        """Did the learner ask another view of this tab for a result, one that shares an input with ``view`` (the
+        tab's checkpoint picker)? Then ``view``'s default must not run when the tab opens: a link to the MLM tab's
+        "GPT vs BERT" with bert-base-chinese opens the tab, and the Fill view's default set the shared picker back
+        to bert-base-uncased under the learner's Chinese sentence."""
+        mine = {id(component) for component in view.inputs}
+        return any(other is not view and ASKED.count(other, request) and mine & {id(c) for c in other.inputs}
+                   for other in self.tabs[view.tab].views)
 
     def deep_link(self, query: dict, first_tab: str, request=None) -> dict:
         """Updates for a URL's query: select the tab, (sub-tab,) and compute the preset or the tab's defaults."""
@@ -372,7 +418,11 @@ class Registry:
         # ?tab=…&preset=…: the browser copies the address's query into a hidden box; the box's change (only when
         # the query is not empty) selects the tab and sub-tab and computes the preset, or the tab's defaults.
         query_box = gr.Textbox("", visible="hidden", max_length=QUERY_LIMIT, elem_classes=["deep-link-query"])
-        app.load(None, None, query_box, js=f"() => window.location.search.slice(0, {QUERY_LIMIT})", api_name=False)
+        app.load(None, None, query_box, js=LINK_ROUTER_JS.replace("LIMIT", str(QUERY_LIMIT)), api_name=False)
+        # A link inside the page (the Overview's path, a lesson's Markdown, window.plmOpenLink) is opened without
+        # reloading the page: the browser puts its query in the same box, through this hidden button's event.
+        follow = gr.Button("", visible="hidden", elem_id="deep-link-follow")
+        follow.click(None, None, query_box, js="() => window.plmLink || ''", api_name=False)
 
         @friendly_errors
         def open_deep_link(search: str, request: gr.Request = None):

@@ -12,13 +12,14 @@ from core import registry
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
 from core.lazy import lazy_import
-from core.limits import QA_DEFAULT_MAX_ANSWER_LEN, QA_DEFAULT_MAX_SEQ_LEN, QA_MAX_TOP_K
+from core.limits import (MAX_LONG_TEXT_CHARS, MAX_TEXT_CHARS, QA_DEFAULT_MAX_ANSWER_LEN, QA_DEFAULT_MAX_SEQ_LEN,
+                         QA_MAX_TOP_K)
 from core.registry import CHINESE_QA_ID, SQUAD2_ID
 from core.seeds import PRECIPITATION, SEED_EN, SEED_ZH
 from demo import lessons, presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.batching import BATCH, by_checkpoint
-from demo.downloads import model_event
+from demo.downloads import missing_model_card, model_event, needs_download, results_visible
 from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, styled
 from demo.i18n import LANGUAGES, label, t
 from demo.i18n import table as table_of
@@ -111,14 +112,18 @@ def _summary(result: qa.QAResult, expected: str = "") -> str:
     lines += result.notes
     lines.append(t("qa.summary_scores"))
     if expected:
-        lines.append(t("qa.summary_preset", expected=_expected(expected)))
+        lines.append(t("qa.summary_preset", expected=_expected(expected, shown=True)))
     lines.append(f"<span class='badge'>{result.badge}</span>")
     return "  \n".join(lines)
 
 
-def _expected(expected: str) -> str:
-    """A preset's note: a translation key, or the text itself."""
-    return t(expected) if expected in table_of("en") else expected
+def _expected(expected: str, shown: bool = False) -> str:
+    """A preset's note: a translation key, or the text itself. Its sentence about the model's own numbers ("shown
+    above", the ``<key>_shown`` entry) is added only when those numbers are shown."""
+    if expected not in table_of("en"):
+        return expected
+    about_model = f"{expected}_shown"
+    return t(expected) + (" " + t(about_model) if shown and about_model in table_of("en") else "")
 
 
 def chart_data(result: qa.QAResult) -> dict:
@@ -204,12 +209,15 @@ def table(rows: list[list], columns: list[str]) -> pd.DataFrame:
 # Handlers
 
 
-def _no_model(exc: ModelUnavailableError, expected: str = ""):
-    message = t("qa.no_model", error=exc, hint=t("qa.no_model_hint"))
-    if expected:  # a preset still says what the seed / the checkpoint gives, and which checkpoint to fetch
-        message += "  \n" + t("qa.summary_preset", expected=_expected(expected))
-    return ([], message, table([], CANDIDATE_COLUMNS), empty_figure(t("qa.no_model_figure")), gr.update(visible=False),
-            None)
+def _no_model(exc: ModelUnavailableError, model_id: str, expected: str = ""):
+    """The card (or, when a download would not help, the reason) in the summary; the answer's outputs hidden."""
+    if needs_download(exc):
+        message = missing_model_card(registry.model_id_or_default("qa", model_id), "downloads.shows_qa", exc)
+    else:
+        message = t("qa.no_model", error=exc, hint=t("qa.no_model_hint"))
+    if expected:  # a preset still says what the seed gives
+        message += "\n\n" + t("qa.summary_preset", expected=_expected(expected))
+    return ([], message, table([], CANDIDATE_COLUMNS), None, gr.update(visible=False), None, results_visible(False))
 
 
 @friendly_errors
@@ -223,7 +231,7 @@ def answer_question(model_id, question, context, max_answer_len, top_k, doc_stri
                            handle_impossible_answer=bool(no_answer),
                            progress=lambda fraction, desc: progress(fraction, desc=desc))
     except ModelUnavailableError as exc:
-        return _no_model(exc, expected)
+        return _no_model(exc, model_id, expected)
     return _answer_outputs(result, expected)
 
 
@@ -232,7 +240,7 @@ def _answer_outputs(result: qa.QAResult, expected: str = "") -> tuple:
     slider = gr.update(visible=len(result.windows) > 1, maximum=max(2, len(result.windows)),  # a slider needs min < max
                        value=chart["best"] + 1)
     return (_highlighted(result), _summary(result, expected), table(_candidate_rows(result), CANDIDATE_COLUMNS),
-            probability_figure(chart, chart["best"]), slider, chart)
+            probability_figure(chart, chart["best"]), slider, chart, results_visible(True))
 
 
 def answer_batch(model_id: list, question: list, context: list, max_answer_len: list, top_k: list, doc_stride: list,
@@ -253,11 +261,11 @@ def answer_batch(model_id: list, question: list, context: list, max_answer_len: 
         try:
             answered = iter(qa.answer_many(usable, checkpoint))
         except ModelUnavailableError as exc:
-            return [_no_model(exc)] * len(indices)
+            return [_no_model(exc, checkpoint)] * len(indices)
         results = [next(answered) if isinstance(request, dict) else request for request in asked]
         return [result if isinstance(result, Exception) else _answer_outputs(result) for result in results]
 
-    return by_checkpoint("qa", model_id, one_checkpoint, outputs=6, notice=1, request=request)
+    return by_checkpoint("qa", model_id, one_checkpoint, outputs=7, notice=1, request=request)
 
 
 @friendly_errors
@@ -314,9 +322,10 @@ def build() -> None:
     with gr.Row():
         model_id = model_picker("qa")
         no_answer = gr.Checkbox(False, label=label("qa.no_answer_label"), info=label("qa.no_answer_info"))
-    question = gr.Textbox(label=label("qa.question_label"), lines=1, placeholder=label("qa.question_placeholder"))
+    question = gr.Textbox(label=label("qa.question_label"), lines=1, placeholder=label("qa.question_placeholder"),
+                          max_length=MAX_TEXT_CHARS)
     context = gr.Textbox(label=label("qa.context_label"), lines=6, max_lines=14,
-                         placeholder=label("qa.context_placeholder"))
+                         placeholder=label("qa.context_placeholder"), max_length=MAX_LONG_TEXT_CHARS)
     with gr.Accordion(label("qa.options"), open=False):
         with gr.Row():
             max_answer_len = gr.Slider(1, 30, value=QA_DEFAULT_MAX_ANSWER_LEN, step=1,
@@ -332,12 +341,14 @@ def build() -> None:
     preset_bar = gr.Column()
 
     summary = gr.Markdown()
-    highlight = gr.HighlightedText(label=label("qa.highlight_label"), color_map=ANSWER_COLORS, show_legend=False)
-    candidates = gr.Dataframe(headers=[label(key) for key in CANDIDATE_COLUMNS], label=label("qa.candidates_label"),
-                              interactive=False, wrap=True, max_height=320, buttons=TABLE_BUTTONS)
-    window = gr.Slider(1, 2, value=1, step=1, label=label("qa.window_label"), visible=False)
     chart_state = gr.State(None)
-    probs = gr.Plot(label=label("qa.probs_label"), show_label=False)
+    with gr.Column() as answer_results:  # hidden while the checkpoint is missing: the summary shows its card
+        highlight = gr.HighlightedText(label=label("qa.highlight_label"), color_map=ANSWER_COLORS, show_legend=False)
+        candidates = gr.Dataframe(headers=[label(key) for key in CANDIDATE_COLUMNS],
+                                  label=label("qa.candidates_label"), interactive=False, wrap=True, max_height=320,
+                                  buttons=TABLE_BUTTONS)
+        window = gr.Slider(1, 2, value=1, step=1, label=label("qa.window_label"), visible=False)
+        probs = gr.Plot(label=label("qa.probs_label"), show_label=False)
 
     gr.Markdown(label("qa.layout_heading"))
     layout_note = gr.Markdown()
@@ -346,7 +357,7 @@ def build() -> None:
                                 interactive=False, max_height=320, buttons=TABLE_BUTTONS)
 
     options = [max_answer_len, top_k, doc_stride, max_seq_len]
-    answer_outputs = [highlight, summary, candidates, probs, window, chart_state]
+    answer_outputs = [highlight, summary, candidates, probs, window, chart_state, answer_results]
     layout_outputs = [layout, layout_note, layout_table]
     answer_inputs = [model_id, question, context, *options, no_answer]
     model_event(run_button.click, {"qa": model_id}, answer_batch, answer_inputs, answer_outputs, api_name="qa_answer",

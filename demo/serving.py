@@ -5,6 +5,7 @@
 * **API errors.** Gradio's own messages for a malformed API call name Python objects
   (``<gradio.components.dropdown.Dropdown object at 0x…>``, ``Original error: TypeError``). ``guard_api`` checks the
   number of values first and, when a value cannot be read, says which parameter (by its API name) and what it wants.
+  Text longer than its box's cap is refused before any handler runs (demo/input_caps.py).
 * **Queue fairness.** ``limit_sessions`` caps the events one browser session (``session_hash``) may have waiting or
   running at MAX_EVENTS_PER_SESSION; beyond it the request is refused at once with SESSION_BUSY, so one client cannot
   fill the shared queue and other users are always admitted (Gradio's queue itself only has a global ``max_size``).
@@ -22,8 +23,10 @@ from gradio.blocks import _get_api_parameter_name
 from gradio.utils import get_function_params
 
 from core import jobs
+from core.errors import UserInputError, echo
 from core.i18n import text, using_language
 from demo.common import TRAIN_QUEUE, UnreadableValue
+from demo.input_caps import check_caps
 
 MAX_EVENTS_PER_SESSION = 8  # queued or running events one browser session may hold
 QUEUE_MAX_SIZE = 1024  # the whole queue; one session fills at most MAX_EVENTS_PER_SESSION of it
@@ -89,8 +92,11 @@ def _wrong_type(component, payload) -> bool:
     return False
 
 
-def _readable(message: str) -> str:
+def _readable(message: str, payload: object = None) -> str:
+    """Gradio's refusal without object reprs; the refused value, which it repeats, cut as our own messages cut it."""
     message = _REPR.sub("a component", message)
+    if isinstance(payload, str) and payload and payload != echo(payload):
+        message = message.replace(payload, echo(payload))
     return message if len(message) <= 300 else message[:300] + "…"
 
 
@@ -106,7 +112,8 @@ def _bad_value(block_fn, inputs: list, exc: Exception) -> gr.Error:
             preprocess_payload(component, payload)
         except Exception as refused:  # noqa: BLE001
             if isinstance(refused, gr.Error) and not isinstance(refused, UnreadableValue):  # says why: keep it
-                reason = text("common.api_refused", message=_readable(str(refused.message)), wants=_wants(component))
+                reason = text("common.api_refused", message=_readable(str(refused.message), payload),
+                              wants=_wants(component))
             else:
                 reason = text("common.api_expected", wants=_wants(component), given=type(payload).__name__)
             return _error(text(BAD_VALUE, name=names[index], reason=reason))
@@ -133,6 +140,10 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
                 names = names or _parameter_names(block_fn)
                 reason = text("common.api_expected", wants=_wants(component), given=type(payload).__name__)
                 raise _error(text(BAD_VALUE, name=names[index], reason=reason))
+        try:  # text over its box's cap never reaches a handler, whoever sent it (demo/input_caps.py)
+            check_caps(block_fn.inputs, inputs)
+        except UserInputError as too_long:
+            raise _error(too_long.message()) from None
         try:
             return await preprocess_data(block_fn, inputs, state, explicit_call)
         except Exception as exc:  # noqa: BLE001 - gr.Error from a component included: it does not say which input

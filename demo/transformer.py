@@ -12,9 +12,10 @@ from core import param_count as pc
 from core import registry
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
+from core.limits import MAX_TEXT_CHARS
 from core.registry import MINILM_ID
 from demo import gpt, lessons, presets
-from demo.common import friendly_errors, gpu_handler, model_picker, whole_number
+from demo.common import friendly_errors, gpu_handler, model_picker, sig4, whole_number
 from demo.downloads import model_event
 from demo.figures import bar, empty_figure, heatmap, lines
 from demo.i18n import label, t
@@ -74,7 +75,7 @@ def _first_values(vector: np.ndarray, count: int = 4) -> str:
 
 def steps_table(walk: tr.BlockWalk, layer: int) -> pd.DataFrame:
     rows = [[step.layer, _step_name(step), _step_equation(step), _dims(step), step.dims,
-             "—" if step.norm is None else round(step.norm, 3), _first_values(step.vector)]
+             "—" if step.norm is None else sig4(step.norm), _first_values(step.vector)]
             for step in walk.layer_steps(layer)]
     return pd.DataFrame(rows, columns=_headers("col_step", STEP_COLUMNS))
 
@@ -342,7 +343,8 @@ def build_block_view():
         gr.Markdown(label("transformer.block_intro"))
         with gr.Row():
             picker = model_picker("encoder")
-            text = gr.Textbox(label=label("transformer.sentence"), value=BLOCK_DEFAULT[0], scale=3)
+            text = gr.Textbox(label=label("transformer.sentence"), value=BLOCK_DEFAULT[0], scale=3,
+                              max_length=MAX_TEXT_CHARS)
         with gr.Row():
             token = gr.Dropdown([], value=BLOCK_DEFAULT[1], label=label("transformer.token_to_follow"),
                                 allow_custom_value=True, info=label("transformer.token_info"))

@@ -91,7 +91,7 @@ def main() -> None:
             "seed": args.seed, "threads": args.threads, "train_seconds": round(seconds),
             "train_cpu_seconds": round(cpu_seconds),  # wall time includes waiting for a shared machine's cores
             "parameters": model.num_parameters(),
-            "held_out": {"windows": 64, "seq_len": 200, "loss_nats": round(held_loss, 4),
+            "held_out": {"windows": 64, "seq_len": 200, "loss_nats": round(held_loss, 6),
                          "bits_per_char": round(held_loss / math.log(2), 4)},
             "held_out_test_subset": {"windows": TEST_WINDOWS, "seq_len": 200, "loss_nats": round(subset_loss, 6)}}
     save_char_gpt(model, vocab, info, args.out)

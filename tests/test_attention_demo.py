@@ -147,8 +147,8 @@ def test_presets_run_and_show_the_seed_numbers():
     summary, rows, heads_fig, concat_fig = tab.multi_head(*tab.MULTIHEAD_PRESETS[0].resolved())
     assert "d_model = 512 = 8 heads × 64" in summary and len(heads_fig.data) == 8 and len(rows)
     worked, heat, curves = tab.positional_view(*tab.PE_PRESETS[0].resolved())
-    assert "PE(1, 0) = sin(1 / 10000^(0/512)) = 0.8415" in worked  # sin(1)
-    assert "PE(1, 1) = cos(1 / 10000^(0/512)) = 0.5403" in worked  # cos(1)
+    assert "PE(1, 0) = sin(1 / 10000<sup>0/512</sup>) = 0.8415" in worked  # sin(1)
+    assert "PE(1, 1) = cos(1 / 10000<sup>0/512</sup>) = 0.5403" in worked  # cos(1)
     assert f"{math.sin(1 / 10000 ** (2 / 512)):.4f}" in worked and heat.data and curves.data
 
 

@@ -49,7 +49,7 @@ def test_tag_many_reads_texts_of_different_lengths_in_one_pass(ner_folder, monke
 
 def test_a_batch_answers_each_request_and_refuses_only_the_bad_one(ner_folder):
     columns = ner.tag_batch(TEXTS, [ner_folder] * 3, ["first"] * 3)
-    assert len(columns) == 9 and all(len(column) == 3 for column in columns)
+    assert len(columns) == 9 + ner.RESULT_COLUMNS and all(len(column) == 3 for column in columns)
     for index in (0, 2):  # the same answer as the request alone
         alone = ner.tag_text(TEXTS[index], ner_folder, "first")
         assert columns[1][index] == alone[1] and columns[3][index] == alone[3]
@@ -63,7 +63,8 @@ def test_a_batch_answers_each_request_and_refuses_only_the_bad_one(ner_folder):
 def test_a_batch_mixes_checkpoints_and_an_unavailable_one(ner_folder):
     columns = ner.tag_batch([TEXTS[0], TEXTS[0]], ["not-here/no-such-ner", ner_folder], ["first", "first"])
     assert "hf download not-here/no-such-ner" in columns[1][0]  # its offline view, tokenisation included
-    assert columns[-1][0] and columns[1][1].startswith("**Model:**")
+    assert columns[8][0] and columns[1][1].startswith("**Model:**")  # its token table; the other one tagged
+    assert columns[-1] == [{"__type__": "update", "visible": False}, {"__type__": "update", "visible": True}]
 
 
 def test_a_refused_request_speaks_the_batch_language(ner_folder):

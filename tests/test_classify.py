@@ -245,6 +245,7 @@ def test_weight_change_and_projections(outcome):
 def test_the_before_picture_is_the_pca_of_frozen_vectors_and_is_encoded_once(small_split, monkeypatch):
     """"What fine-tuning changed" shows it on every open: it is computed once per held-out set and shared."""
     finetune_train._frozen_projection.cache_clear()
+    finetune_train.frozen_vectors.cache_clear()  # the projection reads the held-out vectors through this cache
     calls = []
     encode = finetune_train.encode
     monkeypatch.setattr(finetune_train, "encode", lambda texts, unfrozen: calls.append(len(texts)) or

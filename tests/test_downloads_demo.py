@@ -97,7 +97,8 @@ def test_the_model_step_never_downloads_and_reports_the_download_failure(server,
     server.add_repo(REPO, ner_folder)
     # Called on its own (an API client skipping the download step): no weights requested, a clear message.
     skipped = client.predict(TEXT, REPO, "first", api_name="/ner_tag")
-    assert f"'{REPO}' is not on this machine yet" in skipped[0] and f"hf download {REPO}" in skipped[0]
+    assert f"`{REPO}`, which is not on this machine" in skipped[0] and "not been downloaded yet" in skipped[0]
+    assert f"hf download {REPO}\n" in skipped[0]  # the card: the exact command, on a line of its own
     assert server.count("model.safetensors", "GET") == 0 and tag_calls == [REPO]
     # A download that stalls: its own message reaches the view (which still shows the tokenisation).
     hub.set_timeout(1.0)

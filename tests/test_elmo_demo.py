@@ -6,6 +6,7 @@ import pytest
 
 from types import SimpleNamespace
 from demo import elmo
+from demo.common import sig4
 
 
 def test_the_bank_preset_shows_layers_that_differ_across_contexts():
@@ -14,7 +15,7 @@ def test_the_bank_preset_shows_layers_that_differ_across_contexts():
     assert len(cosines) == 4 and all(math.isfinite(c) for c in cosines)  # three layers and the weighted sum
     assert cosines[0] == pytest.approx(1.0, abs=1e-6)  # the word vector ignores the sentence
     assert cosines[1] < 0.99 and cosines[2] < 0.99  # the LSTM layers do not
-    assert list(table.iloc[:, 2]) == [round(c, 3) for c in cosines]
+    assert list(table.iloc[:, 2]) == [sig4(c) for c in cosines]
     assert sum(table.iloc[:3, 1]) == pytest.approx(1.0, abs=2e-3)  # s = softmax(0, 0, 0) = (1/3, 1/3, 1/3)
     assert "**bank**" in note
 
@@ -56,8 +57,8 @@ def test_the_sub_tab_is_wired_with_its_presets():
 
     with gr.Blocks() as blocks:
         registry = presets.Registry()
-        with gr.Tabs(), gr.Tab("lstm", id="lstm") as tab, registry.tab("lstm", tab):
-            view = elmo.build_tab()
+        with gr.Tabs(), gr.Tab("lstm", id="lstm") as tab, registry.tab("lstm", tab), gr.Tabs():
+            view = elmo.build_tab()  # a sub-tab of the lstm tab's own gr.Tabs, as app.py builds it
     deps = {d.api_name: d for d in blocks.fns.values()}
     assert {"elmo_layers", "lstm_elmo_layers_open", "lstm_elmo_layers_preset"} <= set(deps)
     shown = deps["lstm_elmo_layers_preset"].fn("elmo-layers-bank", False)  # the preset bar sends the slug

@@ -12,7 +12,8 @@ CHAR = core_gpt.CHAR_GPT_ID
 
 
 def test_next_token_bar_and_table():
-    note, fig, table = gpt.next_token(CHAR, "The White Wha", 1.0, 0)
+    note, fig, table, shown = gpt.next_token(CHAR, "The White Wha", 1.0, 0)
+    assert shown["visible"] is True  # the results column (hidden only while a checkpoint is missing)
     rows = table.values.tolist()  # the table's headers are in the learner's language
     probs = np.asarray(fig.data[0].x, dtype=float)
     assert len(probs) == 15 and np.all(np.diff(probs) <= 0) and probs.sum() <= 1
@@ -23,17 +24,18 @@ def test_next_token_bar_and_table():
 
 
 def test_top_k_renormalises_and_temperature_sharpens():
-    _, fig, rows = gpt.next_token(CHAR, "The White Wha", 1.0, 3)
+    _, fig, rows, _ = gpt.next_token(CHAR, "The White Wha", 1.0, 3)
     rows = rows.values.tolist()
     assert len(rows) == 3 and sum(r[1] for r in rows) == pytest.approx(1, abs=1e-3)
-    _, cold, _ = gpt.next_token(CHAR, "The White Wha", 0.2, 0)
+    _, cold, _, _ = gpt.next_token(CHAR, "The White Wha", 0.2, 0)
     assert cold.data[0].x[0] > fig.data[0].x[0]
 
 
 def test_generate_streams_token_by_token_and_is_seeded():
     outputs = list(gpt.generate(CHAR, "Call me Ishmael. ", 25, 0.8, 0, 7))
     assert len(outputs) == 4  # after 10, 20 and 25 tokens, then the final message
-    text, rows, note = outputs[-1]
+    text, rows, note, shown = outputs[-1]
+    assert shown["visible"] is True
     rows = rows.values.tolist()
     assert text.startswith("Call me Ishmael. ") and len(text) == len("Call me Ishmael. ") + 25
     assert len(rows) == 25 and rows[0][0] == 25 and all(0 < r[2] <= 1 for r in rows)
@@ -42,7 +44,7 @@ def test_generate_streams_token_by_token_and_is_seeded():
 
 
 def test_attention_map_is_lower_triangular():
-    note, fig, mean_fig = gpt.attention(CHAR, "Call me Ishmael.", 2, 3)
+    note, fig, mean_fig, _ = gpt.attention(CHAR, "Call me Ishmael.", 2, 3)
     z = np.asarray(fig.data[0].z, dtype=float)
     assert z.shape == (16, 16) and np.allclose(np.triu(z, 1), 0) and np.allclose(z.sum(1), 1, atol=1e-5)
     mean = np.asarray(mean_fig.data[0].z, dtype=float)
@@ -51,10 +53,13 @@ def test_attention_map_is_lower_triangular():
 
 
 def test_gpt_vs_bert_offline():
-    note, gpt_fig, bert_fig = gpt.gpt_vs_bert(core_gpt.PRESETS["en"][0], "gpt2", "bert-base-uncased")
+    note, gpt_fig, bert_fig, gpt_shown, bert_shown = gpt.gpt_vs_bert(core_gpt.PRESETS["en"][0], "gpt2",
+                                                                     "bert-base-uncased")
     assert "The weather today is very" in note and "download gpt2" in note
-    assert len(gpt_fig.data[0].x) == 10  # the char-GPT's next characters
-    assert "hf download bert-base-uncased" in bert_fig.layout.annotations[0].text
+    assert len(gpt_fig.data[0].x) == 10 and gpt_shown["visible"]  # the char-GPT's next characters
+    # No BERT here: its side is hidden, and the note leads with the card that names the command.
+    assert bert_fig is None and not bert_shown["visible"] and note.startswith("### 📦")
+    assert "hf download bert-base-uncased\n" in note
 
 
 @pytest.mark.parametrize("call, message", [
@@ -63,7 +68,6 @@ def test_gpt_vs_bert_offline():
     (lambda: gpt.next_token(CHAR, "Call me", 0, 0), "Temperature must be above 0"),
     (lambda: gpt.next_token(CHAR, "Call me", -2, 0), "Temperature must be above 0"),
     (lambda: gpt.next_token(CHAR, "我们", 1.0, 0), "knows none of these characters: '我', '们'"),
-    (lambda: gpt.next_token("gpt2", "Hello", 1.0, 0), "download gpt2"),
     (lambda: gpt.next_token("\x00../etc", "Hello", 1.0, 0), "not on this machine"),
     (lambda: gpt.next_token(CHAR, "Call me", 1.0, -1), "Top-k"),
     (lambda: list(gpt.generate(CHAR, "Call me", 0, 0.8, 0, 0)), "Length"),
@@ -100,7 +104,7 @@ def test_results_and_errors_come_in_the_learners_language():
     from core.i18n import using_language
 
     with using_language("zh"):
-        note, fig, table = gpt.next_token(CHAR, "The White Wha", 1.0, 0)
+        note, fig, table, _ = gpt.next_token(CHAR, "The White Wha", 1.0, 0)
         assert note.startswith("**模型：** char-gpt · 4 层 × 4 个头") and list(table.columns)[0] == "词元"
         assert "温度 1 下的" in fig.layout.title.text
         with pytest.raises(gr.Error, match="不认识这些字符中的任何一个：'今', '天', '气'.*中文 GPT-2"):
@@ -115,10 +119,27 @@ def test_the_chinese_weather_preset_says_what_to_fetch_and_that_numbers_differ()
     numbers are illustrations."""
     preset = {p.slug: p for p in gpt.NEXT_PRESETS}["chinese-gpt2-weather"]
     assert preset.resolved()[:2] == (core_gpt.CHINESE_GPT2_ID, "今天天气很")
-    view_fn = gpt._or_message(gpt.next_token, 1, table="next")
-    note, fig, table = view_fn(*preset.resolved())
-    assert "uer/gpt2-chinese-cluecorpussmall" in note and "hf download" in note and table.empty
+    view_fn = gpt._or_message(gpt.next_token, 1, table="next", results=1)
+    note, fig, table, shown = view_fn(*preset.resolved())
+    assert "hf download uer/gpt2-chinese-cluecorpussmall\n" in note  # the card (issue #31): one command
+    assert fig is None and table is None and shown["visible"] is False  # its empty results are hidden
     vs = {p.slug: p for p in gpt.VS_PRESETS}["jintian-tianqi-hen"]
-    note, gpt_fig, bert_fig = gpt.gpt_vs_bert(*vs.resolved())
+    note, gpt_fig, bert_fig, gpt_shown, bert_shown = gpt.gpt_vs_bert(*vs.resolved())
     assert "hf download uer/gpt2-chinese-cluecorpussmall" in note and "illustrations" in note
-    assert "hf download bert-base-chinese" in bert_fig.layout.annotations[0].text
+    assert "hf download bert-base-chinese\n" in note and not bert_shown["visible"]
+    assert gpt_fig is None and not gpt_shown["visible"]  # the char-GPT fallback cannot read 今天天气很: the note says so
+
+
+@pytest.mark.parametrize("call", [
+    lambda: gpt.next_token("gpt2", "Hello", 1.0, 0),
+    lambda: list(gpt.generate("gpt2", "Hello", 10, 1.0, 0, 0))[-1],
+    lambda: gpt.attention("gpt2", "i have a dream", 1, 1),
+])
+def test_a_gpt2_view_offline_shows_the_card_and_hides_its_empty_results(call):
+    """Issue #31 §3: with no cached GPT-2, the view's note is the card naming `hf download gpt2`, and its figures and
+    tables are hidden, not drawn empty."""
+    outputs = call()
+    cards = [o for o in outputs if isinstance(o, str) and "hf download gpt2\n" in o]
+    assert len(cards) == 1 and "char-GPT" in cards[0]
+    assert outputs[-1] == {"__type__": "update", "visible": False}
+    assert all(o is None for o in outputs[:-1] if o is not cards[0])

@@ -311,13 +311,15 @@ def test_words_and_mask_word():
 def test_demo_fill_compare_nsp_handlers(pretraining_folder):
     from demo import mlm
 
-    notice, filled, figure, table = mlm.fill(pretraining_folder, "my _ is [MASK] .", 4, progress=noop_progress)
+    notice, filled, figure, table, shown = mlm.fill(pretraining_folder, "my _ is [MASK] .", 4,
+                                                    progress=noop_progress)
+    assert shown == {"__type__": "update", "visible": True}
     assert "BertForPreTraining" in notice and filled.startswith("**Filled in:**")
     assert len(figure.data) == 2 and len(mlm.rows_of(table)) == 8  # one bar chart per blank, 4 rows per blank
-    notice, summary, both, left = mlm.compare(pretraining_folder, mlm.COMPARE_EXAMPLES[0][0], 5,
+    notice, summary, both, left, _ = mlm.compare(pretraining_folder, mlm.COMPARE_EXAMPLES[0][0], 5,
                                               progress=noop_progress)
     assert "Left only" in summary and len(both.data[0].x) == len(left.data[0].x) == 5
-    notice, figure, filled = mlm.nsp(pretraining_folder, *mlm.NSP_EXAMPLES[0], progress=noop_progress)
+    notice, figure, filled, _ = mlm.nsp(pretraining_folder, *mlm.NSP_EXAMPLES[0], progress=noop_progress)
     assert list(figure.data[0].y) == ["IsNext", "NotNext"] and sum(figure.data[0].x) == pytest.approx(1.0)
     assert "masked LM" in filled
 
@@ -325,8 +327,9 @@ def test_demo_fill_compare_nsp_handlers(pretraining_folder):
 def test_demo_offline_views(pretraining_folder):
     from demo import mlm
 
-    notice, _, figure, table = mlm.fill("bert-base-uncased", "my dog is [MASK] .", 5, progress=noop_progress)
-    assert "bert-base-uncased" in notice and table == [] and not figure.data  # the notice, no traceback
+    notice, _, figure, table, shown = mlm.fill("bert-base-uncased", "my dog is [MASK] .", 5, progress=noop_progress)
+    assert "hf download bert-base-uncased\n" in notice and table == [] and figure is None  # the card, no traceback
+    assert shown == {"__type__": "update", "visible": False}  # and the empty results hidden
     note, highlighted, table, *figures = mlm.inputs("bert-base-uncased", "my dog is cute", "he likes playing",
                                                      progress=noop_progress)
     assert "MiniLM" in note and len(mlm.rows_of(table)) == 10
@@ -392,10 +395,12 @@ def test_batched_fill_mask_equals_one_at_a_time(mlm_folder):
 def test_batched_handler_gives_each_request_its_own_answer(pretraining_folder):
     from demo import mlm
 
-    notices, filled, figures, tables = mlm.fill_batch([pretraining_folder] * 3, [BATCH_TEXTS[0], "no blank here",
-                                                                                 BATCH_TEXTS[1]], [4, 4, 3])
-    assert len(notices) == len(filled) == len(figures) == len(tables) == 3
+    notices, filled, figures, tables, shown = mlm.fill_batch([pretraining_folder] * 3,
+                                                             [BATCH_TEXTS[0], "no blank here", BATCH_TEXTS[1]],
+                                                             [4, 4, 3])
+    assert len(notices) == len(filled) == len(figures) == len(tables) == len(shown) == 3
     assert "cannot be filled in" in notices[1] and "no blank" in notices[1] and tables[1] == []
+    assert [update["visible"] for update in shown] == [True, False, True]  # the refused request's results hidden
     for i, (text, k) in enumerate([(BATCH_TEXTS[0], 4), (BATCH_TEXTS[1], 3)]):
         alone = mlm.fill(pretraining_folder, text, k, progress=noop_progress)
         j = 0 if i == 0 else 2
@@ -453,7 +458,7 @@ def test_fill_answers_in_chinese_and_refuses_in_chinese(chinese_mlm_folder):
 
     from demo import mlm
 
-    notice, filled, figure, table = mlm.fill(chinese_mlm_folder, ZH_TEXTS[0], 3, progress=noop_progress,
+    notice, filled, figure, table, _ = mlm.fill(chinese_mlm_folder, ZH_TEXTS[0], 3, progress=noop_progress,
                                              request=zh_request())
     assert filled.startswith("**填空结果：**") and "每个空格的前 3 个候选" in figure.layout.title.text
     assert table["headers"] == ["空格", "名次", "词元", "概率"] and len(table["data"]) == 3
@@ -473,10 +478,10 @@ def test_offline_chinese_preset_says_what_to_fetch_in_the_learners_language():
 
     preset = next(p for p in mlm.FILL_PRESETS if p.slug == "weather-zh-short")
     model_id, text, top_k = preset.values
-    notice, filled, figure, table = mlm.fill(model_id, text, top_k, progress=noop_progress, request=zh_request())
-    assert "hf download bert-base-chinese" in notice and "预测需要一个掩码语言模型检查点" in notice and table == []
+    notice, filled, figure, table, _ = mlm.fill(model_id, text, top_k, progress=noop_progress, request=zh_request())
+    assert "hf download bert-base-chinese\n" in notice and "本机还没有这个模型" in notice and table == []
     notice, *_ = mlm.fill(model_id, text, top_k, progress=noop_progress)
-    assert "hf download bert-base-chinese" in notice and "Predictions need a masked-LM checkpoint" in notice
+    assert "hf download bert-base-chinese\n" in notice and "is not on this machine" in notice
 
 
 def test_batched_fill_answers_each_request_in_its_own_language(chinese_mlm_folder):
@@ -486,7 +491,7 @@ def test_batched_fill_answers_each_request_in_its_own_language(chinese_mlm_folde
     from demo import mlm
 
     english = SimpleNamespace(headers={"accept-language": "en-US"})
-    notices, filled, figures, tables = mlm.fill_batch([chinese_mlm_folder] * 3, ["没有空格", "没有空格", ZH_TEXTS[0]],
+    notices, filled, figures, tables, _ = mlm.fill_batch([chinese_mlm_folder] * 3, ["没有空格", "没有空格", ZH_TEXTS[0]],
                                                       [3, 3, 3], request=[zh_request(), english, zh_request()])
     assert notices[0].startswith("**这句话无法填空。** 没有可填的空格")
     assert notices[1].startswith("**This sentence cannot be filled in.** There is no blank")

@@ -252,7 +252,8 @@ def test_tab_handlers_show_entities_tables_and_heatmap(bert_dir):
     from demo import ner as tab
 
     out = tab.tag_text(TEXTS[1], bert_dir, "first")
-    tagged, note, highlighted, entity_rows, scheme_rows, agg_rows, fig, _, token_rows = out
+    tagged, note, highlighted, entity_rows, scheme_rows, agg_rows, fig, _, token_rows, *columns = out
+    assert columns == [{"__type__": "update", "visible": True}] * tab.RESULT_COLUMNS  # the results, shown
     entity_rows, scheme_rows, agg_rows, token_rows = map(tab.rows_of, (entity_rows, scheme_rows, agg_rows, token_rows))
     assert "BertForTokenClassification" in note and "one window" in note
     expected = ner.entities(tagged, "first")
@@ -278,9 +279,9 @@ def test_tab_offline_message_keeps_tokenisation_view():
     from demo import ner as tab
 
     out = tab.tag_text("Call me Ishmael.", "dslim/bert-base-NER", "first")
-    assert out[0] is None and "dslim/bert-base-NER" in out[1] and "MiniLM" in out[1]
-    assert "hf download dslim/bert-base-NER" in out[1]
-    rows = tab.rows_of(out[-1])
+    assert out[0] is None and "is not on this machine" in out[1] and "hf download dslim/bert-base-NER\n" in out[1]
+    assert out[-tab.RESULT_COLUMNS:] == (({"__type__": "update", "visible": False},) * tab.RESULT_COLUMNS)
+    rows = tab.rows_of(out[8])  # the tokens still shown, from MiniLM's tokenizer
     assert [row[1] for row in rows] == ["call", "me", "is", "##hma", "##el", "."]
     assert [row[7] for row in rows] == ["", "", "", "yes", "yes", ""]
 
@@ -451,6 +452,6 @@ def test_offline_chinese_preset_names_the_checkpoint_to_fetch():
     text, model_id, strategy = preset.values
     assert model_id == "ckiplab/bert-base-chinese-ner"
     out = tab.tag_text(text, model_id, strategy, request=zh_request())
-    assert out[0] is None and "hf download ckiplab/bert-base-chinese-ner" in out[1] and "没有标注模型" in out[1]
+    assert out[0] is None and "hf download ckiplab/bert-base-chinese-ner\n" in out[1] and "本机还没有这个模型" in out[1]
     out = tab.tag_text(text, model_id, strategy)
-    assert "hf download ckiplab/bert-base-chinese-ner" in out[1] and "No tagger" in out[1]
+    assert "hf download ckiplab/bert-base-chinese-ner\n" in out[1] and "is not on this machine" in out[1]

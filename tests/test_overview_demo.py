@@ -13,6 +13,7 @@ import pytest
 
 from core import i18n, ladder
 from demo import overview
+from demo.common import sig4
 from demo.figures import COLORWAY, HIGHLIGHT
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -140,7 +141,7 @@ def test_strip_and_totals_are_core_ladders_numbers():
     assert [label.rstrip("\u200b") for label in strip.data[0].x] == [overview._shown(ch) for ch in text]
     assert [label.rstrip("\u200b") for label in strip.data[0].y] == [s.rung.name for s in result.scores]
     np.testing.assert_allclose(totals.data[0].x, [score.total_bits for score in result.scores])
-    assert [row[1] for row in table] == [round(score.total_bits, 2) for score in result.scores]
+    assert [row[1] for row in table] == [sig4(score.total_bits) for score in result.scores]
     assert "'我', '€'" in summary and "n-gram" in summary and "LSTM" in summary
     costs = table[0][3]
     first = result.scores[0]

@@ -31,7 +31,8 @@ def run(folder, question, context, no_answer=False, **options):
 
 
 def test_answer_is_highlighted_tabled_and_charted(folder):
-    highlighted, summary, rows, figure, slider, chart = run(folder, *core_qa.SEED_EN[0])
+    highlighted, summary, rows, figure, slider, chart, shown = run(folder, *core_qa.SEED_EN[0])
+    assert shown == {"__type__": "update", "visible": True}  # the answer's column, shown with a real answer
     expected = TransformersQA(folder)(*core_qa.SEED_EN[0], top_k=5)
     marked = [text for text, label in highlighted if label == "answer"]
     assert marked == [expected[0]["answer"]]
@@ -48,7 +49,7 @@ def test_answer_is_highlighted_tabled_and_charted(folder):
 
 def test_long_context_shows_window_picker_and_other_windows(folder):
     context = qa.moby_context(700)
-    *_, figure, slider, chart = run(folder, qa.MOBY_QUESTION, context, max_seq_len=128, doc_stride=32)
+    *_, figure, slider, chart, _ = run(folder, qa.MOBY_QUESTION, context, max_seq_len=128, doc_stride=32)
     assert slider["visible"] and slider["maximum"] == len(chart["windows"]) > 3
     other = qa.show_window(chart, 1 if chart["best"] != 0 else 2)
     assert len(other.data[0].y) == len(chart["windows"][0 if chart["best"] != 0 else 1]["tokens"])
@@ -84,10 +85,11 @@ def test_bad_input_raises_a_clear_gradio_error(folder):
 
 
 def test_offline_model_shows_a_message_and_layout_still_works():
-    highlighted, summary, rows, figure, slider, chart = run("distilbert-base-cased-distilled-squad",
-                                                            *core_qa.SEED_EN[1])
-    assert "not available" in summary and "input layout" in summary
-    assert rows == [] and chart is None
+    highlighted, summary, rows, figure, slider, chart, shown = run("distilbert-base-cased-distilled-squad",
+                                                                   *core_qa.SEED_EN[1])
+    assert "is not on this machine" in summary and "input layout" in summary
+    assert "hf download distilbert-base-cased-distilled-squad\n" in summary
+    assert rows == [] and chart is None and figure is None and shown == {"__type__": "update", "visible": False}
     entries, note, table = qa.show_layout("distilbert-base-cased-distilled-squad", *core_qa.SEED_EN[1], 128, 384)
     table = rows_of(table)
     assert "MiniLM" in note
@@ -160,13 +162,14 @@ def test_chinese_preset_on_the_chinese_checkpoint_marks_a_span_of_the_typed_cont
     start, end = map(int, best[3].split("–"))
     assert context[start:end] == best[1] == next(text for text, label in highlighted if label == "答案")
     assert "".join(text for text, _ in highlighted) == context
-    assert "0.80" in summary and "说明原理" in summary and "hf download uer/roberta-base-chinese-extractive-qa" in summary
+    assert "0.80" in summary and "说明原理" in summary and "见上图" in summary  # the model's own numbers: shown
 
 
 def test_chinese_preset_offline_says_which_checkpoint_to_fetch():
     preset = next(p for p in qa.VIEW_PRESETS if p.slug == "zuigao-wendu")
     outputs = qa.run_example(*preset.resolved())
     summary = outputs[4]
-    assert "not available" in summary and "hf download uer/roberta-base-chinese-extractive-qa" in summary
+    assert "is not on this machine" in summary and "hf download uer/roberta-base-chinese-extractive-qa\n" in summary
+    assert "shown above" not in summary  # nothing is
     assert "0.80" in summary and "illustrate" in summary
     assert len(rows_of(outputs[-1])) > 10  # the input layout still works (MiniLM's tokenizer)

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 VIEWPORT = {"width": 1440, "height": 900}
 
-# Top-level tab → its sub-tabs in order ([] when the tab has none). Training sub-tabs are left out on purpose:
-# a training run is never started by opening a tab (it takes up to two minutes).
+# Top-level tab → its sub-tabs in order ([] when the tab has none). Opening a trainer's sub-tab shows its untrained
+# model (issue #31); a training run is never started by opening a tab (it takes up to two minutes).
 SUBTABS = {
     "Overview": ["The path", "Every model on your text"],
     "N-gram": ["Counts", "Score a sentence", "Generate"],
     "Word embeddings": ["One-hot vs dense", "Neural LM (NNLM)", "GloVe: neighbours & analogies", "Projection",
-                        "One vector per word"],
+                        "One vector per word", "Train word2vec"],
     "RNN & LSTM": ["Gates & predictions", "Vanishing gradients", "Generate", "ELMo: both directions",
-                   "ELMo: three layers"],
+                   "ELMo: three layers", "Train"],
     "Attention": ["Step by step", "Multi-head", "Positions", "Real model"],
     "Transformer & GPT": ["Inside a block", "Transformer-base numbers", "GPT: next token", "GPT: generate",
                           "GPT: causal attention", "GPT vs BERT"],
@@ -25,7 +25,8 @@ SUBTABS = {
     "NER": ["BIO · IOBES · entities", "Per-token probabilities", "Aggregation on split words",
             "Tokenisation & windows", "BIO → IOBES (seed §14)"],
     "QA": [],
-    "Classification & fine-tuning": ["Classify with a fine-tuned checkpoint", "What fine-tuning changed"],
+    "Classification & fine-tuning": ["Classify with a fine-tuned checkpoint", "Fine-tune MiniLM yourself",
+                                     "What fine-tuning changed"],
 }
 # (tab, sub-tab) whose predictions need a checkpoint the offline app cannot have: they show the "hf download" note;
 # their other plots and tables (tokenisation, input layout) must still be full.

@@ -1,0 +1,178 @@
+"""The learner's path in Chromium (issue #31), shared by test_learner_path_en.py and test_learner_path_zh.py.
+
+A learner meets the app through its "Try this" steps and its preset links. For every lesson step and every preset
+link, in one language, on a server that has already served other sessions:
+- no error toast;
+- the tab and the sub-tab where the preset's results live are selected;
+- the preset's text is in its input box (the preset was loaded, not the view's default);
+- the view's visible outputs are filled: every visible plot has data and every visible table has rows, or, where the
+  offline app cannot have the model, the card naming `hf download <id>` is shown and the empty outputs are hidden.
+
+Every preset link is opened in the page the way a click on an in-page link opens it (``window.plmOpenLink``, the
+router every ``?tab=…`` link in the page goes through: no page load); one link per tab is also opened as a fresh
+page load. Waits are on conditions; nothing sleeps for a fixed time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tests.e2e.first_open import CONTENT_JS, VIEWPORT
+
+# The view's results are on screen: nothing is computing, no visible plot or table is empty, and there is content
+# (or the missing-model card). Plots, tables and text areas inside hidden columns are not "visible".
+SETTLED_JS = f"""() => {{
+  const c = ({CONTENT_JS})();
+  const card = [...document.querySelectorAll('code, pre, p')].some(
+      el => el.offsetParent !== null && el.textContent.includes('hf download'));
+  return !c.busy && c.emptyPlots === 0 && c.emptyTables === 0 && c.emptyBoxes === 0
+      && (c.plots + c.tables + c.longTexts > 0 || card);
+}}"""
+SELECTED_JS = """(id) => [...document.querySelectorAll('button[role="tab"][aria-selected="true"]')].some(
+  b => b.dataset.tabId === id && b.offsetParent !== null)"""
+HAS_VALUE_JS = """(value) => [...document.querySelectorAll('textarea, input')].some(
+  el => el.offsetParent !== null && el.value.trim() === value)"""
+ERRORS_JS = """() => [...document.querySelectorAll('.toast-body')].filter(
+  el => /error|错误/i.test(el.className + ' ' + (el.querySelector('.toast-title')?.textContent || '')))
+  .map(el => el.textContent.trim().slice(0, 200))"""
+CLOSE_TOASTS_JS = "() => document.querySelectorAll('.toast-close').forEach(b => b.click())"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a preset's results live, and the texts the preset puts in input boxes (the shown sub-tab has one)."""
+    tab: str
+    slug: str
+    sub: str | None
+    texts: tuple[str, ...]
+
+    @property
+    def link(self) -> str:
+        return f"?tab={self.tab}&preset={self.slug}"
+
+
+def catalogue():
+    """Every runnable preset and every lesson step of the app, read from the built app's own registry."""
+    import gradio as gr
+
+    import app as app_module
+
+    built = app_module.build_app()
+    targets, steps = {}, {}
+    for tab_id, entry in built.preset_registry.tabs.items():
+        for view in entry.views:
+            boxes = [i for i, c in enumerate(view.inputs) if isinstance(c, gr.Textbox)]
+            for slug, preset in view.presets.items():
+                if preset.values is None:
+                    continue
+                values = preset.resolved()
+                texts = [str(values[i]).strip() for i in boxes if str(values[i]).strip()]
+                sub = preset.shows or (view.where.id if view.where is not None else None)
+                targets[(tab_id, slug)] = Target(tab_id, slug, sub, tuple(texts))
+    for block in built.blocks.values():  # each lesson box, and the presets its steps run
+        if getattr(block, "lesson_steps", None):
+            tab_id = block.lesson_steps[0].view.tab
+            steps[tab_id] = [targets[(tab_id, step.slug)] for step in block.lesson_steps]
+    return list(targets.values()), steps
+
+
+def new_page(browser, url: str, locale: str):
+    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale=locale)
+    page = context.new_page()
+    page.set_default_timeout(120_000)  # a shared 2-core machine
+    page.goto(url, wait_until="load")
+    page.get_by_role("tab").first.wait_for()
+    return page
+
+
+def click_tab(page, tab_id: str) -> None:
+    page.locator(f'button[role="tab"][data-tab-id="{tab_id}"]').filter(visible=True).first.click()
+    page.wait_for_function(SELECTED_JS, arg=tab_id)
+
+
+def waited(page, script: str, arg=None, what: str = "", limit_ms: int = 90_000) -> list[str]:
+    """Wait for ``script`` to hold; [] once it does, else what is on screen (a failure to report, not raise)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(script, arg=arg, timeout=limit_ms)
+        return []
+    except PlaywrightTimeout:
+        return [f"{what} not reached in {limit_ms / 1000:.0f} s; on screen: {page.evaluate(CONTENT_JS)}"]
+
+
+def problems(page, target: Target) -> list[str]:
+    """Wait until ``target`` is shown; what is wrong with it (empty: nothing)."""
+    found = waited(page, SELECTED_JS, target.tab, f"{target.link}: tab {target.tab} selected")
+    if target.sub is not None:
+        found += waited(page, SELECTED_JS, target.sub, f"{target.link}: sub-tab {target.sub} selected")
+    found += waited(page, SETTLED_JS, None, f"{target.link}: results filled")
+    if target.texts and not any(page.evaluate(HAS_VALUE_JS, text) for text in target.texts):
+        found.append(f"{target.link}: none of its texts {[t[:30] for t in target.texts]} is in a visible box")
+    errors = page.evaluate(ERRORS_JS)
+    if errors:
+        found.append(f"{target.link}: error toast {errors}")
+        page.evaluate(CLOSE_TOASTS_JS)
+    return found
+
+
+def use_the_server(browser, url: str, locale: str) -> None:
+    """Another learner's session first: every tab opened and one preset of each run, so the server under test has
+    served other requests (the issue's links failed only on such a server)."""
+    page = new_page(browser, url, locale)
+    try:
+        for tab in page.evaluate("() => [...document.querySelector('[role=tablist]')"
+                                 ".querySelectorAll('button[role=tab]')].map(b => b.dataset.tabId)"):
+            click_tab(page, tab)
+            page.wait_for_function(SETTLED_JS)
+            button = page.locator("button.preset-btn:not([disabled])").filter(visible=True)
+            if button.count():
+                button.last.click()
+                page.wait_for_function(SETTLED_JS)
+    finally:
+        page.context.close()
+
+
+def walk_lessons(page, steps: dict[str, list[Target]]) -> tuple[int, list[str]]:
+    """Click every "Show me", each from another sub-tab than the step's own, so the switch is seen."""
+    found, clicked = [], 0
+    for tab_id, targets in steps.items():
+        click_tab(page, tab_id)
+        box = page.locator(".lesson-box details.lesson").filter(visible=True).first
+        if not box.evaluate("d => d.open"):
+            box.locator("summary").first.click()
+        for number, target in enumerate(targets, 1):
+            if target.sub is not None:
+                away = page.evaluate("""(sub) => { const b = [...document.querySelectorAll('button[role=tab]')]
+                  .find(b => b.dataset.tabId === sub && b.offsetParent !== null);
+                  const others = [...b.parentElement.querySelectorAll('button[role=tab]')]
+                  .filter(o => o.dataset.tabId !== sub && o.offsetParent !== null);
+                  return others.length ? others[others.length - 1].dataset.tabId : null; }""", target.sub)
+                if away:
+                    click_tab(page, away)
+                    found += waited(page, SETTLED_JS, None, f"sub-tab {away} of {tab_id} filled on open")
+            box.locator(f'button.lesson-btn[data-step="{number}"]').click()
+            clicked += 1
+            found += [f"lesson {tab_id} {number}: {problem}" for problem in problems(page, target)]
+    return clicked, found
+
+
+def open_links(page, targets: list[Target]) -> tuple[int, list[str]]:
+    """Open every preset link in the page, one after another, as a click on an in-page link does."""
+    found = []
+    for target in targets:
+        page.evaluate("(href) => window.plmOpenLink(href)", target.link)
+        found += problems(page, target)
+    return len(targets), found
+
+
+def load_links(browser, url: str, locale: str, targets: list[Target]) -> tuple[int, list[str]]:
+    """One link per tab (its last preset: most often in a later sub-tab) opened as a fresh page."""
+    last = {target.tab: target for target in targets}
+    found = []
+    for target in last.values():
+        page = new_page(browser, url + target.link, locale)
+        try:
+            found += problems(page, target)
+        finally:
+            page.context.close()
+    return len(last), found

@@ -1,0 +1,96 @@
+"""Layout on a phone and on a laptop (issue #31, Required 5 and 9), in Chromium against the offline app.
+
+At 390×844 every top-level tab is reached in at most two taps (the tab bars wrap instead of hiding tabs behind
+"⋯"; a tab that still sat in a menu would take two), and no table cell is cut to "…". At 1440×900 the N-gram tab's
+first table shows its whole header. Every wait is on a condition of the page, never a fixed sleep.
+"""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+PHONE = {"width": 390, "height": 844}
+LAPTOP = {"width": 1440, "height": 900}
+
+# Text cut short by the browser: the cells and headers of every Dataframe on screen whose text is wider than their
+# box while they end in an ellipsis, or hide the rest (overflow other than visible).
+CUT_CELLS_JS = """() => [...document.querySelectorAll(
+    '.table-wrap .header-cell .header.text, .table-wrap .body-cell .cell-wrap > span')]
+  .filter((el) => el.offsetParent !== null && el.textContent.trim())
+  .filter((el) => {
+    const style = getComputedStyle(el);
+    return el.scrollWidth > el.clientWidth + 1 && (style.textOverflow === 'ellipsis' || style.overflow !== 'visible');
+  })
+  .map((el) => el.textContent.trim())"""
+VISIBLE_CELLS_JS = """() => [...document.querySelectorAll('.table-wrap .body-cell')]
+  .filter((el) => el.offsetParent !== null && el.textContent.trim()).length"""
+
+
+def top_tab_names() -> list[str]:
+    from app import TABS, tab_id
+    from core.i18n import text
+
+    return [text(f"tabs.{tab_id(module)}", "en") for module in TABS]
+
+
+def open_page(browser, served_app, viewport: dict, query: str = ""):
+    context = browser.new_context(viewport=viewport, device_scale_factor=1, locale="en-US")
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    page.goto(served_app.url + query, wait_until="load")
+    page.get_by_role("tab").first.wait_for()
+    return context, page
+
+
+def top_tab(page, name: str):
+    """The top-level tab button (the first tab bar on the page holds the app's tabs)."""
+    return page.locator(".tab-wrapper").first.get_by_role("tab", name=name, exact=True)
+
+
+def test_on_a_phone_every_tab_is_two_taps_away_and_no_cell_is_cut(browser, served_app):
+    context, page = open_page(browser, served_app, PHONE)
+    try:
+        taps = {}
+        for name in top_tab_names():
+            tab = top_tab(page, name)
+            if tab.count() and tab.is_visible():
+                tab.click()
+                taps[name] = 1
+            else:  # folded into Gradio's "⋯" menu: open it, then pick the tab
+                page.locator(".tab-wrapper").first.get_by_role("button", name="More tabs").click()
+                page.locator(".overflow-dropdown").first.get_by_role("button", name=name, exact=True).click()
+                taps[name] = 2
+            page.wait_for_function("(name) => [...document.querySelector('.tab-wrapper').querySelectorAll("
+                                   "'[role=tab][aria-selected=true]')].some((t) => t.textContent.trim() === name)",
+                                   arg=name)
+        assert len(taps) == 10 and max(taps.values()) <= 2, taps
+        assert set(taps.values()) == {1}, taps  # today's bars wrap: every tab is one tap
+
+        top_tab(page, "N-gram").click()
+        page.wait_for_function(f"({VISIBLE_CELLS_JS})() >= 8")  # the counts table: 3 rows of 4 cells
+        assert page.evaluate(CUT_CELLS_JS) == []
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], "the page itself scrolls sideways"
+    finally:
+        context.close()
+
+
+def test_on_a_laptop_the_ngram_counts_table_shows_its_whole_header(browser, served_app):
+    context, page = open_page(browser, served_app, LAPTOP, "?tab=ngram")
+    try:
+        table = page.locator(".table-wrap").filter(has=page.locator(".body-cell")).first
+        table.locator(".body-cell").first.wait_for()
+        headers = table.locator(".header-cell .header.text")
+        page.wait_for_function("(el) => el.textContent.includes('count(ctx)')",
+                               arg=table.locator(".header-cell").nth(2).element_handle())
+        shown = headers.evaluate_all("(els) => els.map((el) => [el.textContent.trim(), el.scrollWidth <= "
+                                     "el.clientWidth + 1, el.getBoundingClientRect().height])")
+        assert [name for name, _, _ in shown][:4] == ["w", "count(ctx,w)", "count(ctx)", "P_MLE"]
+        assert all(fits for _, fits, _ in shown), shown
+        line = max(height for _, _, height in shown[:1])
+        assert all(height <= line * 1.5 for _, _, height in shown), shown  # one line each, not broken letters
+        assert page.evaluate(CUT_CELLS_JS) == []
+        assert "0.6667" in table.inner_text()  # 4 significant digits, not 0.6666666666666666
+    finally:
+        context.close()

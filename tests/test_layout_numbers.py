@@ -1,0 +1,143 @@
+"""Numbers and notation as the learner reads them (issue #31, Required 5): 4 significant digits from one helper,
+the seed's exact fractions, powers typeset (no raw "^"), no SI prefixes on log or probability axes, titles that fit."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import yaml
+
+from demo import figures
+from demo.common import sig4, sig4_text
+
+I18N = Path(__file__).resolve().parent.parent / "assets" / "i18n"
+
+
+def test_sig4_keeps_four_significant_digits_and_leaves_counts_alone():
+    assert sig4(0.058823529411764705) == 0.05882  # the issue's 1/17
+    assert sig4(2 / 3) == 0.6667 and sig4(814.6712) == 814.7 and sig4(12345.6) == 12350.0
+    assert sig4(np.float32(1 / 3)) == 0.3333 and isinstance(sig4(np.float64(0.5)), float)
+    assert sig4(3) == 3 and isinstance(sig4(np.int64(7)), np.integer) and sig4("n/a") == "n/a"
+    assert sig4(-math.inf) == -math.inf and math.isnan(sig4(math.nan))
+
+
+def test_sig4_text_writes_positional_numbers_and_typeset_powers():
+    assert [sig4_text(v) for v in (2 / 3, 0.2, 100.0, 12345.6, -0.5, 0.0)] == \
+        ["0.6667", "0.2", "100", "12350", "−0.5", "0"]
+    assert sig4_text(1.23456e-5) == "1.235 × 10⁻⁵" and sig4_text(3e9) == "3 × 10⁹"
+    assert sig4_text(-math.inf) == "−∞"
+
+
+def test_the_seed_bigram_shows_its_exact_fractions():
+    """Seed §2.1: P(词性 | 的) = 2/3 by MLE and (2+1)/(3+12) = 0.2 with add-one: the formula line keeps the fraction."""
+    from demo.ngram import TOY, WORDS, show_counts
+
+    _, formula, table, _ = show_counts(TOY, "", None, WORDS, False, 2, False, "mle", 1, "的", "词性")
+    assert "= 2 / 3 = **0.6667**" in formula
+    assert table.iloc[0].tolist() == ["词性", 2, 3, 0.6667]  # a number of 4 significant digits, not 0.666666…
+    _, formula, _, _ = show_counts(TOY, "", None, WORDS, False, 2, False, "add_k", 1, "的", "词性")
+    assert "= 3 / 15 = **0.2**" in formula
+
+
+# A power written as text: a caret between two operands. Code spans and $…$ / $$…$$ LaTeX may use it.
+CODE_OR_LATEX = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$", re.DOTALL)
+
+
+def _strings(node):
+    if isinstance(node, dict):
+        for value in node.values():
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
+    elif isinstance(node, str):
+        yield node
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_translation_writes_a_power_with_a_caret(lang):
+    table = yaml.safe_load((I18N / f"{lang}.yaml").read_text(encoding="utf-8"))
+    raw = [text for text in _strings(table) if "^" in CODE_OR_LATEX.sub("", text)]
+    assert raw == []
+
+
+def _axes(layout: dict):
+    return [(key, axis) for key, axis in layout.items() if re.fullmatch(r"[xy]axis\d*", key) and isinstance(axis, dict)]
+
+
+def test_log_axes_print_powers_and_linear_axes_no_si_prefix():
+    fig = figures.styled(go.Figure(go.Bar(x=["a", "b"], y=[1e-15, 0.5])), "change")
+    fig.update_yaxes(type="log")
+    sent = json.loads(fig.to_json())
+    assert sent["layout"]["yaxis"]["exponentformat"] == "power"  # 10⁻¹⁵, not "1f"
+    template = sent["layout"]["template"]["layout"]
+    assert template["yaxis"]["exponentformat"] == template["xaxis"]["exponentformat"] == "none"  # 0.00005, not 50μ
+
+
+def test_a_long_title_wraps_below_the_toolbar_and_gets_room():
+    title = "“bank” in sentence 1 vs sentence 2: cosine similarity per layer, and the weighted sum of all three"
+    sent = json.loads(figures.bar(["a", "b"], [0.5, 0.5], title).to_json())
+    lines = sent["layout"]["title"]["text"].split("<br>")
+    assert len(lines) >= 2 and " ".join(lines) == title
+    assert all(figures.text_size(line, figures.TITLE_FONT_SIZE)[0] <= figures.TITLE_WIDTH for line in lines)
+    assert sent["layout"]["margin"]["t"] >= figures.TITLE_TOP + 2 * figures.TITLE_FONT_SIZE
+    assert sent["layout"]["template"]["layout"]["title"]["pad"]["t"] == figures.TITLE_TOP  # the modebar's strip
+
+
+@pytest.fixture(scope="module")
+def default_results():
+    """What every view shows on open (its first preset), offline: [(view, {component: value})]."""
+    import app
+    from core import registry
+
+    registry.set_offline(True)
+    reg = app.build_app().preset_registry
+    shown = []
+    for entry in reg.tabs.values():
+        for view in entry.views:
+            slug = next((slug for slug, preset in view.presets.items() if preset.values is not None), None)
+            if slug is not None:
+                shown.append((f"{view.tab}/{view.key}", view.run(slug)))
+    return shown
+
+
+def test_no_figure_a_view_opens_with_prints_si_prefixes_on_a_log_or_probability_axis(default_results):
+    checked = 0
+    for name, results in default_results:
+        for value in results.values():
+            if not isinstance(value, go.Figure):
+                continue
+            layout = json.loads(value.to_json())["layout"]
+            template = layout.get("template", {}).get("layout", {})
+            for key, axis in _axes(layout):
+                fmt = axis.get("exponentformat") or template.get(key[0] + "axis", {}).get("exponentformat")
+                if axis.get("type") == "log":
+                    assert fmt == "power", (name, key)
+                else:
+                    assert fmt in ("none", "power"), (name, key, fmt)  # never plotly's SI "B"
+                assert "tickformat" not in axis or not axis["tickformat"].endswith("s"), (name, key)  # d3 SI
+                checked += 1
+    assert checked > 20
+
+
+def test_no_table_a_view_opens_with_shows_more_than_four_significant_digits(default_results):
+    import pandas as pd
+
+    long = []
+    for name, results in default_results:
+        for value in results.values():
+            frame = getattr(value, "data", value)  # a Styler's frame
+            if isinstance(value, dict) and "data" in value:
+                rows = value["data"]
+            elif isinstance(frame, pd.DataFrame):
+                rows = frame.values.tolist()
+            else:
+                continue
+            long += [(name, cell) for row in rows for cell in row
+                     if isinstance(cell, float) and math.isfinite(cell) and cell != sig4(cell)]
+    assert long == []
