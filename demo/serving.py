@@ -11,14 +11,20 @@
   fill the shared queue and other users are always admitted (Gradio's queue itself only has a global ``max_size``).
   A new training run from a session replaces that session's queued and running ones (``replace_training``).
 * **Uploads.** DELETE_CACHE goes to gr.Blocks(delete_cache=...): Gradio deletes cached uploads once that old.
+* **Start on a busy machine.** ``launch()`` asks its own server once whether it answers (``networking.url_ok``: a 3 s
+  timeout, then it gives up and raises "When localhost is not accessible…"). With other processes holding both
+  cores, the first answer can take longer; ``patient_url_ok`` keeps asking for LAUNCH_CHECK_SECONDS instead.
 """
 from __future__ import annotations
 
 import functools
 import re
+import time
 from typing import Any
 
 import gradio as gr
+import httpx
+from gradio import networking
 from gradio.blocks import _get_api_parameter_name
 from gradio.utils import get_function_params
 
@@ -33,6 +39,8 @@ QUEUE_MAX_SIZE = 1024  # the whole queue; one session fills at most MAX_EVENTS_P
 # Gradio keeps the files it cached (uploads, generated files) until the server stops unless told otherwise;
 # here: checked every 10 minutes, deleted once older than an hour.
 DELETE_CACHE = (600, 3600)
+LAUNCH_CHECK_SECONDS = 60.0  # how long launch() waits for its own server's first answer
+_url_ok = networking.url_ok  # Gradio's own check, one try of 3 s
 
 # Messages (keys into assets/i18n/*.yaml, section common), in the language of the request that caused them.
 SESSION_BUSY = "common.session_busy"
@@ -231,8 +239,24 @@ async def replace_training(queue, session: str, lang: str | None = None) -> int:
 _NO_EVENTS = type("NoEvents", (), {"queue": ()})()
 
 
+def patient_url_ok(url: str, seconds: float | None = None) -> bool:
+    """Gradio's ``url_ok``, asked again until it answers or ``seconds`` (LAUNCH_CHECK_SECONDS) have passed: a
+    timeout on a loaded machine is not "localhost is not accessible"."""
+    deadline = time.monotonic() + (LAUNCH_CHECK_SECONDS if seconds is None else seconds)
+    while True:
+        try:
+            if _url_ok(url):
+                return True
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+
+
 def serve(app: gr.Blocks) -> gr.Blocks:
     """Everything above, applied to the built app (call after ``app.queue(...)``)."""
     guard_api(app)
     limit_sessions(app)
+    networking.url_ok = patient_url_ok  # read by Blocks.launch at call time
     return app

@@ -154,3 +154,18 @@ def test_an_uploaded_file_is_gone_after_the_configured_age(tmp_path):
         assert stored not in blocks.upload_file_set
     finally:
         blocks.close()
+
+
+def test_launch_keeps_asking_a_slow_server_before_giving_up(app, monkeypatch):
+    """Gradio's launch check gives up after one 3 s try; on a loaded machine the app keeps asking (issue #33 §6)."""
+    import gradio.networking
+
+    assert gradio.networking.url_ok is serving.patient_url_ok  # serve() put it where Blocks.launch reads it
+    answers = iter([False, False, True])
+    asked = []
+    monkeypatch.setattr(serving, "_url_ok", lambda url: asked.append(url) or next(answers))
+    assert serving.patient_url_ok("http://127.0.0.1:1/", seconds=30) is True
+    assert asked == ["http://127.0.0.1:1/"] * 3
+    monkeypatch.setattr(serving, "_url_ok", lambda url: asked.append(url) or False)
+    assert serving.patient_url_ok("http://127.0.0.1:1/", seconds=0) is False  # a deadline still ends it
+    assert len(asked) == 4

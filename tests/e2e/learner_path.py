@@ -50,11 +50,13 @@ class Target:
         return f"?tab={self.tab}&preset={self.slug}"
 
 
-def catalogue():
-    """Every runnable preset and every lesson step of the app, read from the built app's own registry."""
+def catalogue(locale: str = "en-US"):
+    """Every runnable preset and every lesson step of the app, read from the built app's own registry. A preset's
+    values may depend on the learner's language (it is made when it runs), so they are resolved in ``locale``'s."""
     import gradio as gr
 
     import app as app_module
+    from core.i18n import using_language
 
     built = app_module.build_app()
     targets, steps = {}, {}
@@ -64,7 +66,8 @@ def catalogue():
             for slug, preset in view.presets.items():
                 if preset.values is None:
                     continue
-                values = preset.resolved()
+                with using_language("zh" if locale.startswith("zh") else "en"):
+                    values = preset.resolved()
                 texts = [str(values[i]).strip() for i in boxes if str(values[i]).strip()]
                 sub = preset.shows or (view.where.id if view.where is not None else None)
                 targets[(tab_id, slug)] = Target(tab_id, slug, sub, tuple(texts))

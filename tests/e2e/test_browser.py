@@ -109,8 +109,8 @@ def _mlm(page):
 
 
 def _ner(page):
-    click_button(page, "Tag entities")  # offline: the tokenisation view, and a note that says how to get the model
-    page.get_by_text("No tagger").filter(visible=True).first.wait_for()
+    click_button(page, "Tag entities")  # offline: the card naming the command that fetches the tagger
+    page.get_by_text("hf download dslim/bert-base-NER").filter(visible=True).first.wait_for()
     open_tab(page, "Tokenisation & windows")
 
 
@@ -148,7 +148,7 @@ SCENARIOS: dict[str, Scenario] = {
     "transformer": Scenario(_transformer, plots=4, texts=["“it”", "d_k = 32"], opens_with_result=True),
     # Seed 001: "playing" is play ##ing in BERT's WordPiece vocabulary.
     "mlm": Scenario(_mlm, plots=4, texts=["##ing"]),
-    "ner": Scenario(_ner, plots=0, texts=["No tagger", "berlin"],
+    "ner": Scenario(_ner, plots=0, texts=["hf download dslim/bert-base-NER", "berlin"],
                     frame=lambda page: page.get_by_text("berlin", exact=True).locator(BLOCK)),
     # Offline the layout view runs on MiniLM's tokenizer: [CLS] question [SEP] context [SEP].
     "qa": Scenario(_qa, plots=0, texts=["[CLS]", "[SEP]", "precipitation"],
@@ -217,8 +217,8 @@ def test_tab_runs_its_example_and_renders(page, module):
     page.wait_for_function(f"""() => ({PLOTS_WITH_DATA_JS})() >= {wanted}
         || document.querySelector('[data-testid="toast-body"].error')""")
     assert not errors_shown(page), f"the UI showed an error: {errors_shown(page)}"
-    for text in scenario.texts:
-        page.get_by_text(text).filter(visible=True).first.wait_for()
+    for text in scenario.texts:  # fine-tuning MiniLM can take minutes on a loaded 2-core machine
+        page.get_by_text(text).filter(visible=True).first.wait_for(timeout=240_000)
     wait_idle(page)
 
     assert not errors_shown(page), f"the UI showed an error: {errors_shown(page)}"

@@ -11,7 +11,7 @@ LOCALE = "en-US"
 
 @pytest.fixture(scope="module")
 def path():
-    return learner_path.catalogue()
+    return learner_path.catalogue(LOCALE)
 
 
 @pytest.fixture(scope="module")
