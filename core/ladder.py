@@ -59,6 +59,7 @@ class Rung:
     log2_probs: Callable[[str], np.ndarray] = field(repr=False, compare=False)  # text → (T-1,) log2 P(c_i | c_<i)
     parameters: int = 0  # weights, or stored counts for an n-gram
     parameters_kind: str = "weights"
+    tokenizer: str = "characters"  # what it reads: one symbol per character of its vocabulary (the Overview says so)
 
 
 def training_split() -> tuple[str, str]:
@@ -196,6 +197,7 @@ class RungScore:
     rung: Rung
     bits: np.ndarray  # (T-1,) surprisal −log2 P(c_i | c_<i) of characters 2..T
     unknown: list[tuple[int, str, float]]  # (position in text, character, its bits) for characters outside V
+    scored_bytes: int = 0  # UTF-8 bytes of characters 2..T
 
     @property
     def total_bits(self) -> float:
@@ -204,6 +206,11 @@ class RungScore:
     @property
     def bits_per_char(self) -> float:
         return self.total_bits / len(self.bits)
+
+    @property
+    def bits_per_byte(self) -> float:
+        """total bits / bytes = bits/char × chars/bytes (core.ladder_heldout.bits_per_byte)."""
+        return self.total_bits / self.scored_bytes
 
     @property
     def unknown_chars(self) -> list[str]:
@@ -233,7 +240,7 @@ def prepare(text: str, max_chars: int = MAX_CHARS) -> str:
 def score_rung(rung: Rung, text: str) -> RungScore:
     bits = -rung.log2_probs(text)
     unknown = [(i, ch, float(bits[i - 1])) for i, ch in enumerate(text) if i and ch not in rung.vocabulary]
-    return RungScore(rung, bits, unknown)
+    return RungScore(rung, bits, unknown, len(text[1:].encode("utf-8")))
 
 
 def score_text(text: str, ladder: tuple[Rung, ...] | None = None) -> LadderScore:

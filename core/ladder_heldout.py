@@ -72,6 +72,13 @@ def char_gpt_scores(path=HELDOUT_PATH) -> CharGPTScores:
     return CharGPTScores(held["windows"], held["seq_len"], held["loss_nats"], stream.bits_per_char, gpt_context())
 
 
+def bits_per_byte(bits_per_char: float, text: str) -> float:
+    """bits/byte = bits/char × chars/bytes of the scored text in UTF-8. Per character, Chinese (3 bytes a character)
+    and English (1) are not on one scale: a model of Chinese spends more bits on each of its richer characters. Per
+    byte they are, whatever the tokenizer, since every tokenizer's units cover the same bytes."""
+    return bits_per_char * len(text) / len(text.encode("utf-8"))
+
+
 @dataclass
 class HeldOutRow:
     key: str
@@ -88,6 +95,10 @@ class HeldOutRow:
     training_note: str  # how the training time was obtained
     training_data: str
     subset_bits_per_char: float  # on the first SUBSET_CHARS held-out characters (what the test recomputes)
+    bytes: int  # UTF-8 bytes of the characters scored
+    bits_per_byte: float  # bits_per_char × characters / bytes
+    tokenizer: str  # what the model reads: "characters" (every rung so far)
+    vocabulary: int  # symbols it has (characters it does not have are its <unk>)
 
 
 def load_held_out(path=HELDOUT_PATH) -> tuple[dict, list[HeldOutRow]]:

@@ -111,12 +111,18 @@ def _training_data(row: ladder_heldout.HeldOutRow, training_chars: int) -> str:
 
 
 def held_out_headers() -> list[str]:
-    return [t(f"overview.col.{name}") for name in ("model", "bits", "perplexity", "parameters", "training",
-                                                   "data", "scored_by", "tab")]
+    return [t(f"overview.col.{name}") for name in ("model", "bits", "bits_byte", "perplexity", "tokenizer",
+                                                   "parameters", "training", "data", "scored_by", "tab")]
 
 
 def text_headers() -> list[str]:
-    return [t(f"overview.col.{name}") for name in ("model", "total", "bits", "unknown", "scored_by", "tab")]
+    return [t(f"overview.col.{name}") for name in ("model", "total", "bits", "bits_byte", "unknown", "tokenizer",
+                                                   "scored_by", "tab")]
+
+
+def tokenizer_name(kind: str, size: int) -> str:
+    """What a rung reads, in the learner's language ("characters (76 + an unknown slot)")."""
+    return t(f"overview.tokenizer_{kind}", size=size)
 
 
 def char_gpt_protocols() -> str:
@@ -133,7 +139,8 @@ def held_out_ladder():
     note = t("overview.held_out_note", held=f"{facts['held_out_chars']:,}", train=f"{facts['training_chars']:,}",
              date=facts["date"])
     names = [ladder_heldout.describe(row.key)[0] for row in rows]
-    table = [[name, f"{row.bits_per_char:.3f}", f"{row.perplexity:.2f}",
+    table = [[name, f"{row.bits_per_char:.3f}", f"{row.bits_per_byte:.3f}", f"{row.perplexity:.2f}",
+              tokenizer_name(row.tokenizer, row.vocabulary),
               f"{row.parameters:,} " + t("overview.kind_counts" if row.parameters_kind == "stored counts"
                                          else "overview.kind_weights"),
               _duration(row.training_seconds), _training_data(row, facts["training_chars"]),
@@ -147,6 +154,8 @@ def held_out_ladder():
                            largest=f"{max(row.parameters for row in rows if row.family != 'n-gram'):,}")
     if any(row.key == "gpt" for row in rows):
         note += "\n\n" + char_gpt_protocols()
+    note += "\n\n" + t("overview.bytes_note", chars=f"{rows[0].characters:,}", bytes=f"{rows[0].bytes:,}",
+                        ratio=f"{rows[0].characters / rows[0].bytes:.4f}")
     return note, held_out_headers(), table, names, values, best
 
 
@@ -197,16 +206,20 @@ def ladder_view(result: ladder.LadderScore):
     totals_figure = bar(names, totals, t("overview.fig_totals"), value_title=t("overview.axis_bits"),
                         highlight=[i == best for i in range(len(names))], value_format=".1f")
     table = pd.DataFrame(
-        [[name, sig4(score.total_bits), sig4(score.bits_per_char),
+        [[name, sig4(score.total_bits), sig4(score.bits_per_char), sig4(score.bits_per_byte),
           ", ".join(t("overview.unknown_cell", ch=ch, position=i + 1, bits=f"{bits:.1f}")
                     for i, ch, bits in score.unknown) or t("overview.none"),
-          equation, _tab_link(score.rung.tab)] for (name, equation), score in zip(described, result.scores)],
+          tokenizer_name(score.rung.tokenizer, len(score.rung.vocabulary)), equation, _tab_link(score.rung.tab)]
+         for (name, equation), score in zip(described, result.scores)],
         columns=text_headers())
     unknown = {}
     for score in result.scores:
         if score.unknown_chars:
             unknown.setdefault(", ".join(f"'{ch}'" for ch in score.unknown_chars), []).append(score.rung.family)
     summary = t("overview.ladder_summary", count=len(result.text), best=names[best], bits=f"{totals[best]:.1f}")
+    scored = result.scores[0]
+    summary += "\n\n" + t("overview.bytes_text", chars=f"{len(scored.bits):,}", bytes=f"{scored.scored_bytes:,}",
+                           ratio=f"{len(scored.bits) / scored.scored_bytes:.4g}")
     for chars, families in unknown.items():
         summary += "\n\n" + t("overview.unknown_summary", families=" / ".join(dict.fromkeys(families)), chars=chars)
     return summary, strip_figure, totals_figure, table
@@ -254,7 +267,8 @@ def build() -> None:
             strip_plot = gr.Plot(show_label=False)
             totals_plot = gr.Plot(show_label=False)
             text_table = gr.Dataframe(interactive=False, wrap=True, max_height=900,
-                                      datatype=["str", "number", "number", "str", "str", "markdown"])
+                                      datatype=["str", "number", "number", "number", "str", "str", "str",
+                                                "markdown"])
             ladder_outputs = [summary, strip_plot, totals_plot, text_table]
             view = presets.View("overview", "ladder", [text, preset_note], ladder_outputs, run_ladder, PRESETS,
                                 where=ladder_tab)

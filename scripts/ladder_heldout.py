@@ -2,13 +2,15 @@
 
     python scripts/ladder_heldout.py                       # about a minute on one core
     python scripts/ladder_heldout.py --out /tmp/heldout.json
+    python scripts/ladder_heldout.py --bytes-only          # add or refresh the per-byte columns of the file as it is
 
 For each rung: bits per character and perplexity on the whole held-out split (core.lstm.split_text, the last 5%, read
 as one stream), the same on its first SUBSET_CHARS characters (tests/test_ladder.py recomputes that figure),
-parameters (weights, or stored counts for an n-gram), and training time and data. Training time is CPU time on one
-thread: the n-gram's counting pass at its order, measured here; for the RNN and LSTM, whose script did not record it,
-a timed run of their own training steps multiplied by the number of steps they were trained for; for the char-GPT,
-what scripts/train_gpt.py recorded.
+parameters (weights, or stored counts for an n-gram), training time and data; and per byte: the UTF-8 bytes of the
+characters scored, bits per byte = bits/char × characters/bytes, and the tokenizer the rung reads with. Training time
+is CPU time on one thread: the n-gram's counting pass at its order, measured here; for the RNN and LSTM, whose script
+did not record it, a timed run of their own training steps multiplied by the number of steps they were trained for;
+for the char-GPT, what scripts/train_gpt.py recorded.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import ladder, lstm  # noqa: E402
+from core import ladder, ladder_heldout, lstm  # noqa: E402
 from core.ngram import NgramModel  # noqa: E402
 
 TIMED_STEPS = 20  # neural training steps timed per model (after 3 warm-up steps)
@@ -72,10 +74,31 @@ def training_facts(train: str) -> dict[str, tuple[float, str, str]]:
     return facts
 
 
+def byte_columns(rung: ladder.Rung, bits_per_char: float, held: str) -> dict:
+    """The per-byte columns of a rung's row: characters 2..T are scored, so their bytes."""
+    scored = held[1:]
+    return dict(bytes=len(scored.encode("utf-8")), bits_per_byte=ladder_heldout.bits_per_byte(bits_per_char, scored),
+                tokenizer=rung.tokenizer, vocabulary=len(rung.vocabulary))
+
+
+def bytes_only(path: Path) -> None:
+    """Add the per-byte columns to the file's rows from their stored bits/char (nothing else is recomputed)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    held, rungs = ladder.training_split()[1], {rung.key: rung for rung in ladder.rungs()}
+    for row in data["rows"]:
+        row.update(byte_columns(rungs[row["key"]], row["bits_per_char"], held))
+    data["split"]["held_out_bytes"] = len(held.encode("utf-8"))
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote the per-byte columns into {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ladder.HELDOUT_PATH)
+    parser.add_argument("--bytes-only", action="store_true", help="add the per-byte columns to --out as it is")
     args = parser.parse_args()
+    if args.bytes_only:
+        return bytes_only(args.out)
     torch.set_num_threads(1)
     train, held = ladder.training_split()
     facts = training_facts(train)
@@ -88,11 +111,12 @@ def main() -> None:
                          bits_per_char=bits_per_char, perplexity=2 ** bits_per_char, characters=characters,
                          parameters=rung.parameters, parameters_kind=rung.parameters_kind,
                          training_seconds=round(seconds, 2), training_note=note, training_data=data,
-                         subset_bits_per_char=subset))
+                         subset_bits_per_char=subset, **byte_columns(rung, bits_per_char, held)))
         print(f"{rung.name:22s} {bits_per_char:.4f} bits/char  (subset {subset:.4f})  {rung.parameters:>9,} "
               f"{rung.parameters_kind}  {seconds:8.1f} s", flush=True)
     split = dict(corpus="moby_dick", split="core.lstm.split_text: the last 5% of the cleaned text is held out",
-                 training_chars=len(train), held_out_chars=len(held), subset_chars=ladder.SUBSET_CHARS,
+                 training_chars=len(train), held_out_chars=len(held), held_out_bytes=len(held.encode("utf-8")),
+                 subset_chars=ladder.SUBSET_CHARS,
                  scored="every character after the first, each predicted from all the characters before it",
                  written_by="scripts/ladder_heldout.py", date=datetime.date.today().isoformat(),
                  torch=torch.__version__)

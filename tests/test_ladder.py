@@ -192,3 +192,20 @@ def test_text_no_rung_knows_is_an_error_that_names_its_characters(rungs):
     with using_language("zh"), pytest.raises(UserInputError, match="这 5 个字符它们一个都不认识：'今', '天'"):
         ladder.score_text("今天 天气很好", tuple(rungs.values()))
     assert ladder.score_text("Call me 以实玛利.", tuple(rungs.values())).scores[0].unknown_chars == ["以", "实", "玛", "利"]
+
+
+def test_bits_per_byte_in_the_file_and_on_a_text(rungs, split):
+    """Per byte (issue #36): bits/byte = bits/char × chars/bytes of the scored text in UTF-8, recomputed here from the
+    held-out text itself; on a text with 3-byte characters the two measures part by exactly that factor."""
+    facts, rows = ladder.load_held_out()
+    scored = split[1][1:]  # characters 2..T are scored
+    assert facts["held_out_bytes"] == len(split[1].encode("utf-8"))
+    for row in rows:
+        assert row.bytes == len(scored.encode("utf-8")) == 59_805 and row.characters == 59_417
+        assert row.bits_per_byte == pytest.approx(row.bits_per_char * 59_417 / 59_805, rel=1e-12)
+        assert (row.tokenizer, row.vocabulary) == ("characters", len(rungs[row.key].vocabulary))
+    text = "Ahab said: 我 — the whale!"
+    for score in ladder.score_text(text, tuple(rungs.values())).scores:
+        total = -score.rung.log2_probs(text).sum()
+        assert score.bits_per_byte == pytest.approx(total / len(text[1:].encode("utf-8")))
+        assert score.bits_per_byte == pytest.approx(score.bits_per_char * (len(text) - 1) / (len(text) + 3))

@@ -103,18 +103,26 @@ def test_the_path_shows_the_held_out_ladder_from_the_file():
     assert [r.get("fill") for r in bars] == [HIGHLIGHT if i == best else COLORWAY[0] for i in range(len(rows))]
     table = held_out_csv(page)
     assert table[0] == [i18n.text(f"overview.col.{c}", "en") for c in
-                        ("model", "bits", "perplexity", "parameters", "training", "data", "scored_by", "tab")]
+                        ("model", "bits", "bits_byte", "perplexity", "tokenizer", "parameters", "training", "data",
+                         "scored_by", "tab")]
     assert [r[0] for r in table[1:]] == [row.name for row in rows]
     assert [float(r[1]) for r in table[1:]] == [round(row.bits_per_char, 3) for row in rows]
-    assert [float(r[2]) for r in table[1:]] == [round(row.perplexity, 2) for row in rows]
-    assert [r[6] for r in table[1:]] == [row.equation for row in rows]  # the file's English, rebuilt from the keys
+    # bits/byte = bits/char × chars/bytes of the held-out text as scored (its characters after the first), recomputed
+    held = ladder.training_split()[1][1:]
+    ratio = len(held) / len(held.encode("utf-8"))
+    assert ratio < 1 and [float(r[2]) for r in table[1:]] == [round(row.bits_per_char * ratio, 3) for row in rows]
+    assert [float(r[3]) for r in table[1:]] == [round(row.perplexity, 2) for row in rows]
+    assert [r[4] for r in table[1:]] == ["characters (80 + an unknown slot)"] * 10 + [
+        "characters (76 + an unknown slot)"] * 3  # the n-gram's alphabet is the training split's; the nets' ≥ 10 uses
+    assert [r[8] for r in table[1:]] == [row.equation for row in rows]  # the file's English, rebuilt from the keys
     assert all(r[-1].startswith("[") and "(?tab=" in r[-1] for r in table[1:])
-    assert table[1][5] == rows[0].training_data and table[-1][5] == rows[-1].training_data
+    assert table[1][7] == rows[0].training_data and table[-1][7] == rows[-1].training_data
+    assert f"{len(held):,} characters are {len(held.encode('utf-8')):,} bytes" in page
     parser = Cells()
     parser.feed(page)
     shown = [r for r in parser.rows if r]
-    assert [r[:7] for r in shown] == [r[:7] for r in table[1:]]  # the table shows what its CSV holds
-    assert [r[7] for r in shown] == [re.match(r"\[(.*)\]", r[7])[1] for r in table[1:]]  # the link's text
+    assert [r[:9] for r in shown] == [r[:9] for r in table[1:]]  # the table shows what its CSV holds
+    assert [r[9] for r in shown] == [re.match(r"\[(.*)\]", r[9])[1] for r in table[1:]]  # the link's text
 
 
 def test_the_path_is_drawn_when_the_app_is_built_without_an_event():
@@ -143,7 +151,14 @@ def test_strip_and_totals_are_core_ladders_numbers():
     np.testing.assert_allclose(totals.data[0].x, [score.total_bits for score in result.scores])
     assert [row[1] for row in table] == [sig4(score.total_bits) for score in result.scores]
     assert "'我', '€'" in summary and "n-gram" in summary and "LSTM" in summary
-    costs = table[0][3]
+    # bits per byte: the total over the UTF-8 bytes of characters 2..T (我 and € are 3 bytes each, — too)
+    scored_bytes = len(text[1:].encode("utf-8"))
+    assert scored_bytes == len(text) - 1 + 3 * 2 and f"are {scored_bytes} UTF-8 bytes" in summary
+    assert [row[3] for row in table] == [sig4(score.total_bits / scored_bytes) for score in result.scores]
+    assert [row[3] for row in table] == [sig4(row_bits * (len(text) - 1) / scored_bytes)
+                                         for row_bits in (score.bits.mean() for score in result.scores)]
+    assert {row[5] for row in table} == {"characters (80 + an unknown slot)", "characters (76 + an unknown slot)"}
+    costs = table[0][4]
     first = result.scores[0]
     assert costs == (f"'我' (character {text.index('我') + 1}): {first.bits[text.index('我') - 1]:.1f} bits, "
                      f"'€' (character {text.index('€') + 1}): {first.bits[text.index('€') - 1]:.1f} bits")
