@@ -2,7 +2,7 @@
 
 What the tab shows, for any of the models:
 
-    next token     p(x_{t+1} = w | x_{≤t}) = softmax(z / τ)_w over the k largest logits z (temperature τ, top-k)
+    next token     p(x_{t+1} = w | x_{≤t}) = softmax(z / τ)_w over the tokens top-k and top-p keep (core/sampling.py)
     generation     draw x_{t+1} from that distribution, append it, repeat; the keys and values of earlier positions
                    are cached, so each step runs the network on one new token only
     attention      softmax(QKᵀ/√d_h + M) per layer and head: lower-triangular, because M hides the future
@@ -20,7 +20,6 @@ window's last 72 are read with a sliding window (at least 64 characters of conte
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Iterator
 import torch
 import torch.nn.functional as F
 
-from core import i18n, registry
+from core import i18n, registry, sampling
 from core.device import get_device
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_GENERATE, MAX_TEXT_CHARS
@@ -45,7 +44,6 @@ CHAR_GPT_ID = registry.CHAR_GPT_ID  # the bundled char-level GPT, "char-gpt"
 CHINESE_GPT2_ID = registry.CHINESE_GPT2_ID  # uer/gpt2-chinese-cluecorpussmall
 MAX_TOKENS = 512  # text read at once, in tokens (also capped by each model's context)
 MAX_MAP_TOKENS = 128  # attention maps beyond this are unreadable
-MAX_TEMPERATURE = 3.0
 
 
 def save_char_gpt(model: GPT, vocab: Vocab, info: dict, directory: Path = GPT_ASSETS) -> None:
@@ -170,15 +168,6 @@ def load(model_id: str | None = None) -> LoadedGPT:
 # What the tab computes
 
 
-def check_temperature(temperature: float, top_k: int | None) -> None:
-    if not isinstance(temperature, (int, float)) or math.isnan(temperature) or temperature <= 0:
-        raise UserInputError("gpt.temperature_positive")
-    if temperature > MAX_TEMPERATURE:
-        raise UserInputError("gpt.temperature_max", limit=MAX_TEMPERATURE)
-    if top_k is not None and top_k < 1:
-        raise UserInputError("gpt.top_k_min")
-
-
 def encode_text(loaded: LoadedGPT, text: str) -> CausalEncoding:
     """Validate and encode the learner's text: not empty, within the context, not all unknown characters."""
     text = clean_text(text or "") if isinstance(loaded.tokenizer, CharTokenizer) else normalize_text(text or "")
@@ -210,60 +199,55 @@ def unknown_note(loaded: LoadedGPT, unknown: list[str]) -> str | None:
 class NextToken:
     model_id: str
     pieces: list[str]  # the input as the model reads it
-    candidates: list[tuple[str, float]]  # the k most likely next tokens and their probabilities after τ and top-k
-    raw_top: list[tuple[str, float]]  # the same tokens' probabilities at τ = 1 without the cut
-    temperature: float
-    top_k: int | None
+    drawn: str  # the token one draw with the settings' seed gives
+    draw: sampling.Draw  # that draw: its id, its renormalised probability and the cut it was drawn from
     note: str | None  # unknown characters, named
 
+    @property
+    def cut(self) -> sampling.Cut:
+        return self.draw.cut
 
-def distribution(logits: torch.Tensor, temperature: float, top_k: int | None, banned: list[int]) -> torch.Tensor:
-    """softmax(z / τ) over the top_k largest logits (others get 0); banned tokens are never proposed."""
-    logits = logits.float().clone()  # (V,)
-    if banned:
-        logits[banned] = float("-inf")
-    logits = logits / temperature  # (V,)
-    if top_k:
-        kth = logits.topk(min(top_k, logits.numel())).values[-1]
-        logits = logits.masked_fill(logits < kth, float("-inf"))  # (V,)
-    return logits.softmax(-1)  # (V,)
+
+def banned_scores(loaded: LoadedGPT, logits: torch.Tensor) -> torch.Tensor:
+    """The logits with the tokens this model never writes (<unk>, [CLS], …) at −∞.  # (V,)"""
+    logits = logits.float().clone()
+    if loaded.tokenizer.banned:
+        logits[loaded.tokenizer.banned] = float("-inf")
+    return logits
 
 
 @torch.inference_mode()
-def next_token(model_id: str | None, text: str, temperature: float = 1.0, top_k: int | None = None,
+def next_token(model_id: str | None, text: str, settings: sampling.Settings = sampling.Settings(),
                shown: int = 15) -> NextToken:
-    check_temperature(temperature, top_k)
+    """The next-token distribution after the text, the cut that the settings make, and one seeded draw from it."""
+    sampler = sampling.Sampler(settings)
     loaded = load(model_id)
     encoded = encode_text(loaded, text)
     device = loaded.model.lm_head.weight.device
     logits = loaded.model(torch.tensor([encoded.ids], device=device)).logits[0, -1]  # (V,)
-    probs = distribution(logits, temperature, top_k, loaded.tokenizer.banned)  # (V,)
-    raw = distribution(logits, 1.0, None, loaded.tokenizer.banned)  # (V,)
-    p, idx = probs.topk(min(shown, top_k or shown, probs.numel()))
-    piece = loaded.tokenizer.piece
-    return NextToken(loaded.model_id, encoded.pieces, [(piece(i), float(q)) for q, i in zip(p, idx.tolist())],
-                     [(piece(i), float(raw[i])) for i in idx.tolist()], temperature, top_k,
+    draw = sampler.draw(banned_scores(loaded, logits).cpu(), loaded.tokenizer.piece, shown)
+    return NextToken(loaded.model_id, encoded.pieces, loaded.tokenizer.piece(draw.token), draw,
                      unknown_note(loaded, encoded.unknown))
 
 
 @dataclass
 class Step:
     token: str
-    probability: float  # of the drawn token, under softmax(z / τ) with the top-k cut
-    alternatives: list[tuple[str, float]]  # the most likely tokens at this step
+    draw: sampling.Draw  # the drawn id, its renormalised probability, and the step's cut
 
 
 @torch.inference_mode()
-def generate_steps(model_id: str | None, prompt: str, length: int = 200, temperature: float = 0.8,
-                   top_k: int | None = None, seed: int = 0, use_cache: bool = True) -> Iterator[Step]:
-    """Sample one token at a time (seeded), each step feeding only the new token and the KV cache."""
-    check_temperature(temperature, top_k)
+def generate_steps(model_id: str | None, prompt: str, length: int = 200,
+                   settings: sampling.Settings = sampling.Settings(0.8), use_cache: bool = True,
+                   shown: int = 5) -> Iterator[Step]:
+    """Sample one token at a time (core/sampling.py, seeded), each step feeding only the new token and the KV
+    cache. The draws are transformers' generate(do_sample=True) draws for the same seed and settings."""
+    sampler = sampling.Sampler(settings)
     if not 1 <= length <= MAX_GENERATE:
         raise UserInputError("gpt.length_range", limit=MAX_GENERATE)
     loaded = load(model_id)
     ids = encode_text(loaded, prompt).ids
     model, device = loaded.model, loaded.model.lm_head.weight.device
-    gen = torch.Generator(device=device).manual_seed(int(seed))
     idx = torch.tensor([ids], device=device)  # (1, T)
     past = None
     for _ in range(length):
@@ -272,19 +256,16 @@ def generate_steps(model_id: str | None, prompt: str, length: int = 200, tempera
         else:  # first step, or the context is full: read the last n_positions tokens afresh
             out = model(idx[:, -model.config.n_positions:])
         past = out.past if use_cache else None
-        probs = distribution(out.logits[0, -1], temperature, top_k, loaded.tokenizer.banned)  # (V,)
-        nxt = int(torch.multinomial(probs, 1, generator=gen))
-        p, top = probs.topk(3)
-        yield Step(loaded.tokenizer.piece(nxt), float(probs[nxt]),
-                   [(loaded.tokenizer.piece(i), float(q)) for q, i in zip(p, top.tolist())])
-        idx = torch.cat([idx, torch.tensor([[nxt]], device=device)], dim=1)  # (1, T + 1)
+        # On the CPU, like transformers' draws (a GPU's generator draws other numbers for the same seed)
+        draw = sampler.draw(banned_scores(loaded, out.logits[0, -1]).cpu(), loaded.tokenizer.piece, shown)
+        yield Step(loaded.tokenizer.piece(draw.token), draw)
+        idx = torch.cat([idx, torch.tensor([[draw.token]], device=device)], dim=1)  # (1, T + 1)
 
 
-def generate(model_id: str | None, prompt: str, length: int = 200, temperature: float = 0.8,
-             top_k: int | None = None, seed: int = 0, use_cache: bool = True) -> str:
+def generate(model_id: str | None, prompt: str, length: int = 200,
+             settings: sampling.Settings = sampling.Settings(0.8), use_cache: bool = True) -> str:
     """The generated continuation as text (the prompt not included)."""
-    steps = generate_steps(model_id, prompt, length, temperature, top_k, seed, use_cache)
-    return "".join(step.token for step in steps)
+    return "".join(step.token for step in generate_steps(model_id, prompt, length, settings, use_cache))
 
 
 @dataclass
@@ -357,7 +338,7 @@ def gpt_vs_bert(text: str, gpt_id: str | None = None, bert_id: str = "bert-base-
     # A character model continues after the space; a BPE model's next token carries its own leading space.
     reads = left if isinstance(loaded.tokenizer, CharTokenizer) else left.rstrip()
     try:
-        gpt = next_token(loaded.model_id, reads, 1.0, None, shown=top_k)
+        gpt = next_token(loaded.model_id, reads, shown=top_k)
     except UserInputError as exc:
         gpt_note = " ".join(filter(None, [gpt_note, str(exc)]))
     bert, bert_note, bert_error = None, None, None

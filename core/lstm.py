@@ -21,7 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from core import i18n
+from core import i18n, sampling
 from core.device import get_device, one_cpu_thread
 from core.errors import UserInputError
 from core.limits import MAX_GENERATE
@@ -279,26 +279,30 @@ def forget_products(model: RecurrentLM, ids: list[int]) -> list[list[float]]:
 
 
 @torch.inference_mode()
-def generate(model: RecurrentLM, vocab: Vocab, prompt: str, length: int = 200, temperature: float = 0.8,
-             seed: int = 0) -> str:
-    """Read the prompt, then sample length tokens from softmax(logits / temperature), seeded for repeatability
-    (<unk> is never sampled)."""
+def generate_steps(model: RecurrentLM, vocab: Vocab, prompt: str, length: int = 200,
+                   settings: sampling.Settings = sampling.Settings(0.8), shown: int = 5) -> list[sampling.Draw]:
+    """Read the prompt, then draw length tokens through core/sampling.py (temperature, top-k, top-p, seeded for
+    repeatability; <unk> is never drawn). Each draw carries its cut, for the tab's next-token figure."""
+    sampler = sampling.Sampler(settings)
     if not 1 <= length <= MAX_GENERATE:
         raise UserInputError("lstm.length_range", limit=MAX_GENERATE)
-    if not 0.05 <= temperature <= 3:
-        raise UserInputError("lstm.temperature_range")
     ids = encode_prompt(vocab, prompt)[0]
     device = model.head.weight.device
-    gen = torch.Generator(device=device).manual_seed(int(seed))
     trace = model(torch.tensor([ids], device=device))
-    logits, state, out = trace.logits[0, -1], trace.state, []
+    logits, state, draws = trace.logits[0, -1], trace.state, []
     for _ in range(length):
+        logits = logits.float().cpu()  # (V,) drawn on the CPU: the same text for a seed on any device
         logits[0] = -math.inf  # never write <unk>
-        nxt = torch.multinomial((logits / temperature).softmax(-1), 1, generator=gen)  # (1,)
-        out.append(int(nxt))
-        trace = model(nxt.view(1, 1), state)
+        draws.append(sampler.draw(logits, vocab.tokens.__getitem__, shown))
+        trace = model(torch.tensor([[draws[-1].token]], device=device), state)
         logits, state = trace.logits[0, -1], trace.state
-    return vocab.decode(out)
+    return draws
+
+
+def generate(model: RecurrentLM, vocab: Vocab, prompt: str, length: int = 200,
+             settings: sampling.Settings = sampling.Settings(0.8)) -> str:
+    """The generated continuation as text (the prompt not included)."""
+    return vocab.decode([draw.token for draw in generate_steps(model, vocab, prompt, length, settings)])
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ import numpy as np
 
 from core import i18n
 from core.errors import UserInputError
+from core.lazy import lazy_import
 from core.ngram_results import (  # noqa: F401
     BOS,
     EOS,
@@ -46,8 +47,12 @@ from core.ngram_results import (  # noqa: F401
     SentenceScore,
     Step,
     log2_or_inf,
+    log_or_minus_inf,
 )
 from core.tokenizer import char_tokens, word_tokens
+
+# Sampling runs on torch (core/sampling.py), which counting and scoring never need: it loads on the first draw.
+sampling = lazy_import("core.sampling")
 
 MAX_ORDER = 5
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])")  # split after these; they are one-character tokens
@@ -329,33 +334,27 @@ class NgramModel:
         return []
 
     def generate(self, prompt: list[str], steps: int = 20, smoothing: Smoothing = "mle", k: float = 1.0,
-                 temperature: float = 1.0, top_k: int = 10, seed: int = 0) -> Generation:
-        """Sample one token at a time from P(w | last n-1 tokens)^(1/T), renormalised over the top_k tokens.
+                 settings: "sampling.Settings | None" = None) -> Generation:
+        """Sample one token at a time from P(w | last n-1 tokens), through core/sampling.py: the scores are
+        log P, so temperature τ draws from P^(1/τ) renormalised, and top-k / top-p cut as for the neural models.
         <s> and <UNK> are never drawn; drawing </s> ends the sentence."""
-        if temperature <= 0:
-            raise UserInputError("ngram.err.temperature", temperature=temperature)
-        if top_k < 1:
-            raise UserInputError("ngram.err.top_k", top_k=top_k)
-        rng = np.random.default_rng(seed)
+        sampler = sampling.Sampler(settings or sampling.Settings())
         tokens, result = [BOS] * (self.n - 1) * self.boundaries + list(prompt), Generation(list(prompt), [])
         unknown = [t for t in prompt if not self.known(t)]
         if unknown:
             result.notes.append(i18n.text("ngram.note.prompt_unknown", tokens=", ".join(map(short, unknown))))
         drawable = np.ones(self.base, bool)
         drawable[[self.stoi.get(BOS, -1), self.stoi.get(UNK, -1), -1]] = False  # the off-V slot is never drawn
+        label = lambda i: self.itos[i]  # noqa: E731
         for _ in range(steps):
             context = self._context(tokens)
             p = np.where(drawable, self.distribution(context, smoothing, k), 0.0)
             if p.sum() == 0:
                 result.notes.append(i18n.text("ngram.note.stopped", context=" ".join(map(short, context))))
                 break
-            logits = np.log(p, where=p > 0, out=np.full_like(p, -np.inf)) / temperature
-            keep = np.argsort(-logits, kind="stable")[: min(top_k, int(np.count_nonzero(p)))]
-            q = np.exp(logits[keep] - logits[keep].max())
-            q /= q.sum()
-            i = int(rng.choice(len(keep), p=q))
-            chosen = self.itos[keep[i]]
-            result.steps.append(Step(context, [(self.itos[j], float(x)) for j, x in zip(keep, q)], chosen, float(q[i])))
+            draw = sampler.draw(log_or_minus_inf(p), label)
+            chosen = self.itos[draw.token]
+            result.steps.append(Step(context, draw.cut.kept_tokens(), chosen, draw.probability, draw.cut))
             if chosen == EOS:
                 break
             tokens.append(chosen)

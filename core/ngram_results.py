@@ -7,8 +7,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # annotations only: core.sampling imports torch, which counting never needs
+    from core.sampling import Cut
 
 BOS, EOS, UNK = "<s>", "</s>", "<UNK>"
 
@@ -85,14 +89,20 @@ def log2_or_inf(p: np.ndarray) -> np.ndarray:
     return np.log2(p, where=p > 0, out=np.full(np.shape(p), -np.inf))
 
 
+def log_or_minus_inf(p: np.ndarray) -> np.ndarray:
+    """ln p, with -inf (no warning) where p = 0: the scores a sampler draws from."""
+    return np.log(p, where=p > 0, out=np.full(np.shape(p), -np.inf))
+
+
 @dataclass
 class Step:
-    """One step of sampling: the context, the (tempered, top-k) candidates, and what was drawn."""
+    """One step of sampling: the context, the kept candidates, what was drawn, and the cut (core/sampling.Cut)."""
 
     context: tuple[str, ...]
-    candidates: list[tuple[str, float]]  # after temperature and top-k, most probable first
+    candidates: list[tuple[str, float]]  # kept by the cut (of the shown ones), renormalised, most probable first
     chosen: str
     p_chosen: float  # in the sampling distribution
+    cut: Cut | None = None  # the figure's data
 
 
 @dataclass

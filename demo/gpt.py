@@ -13,8 +13,8 @@ from core.errors import UserInputError
 from core.lazy import lazy_import
 from core.limits import MAX_GENERATE, MAX_TEXT_CHARS
 from core.seeds import GPT_VS_BERT
-from demo import presets
-from demo.common import friendly_errors, gpu_handler, number_in_range, sig4
+from demo import presets, sampling
+from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, number_in_range
 from demo.downloads import card_when_missing, missing_model_card, model_event, needs_download, results_visible
 from demo.figures import bar, empty_figure, heatmap
 from demo.i18n import label, t
@@ -26,19 +26,23 @@ CHAR = registry.CHAR_GPT_ID
 ZH_GPT = registry.CHINESE_GPT2_ID  # uer/gpt2-chinese-cluecorpussmall: GPT-2 weights, BERT's Chinese vocab.txt
 MODEL_CHOICES = (CHAR, *registry.CHECKPOINTS["causal-lm"])  # the bundled char-GPT first
 
+# model, text, temperature, top-k, top-p, seed
 NEXT_EXAMPLES = [
-    [CHAR, "Call me Ishmael. Some years ago, never mind how long precisely, having little or no mon", 1.0, 0],
-    [CHAR, "The White Wha", 1.0, 0],
-    [CHAR, "Captain Ahab stood upon the quarter-deck", 0.5, 10],
-    ["gpt2", "The weather today is very", 1.0, 20],
-    [ZH_GPT, "今天天气很", 1.0, 20],
+    [CHAR, "Call me Ishmael. Some years ago, never mind how long precisely, having little or no mon", 1.0, 0, 1.0, 0],
+    [CHAR, "The White Wha", 1.0, 0, 1.0, 0],
+    [CHAR, "Captain Ahab stood upon the quarter-deck", 0.5, 10, 1.0, 0],
+    [CHAR, "Captain Ahab stood upon the quarter-deck", 1.0, 0, 0.9, 0],  # the nucleus: the cut moves with the text
+    ["gpt2", "The weather today is very", 1.0, 20, 1.0, 0],
+    [ZH_GPT, "今天天气很", 1.0, 20, 1.0, 0],
 ]
+# model, prompt, tokens, temperature, top-k, top-p, seed
 GENERATE_EXAMPLES = [
-    [CHAR, "Call me Ishmael. ", 200, 0.8, 0, 0],
-    [CHAR, "The whale ", 200, 0.5, 10, 1],
-    [CHAR, '"Hast seen the White Whale?" ', 300, 1.0, 0, 2],  # 300 > the context: the window slides
-    ["gpt2", "The history of language models began", 60, 0.8, 40, 0],
-    [ZH_GPT, "今天天气很", 40, 0.8, 20, 0],
+    [CHAR, "Call me Ishmael. ", 200, 0.8, 0, 1.0, 0],
+    [CHAR, "The whale ", 200, 0.5, 10, 1.0, 1],
+    [CHAR, '"Hast seen the White Whale?" ', 300, 1.0, 0, 1.0, 2],  # 300 > the context: the window slides
+    [CHAR, "Call me Ishmael. ", 200, 1.0, 0, 0.9, 0],
+    ["gpt2", "The history of language models began", 60, 0.8, 40, 1.0, 0],
+    [ZH_GPT, "今天天气很", 40, 0.8, 20, 1.0, 0],
 ]
 ATTENTION_EXAMPLES = [
     [CHAR, "Call me Ishmael.", 1, 1],
@@ -51,22 +55,6 @@ VS_EXAMPLES = [
     ["Call me Ishmael. Some years ago, never mind how long precisely, having little or no __ in my purse.", CHAR,
      "bert-base-uncased"],
 ]
-
-
-def _top_k(value) -> int | None:
-    """0 or empty: no top-k cut."""
-    if value in (None, ""):
-        return None
-    return int(number_in_range(value, "Top-k", 0, 100_000)) or None
-
-
-def _temperature(value) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise UserInputError("gpt.temperature_number") from None
-    gpt.check_temperature(value, None)  # 0 and negatives get the explanation of why
-    return value
 
 
 def _shown(piece: str) -> str:
@@ -99,41 +87,40 @@ def _table(rows: list[list], key: str, columns: int) -> pd.DataFrame:
 @friendly_errors
 @gpu_handler
 @card_when_missing("downloads.shows_gpt_next", outputs=3)
-def next_token(model_id: str, text: str, temperature: float, top_k: float):
-    """The next-token distribution after the text, with temperature and top-k applied."""
-    result = gpt.next_token(model_id, text, _temperature(temperature), _top_k(top_k))
-    cut = t("gpt.top_k_cut", k=result.top_k) if result.top_k else ""
-    fig = bar([_shown(tok) for tok, _ in result.candidates], [p for _, p in result.candidates],
-              t("gpt.fig_next", temperature=f"{result.temperature:g}", cut=cut),
-              highlight=[i == 0 for i in range(len(result.candidates))])
-    rows = [[_shown(tok), sig4(p), sig4(q)] for (tok, p), (_, q) in zip(result.candidates, result.raw_top)]
+def next_token(model_id: str, text: str, temperature: float, top_k: float, top_p: float, seed: float):
+    """The next-token distribution after the text, the cut that temperature, top-k and top-p make, and a draw."""
+    settings = sampling.settings(temperature, top_k, top_p, seed)
+    result = gpt.next_token(model_id, text, settings)
     notes = [_badge(result.model_id),
-             t("gpt.read_tokens", count=len(result.pieces), last=" | ".join(_shown(p) for p in result.pieces[-12:]))]
+             t("gpt.read_tokens", count=len(result.pieces), last=" | ".join(_shown(p) for p in result.pieces[-12:])),
+             sampling.summary(result.cut),
+             sampling.drawn(_shown(result.drawn), result.draw.probability, settings.seed)
+             + sampling.result_link("transformer", NEXT_PRESETS, (model_id, text, temperature, top_k, top_p, seed), 5)]
     if result.note:
         notes.append("⚠️ " + result.note)
-    return "\n\n".join(notes), fig, _table(rows, "col_next", 3)
+    return "\n\n".join(notes), sampling.figure(result.cut, _shown), sampling.table(result.cut, _shown)
 
 
 @friendly_errors
 @gpu_handler
-@card_when_missing("downloads.shows_gpt_generate", outputs=3, card_at=2)
-def generate(model_id: str, prompt: str, length: float, temperature: float, top_k: float, seed: float):
-    """Sample token by token; the text and the table of steps grow as it goes."""
+@card_when_missing("downloads.shows_gpt_generate", outputs=4, card_at=2)
+def generate(model_id: str, prompt: str, length: float, temperature: float, top_k: float, top_p: float, seed: float):
+    """Sample token by token; the text and the table of steps grow as it goes. The figure is the first step's cut."""
     length = int(number_in_range(length, t("gpt.length_name"), 1, MAX_GENERATE))
-    seed = int(number_in_range(seed, t("gpt.seed_name"), 0, 2**32 - 1))
-    temperature, top_k = _temperature(temperature), _top_k(top_k)
-    steps = gpt.generate_steps(model_id, prompt, length, temperature, top_k, seed)
-    text, rows = "", []
-    for n, step in enumerate(steps, start=1):
+    settings = sampling.settings(temperature, top_k, top_p, seed)
+    text, rows, figure = "", [], None
+    for n, step in enumerate(gpt.generate_steps(model_id, prompt, length, settings), start=1):
         text += step.token
-        rows.append([n, _shown(step.token), sig4(step.probability),
-                     " · ".join(f"{_shown(tok)} {p:.2f}" for tok, p in step.alternatives)])
-        if n % 10 == 0 or n == length:
-            yield prompt + text, _table(rows[::-1], "col_generate", 4), t("gpt.generated_so_far", n=n, length=length)
-    over = t("gpt.over_top_k", k=top_k) if top_k else ""
-    yield prompt + text, _table(rows[::-1], "col_generate", 4), t("gpt.generated", length=length,
-                                                                    temperature=f"{temperature:g}", over=over,
-                                                                    seed=seed)
+        rows.append(sampling.step_row(n, _shown(step.token), step.draw, _shown))
+        if n == 1:
+            figure = sampling.figure(step.draw.cut, _shown, "sampling.fig_first_step")
+        if n % 10 == 0 and n < length:  # the figure once, then only the growing text and table
+            yield prompt + text, sampling.steps_table(rows[::-1]), t("gpt.generated_so_far", n=n, length=length), \
+                gr.skip()
+    link = sampling.result_link("transformer", GENERATE_PRESETS,
+                                (model_id, prompt, length, temperature, top_k, top_p, seed), 6)
+    yield (prompt + text, sampling.steps_table(rows[::-1]),
+           t("gpt.generated", length=length, settings=sampling.describe(settings)) + link, figure)
 
 
 @friendly_errors
@@ -168,9 +155,9 @@ def gpt_vs_bert(text: str, gpt_id: str, bert_id: str):
     bert_id = str(bert_id or "").strip() or "bert-base-uncased"
     result = gpt.gpt_vs_bert(text, gpt_id, bert_id)
     if result.gpt:
-        gpt_fig = bar([_shown(tok) for tok, _ in result.gpt.candidates], [p for _, p in result.gpt.candidates],
-                      t("gpt.fig_vs_gpt", model=result.gpt.model_id),
-                      highlight=[i == 0 for i in range(len(result.gpt.candidates))])
+        cut = result.gpt.cut  # τ = 1, no cut: the model's own distribution
+        gpt_fig = bar([_shown(tok) for tok in cut.tokens], cut.original, t("gpt.fig_vs_gpt", model=result.gpt.model_id),
+                      highlight=[i == 0 for i in range(len(cut.tokens))])
     else:  # hidden: the notes say why the causal side has no result
         gpt_fig = None
     # No masked LM: its figure is hidden; its card (when a download brings it) leads the notes, else its reason.
@@ -220,7 +207,7 @@ def _generate_or_message(*values):
     try:
         return _generate_all(*values)
     except gr.Error as exc:
-        return values[1], pd.DataFrame(), "⚠️ " + str(exc.message), results_visible(False)
+        return values[1], pd.DataFrame(), "⚠️ " + str(exc.message), None, results_visible(False)
 
 
 P = presets.Preset
@@ -228,15 +215,17 @@ NEXT_PRESETS = [
     P("char-gpt-ishmael", label("gpt.preset_ishmael"), tuple(NEXT_EXAMPLES[0]), "§12"),
     P("char-gpt-white-wha", label("gpt.preset_white_wha"), tuple(NEXT_EXAMPLES[1]), "§12"),
     P("char-gpt-ahab", label("gpt.preset_ahab"), tuple(NEXT_EXAMPLES[2]), "§12"),
-    P("gpt2-weather", label("gpt.preset_gpt2_weather"), tuple(NEXT_EXAMPLES[3]), "§12"),
-    P("chinese-gpt2-weather", label("gpt.preset_zh_weather"), tuple(NEXT_EXAMPLES[4]), "§13.1"),
+    P("char-gpt-nucleus", label("gpt.preset_nucleus"), tuple(NEXT_EXAMPLES[3]), "§12"),
+    P("gpt2-weather", label("gpt.preset_gpt2_weather"), tuple(NEXT_EXAMPLES[4]), "§12"),
+    P("chinese-gpt2-weather", label("gpt.preset_zh_weather"), tuple(NEXT_EXAMPLES[5]), "§13.1"),
 ]
 GENERATE_PRESETS = [
     P("generate-ishmael", label("gpt.preset_gen_ishmael"), tuple(GENERATE_EXAMPLES[0]), "§12"),
     P("generate-whale", label("gpt.preset_gen_whale"), tuple(GENERATE_EXAMPLES[1]), "§12"),
     P("generate-sliding", label("gpt.preset_gen_sliding"), tuple(GENERATE_EXAMPLES[2]), "§12"),
-    P("generate-gpt2", label("gpt.preset_gen_gpt2"), tuple(GENERATE_EXAMPLES[3]), "§12"),
-    P("generate-chinese", label("gpt.preset_gen_zh"), tuple(GENERATE_EXAMPLES[4]), "§12"),
+    P("generate-nucleus", label("gpt.preset_gen_nucleus"), tuple(GENERATE_EXAMPLES[3]), "§12"),
+    P("generate-gpt2", label("gpt.preset_gen_gpt2"), tuple(GENERATE_EXAMPLES[4]), "§12"),
+    P("generate-chinese", label("gpt.preset_gen_zh"), tuple(GENERATE_EXAMPLES[5]), "§12"),
 ]
 ATTENTION_PRESETS = [
     P("causal-ishmael", label("gpt.preset_att_ishmael"), tuple(ATTENTION_EXAMPLES[0]), "§12"),
@@ -265,26 +254,23 @@ def build() -> dict[str, presets.View]:
     with gr.Tab(label("gpt.tab_next"), id="gpt-next") as next_tab:
         gr.Markdown(label("gpt.intro"))
         model = _model_picker()
-        with gr.Row():
-            text = gr.Textbox(label=label("gpt.text_so_far"), value=NEXT_EXAMPLES[0][1], lines=2, scale=4,
-                              max_length=MAX_TEXT_CHARS)
-            with gr.Column(scale=1):
-                temperature = gr.Slider(0.05, 3, value=1.0, step=0.05, label=label("gpt.temperature"))
-                top_k = gr.Slider(0, 100, value=0, step=1, label=label("gpt.top_k_all"))
+        text = gr.Textbox(label=label("gpt.text_so_far"), value=NEXT_EXAMPLES[0][1], lines=2, max_length=MAX_TEXT_CHARS)
+        temperature, top_k, top_p, next_seed = sampling.controls(*NEXT_EXAMPLES[0][2:])
         next_button = gr.Button(label("gpt.predict_next"), variant="primary")
         next_bar = gr.Column()
         next_note = gr.Markdown()
         with gr.Row() as next_results:  # hidden while the checkpoint is missing: next_note shows its card
             next_plot = gr.Plot(show_label=False)
-            next_table = gr.Dataframe(headers=[""] * 3, interactive=False)
-        next_inputs = [model, text, temperature, top_k]
+            next_table = sampling.table_component()
+        next_inputs = [model, text, temperature, top_k, top_p, next_seed]
         next_outputs = [next_note, next_plot, next_table, next_results]
         model_event(next_button.click, {"causal-lm": model}, next_token, next_inputs, next_outputs,
                     api_name="transformer_gpt_next", queue={})
         model_event(text.submit, {"causal-lm": model}, next_token, next_inputs, next_outputs,
                     api_name="transformer_gpt_next_submit", queue={})
         next_view = presets.View("transformer", "gpt_next", next_inputs, next_outputs,
-                                 _or_message(next_token, 1, table="next", results=1), NEXT_PRESETS, where=next_tab)
+                                 _or_message(next_token, 1, table="next", results=1), NEXT_PRESETS, where=next_tab,
+                                 seed=next_seed)
         with next_bar:
             next_view.buttons()
 
@@ -294,21 +280,22 @@ def build() -> dict[str, presets.View]:
             prompt = gr.Textbox(label=label("gpt.prompt"), value=GENERATE_EXAMPLES[0][1], scale=3,
                                 max_length=MAX_TEXT_CHARS)
             length = gr.Slider(1, MAX_GENERATE, value=200, step=1, label=label("gpt.tokens_to_generate"))
-            gen_temperature = gr.Slider(0.05, 3, value=0.8, step=0.05, label=label("gpt.temperature"))
-            gen_top_k = gr.Slider(0, 100, value=0, step=1, label=label("gpt.top_k_all_short"))
-            seed = gr.Number(value=0, precision=0, minimum=0, maximum=2**32 - 1, label=label("gpt.seed"))
+        gen_temperature, gen_top_k, gen_top_p, seed = sampling.controls(*GENERATE_EXAMPLES[0][3:])
         gen_button = gr.Button(label("gpt.generate"), variant="primary")
         gen_bar = gr.Column()
         gen_note = gr.Markdown()
         with gr.Column() as gen_results:  # hidden while the checkpoint is missing: gen_note shows its card
             gen_text = gr.Textbox(label=label("gpt.prompt_and_generated"), lines=6)
-            gen_steps = gr.Dataframe(headers=[""] * 4, interactive=False, max_height=360)
-        gen_inputs = [gen_model, prompt, length, gen_temperature, gen_top_k, seed]
-        gen_outputs = [gen_text, gen_steps, gen_note, gen_results]
+            with gr.Row():
+                gen_plot = gr.Plot(show_label=False)
+                gen_steps = gr.Dataframe(headers=[""] * sampling.STEP_COLUMNS, interactive=False, max_height=420,
+                                         buttons=TABLE_BUTTONS)
+        gen_inputs = [gen_model, prompt, length, gen_temperature, gen_top_k, gen_top_p, seed]
+        gen_outputs = [gen_text, gen_steps, gen_note, gen_plot, gen_results]
         model_event(gen_button.click, {"causal-lm": gen_model}, generate, gen_inputs, gen_outputs,
                     api_name="transformer_gpt_generate", queue={})
         generate_view = presets.View("transformer", "gpt_generate", gen_inputs, gen_outputs, _generate_or_message,
-                                     GENERATE_PRESETS, where=generate_tab)
+                                     GENERATE_PRESETS, where=generate_tab, seed=seed)
         with gen_bar:
             generate_view.buttons()
 

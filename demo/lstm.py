@@ -12,8 +12,8 @@ from plotly.subplots import make_subplots
 from core import jobs
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
-from core.limits import MAX_GENERATE, MAX_LIST_CHARS, MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
-from demo import lessons, lstm_train, presets
+from core.limits import MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
+from demo import lessons, lstm_generate, lstm_train, presets
 from demo import elmo as elmo_layers  # the ELMo sub-tab with two layers and the weighted sum (§7)
 from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, number_in_range, sig4,
                          stopped_error, stopped_note, training_run)
@@ -37,12 +37,6 @@ INSPECT_EXAMPLES = [
     ['"Hast seen the White Whale?" cried Ahab, and the mates (all three of them) looked at him.'],
     ["I was born in Jingdezhen, the porcelain capital of China, and my mother tongue is Chinese."],
     ["我的母语是汉语 — my mother tongue."],
-]
-GENERATE_EXAMPLES = [
-    ["Call me Ishmael. ", 200, 0.8, 0],
-    ["The whale ", 200, 0.5, 1],
-    ['"Hast seen the White Whale?" ', 300, 1.0, 2],
-    ["Captain Ahab", 200, 0.3, 3],
 ]
 ELMO_EXAMPLES = [
     ["bank", "He sat on the grassy bank of the river.", "She put all her money in the bank.",
@@ -181,21 +175,6 @@ def measure_gradients(length: float, text: str, state: ModelSet | None = None):
 
 @friendly_errors
 @gpu_handler
-def generate_both(prompt: str, length: float, temperature: float, seed: float, state: ModelSet | None = None):
-    """Sample a continuation from each model with the same temperature and seed."""
-    models = _models(state)
-    unknown = lstm.encode_prompt(models.vocab, prompt)[2]
-    sep = "" if models.vocab.level == "char" else " "
-    length = int(number_in_range(length, t("lstm.length_name"), 1, MAX_GENERATE))
-    temperature = number_in_range(temperature, t("lstm.temperature_name"), 0.05, 3)
-    seed = int(number_in_range(seed, t("lstm.seed_name"), 0, 2**32 - 1))
-    outputs = [lstm.clean_text(prompt) + sep + lstm.generate(model, models.vocab, prompt, length, temperature, seed)
-               for model in (models.rnn, models.lstm)]
-    return outputs[0], outputs[1], _unknown_note(unknown)
-
-
-@friendly_errors
-@gpu_handler
 def compare_contexts(word: str, first: str, second: str, third: str):
     """Cosine similarity of one word's ELMo-style vector (forward ⊕ backward LSTM states) across sentences."""
     models = _models(None)  # the shipped pair: a retrained session has no backward LSTM
@@ -287,10 +266,6 @@ def gradients_shipped(length: float, text: str):
     return measure_gradients(length, text, None)
 
 
-def generate_shipped(prompt: str, length: float, temperature: float, seed: float):
-    return generate_both(prompt, length, temperature, seed, None)
-
-
 P = presets.Preset
 INSPECT_PRESETS = [
     P("forget-gate", label("lstm.preset_forget_gate"), (INSPECT_EXAMPLES[0][0], "forget gate f", 24), "§6"),
@@ -304,8 +279,6 @@ GRADIENT_PRESETS = [
     P("long-gradients", label("lstm.preset_gradients_200"),
       (200, "Call me Ishmael. Some years ago, never mind how long precisely."), "§6"),
 ]
-GENERATE_PRESETS = [P(f"generate-{i + 1}", f"“{row[0].strip()}” T = {row[2]}", tuple(row), "§6")
-                    for i, row in enumerate(GENERATE_EXAMPLES)]
 ELMO_PRESETS = [P(f"elmo-{row[0]}", f"ELMo: {row[0]}", tuple(row), "§7") for row in ELMO_EXAMPLES]
 # (seed §, question, answer, view key, preset)
 LESSON = [
@@ -363,22 +336,7 @@ def build() -> None:
                                           gradients_shipped, GRADIENT_PRESETS, where=gradients_tab)
             gradients_view.buttons()
 
-        with gr.Tab(label("lstm.tab_generate"), id="generate") as generate_tab:
-            with gr.Row():
-                prompt = gr.Textbox(label=label("lstm.prompt"), value="Call me Ishmael. ", scale=3,
-                                    max_length=MAX_LIST_CHARS)
-                gen_length = gr.Slider(1, MAX_GENERATE, value=200, step=1, label=label("lstm.tokens_to_generate"))
-                temperature = gr.Slider(0.05, 2.0, value=0.8, step=0.05, label=label("lstm.temperature"))
-                seed = gr.Number(value=0, precision=0, minimum=0, maximum=2**32 - 1, label=label("lstm.seed"))
-            gen_button = gr.Button(label("lstm.generate_both"), variant="primary")
-            gen_note = gr.Markdown()
-            with gr.Row():
-                rnn_out = gr.Textbox(label=label("lstm.vanilla_rnn"), lines=8)
-                lstm_out = gr.Textbox(label="LSTM", lines=8)
-            gen_button.click(generate_both, [prompt, gen_length, temperature, seed, models], [rnn_out, lstm_out, gen_note],
-                             api_name="lstm_generate")
-            presets.View("lstm", "generate", [prompt, gen_length, temperature, seed], [rnn_out, lstm_out, gen_note],
-                         generate_shipped, GENERATE_PRESETS, where=generate_tab).buttons()
+        lstm_generate.build_tab(models)
 
         with gr.Tab(label("lstm.tab_elmo"), id="elmo") as elmo_tab:
             gr.Markdown(label("lstm.elmo_intro"))

@@ -15,7 +15,7 @@ import pandas as pd
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.lazy import lazy_import
-from demo import presets
+from demo import presets, sampling
 from demo.common import friendly_errors, gpu_handler, sig4
 from demo.figures import lines
 from demo.i18n import label, t
@@ -51,7 +51,7 @@ def results_table(models, losses: dict[str, float], state: str) -> pd.DataFrame:
     opening words of Moby-Dick (the prompt itself is not shown)."""
     def sample(model) -> str:
         length = SAMPLE_LENGTH[models.vocab.level]
-        return lstm.generate(model, models.vocab, SAMPLE_PROMPT, length, 1.0, 0)
+        return lstm.generate(model, models.vocab, SAMPLE_PROMPT, length, sampling.settings(1.0, 0, 1.0, 0))
 
     rows = [[name, state, sig4(losses[key]), sample(getattr(models, key))]
             for key, name in (("rnn", t("lstm.vanilla_rnn")), ("lstm", "LSTM"))]

@@ -24,8 +24,8 @@ from core.ngram import (
     tokenize_sentences,
 )
 from core.textio import normalize_text, read_text_upload
-from demo import lessons, presets
-from demo.common import TABLE_BUTTONS, friendly_errors, preprocess_in_handler, sig4, sig4_text, whole_number
+from demo import lessons, presets, sampling
+from demo.common import TABLE_BUTTONS, friendly_errors, preprocess_in_handler, sig4, sig4_text
 from demo.figures import COLORWAY, bar, empty_figure, styled
 from demo.i18n import label, t
 
@@ -259,35 +259,37 @@ def score_sentences(corpus, own_text, upload, unit, lowercase, n, boundaries, sm
 
 def generation_table(gen: Generation):
     rows = [[i + 1, " ".join(short(tok) for tok in step.context) or "∅", short(step.chosen), sig4(step.p_chosen),
+             step.cut.kept_count, sig4(step.cut.kept_mass),
              " · ".join(f"{short(w)} {p:.3f}" for w, p in step.candidates[:5])]
             for i, step in enumerate(gen.steps)]
     columns = [t("ngram.col_step"), t("ngram.col_context"), t("ngram.col_drawn"), t("ngram.col_p_drawn"),
-               t("ngram.col_candidates")]
+               t("sampling.step_col_3"), t("sampling.step_col_4"), t("ngram.col_candidates")]
     return pd.DataFrame(rows, columns=columns)
 
 
 @friendly_errors
 def generate_text(corpus, own_text, upload, unit, lowercase, n, boundaries, smoothing, k, prompt, steps, temperature,
-                  top_k, seed, progress=gr.Progress()):
-    """Sample token by token from P(w | context)^(1/T), renormalised over the top-k tokens (seeded)."""
+                  top_k, top_p, seed, progress=gr.Progress()):
+    """Sample token by token from P(w | context) through core/sampling.py: temperature, top-k, top-p, seeded."""
+    settings = sampling.settings(temperature, top_k, top_p, seed)
     model = get_model(corpus, own_text, upload, unit, lowercase, n, boundaries, progress)
-    gen = model.generate(query_tokens(prompt, unit, lowercase), int(steps), smoothing, as_k(k), float(temperature),
-                         whole_number(top_k, "top-k", 1), whole_number(seed, t("ngram.seed_name")))
+    gen = model.generate(query_tokens(prompt, unit, lowercase), int(steps), smoothing, as_k(k), settings)
     prompt_text = joined(gen.prompt, unit)
     new = joined(gen.tokens[len(gen.prompt):], unit)
     ended = " `</s>`" if gen.steps and gen.steps[-1].chosen == EOS else ""
     sep = "" if unit == CHARS else " "
     text = (f"**{prompt_text}**{sep}{new}{ended}" if prompt_text else f"{new}{ended}").strip()
-    settings = t("ngram.gen_settings", seed=whole_number(seed, t("ngram.seed_name")),
-                 temperature=f"{float(temperature):g}", top_k=int(top_k), smoothing=t(SMOOTHING_KEYS[smoothing]))
-    summary = (corpus_summary(model, corpus, unit) + f"\n\n### {text or t('ngram.nothing_generated')}\n" + settings
-               + notes_markdown(gen.notes))
+    info = t("ngram.gen_settings", settings=sampling.describe(settings), smoothing=t(SMOOTHING_KEYS[smoothing]))
     if gen.steps:
-        figure = bar([f"{i + 1}. {plot_label(s.chosen)}" for i, s in enumerate(gen.steps)],
-                     [s.p_chosen for s in gen.steps], t("ngram.fig_drawn"),
-                     highlight=[s.chosen != s.candidates[0][0] for s in gen.steps])
+        info += "  \n" + sampling.summary(gen.steps[0].cut)
+        figure = sampling.figure(gen.steps[0].cut, plot_label, "sampling.fig_first_step")
     else:
         figure = empty_figure(t("ngram.fig_nothing"))
+    values = (corpus, own_text, unit, lowercase, n, boundaries, smoothing, k, prompt, steps, temperature, top_k, top_p,
+              seed)  # the preset's values that generation reads (an upload is in no preset)
+    link = "" if upload else sampling.result_link("ngram", PRESETS, values, 17, [*range(8), *range(12, 18)])
+    summary = (corpus_summary(model, corpus, unit) + f"\n\n### {text or t('ngram.nothing_generated')}\n" + info
+               + link + notes_markdown(gen.notes))
     return summary, generation_table(gen), figure
 
 
@@ -295,24 +297,26 @@ def generate_text(corpus, own_text, upload, unit, lowercase, n, boundaries, smoo
 # Presets (the seed's worked examples, §2.1, and classical Chinese by character)
 
 # corpus, own text, unit, lowercase, n, boundaries, smoothing, k, context, word, sentence A, sentence B, prompt,
-# steps, temperature, top-k, seed
+# steps, temperature, top-k, top-p, seed
 PRESET_VALUES = [
     [TOY, "", WORDS, False, 2, False, "mle", 1, "的", "词性", "判断 单词 的 词性", "判断 单词 的 磁性",
-     "北京", 10, 1.0, 5, 0],
+     "北京", 10, 1.0, 5, 1.0, 0],
     [TOY, "", WORDS, False, 2, False, "add_k", 1, "的", "词性", "判断 单词 的 词性", "判断 单词 的 磁性",
-     "北京", 10, 1.0, 5, 0],
+     "北京", 10, 1.0, 5, 1.0, 0],
     [TOY, "", CHARS, False, 2, False, "mle", 1, "的", "词", "判断这个词的词性", "判断这个词的磁性",
-     "北", 10, 1.0, 5, 0],
+     "北", 10, 1.0, 5, 1.0, 0],
     [TOY, "", WORDS, False, 2, False, "add_k", 1, "的", "磁性", "判断 这个 词 的 词性", "判断 这个 词 的 磁性",
-     "判断", 10, 1.0, 5, 0],
-    [TANG, "", CHARS, False, 2, False, "mle", 1, "明", "月", "举头望明月", "举头望明日", "明", 12, 1.0, 5, 0],
+     "判断", 10, 1.0, 5, 1.0, 0],
+    [TANG, "", CHARS, False, 2, False, "mle", 1, "明", "月", "举头望明月", "举头望明日", "明", 12, 1.0, 5, 1.0, 0],
     [MOBY, "", WORDS, True, 3, True, "kneser_ney", 1, "the white", "whale", "call me ishmael .", "call me whale .",
-     "the white", 25, 0.8, 10, 7],
+     "the white", 25, 0.8, 10, 1.0, 7],
+    [MOBY, "", WORDS, True, 3, True, "kneser_ney", 1, "the white", "whale", "call me ishmael .", "call me whale .",
+     "the white", 25, 1.0, 0, 0.75, 7],
 ]
-PRESET_SLUGS = ["p-cixing-de", "add-one", "char-de", "cixing-vs-cixing", "tang-chars", "moby-trigram"]
+PRESET_SLUGS = ["p-cixing-de", "add-one", "char-de", "cixing-vs-cixing", "tang-chars", "moby-trigram", "moby-top-p"]
 PRESET_LABELS = [label(f"ngram.preset.{slug.replace('-', '_')}") for slug in PRESET_SLUGS]
 # The sub-tab each preset is about (a lesson step or a link selects it; all three are filled either way).
-PRESET_SHOWS = ["counts", "counts", "counts", "score", "score", "generate"]
+PRESET_SHOWS = ["counts", "counts", "counts", "score", "score", "generate", "generate"]
 PRESETS = [presets.Preset(slug, name, tuple(values), "§2.1", shows=shows)
            for slug, name, values, shows in zip(PRESET_SLUGS, PRESET_LABELS, PRESET_VALUES, PRESET_SHOWS)]
 
@@ -323,12 +327,12 @@ LESSON = [("§2.1", label(f"ngram.lesson.q{i}"), label(f"ngram.lesson.a{i}"), sl
 
 @friendly_errors
 def run_preset(corpus, own_text, unit, lowercase, n, boundaries, smoothing, k, context, word, sentence_a,
-               sentence_b, prompt, steps, temperature, top_k, seed, progress=gr.Progress()):
+               sentence_b, prompt, steps, temperature, top_k, top_p, seed, progress=gr.Progress()):
     """All three views (counts, sentence scores, generation) for one set of inputs."""
     model = (corpus, own_text, None, unit, lowercase, n, boundaries, smoothing, k)
     return (*show_counts(*model, context, word, progress),
             *score_sentences(*model, sentence_a, sentence_b, progress),
-            *generate_text(*model, prompt, steps, temperature, top_k, seed, progress))
+            *generate_text(*model, prompt, steps, temperature, top_k, top_p, seed, progress))
 
 
 def build() -> None:
@@ -380,10 +384,7 @@ def build() -> None:
                     with gr.Row():
                         prompt = gr.Textbox("北京", label=label("ngram.prompt"), scale=2, max_length=MAX_LIST_CHARS)
                         steps = gr.Slider(1, 50, value=10, step=1, label=label("ngram.steps"))
-                        seed = gr.Number(0, label=label("ngram.seed"), precision=0, minimum=0)
-                    with gr.Row():
-                        temperature = gr.Slider(0.1, 2.0, value=1.0, step=0.05, label=label("ngram.temperature"))
-                        top_k = gr.Slider(1, 50, value=5, step=1, label="top-k")
+                    temperature, top_k, top_p, seed = sampling.controls(*PRESET_VALUES[0][14:], max_top_k=50)
                     gen_btn = gr.Button(label("ngram.gen_btn"), variant="primary")
                     gen_info = gr.Markdown()
                     gen_plot = gr.Plot(show_label=False)
@@ -394,10 +395,10 @@ def build() -> None:
     counts_inputs = model_inputs + [context, word]
     counts_outputs = [counts_info, counts_formula, counts_table, counts_plot]
     score_inputs, score_outputs = model_inputs + [sentence_a, sentence_b], [score_info, table_a, table_b, score_plot]
-    gen_inputs = model_inputs + [prompt, steps, temperature, top_k, seed]
+    gen_inputs = model_inputs + [prompt, steps, temperature, top_k, top_p, seed]
     gen_outputs = [gen_info, gen_table, gen_plot]
     preset_inputs = [corpus, own_text, unit, lowercase, n, boundaries, smoothing, k, context, word, sentence_a,
-                     sentence_b, prompt, steps, temperature, top_k, seed]
+                     sentence_b, prompt, steps, temperature, top_k, top_p, seed]
     # 11 to 14 inputs each: preprocess them in the handler's thread (see preprocess_in_handler).
     counts_btn.click(preprocess_in_handler(show_counts, counts_inputs), counts_inputs, counts_outputs,
                      api_name="ngram_counts", preprocess=False)
@@ -407,7 +408,7 @@ def build() -> None:
                   api_name="ngram_generate", preprocess=False)
 
     view = presets.View("ngram", "all", preset_inputs, counts_outputs + score_outputs + gen_outputs, run_preset,
-                        PRESETS, where=counts_tab)
+                        PRESETS, where=counts_tab, seed=seed)
     with preset_row:
         view.buttons()
         lessons.lesson_table(LESSON, view)

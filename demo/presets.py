@@ -48,7 +48,7 @@ Every string this module shows is in the ``presets`` section of assets/i18n/*.ya
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 from urllib.parse import parse_qsl
 
@@ -112,9 +112,10 @@ class Preset:
         return tuple(self.values() if callable(self.values) else self.values)
 
 
-def preset_link(tab: str, slug: str) -> str:
-    """The relative deep link that opens ``tab`` with preset ``slug`` computed."""
-    return f"?tab={tab}&preset={slug}"
+def preset_link(tab: str, slug: str, seed: int | None = None) -> str:
+    """The relative deep link that opens ``tab`` with preset ``slug`` computed (with ``seed`` in its seed box, for a
+    view that samples: the seed is part of what the link reproduces)."""
+    return f"?tab={tab}&preset={slug}" + (f"&seed={seed}" if seed is not None else "")
 
 
 class View:
@@ -122,13 +123,15 @@ class View:
 
     def __init__(self, tab: str, key: str, inputs: Sequence[gr.components.Component],
                  outputs: Sequence[gr.components.Component], fn: Callable, presets: Sequence[Preset],
-                 where: gr.Tab | None = None):
+                 where: gr.Tab | None = None, seed: gr.components.Component | None = None):
         if not presets or presets[0].values is None:
             raise ValueError("a view needs a runnable first preset (its default)")
         self.tab, self.key = tab, key
         self.inputs, self.outputs, self.fn = list(inputs), list(outputs), fn
         self.presets = {p.slug: p for p in presets}
         self.default = presets[0].slug
+        # The input that seeds sampling, if any: a link's ``&seed=`` goes there (demo/sampling.py, issue #36)
+        self.seed_index = next((i for i, c in enumerate(self.inputs) if c is seed), None) if seed is not None else None
         self.where = where
         # The gr.Tabs that holds the sub-tab, to select it from a lesson or a deep link. Read now: Gradio wraps
         # loose sub-tabs in a gr.Tabs of its own only when the tab around them closes (after the lesson's events
@@ -178,9 +181,9 @@ class View:
         extra = [self.switcher] if self.switcher is not None else []
         return unique([self.done, *extra, *self.inputs, *self.outputs])
 
-    def run(self, slug: str | None = None, select: bool = False) -> dict:
+    def run(self, slug: str | None = None, select: bool = False, seed: object = None) -> dict:
         """The updates that show preset ``slug`` (default: the view's default): its inputs and its results."""
-        preset = self.presets[self.runnable(slug or self.default)]
+        preset = self.with_seed(self.presets[self.runnable(slug or self.default)], seed)
         values, results = RESULTS.get(self, preset)
         if len(self.outputs) == 1:
             results = (results,)
@@ -190,6 +193,16 @@ class View:
         if select and self.switcher is not None:  # the sub-tab the preset's results are about
             updates[self.switcher] = gr.Tabs(selected=preset.shows or self.where.id)
         return updates
+
+    def with_seed(self, preset: Preset, seed: object) -> Preset:
+        """``preset`` with ``seed`` in the view's seed input (a link's ``&seed=``); as it is without a seed."""
+        if seed is None or self.seed_index is None:
+            return preset
+        if not str(seed).isdigit() or int(str(seed)) > 2**32 - 1:
+            raise UserInputError("presets.bad_seed", seed=str(seed)[:20])
+        values = list(preset.resolved())
+        values[self.seed_index] = int(str(seed))
+        return replace(preset, slug=f"{preset.slug}&seed={values[self.seed_index]}", values=tuple(values))
 
     def runnable(self, slug: str) -> str:
         """``slug`` if it names a runnable preset of this view; else a clear error naming the ones that run."""
@@ -213,12 +226,12 @@ class View:
             raise
         return updates if ASKED.count(self, request) == asked else {self.done: True}
 
-    def run_asked(self, slug: str, select: bool = False, request=None) -> dict:
+    def run_asked(self, slug: str, select: bool = False, request=None, seed: object = None) -> dict:
         """:meth:`run` for a learner's request (preset button, lesson step, deep link): recorded first, so a default
         still computing does not overwrite it."""
         self.runnable(slug)
         ASKED.mark(self, request)
-        return self.run(slug, select)
+        return self.run(slug, select, seed)
 
     @friendly_errors
     def _open(self, done: bool = False, request: gr.Request = None):
@@ -239,7 +252,8 @@ class View:
             if preset.values is None:  # a slot: shown disabled, with what it waits for
                 item["note"] = in_every_language(preset.note)
             else:
-                item["link"] = preset_link(self.tab, preset.slug)
+                seeded = self.seed_index is not None and isinstance(preset.values, tuple)
+                item["link"] = preset_link(self.tab, preset.slug, preset.values[self.seed_index] if seeded else None)
             items.append(item)
         bar = gr.HTML("", html_template=BAR_TEMPLATE, js_on_load=BAR_JS, elem_classes=["preset-bar"], items=items,
                       title=in_every_language(label("presets.label")),
@@ -370,7 +384,7 @@ class Registry:
         view = self.find(tab_id, query.get("preset")) if query.get("preset") else None
         updates: dict = {}
         if view is not None:
-            updates.update(view.run_asked(query.get("preset"), select=True, request=request))
+            updates.update(view.run_asked(query.get("preset"), select=True, request=request, seed=query.get("seed")))
         else:
             for opened in self.opening(tab_id):
                 updates.update(opened.run_default(request))

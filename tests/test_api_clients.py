@@ -174,12 +174,15 @@ def test_embeddings_lookup_is_the_seed_product(client):
 
 def test_lstm_generate_continues_the_prompt_and_is_seeded(client):
     prompt = "Call me Ishmael. "
-    first = client.predict(prompt=prompt, length=40, temperature=0.8, seed=3, api_name="/lstm_generate")
-    again = client.predict(prompt=prompt, length=40, temperature=0.8, seed=3, api_name="/lstm_generate")
-    rnn_text, lstm_text, _ = first
+    first = client.predict(prompt=prompt, length=40, temperature=0.8, top_k=5, top_p=0.9, seed=3,
+                           api_name="/lstm_generate")
+    again = client.predict(prompt=prompt, length=40, temperature=0.8, top_k=5, top_p=0.9, seed=3,
+                           api_name="/lstm_generate")
+    rnn_text, lstm_text, note, *_ = first
     for text in (rnn_text, lstm_text):
         assert text.startswith(prompt.strip()) and len(text) > len(prompt)
     assert first[:2] == again[:2]  # same seed, same text
+    assert "top-k 5 · top-p 0.9 · seed 3" in note
 
 
 def test_attention_steps_reproduce_thinking_machines(client):

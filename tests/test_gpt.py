@@ -11,6 +11,7 @@ import torch
 from core.registry import load_state_dict
 from core.errors import ModelUnavailableError, UserInputError
 from core.nets.gpt import GPT, GPTConfig, causal_attention, from_state_dict, normalize_state_dict, to_gpt2_state_dict
+from core.sampling import Settings
 
 TOL = 1e-5
 
@@ -197,29 +198,31 @@ def test_next_token_applies_temperature_and_top_k():
         ids = torch.tensor([loaded.tokenizer.encode(text).ids], device=loaded.model.lm_head.weight.device)
         logits = loaded.model(ids).logits[0, -1].cpu()
     logits[0] = float("-inf")  # <unk> is never proposed
-    result = gpt.next_token(None, text, temperature=0.5, top_k=5)
+    result = gpt.next_token(None, text, Settings(0.5, 5))
     kept = (logits / 0.5).topk(5)
     want = kept.values.softmax(-1)
-    assert [t for t, _ in result.candidates] == [loaded.tokenizer.piece(i) for i in kept.indices.tolist()]
-    assert [p for _, p in result.candidates] == pytest.approx(want.tolist(), abs=1e-6)
-    assert [p for _, p in result.raw_top] == pytest.approx(logits.softmax(-1)[kept.indices].tolist(), abs=1e-6)
-    assert result.candidates[0][0] == "l"  # "Wha" → "Whale"
+    cut = result.cut
+    assert cut.tokens[:5] == [loaded.tokenizer.piece(i) for i in kept.indices.tolist()] and cut.kept_count == 5
+    assert list(cut.renormalised[:5]) == pytest.approx(want.tolist(), abs=1e-6) and not cut.renormalised[5:].any()
+    assert list(cut.original[:5]) == pytest.approx(logits.softmax(-1)[kept.indices].tolist(), abs=1e-6)
+    assert cut.kept_mass == pytest.approx(float((logits / 0.5).softmax(-1)[kept.indices].sum()), abs=1e-6)
+    assert cut.tokens[0] == "l" and result.drawn in cut.tokens[:5]  # "Wha" → "Whale"
 
 
 def test_generation_with_and_without_kv_cache_is_the_same_text():
     from core import gpt
 
-    cached = gpt.generate(None, "The whale ", 60, temperature=0.8, top_k=10, seed=3)
-    uncached = gpt.generate(None, "The whale ", 60, temperature=0.8, top_k=10, seed=3, use_cache=False)
+    cached = gpt.generate(None, "The whale ", 60, Settings(0.8, 10, seed=3))
+    uncached = gpt.generate(None, "The whale ", 60, Settings(0.8, 10, seed=3), use_cache=False)
     assert cached == uncached and len(cached) == 60
-    assert gpt.generate(None, "The whale ", 60, temperature=0.8, top_k=10, seed=4) != cached
+    assert gpt.generate(None, "The whale ", 60, Settings(0.8, 10, seed=4)) != cached
 
 
 def test_generation_past_the_context_slides_the_window():
     from core import gpt
 
-    steps = list(gpt.generate_steps(None, "x" * 100, 60, temperature=1.0, seed=0))  # 160 > the 128 context
-    assert len(steps) == 60 and all(0 < s.probability <= 1 for s in steps)
+    steps = list(gpt.generate_steps(None, "x" * 100, 60, Settings(1.0)))  # 160 > the 128 context
+    assert len(steps) == 60 and all(0 < s.draw.probability <= 1 for s in steps)
 
 
 def test_attention_maps_are_causal_and_rows_sum_to_one():
@@ -243,12 +246,12 @@ def test_bad_text_gets_a_clear_message(text, message):
         gpt.next_token(None, text)
 
 
-@pytest.mark.parametrize("temperature", [0, -1, float("nan"), 10])
+@pytest.mark.parametrize("temperature", [-1, float("nan"), 10, "warm"])
 def test_bad_temperature_gets_a_clear_message(temperature):
     from core import gpt
 
-    with pytest.raises(UserInputError, match="Temperature"):
-        gpt.next_token(None, "Call me", temperature)
+    with pytest.raises(UserInputError, match="temperature must be a number from 0"):
+        gpt.next_token(None, "Call me", Settings(temperature))
 
 
 def test_unknown_characters_are_named_and_read_as_unk():
@@ -282,15 +285,15 @@ def test_gpt2_with_byte_level_bpe_from_a_local_folder(tiny_gpt2_checkpoint):
 
     folder = tiny_gpt2_checkpoint("bpe")
     text = "The weather today is very"
-    result = gpt.next_token(str(folder), text, temperature=1.0, top_k=None, shown=5)
+    result = gpt.next_token(str(folder), text, shown=5)
     ids = Tokenizer.from_file(str(folder / "tokenizer.json")).encode(text).ids
     with torch.inference_mode():
         probs = reference(folder)(torch.tensor([ids])).logits[0, -1].softmax(-1)
     top = probs.topk(5)
-    assert [p for _, p in result.candidates] == pytest.approx(top.values.tolist(), abs=1e-6)
+    assert list(result.cut.renormalised) == pytest.approx(top.values.tolist(), abs=1e-6)
     assert "".join(result.pieces) == text  # byte-level pieces decode back to the text
     assert gpt.load(str(folder)).tokenizer.kind == "byte-level BPE"
-    text_out = gpt.generate(str(folder), "The", 5, temperature=1.0, seed=0)
+    text_out = gpt.generate(str(folder), "The", 5, Settings(1.0))
     assert isinstance(text_out, str)
 
 
@@ -301,7 +304,7 @@ def test_gpt2_with_a_bert_vocabulary_reads_cls_first(tiny_gpt2_checkpoint):
     folder = tiny_gpt2_checkpoint("wordpiece")
     result = gpt.next_token(str(folder), "the weather today is very", shown=3)
     assert result.pieces == ["[CLS]", "the", "weather", "today", "is", "very"]
-    assert all(t not in ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]") for t, _ in result.candidates)
+    assert all(t not in ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]") for t in result.cut.tokens)
 
 
 def test_gpt_vs_bert_offline_runs_the_char_gpt_and_names_the_bert_checkpoint():
@@ -358,7 +361,7 @@ def test_chinese_gpt2_with_a_bert_chinese_vocab(tmp_path):
     reference_model = transformers.GPT2LMHeadModel(config).eval()
     reference_model.save_pretrained(tmp_path)
 
-    result = gpt.next_token(str(tmp_path), "今天天气很", temperature=1.0, top_k=None, shown=5)
+    result = gpt.next_token(str(tmp_path), "今天天气很", shown=5)
     assert result.pieces == ["[CLS]", "今", "天", "天", "气", "很"]
     bert = transformers.BertTokenizer(str(tmp_path / "vocab.txt"), do_lower_case=False)
     ids = [bert.cls_token_id] + bert.encode("今天天气很", add_special_tokens=False)
@@ -369,10 +372,10 @@ def test_chinese_gpt2_with_a_bert_chinese_vocab(tmp_path):
                       key=lambda c: -c[1])[:5]
     # the candidates never include special tokens; their probabilities are the model's (renormalised without them
     # or not: compare the order and the ratios, which do not depend on the normalisation)
-    assert [t for t, _ in result.candidates] == [t for t, _ in expected]
-    ratios = [p / result.candidates[0][1] for _, p in result.candidates]
+    assert result.cut.tokens == [t for t, _ in expected]
+    ratios = [p / result.cut.original[0] for p in result.cut.original]
     assert ratios == pytest.approx([p / expected[0][1] for _, p in expected], rel=1e-4)
     assert gpt.load(str(tmp_path)).tokenizer.kind == "WordPiece"
 
-    rainy = gpt.next_token(str(tmp_path), "今天下雨", temperature=1.0, top_k=None)
+    rainy = gpt.next_token(str(tmp_path), "今天下雨")
     assert rainy.pieces == ["[CLS]", "今", "天", "[UNK]", "[UNK]"] and "'下', '雨'" in rainy.note

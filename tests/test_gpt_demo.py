@@ -11,36 +11,51 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 CHAR = core_gpt.CHAR_GPT_ID
 
 
-def test_next_token_bar_and_table():
-    note, fig, table, shown = gpt.next_token(CHAR, "The White Wha", 1.0, 0)
+def test_next_token_figure_and_table():
+    note, fig, table, shown = gpt.next_token(CHAR, "The White Wha", 1.0, 0, 1.0, 0)
     assert shown["visible"] is True  # the results column (hidden only while a checkpoint is missing)
     rows = table.values.tolist()  # the table's headers are in the learner's language
-    probs = np.asarray(fig.data[0].x, dtype=float)
-    assert len(probs) == 15 and np.all(np.diff(probs) <= 0) and probs.sum() <= 1
-    assert fig.data[0].y[0] == "l"  # "Wha" → "Whale"
-    assert [r[1] for r in rows] == pytest.approx(list(probs), abs=1e-4)
-    assert [r[1] for r in rows] == pytest.approx([r[2] for r in rows], abs=1e-4)  # τ = 1, no cut: the same numbers
+    before, after = fig.data[0], fig.data[1]  # no cut: before and after are the same numbers
+    probs = np.asarray(before.x, dtype=float)
+    assert len(probs) == 16 and np.all(np.diff(probs[:15]) <= 0) and probs.sum() == pytest.approx(1, abs=1e-5)
+    assert before.y[0] == "l" and before.y[15].startswith("all other 61 tokens")  # "Wha" → "Whale"; 76 in all
+    assert list(after.x) == pytest.approx(list(probs), abs=1e-6) and all(t.startswith("✓") for t in after.text[:15])
+    assert len(fig.data) == 2  # τ = 1: no diamond for the model's own distribution (it is the bar)
+    assert [r[2] for r in rows] == pytest.approx(list(probs[:15]), abs=1e-4)  # P at τ = 1
+    assert [r[3] for r in rows] == [r[5] for r in rows]  # P_τ and q: the same without a cut
     assert "char-gpt" in note and "LSTM 1.577" in note and "RNN 1.563" in note
+    assert "keeps **76** of 76 tokens" in note and "?tab=transformer&preset=char-gpt-white-wha&seed=0" in note
 
 
-def test_top_k_renormalises_and_temperature_sharpens():
-    _, fig, rows, _ = gpt.next_token(CHAR, "The White Wha", 1.0, 3)
+def test_top_k_top_p_and_temperature_cut_and_renormalise():
+    _, fig, rows, _ = gpt.next_token(CHAR, "The White Wha", 1.0, 3, 1.0, 0)
     rows = rows.values.tolist()
-    assert len(rows) == 3 and sum(r[1] for r in rows) == pytest.approx(1, abs=1e-3)
-    _, cold, _, _ = gpt.next_token(CHAR, "The White Wha", 0.2, 0)
-    assert cold.data[0].x[0] > fig.data[0].x[0]
+    kept = [r for r in rows if r[4].startswith("✓")]
+    assert len(kept) == 3 and sum(r[5] for r in kept) == pytest.approx(1, abs=1e-3)
+    assert all(r[5] == 0 for r in rows if r not in kept) and "keeps 3 of 76" in fig.layout.title.text
+    mass = sum(r[3] for r in kept)
+    assert [r[5] for r in kept] == pytest.approx([r[3] / mass for r in kept], rel=1e-3)  # q = P_τ / kept mass
+    _, nucleus, rows, _ = gpt.next_token(CHAR, "The White Wha", 1.0, 0, 0.5, 0)
+    rows = rows.values.tolist()
+    kept = [r for r in rows if r[4].startswith("✓")]
+    assert kept[-1][6] >= 0.5 and (len(kept) == 1 or kept[-2][6] < 0.5)  # the fewest tokens holding ≥ p
+    _, cold, _, _ = gpt.next_token(CHAR, "The White Wha", 0.2, 0, 1.0, 0)
+    assert cold.data[0].x[0] > fig.data[0].x[0] and len(cold.data) == 3  # sharper; τ = 1 shown as diamonds
+    note, greedy, rows, _ = gpt.next_token(CHAR, "The White Wha", 0, 0, 1.0, 0)
+    assert "keeps **1** of 76" in note and "τ = 0 is the limit" in note and rows.values[0][5] == 1
 
 
 def test_generate_streams_token_by_token_and_is_seeded():
-    outputs = list(gpt.generate(CHAR, "Call me Ishmael. ", 25, 0.8, 0, 7))
-    assert len(outputs) == 4  # after 10, 20 and 25 tokens, then the final message
-    text, rows, note, shown = outputs[-1]
-    assert shown["visible"] is True
+    outputs = list(gpt.generate(CHAR, "Call me Ishmael. ", 25, 0.8, 0, 1.0, 7))
+    assert len(outputs) == 3  # after 10 and 20 tokens, then the final message with the figure
+    text, rows, note, fig, shown = outputs[-1]
+    assert shown["visible"] is True and outputs[0][3] is not None  # the figure is sent first, then only at the end
     rows = rows.values.tolist()
     assert text.startswith("Call me Ishmael. ") and len(text) == len("Call me Ishmael. ") + 25
     assert len(rows) == 25 and rows[0][0] == 25 and all(0 < r[2] <= 1 for r in rows)
-    assert "seed 7" in note
-    assert list(gpt.generate(CHAR, "Call me Ishmael. ", 25, 0.8, 0, 7))[-1][0] == text
+    assert all(r[3] == 76 for r in rows)  # no cut: every character but <unk> could be drawn
+    assert "seed 7" in note and "First generated token" in fig.layout.title.text
+    assert list(gpt.generate(CHAR, "Call me Ishmael. ", 25, 0.8, 0, 1.0, 7))[-1][0] == text
 
 
 def test_attention_map_is_lower_triangular():
@@ -63,15 +78,19 @@ def test_gpt_vs_bert_offline():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: gpt.next_token(CHAR, "", 1.0, 0), "empty"),
-    (lambda: gpt.next_token(CHAR, "x" * 500, 1.0, 0), "at most 128"),
-    (lambda: gpt.next_token(CHAR, "Call me", 0, 0), "Temperature must be above 0"),
-    (lambda: gpt.next_token(CHAR, "Call me", -2, 0), "Temperature must be above 0"),
-    (lambda: gpt.next_token(CHAR, "我们", 1.0, 0), "knows none of these characters: '我', '们'"),
-    (lambda: gpt.next_token("\x00../etc", "Hello", 1.0, 0), "not on this machine"),
-    (lambda: gpt.next_token(CHAR, "Call me", 1.0, -1), "Top-k"),
-    (lambda: list(gpt.generate(CHAR, "Call me", 0, 0.8, 0, 0)), "Length"),
-    (lambda: list(gpt.generate(CHAR, "Call me", 10, 0.0, 0, 0)), "Temperature must be above 0"),
+    (lambda: gpt.next_token(CHAR, "", 1.0, 0, 1.0, 0), "empty"),
+    (lambda: gpt.next_token(CHAR, "x" * 500, 1.0, 0, 1.0, 0), "at most 128"),
+    (lambda: gpt.next_token(CHAR, "Call me", -2, 0, 1.0, 0), "temperature must be a number from 0"),
+    (lambda: gpt.next_token(CHAR, "Call me", None, 0, 1.0, 0), "temperature must be a number from 0"),
+    (lambda: gpt.next_token(CHAR, "我们", 1.0, 0, 1.0, 0), "knows none of these characters: '我', '们'"),
+    (lambda: gpt.next_token("\x00../etc", "Hello", 1.0, 0, 1.0, 0), "not on this machine"),
+    (lambda: gpt.next_token(CHAR, "Call me", 1.0, -1, 1.0, 0), "top-k must be a whole number"),
+    (lambda: gpt.next_token(CHAR, "Call me", 1.0, 2.5, 1.0, 0), "top-k must be a whole number"),
+    (lambda: gpt.next_token(CHAR, "Call me", 1.0, 0, -0.1, 0), "top-p must be a number from 0 to 1"),
+    (lambda: gpt.next_token(CHAR, "Call me", 1.0, 0, float("nan"), 0), "top-p must be a number from 0 to 1"),
+    (lambda: gpt.next_token(CHAR, "Call me", 1.0, 0, 1.0, 2**40), "seed must be a whole number"),
+    (lambda: list(gpt.generate(CHAR, "Call me", 0, 0.8, 0, 1.0, 0)), "Length"),
+    (lambda: list(gpt.generate(CHAR, "Call me", 10, 5.0, 0, 1.0, 0)), "temperature must be a number from 0"),
     (lambda: gpt.attention(CHAR, "Call me", 5, 1), "4 layers of 4 heads"),
     (lambda: gpt.attention(CHAR, "Call me", 1, 0), "4 layers of 4 heads"),
     (lambda: gpt.gpt_vs_bert("no blank", CHAR, "bert-base-uncased"), "exactly one blank"),
@@ -95,22 +114,25 @@ def test_built_sub_tabs_are_named_and_fill_on_open():
     values = list(updates.values())
     assert CHAR in values and gpt.NEXT_EXAMPLES[0][1] in values
     rows = next(v for v in values if hasattr(v, "iloc")).values.tolist()
-    want = core_gpt.next_token(CHAR, gpt.NEXT_EXAMPLES[0][1])
-    assert [r[0] for r in rows] == [t.replace(" ", "␣") for t, _ in want.candidates]
-    assert [r[1] for r in rows] == pytest.approx([p for _, p in want.candidates], abs=1e-4)
+    want = core_gpt.next_token(CHAR, gpt.NEXT_EXAMPLES[0][1]).cut
+    assert [r[1] for r in rows] == [t.replace(" ", "␣") for t in want.tokens]
+    assert [r[5] for r in rows] == pytest.approx(list(want.renormalised), abs=1e-4)
 
 
 def test_results_and_errors_come_in_the_learners_language():
     from core.i18n import using_language
 
     with using_language("zh"):
-        note, fig, table, _ = gpt.next_token(CHAR, "The White Wha", 1.0, 0)
-        assert note.startswith("**模型：** char-gpt · 4 层 × 4 个头") and list(table.columns)[0] == "词元"
-        assert "温度 1 下的" in fig.layout.title.text
+        note, fig, table, _ = gpt.next_token(CHAR, "The White Wha", 1.0, 0, 1.0, 0)
+        assert note.startswith("**模型：** char-gpt · 4 层 × 4 个头") and list(table.columns)[1] == "词元"
+        assert "截断保留 76 个中的 76 个" in fig.layout.title.text and fig.data[0].name.startswith("截断前")
+        assert "其余 61 个词元" in fig.data[0].y[-1]
         with pytest.raises(gr.Error, match="不认识这些字符中的任何一个：'今', '天', '气'.*中文 GPT-2"):
-            gpt.next_token(CHAR, "今天天气", 1.0, 0)
+            gpt.next_token(CHAR, "今天天气", 1.0, 0, 1.0, 0)
+        with pytest.raises(gr.Error, match="top-p 必须是 0 到 1 之间的数"):
+            gpt.next_token(CHAR, "Call me", 1.0, 0, 7, 0)
     with pytest.raises(gr.Error, match="knows none of these characters: '今', '天', '气'"):
-        gpt.next_token(CHAR, "今天天气", 1.0, 0)
+        gpt.next_token(CHAR, "今天天气", 1.0, 0, 1.0, 0)
 
 
 def test_the_chinese_weather_preset_says_what_to_fetch_and_that_numbers_differ():
@@ -131,8 +153,8 @@ def test_the_chinese_weather_preset_says_what_to_fetch_and_that_numbers_differ()
 
 
 @pytest.mark.parametrize("call", [
-    lambda: gpt.next_token("gpt2", "Hello", 1.0, 0),
-    lambda: list(gpt.generate("gpt2", "Hello", 10, 1.0, 0, 0))[-1],
+    lambda: gpt.next_token("gpt2", "Hello", 1.0, 0, 1.0, 0),
+    lambda: list(gpt.generate("gpt2", "Hello", 10, 1.0, 0, 1.0, 0))[-1],
     lambda: gpt.attention("gpt2", "i have a dream", 1, 1),
 ])
 def test_a_gpt2_view_offline_shows_the_card_and_hides_its_empty_results(call):

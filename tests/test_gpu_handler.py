@@ -8,11 +8,12 @@ import sys
 
 import pytest
 
-from demo import attention, classify, common, embeddings, gpt, lstm, mlm, ner, ngram, overview, qa, transformer
+from demo import (attention, classify, common, embeddings, gpt, lstm, lstm_generate, mlm, ner, ngram, overview, qa,
+                  transformer)
 from tests.live_app import ROOT
 
 MODEL_HANDLERS = [attention.explore, attention.show_head, embeddings.train, lstm.inspect_text,
-                  lstm.measure_gradients, lstm.generate_both, lstm.compare_contexts, lstm.train_models, mlm.fill,
+                  lstm.measure_gradients, lstm_generate.generate_both, lstm.compare_contexts, lstm.train_models, mlm.fill,
                   mlm.compare, mlm.inputs, mlm.nsp, mlm.bank, ner.tag_text, qa.answer_question, transformer.block,
                   transformer.block_layer, transformer.base_preset, overview.score_text, overview.run_ladder,
                   classify.classify_text, classify.train, classify.predict, gpt.next_token, gpt.generate,

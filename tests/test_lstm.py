@@ -7,6 +7,7 @@ import torch
 
 from core import lstm
 from core.errors import UserInputError
+from core.sampling import Settings
 
 CORPUS = "the cat sat on the mat. the dog sat on the log. a cat and a dog. " * 40
 
@@ -212,15 +213,17 @@ def test_bad_input_is_refused(vocab):
         lstm.encode_prompt(vocab, "a" * (lstm.MAX_PROMPT_CHARS + 1))
     with pytest.raises(UserInputError, match="Length"):
         lstm.generate(model, vocab, "the", lstm.MAX_GENERATE + 1)
-    with pytest.raises(UserInputError, match="Temperature"):
-        lstm.generate(model, vocab, "the", 5, temperature=0)
+    with pytest.raises(UserInputError, match="temperature"):
+        lstm.generate(model, vocab, "the", 5, Settings(temperature=-0.1))
+    with pytest.raises(UserInputError, match="top-p"):
+        lstm.generate(model, vocab, "the", 5, Settings(top_p=2))
 
 
 def test_generation_is_seeded_and_equals_torch_lstm_sampling(vocab):
     model = random_lm("lstm", vocab_size=len(vocab))
-    out = lstm.generate(model, vocab, "the cat", 40, temperature=0.7, seed=5)
-    assert out == lstm.generate(model, vocab, "the cat", 40, temperature=0.7, seed=5)
-    assert len(out) == 40 and out != lstm.generate(model, vocab, "the cat", 40, temperature=0.7, seed=6)
+    out = lstm.generate(model, vocab, "the cat", 40, Settings(0.7, seed=5))
+    assert out == lstm.generate(model, vocab, "the cat", 40, Settings(0.7, seed=5))
+    assert len(out) == 40 and out != lstm.generate(model, vocab, "the cat", 40, Settings(0.7, seed=6))
     # the same sampling loop on torch.nn.LSTM with the same weights and seed gives the same text
     ref, gen = torch_reference(model), torch.Generator().manual_seed(5)
     with torch.no_grad():

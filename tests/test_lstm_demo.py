@@ -5,6 +5,7 @@ import pytest
 
 from core import lstm as core_lstm
 from demo import lstm
+from demo.lstm_generate import EXAMPLES, generate_both
 
 CORPUS = "the whale swam. the ship sailed on the sea. the bank of the river. money in the bank. " * 20
 
@@ -60,18 +61,30 @@ def test_gradients_and_forget_products(tiny, monkeypatch):
 
 
 def test_generate_both_side_by_side(tiny):
-    rnn_text, lstm_text, note = lstm.generate_both("the ", 30, 0.8, 7, tiny)
+    rnn_text, lstm_text, note, rnn_fig, lstm_fig = generate_both("the ", 30, 0.8, 3, 1.0, 7, tiny)
     assert rnn_text.startswith("the ") and len(rnn_text) == 34 and len(lstm_text) == 34
-    assert (rnn_text, lstm_text, note) == lstm.generate_both("the ", 30, 0.8, 7, tiny)
-    assert "'Z'" in lstm.generate_both("Zthe", 5, 0.8, 0, tiny)[2]
+    assert (rnn_text, lstm_text, note) == generate_both("the ", 30, 0.8, 3, 1.0, 7, tiny)[:3]
+    for fig, name in ((rnn_fig, "RNN"), (lstm_fig, "LSTM")):  # each model's first step, cut to its top 3
+        assert fig.layout.title.text.startswith(name) and [t[0] for t in fig.data[1].text[:4]] == ["✓"] * 3 + ["✗"]
+    assert "keeps **3**" in note and "top-k 3" in note and "seed 7" in note
+    assert "?tab=" not in note  # a retrained pair: no preset link reproduces it
+    assert "'Z'" in generate_both("Zthe", 5, 0.8, 0, 1.0, 0, tiny)[2]
     with pytest.raises(gr.Error, match="empty"):
-        lstm.generate_both("", 30, 0.8, 0, tiny)
+        generate_both("", 30, 0.8, 0, 1.0, 0, tiny)
     with pytest.raises(gr.Error, match="Length"):
-        lstm.generate_both("the", 10_000, 0.8, 0, tiny)
-    with pytest.raises(gr.Error, match="Temperature"):
-        lstm.generate_both("the", 10, float("nan"), 0, tiny)
+        generate_both("the", 10_000, 0.8, 0, 1.0, 0, tiny)
+    with pytest.raises(gr.Error, match="temperature"):
+        generate_both("the", 10, float("nan"), 0, 1.0, 0, tiny)
     with pytest.raises(gr.Error, match="seed"):
-        lstm.generate_both("the", 10, 0.8, None, tiny)
+        generate_both("the", 10, 0.8, 0, 1.0, None, tiny)
+
+
+def test_generate_presets_link_with_their_seed():
+    row = EXAMPLES[0]
+    *_, note, _, _ = generate_both(*row)
+    assert f"?tab=lstm&preset=generate-1&seed={row[-1]}" in note
+    *_, note, _, _ = generate_both(*row[:-1], 99)  # another seed: the same preset's link, with seed 99
+    assert "?tab=lstm&preset=generate-1&seed=99" in note
 
 
 def test_elmo_compares_a_word_across_sentences():
@@ -122,4 +135,4 @@ def test_chinese_text_is_named_out_of_vocabulary_in_the_learners_language():
         with pytest.raises(gr.Error, match="一个都不认识：'今', '天', '气', '很', '好'"):
             lstm.inspect_text("今天 天气很好", "forget gate f", 8)
         with pytest.raises(gr.Error, match="一个都不认识"):
-            lstm.generate_both("你好", 10, 0.8, 0)
+            generate_both("你好", 10, 0.8, 0, 1.0, 0)

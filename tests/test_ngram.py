@@ -11,6 +11,7 @@ from nltk.util import everygrams, ngrams
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.ngram import BOS, EOS, KN_DISCOUNT, SMOOTHINGS, NgramModel, tokenize_sentences
+from core.sampling import Settings
 
 TOY = tokenize_sentences(load_corpus("toy_zh"))
 TOY_CHARS = tokenize_sentences(load_corpus("toy_zh"), "char")
@@ -190,19 +191,26 @@ def test_context_counts_table():
 
 def test_generation_is_seeded_and_respects_top_k_and_temperature():
     model = NgramModel(MOBY_TRAIN, n=2, boundaries=True)
-    a = model.generate(["the"], 15, "kneser_ney", temperature=1.0, top_k=5, seed=3)
-    b = model.generate(["the"], 15, "kneser_ney", temperature=1.0, top_k=5, seed=3)
+    a = model.generate(["the"], 15, "kneser_ney", settings=Settings(1.0, 5, seed=3))
+    b = model.generate(["the"], 15, "kneser_ney", settings=Settings(1.0, 5, seed=3))
     assert a.tokens == b.tokens and a.tokens[0] == "the"
+    assert model.generate(["the"], 15, "kneser_ney", settings=Settings(1.0, 5, seed=4)).tokens != a.tokens
     for step in a.steps:
-        assert len(step.candidates) <= 5 and sum(p for _, p in step.candidates) == pytest.approx(1.0)
+        assert len(step.candidates) <= 5 and sum(p for _, p in step.candidates) == pytest.approx(1.0, abs=1e-6)
         assert step.chosen in {w for w, _ in step.candidates} and step.chosen not in (BOS, "<UNK>")
-    greedy = model.generate(["the"], 5, "mle", top_k=1, seed=0)
-    for step in greedy.steps:  # top-1 is the MLE argmax of the context
+        assert step.cut.kept_count == 5  # Kneser-Ney gives every word some mass: exactly five are kept
+    greedy = model.generate(["the"], 5, "mle", settings=Settings(1.0, 1))
+    for step in greedy.steps:  # top-1 keeps the MLE argmax of the context, and every count tied with it
         p = model.distribution(step.context, "mle")
-        assert model.stoi[step.chosen] == int(np.argmax(p)) and step.p_chosen == 1.0
-    cold = model.generate(["the"], 1, "mle", temperature=0.1, top_k=50, seed=0).steps[0]
-    warm = model.generate(["the"], 1, "mle", temperature=2.0, top_k=50, seed=0).steps[0]
+        best = {model.itos[i] for i in np.flatnonzero(p == p.max())}
+        assert step.chosen in best and {w for w, _ in step.candidates} == best
+        assert step.p_chosen == pytest.approx(1 / len(best))
+    cold = model.generate(["the"], 1, "mle", settings=Settings(0.1, 50)).steps[0]
+    warm = model.generate(["the"], 1, "mle", settings=Settings(2.0, 50)).steps[0]
     assert cold.candidates[0][1] > warm.candidates[0][1]  # low T sharpens, high T flattens
+    # temperature applies to log P: the kept probabilities are P^(1/τ), renormalised
+    p = model.distribution(warm.context, "mle")[[model.stoi[w] for w, _ in warm.candidates]] ** (1 / 2.0)
+    assert [q / warm.candidates[0][1] for _, q in warm.candidates] == pytest.approx(list(p / p[0]), rel=1e-5)
     if a.steps[-1].chosen == EOS:
         assert EOS not in a.tokens
 
@@ -247,7 +255,9 @@ def test_out_of_range_settings():
     with pytest.raises(UserInputError, match="k must be positive"):
         model.prob("的", ["北京"], "add_k", k=0)
     with pytest.raises(UserInputError, match="temperature"):
-        model.generate([], 3, temperature=0)
+        model.generate([], 3, settings=Settings(-1))
+    greedy = model.generate(["北京"], 3, "mle", settings=Settings(0.0))  # τ = 0: the most probable, ties shared
+    assert greedy.steps[0].candidates == [("的", 1.0)]
 
 
 @pytest.mark.parametrize("unit", ["word", "char"])

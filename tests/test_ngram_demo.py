@@ -52,21 +52,29 @@ def test_scoring_the_motivating_pair():
 
 def test_generation_table_and_plot():
     info, table, fig = generate_text(*settings(corpus=MOBY, lowercase=True, n=3, boundaries=True,
-                                               smoothing="kneser_ney"), "the white", 12, 0.8, 10, 7)
+                                               smoothing="kneser_ney"), "the white", 25, 0.8, 10, 1.0, 7)
     rows = frame(table)
-    assert 1 <= len(rows) <= 12 and "**the white**" in info and fig.data
+    assert 1 <= len(rows) <= 25 and "**the white**" in info
+    assert rows.iloc[0, 4] == 10  # top-k 10: ten tokens kept at the first step
+    before, after = fig.data[0], fig.data[1]  # the next-token figure: before and after the cut, 10 kept + the rest
+    assert len(before.y) == 21 and [text.startswith("✓") for text in after.text[:20]] == [True] * 10 + [False] * 10
+    assert sum(after.x[:10]) == pytest.approx(1, abs=1e-6) and "keeps 10 of" in fig.layout.title.text
+    assert "seed 7" in info and "?tab=ngram&preset=moby-trigram&seed=7" in info  # the preset's own settings
     again = generate_text(*settings(corpus=MOBY, lowercase=True, n=3, boundaries=True, smoothing="kneser_ney"),
-                          "the white", 12, 0.8, 10, 7)
+                          "the white", 25, 0.8, 10, 1.0, 7)
     assert again[0] == info  # seeded
+    other, _, _ = generate_text(*settings(corpus=MOBY, lowercase=True, n=3, boundaries=True, smoothing="kneser_ney"),
+                                "the white", 24, 0.8, 10, 1.0, 7)
+    assert "?tab=" not in other  # not the preset's settings: no link that would show another result
 
 
 @pytest.mark.parametrize("preset", PRESET_VALUES)
 def test_every_preset_runs(preset):
     model = (*preset[:2], None, *preset[2:8])  # the presets leave the upload out
-    context, word, a, b, prompt, steps, t, top_k, seed = preset[8:]
+    context, word, a, b, prompt, steps, t, top_k, top_p, seed = preset[8:]
     assert len(frame(show_counts(*model, context, word)[2])) > 0
     assert len(frame(score_sentences(*model, a, b)[1])) > 0
-    assert len(frame(generate_text(*model, prompt, steps, t, top_k, seed)[1])) > 0
+    assert len(frame(generate_text(*model, prompt, steps, t, top_k, top_p, seed)[1])) > 0
 
 
 def test_own_text_pasted_and_uploaded(tmp_path):
@@ -91,7 +99,13 @@ def test_bad_input_gets_a_clear_message(tmp_path):
     with pytest.raises(gr.Error, match="k must be positive"):
         show_counts(*settings(smoothing="add_k", k=0), "的", "词性")
     with pytest.raises(gr.Error, match="temperature"):
-        generate_text(*settings(), "的", 5, 0, 5, 0)
+        generate_text(*settings(), "的", 5, -1, 5, 1.0, 0)
+    with pytest.raises(gr.Error, match="top-p"):
+        generate_text(*settings(), "的", 5, 1, 5, 1.5, 0)
+    with pytest.raises(gr.Error, match="seed"):
+        generate_text(*settings(), "的", 5, 1, 5, 1.0, -3)
+    info, _, fig = generate_text(*settings(), "的", 5, 0, 0, 0, 0)  # τ = 0, no top-k, top-p 0: said, not refused
+    assert "greedy" in info and "top-p 0 keeps only" not in info and fig.data
     big = tmp_path / "big.txt"
     big.write_bytes(b"a" * (5 * 1024 * 1024))
     with pytest.raises(gr.Error, match="only one distinct token"):

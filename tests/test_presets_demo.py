@@ -1,5 +1,7 @@
 """demo/presets.py on the built app: every view's default (what a tab shows on first open) is a real result, deep
 links select the tab and sub-tab and compute the preset, and lessons point at presets that exist."""
+from urllib.parse import parse_qsl
+
 import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
@@ -138,11 +140,13 @@ def test_every_runnable_preset_has_a_button_and_a_link_naming_a_preset_that_exis
     runnable = {(tab, slug) for tab, entry in reg.tabs.items() for view in entry.views
                 for slug, preset in view.presets.items() if preset.values is not None}
     assert len(items) > 100
-    for item in items:
-        tab, slug = item["link"].removeprefix("?tab=").split("&preset=")
+    for item in items:  # a view that samples adds its preset's seed (demo/sampling.py): ?tab=…&preset=…&seed=…
+        query = dict(parse_qsl(item["link"].removeprefix("?")))
+        tab, slug = query["tab"], query["preset"]
         assert item["slug"] == slug and (tab, slug) in runnable, item["link"]
         assert set(item["label"]) == {"en", "zh"} and all(item["label"].values()), item
-    shown = {tuple(item["link"].removeprefix("?tab=").split("&preset=")) for item in items}
+        assert set(query) <= {"tab", "preset", "seed"} and query.get("seed", "0").isdigit(), item["link"]
+    shown = {tuple(item["link"].removeprefix("?tab=").split("&seed=")[0].split("&preset=")) for item in items}
     assert ("attention", "thinking-machines") in shown
     assert len(shown) == len(items)  # a preset appears in one bar only
     labels = {item["slug"]: item["label"] for item in items}

@@ -19,6 +19,7 @@ from core import finetune, finetune_train
 from core import lstm as core_lstm
 from core.corpora import DEFAULT_LABELLED, load_corpus
 from core.i18n import using_language
+from core.sampling import Settings
 from demo import classify, embeddings, lstm, lstm_train, presets
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -142,7 +143,7 @@ def test_rnn_view_before_training_shows_the_random_pair_on_held_out_text():
         loss = core_lstm.evaluate(model, held)
         assert math.isfinite(row[2]) and abs(row[2] - loss) < 1e-3 * loss
         assert abs(loss - math.log(len(vocab))) < 0.15  # a random model is close to a uniform guess, ln V
-        assert row[3] == core_lstm.generate(model, vocab, lstm_train.SAMPLE_PROMPT, 120, 1.0, 0)  # what it writes
+        assert row[3] == core_lstm.generate(model, vocab, lstm_train.SAMPLE_PROMPT, 120, Settings(1.0))  # what it writes
     assert [trace.y[0] for trace in fig.data] == pytest.approx([rows[0][2], rows[1][2]], rel=1e-3)
     assert list(fig.data[0].x) == [0] and "random initialisation" in fig.layout.title.text
     assert note.startswith("**Before training (random initialisation).**") and f"ln {len(vocab)}" in note
