@@ -102,6 +102,21 @@ def print_issue_22(rows: list[dict]) -> None:
             print(f"  {met_label(r) or '-':<4} {wording:<46} {r['device']:<5} {figure:<14} goal {r['goal']}")
 
 
+# Issue #36's rows: the live BPE of the tokenizer lab, ours against tokenizers, and the size where the tab switches.
+ISSUE_36 = [
+    ("tokenizer_lab", "BPE on Moby-Dick, vocabulary 1,000", "live BPE, Moby-Dick, vocab 1,000 (vs tokenizers)"),
+    ("tokenizer_lab", "corpus bytes where core/bpe.py takes 2 s", "  size where ours takes 2 s (tab switches)"),
+]
+
+
+def print_issue_36(rows: list[dict]) -> None:
+    print("\nIssue #36 (python -m benchmarks.run --only tokenizer_lab)")
+    for module, start, wording in ISSUE_36:
+        for r in (r for r in rows if r.get("module") == module and r["benchmark"].startswith(start)):
+            figure = f"ratio {r['ratio']:.3f}" if r.get("ratio") is not None else f"{fmt(r['ours'])} {r['unit']}"
+            print(f"  {met_label(r) or '-':<4} {wording:<46} {r['device']:<5} {figure:<14} goal {r['goal']}")
+
+
 def fmt(value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
@@ -151,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows)
     print("\nratio = ours / reference, measured in this run (for times, < 1 means we are faster).")
     print_issue_22(rows)
+    print_issue_36(rows)
     checked = [r for r in rows if r.get("met") is not None]
     if checked:
         print(f"\nTargets (rows with a checkable goal): {sum(r['met'] for r in checked)} of {len(checked)} met")

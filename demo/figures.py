@@ -253,6 +253,31 @@ def next_token_figure(tokens: Sequence[str], tempered: Sequence[float], renormal
         legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0))))
 
 
+def token_strips(rows: Sequence[tuple[str, Sequence[tuple[int, int, str, str]]]], title: str, *, x_title: str,
+                 height: int | None = None) -> SlideFigure:
+    """One text cut by several tokenizers, one row each: every token is a box over the UTF-8 bytes it covers (so a
+    Chinese character is 3 wide, and a byte-level token that splits it shows where). Each token is (start, end,
+    label, kind): kind "" alternates two tones so neighbours part; "fragment" (bytes that are not a whole character:
+    "�") is hatched with a dark red outline, "unknown" ([UNK]) dotted: never colour alone."""
+    traces = []
+    for name, tokens in rows:
+        kinds = [kind for *_, kind in tokens]
+        traces.append(go.Bar(
+            y=[name] * len(tokens), x=[end - start for start, end, *_ in tokens], base=[start for start, *_ in tokens],
+            orientation="h", text=[label for _, _, label, _ in tokens], textposition="inside",
+            insidetextanchor="middle", textangle=0, textfont=dict(size=BASE_FONT_SIZE - 3), showlegend=False,
+            marker=dict(color=["#fde2e1" if k == "fragment" else (KEPT_FILL, "#d7e3fb")[i % 2]
+                               for i, k in enumerate(kinds)],
+                        pattern=dict(shape=[{"fragment": "/", "unknown": "."}.get(k, "") for k in kinds],
+                                     fgcolor="#b42318", size=6),
+                        line=dict(color=["#b42318" if k else "white" for k in kinds], width=2)),
+            customdata=[end - 1 for _, end, *_ in tokens],
+            hovertemplate=f"%{{text}} · %{{base}}–%{{customdata}}<extra>{unique_labels([name])[0]}</extra>"))
+    layout = dict(title_text=title, barmode="overlay", bargap=0.3, height=height or 130 + 62 * len(rows),
+                  yaxis=dict(autorange="reversed", type="category"), xaxis=dict(title_text=x_title, rangemode="tozero"))
+    return styled(go.Figure(traces, layout=layout))
+
+
 def lines(
     x: Sequence[float],
     series: dict[str, Sequence[float]],

@@ -76,10 +76,6 @@ def _badge(model_id: str) -> str:
     return text
 
 
-def _table(rows: list[list], key: str, columns: int) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=[t(f"gpt.{key}_{i}") for i in range(columns)])
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # Handlers
 

@@ -14,7 +14,7 @@ from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
 from core.limits import MAX_TEXT_CHARS
 from core.registry import MINILM_ID
-from demo import gpt, lessons, presets
+from demo import gpt, lessons, presets, tokenizer_lab
 from demo.common import friendly_errors, gpu_handler, model_picker, sig4, whole_number
 from demo.downloads import model_event
 from demo.figures import bar, empty_figure, heatmap, lines
@@ -333,7 +333,8 @@ def build() -> None:
     with gr.Tabs():
         block_view, picker = build_block_view()
         base_view = build_base_numbers_view(picker)
-        views = {"block": block_view, "base": base_view, **gpt.build()}  # GPT: next token, generation, maps, vs BERT
+        views = {"block": block_view, "base": base_view, **gpt.build(),  # GPT: next token, generation, maps, vs BERT
+                 "tokenizer_lab": tokenizer_lab.build_tab()}
     with lesson_slot:
         lessons.lesson_table(LESSON, views)
 

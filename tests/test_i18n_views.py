@@ -171,11 +171,12 @@ def view_texts(view, lang: str) -> tuple[list[str], set[str]]:
                      if getattr(trace, axis, None) is not None and not hasattr(getattr(trace, axis), "dtype")]
     corpus = corpus_words(read)
     # What a model writes from that text (a generated continuation starts with the prompt) and single tokens (a
-    # table cell or a tick that is one word of a vocabulary: neighbours, predictions) are corpus text too.
+    # table cell or a tick that is one word of a vocabulary: neighbours, predictions; ␣ marks a token's leading
+    # space, as the tokenizer lab writes BPE tokens) are corpus text too.
     prompts = [v for v in read if isinstance(v, str) and len(v) >= 8]
     kept = []
     for text in texts:
-        if any(text.startswith(prompt) for prompt in prompts) or re.fullmatch(r"[a-z#]+", text.strip()):
+        if any(text.startswith(prompt) for prompt in prompts) or re.fullmatch(r"␣?[a-z#]+", text.strip()):
             corpus |= {w.lower() for w in _WORD.findall(text)}
         else:
             kept.append(text)

@@ -19,7 +19,7 @@ SUBTABS = {
                    "ELMo: three layers", "Train"],
     "Attention": ["Step by step", "Multi-head", "Positions", "Real model"],
     "Transformer & GPT": ["Inside a block", "Transformer-base numbers", "GPT: next token", "GPT: generate",
-                          "GPT: causal attention", "GPT vs BERT"],
+                          "GPT: causal attention", "GPT vs BERT", "Tokenizer lab"],
     "BERT masked LM": ["Fill in the blank", "Both sides vs left only", "Input representation", "Masking procedure",
                        "Next sentence", "Model card", "Contextual vs static"],
     "NER": ["BIO · IOBES · entities", "Per-token probabilities", "Aggregation on split words",
