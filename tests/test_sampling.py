@@ -140,10 +140,12 @@ def model_scores() -> dict[str, torch.Tensor]:
     toy = NgramModel(tokenize_sentences(load_corpus("toy_zh")), 2)  # counts: many exact ties
     moby = NgramModel(tokenize_sentences(load_corpus("moby_dick")[:200_000], lowercase=True), 3, boundaries=True)
     models = lstm.shipped_models()
-    ids = torch.tensor([models.vocab.encode("Call me Ishmael. Some years ago")[0]])
+    device = models.rnn.head.weight.device  # the app's device: on a GPU the warpers run there, on both sides
+    ids = torch.tensor([models.vocab.encode("Call me Ishmael. Some years ago")[0]], device=device)
     loaded = gpt.load()
     with torch.inference_mode():
-        char_gpt = loaded.model(torch.tensor([loaded.tokenizer.encode("The White Wha").ids])).logits[0, -1]
+        char_ids = torch.tensor([loaded.tokenizer.encode("The White Wha").ids], device=device)
+        char_gpt = loaded.model(char_ids).logits[0, -1]
         return {"ngram-toy": torch.from_numpy(log_or_minus_inf(toy.distribution(["的"], "mle"))),
                 "ngram-moby-kn": torch.from_numpy(log_or_minus_inf(moby.distribution(["the", "white"], "kneser_ney"))),
                 "rnn": models.rnn(ids).logits[0, -1], "lstm": models.lstm(ids).logits[0, -1], "char-gpt": char_gpt}
