@@ -225,7 +225,7 @@ def next_token(model_id: str | None, text: str, settings: sampling.Settings = sa
     encoded = encode_text(loaded, text)
     device = loaded.model.lm_head.weight.device
     logits = loaded.model(torch.tensor([encoded.ids], device=device)).logits[0, -1]  # (V,)
-    draw = sampler.draw(banned_scores(loaded, logits).cpu(), loaded.tokenizer.piece, shown)
+    draw = sampler.draw(banned_scores(loaded, logits), loaded.tokenizer.piece, shown)
     return NextToken(loaded.model_id, encoded.pieces, loaded.tokenizer.piece(draw.token), draw,
                      unknown_note(loaded, encoded.unknown))
 
@@ -256,8 +256,7 @@ def generate_steps(model_id: str | None, prompt: str, length: int = 200,
         else:  # first step, or the context is full: read the last n_positions tokens afresh
             out = model(idx[:, -model.config.n_positions:])
         past = out.past if use_cache else None
-        # On the CPU, like transformers' draws (a GPU's generator draws other numbers for the same seed)
-        draw = sampler.draw(banned_scores(loaded, out.logits[0, -1]).cpu(), loaded.tokenizer.piece, shown)
+        draw = sampler.draw(banned_scores(loaded, out.logits[0, -1]), loaded.tokenizer.piece, shown)
         yield Step(loaded.tokenizer.piece(draw.token), draw)
         idx = torch.cat([idx, torch.tensor([[draw.token]], device=device)], dim=1)  # (1, T + 1)
 

@@ -291,7 +291,7 @@ def generate_steps(model: RecurrentLM, vocab: Vocab, prompt: str, length: int = 
     trace = model(torch.tensor([ids], device=device))
     logits, state, draws = trace.logits[0, -1], trace.state, []
     for _ in range(length):
-        logits = logits.float().cpu()  # (V,) drawn on the CPU: the same text for a seed on any device
+        logits = logits.float().clone()  # (V,)
         logits[0] = -math.inf  # never write <unk>
         draws.append(sampler.draw(logits, vocab.tokens.__getitem__, shown))
         trace = model(torch.tensor([[draws[-1].token]], device=device), state)

@@ -93,8 +93,8 @@ def warp(scores: torch.Tensor, settings: Settings) -> torch.Tensor:
 
 @dataclass
 class Cut:
-    """One step's next-token distribution before and after the cut: the ``shown`` most probable tokens (under
-    softmax(z/τ)), and, in ``rest``, the mass of all the others."""
+    """One step's next-token distribution before and after the cut: the ``shown`` most probable tokens, and, in
+    ``rest``, the mass of all the others."""
 
     tokens: list[str]  # (n,) most probable first
     ids: list[int]  # (n,)
@@ -126,14 +126,18 @@ def cut(scores: torch.Tensor | np.ndarray, settings: Settings, label: Callable[[
     candidates = int(torch.isfinite(scores).sum())
     # Most probable first (the model's order: temperature keeps it, and at τ = 0 the tokens after the first keep theirs)
     order = torch.sort(original, descending=True, stable=True).indices[:min(shown, candidates)]
-    ids = order.tolist()
-    as_numpy = lambda values: values[order].double().cpu().numpy()  # noqa: E731
-    shown_of = lambda values: float(values[order].double().sum())  # noqa: E731
-    return Cut([label(i) for i in ids], ids, as_numpy(original), as_numpy(tempered), kept[order].cpu().numpy(),
-               as_numpy(final),
-               (max(0.0, 1 - shown_of(original)), max(0.0, 1 - shown_of(tempered)), max(0.0, 1 - shown_of(final))),
-               int(kept.sum()), float(tempered[kept].double().sum()), float(original[kept].double().sum()),
-               candidates, settings)
+
+    def shown_values(values: torch.Tensor) -> np.ndarray:
+        return values[order].double().cpu().numpy()
+
+    def others(values: torch.Tensor) -> float:
+        return max(0.0, 1 - float(values[order].double().sum()))
+
+    return Cut(tokens=[label(i) for i in order.tolist()], ids=order.tolist(), original=shown_values(original),
+               tempered=shown_values(tempered), kept=kept[order].cpu().numpy(), renormalised=shown_values(final),
+               rest=(others(original), others(tempered), others(final)), kept_count=int(kept.sum()),
+               kept_mass=float(tempered[kept].double().sum()), kept_mass_original=float(original[kept].double().sum()),
+               candidates=candidates, settings=settings)
 
 
 @dataclass
@@ -145,15 +149,17 @@ class Draw:
 
 class Sampler:
     """Draws for one generation: the settings checked once, one generator seeded once (so a run is reproducible
-    and never touches torch's global generator, which other users' requests share)."""
+    and never touches torch's global generator, which other users' requests share). The draws happen on the CPU,
+    so a seed writes the same text whatever device the model runs on (transformers on a GPU would draw from CUDA's
+    generator instead: its CPU draws are the ones these equal)."""
 
-    def __init__(self, settings: Settings, device: torch.device | str = "cpu"):
+    def __init__(self, settings: Settings):
         self.settings = settings.checked()
-        self.generator = torch.Generator(device=device).manual_seed(self.settings.seed)
+        self.generator = torch.Generator().manual_seed(self.settings.seed)
 
     def draw(self, scores: torch.Tensor | np.ndarray, label: Callable[[int], str] = str, shown: int = SHOWN) -> Draw:
         """One token from the scores (V,): warp, softmax, torch.multinomial, as transformers' _sample."""
-        scores = torch.as_tensor(scores)
+        scores = torch.as_tensor(scores).cpu()
         processed = warp(scores.reshape(-1), self.settings)  # (V,)
         if not torch.isfinite(processed).any():
             raise UserInputError("sampling.err_nothing_to_draw")

@@ -95,3 +95,12 @@ def test_the_sub_tab_builds_with_its_api_names_and_opens_on_its_default():
     updates = view.run()
     values = list(updates.values())
     assert "strawberries" in values and any(getattr(v, "iloc", None) is not None for v in values)
+
+
+def test_odd_unicode_is_cleaned_counted_by_code_point_and_said():
+    """A combining accent is composed (NFC), control characters are dropped, and an emoji made of several code points
+    is counted as they are, with a note saying so."""
+    note, stats, *_ = tokenizer_lab.cut_text("cafe\u0301\u0007 👩\u200d💻", "toy_zh", 300, 1)
+    rows = {row[0]: row for row in stats.values.tolist()}
+    assert rows["Unicode characters"][2] == 4 + 1 + 3  # café, a space, woman + zero-width joiner + laptop
+    assert rows["UTF-8 bytes"][2] == 5 + 1 + 4 + 3 + 4 and "several code points" in note
