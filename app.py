@@ -52,7 +52,7 @@ from core import registry  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, choose_device, device_label
 from core.limits import MAX_UPLOAD_BYTES
 from demo import (attention, classify, embeddings, figures, lstm, mlm, ner, ngram, overview, presets, qa,
-                  serving, transformer)
+                  serving, tour, transformer)
 from demo.i18n import I18N, TOGGLE_JS, LanguageMiddleware, label, language_of, text
 
 # The overview first (timeline and ladder), then the history in order: statistics → static vectors → recurrence →
@@ -102,6 +102,7 @@ def build_app() -> gr.Blocks:
             with gr.Column(scale=5):
                 intro = gr.Markdown(text("app.intro"))
                 badge = gr.Markdown()
+                tour_box = tour.build()  # "Start the guided tour"; the tour's panel (demo/tour.py)
             language = gr.Radio(LANGUAGE_CHOICES, value=None, label=label("app.language"), scale=1, min_width=160)
         # The toggle stores the choice (cookie + localStorage) and reloads, so labels and results switch together.
         language.input(None, inputs=language, js=TOGGLE_JS, api_name=False)  # browser-only: no server endpoint
@@ -119,6 +120,7 @@ def build_app() -> gr.Blocks:
                 block.overflow_behavior = "wrap"
         # Content on first open: each tab computes its default preset when selected; ?tab=…&preset=… deep-links.
         collector.wire(app, tabs)
+        tour.wire(tour_box, collector)  # each stop checked against the tabs, and what it outlines tagged
         with gr.Accordion(label("app.status_title"), open=False):
             status = gr.Markdown()
             gr.Button(label("app.status_refresh"), size="sm").click(app_status, outputs=status, api_name="app_status")

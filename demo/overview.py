@@ -16,7 +16,7 @@ import pandas as pd
 from core import ladder_heldout
 from core.lazy import lazy_import
 from core.limits import MAX_SHORT_TEXT_CHARS
-from demo import lessons, presets, static_html
+from demo import lessons, presets, static_html, tour
 from demo.common import friendly_errors, gpu_handler, sig4
 from demo.figures import PLOTLY_PRELOAD_JS, bar, heatmap
 from demo.i18n import LANGUAGES, label, t, using_language
@@ -167,6 +167,7 @@ def path_html(lang: str) -> str:
                  for when, name, what, tab, preset in TIMELINE]
         note, headers, rows, names, values, best = held_out_ladder()
         return "".join([
+            static_html.markdown(t("tour.overview_start", n=len(tour.STOPS))),
             static_html.timeline(steps, t("overview.fig_timeline"), "overview-timeline", lang),
             static_html.markdown(timeline_links()),
             static_html.markdown(t("overview.held_title")),
