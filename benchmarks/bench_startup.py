@@ -45,7 +45,7 @@ choose_device("cpu")
 blocks = app.build_app()
 mark()
 blocks.launch(server_name="127.0.0.1", server_port=int(sys.argv[1]), prevent_thread_lock=True, theme=app.THEME,
-              css_paths=[app.CSS_PATH], head=app.figures.SVG_EXPORT_HEAD, quiet=True)
+              css_paths=[app.CSS_PATH], head=app.figure_head.HEAD, quiet=True)
 mark()
 from benchmarks.bench_startup import first_answer
 first_answer(f"http://127.0.0.1:{sys.argv[1]}/")

@@ -28,10 +28,22 @@ CJK_FONTS = ("'Noto Sans CJK SC'", "'Source Han Sans SC'", "'WenQuanYi Micro Hei
 FONT_FAMILY = ", ".join(("Inter", "'Noto Sans'", *CJK_FONTS, "Arial", "sans-serif"))
 BASE_FONT_SIZE = 15
 TITLE_FONT_SIZE = 19
-SEQUENTIAL_SCALE = "Viridis"  # attention, probabilities, counts: perceptually uniform, prints well in grey
+# Colour scales and colours every reader can tell apart (issue #37): viridis for magnitudes (perceptually uniform,
+# readable by the three common colour-vision deficiencies and in grey), ColorBrewer's RdBu for signed values (its
+# red-blue pair stays distinct for deuteranopes and protanopes; 0 is white), and Okabe & Ito's eight categorical
+# colours, ordered so the first two (blue, vermillion) are the pair most often shown together. Colour never carries
+# meaning alone: SlideFigure.to_json gives highlighted bars a hatch, and line series their own dash and marker.
+SEQUENTIAL_SCALE = "Viridis"  # attention, probabilities, counts
 DIVERGING_SCALE = "RdBu_r"  # signed values (embeddings, gates before the nonlinearity, PE): 0 is white
-COLORWAY = ["#3b6fd8", "#e4572e", "#2a9d8f", "#f3a712", "#8e5ad1", "#6b7a8f", "#d64a8b", "#4caf50"]
-HIGHLIGHT = "#e4572e"  # the chosen token, the argmax, the answer span
+COLOR_SAFE_SCALES = ("Viridis", "Cividis", "RdBu", "RdBu_r", "PuOr", "PuOr_r")
+OKABE_ITO = {"blue": "#0072B2", "vermillion": "#D55E00", "bluish green": "#009E73", "orange": "#E69F00",
+             "reddish purple": "#CC79A7", "sky blue": "#56B4E9", "black": "#000000", "yellow": "#F0E442"}
+COLORWAY = list(OKABE_ITO.values())
+HIGHLIGHT = OKABE_ITO["vermillion"]  # the chosen token, the argmax, the answer span
+HIGHLIGHT_TINT = "#F2B48C"  # vermillion at 45% on white: the inside of a highlighted span
+HIGHLIGHT_PATTERN = "/"  # the hatch a highlighted bar gets besides its colour
+SERIES_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+SERIES_SYMBOLS = ["circle", "square", "diamond", "x", "cross", "circle-open", "square-open", "diamond-open"]  # 2D and 3D
 TITLE_TOP = 34  # px above a figure's title: the modebar's strip (its buttons are 28 px tall at 2 px from the top)
 TITLE_WIDTH = 560  # px a title line may take: a plot sharing its row is 600 px wide at 1440 px (figure_margins)
 AXIS_TITLE_STANDOFF = 10  # px between an axis's tick labels and its title
@@ -97,7 +109,38 @@ class SlideFigure(go.Figure):
         title_height = TITLE_TOP + text_size("<br>".join(title_lines), TITLE_FONT_SIZE)[1] + 12 if title_lines else 0
         layout["margin"]["t"] = max(layout["margin"]["t"], math.ceil(title_height))
         figure["config"] = PLOTLY_CONFIG
+        distinguish_without_colour(figure["data"])
         return pio.json.to_json_plotly(figure, pretty=pretty, engine=engine)
+
+
+def distinguish_without_colour(traces: list[dict]) -> None:
+    """Make what colour says visible without colour, in the sent traces (issue #37): a highlighted bar (the accent
+    colour) gets a hatch; of several bar series, each after the first gets its own fill pattern; of several line
+    series, each its own dash and marker symbol. Settings a figure made itself are kept."""
+    bars = [trace for trace in traces if trace.get("type") == "bar"]
+    for number, trace in enumerate(bars):
+        marker = trace.setdefault("marker", {})
+        pattern = marker.setdefault("pattern", {})
+        if "shape" in pattern:
+            continue
+        colour = marker.get("color")
+        if isinstance(colour, (list, tuple)) and HIGHLIGHT in colour:
+            pattern["shape"] = [HIGHLIGHT_PATTERN if c == HIGHLIGHT else "" for c in colour]
+        elif colour == HIGHLIGHT:
+            pattern["shape"] = HIGHLIGHT_PATTERN
+        elif len(bars) > 1 and number:
+            pattern["shape"] = ["", ".", "x", "-", "+"][number % 5]
+        if not pattern.get("shape"):
+            marker.pop("pattern")
+        else:
+            pattern.setdefault("solidity", 0.35)
+    lines = [trace for trace in traces if trace.get("type") in ("scatter", "scattergl")
+             and "lines" in str(trace.get("mode", "lines"))]
+    if len(lines) > 1:
+        for number, trace in enumerate(lines):
+            trace.setdefault("line", {}).setdefault("dash", SERIES_DASHES[number % len(SERIES_DASHES)])
+            if "markers" in str(trace.get("mode", "")):
+                trace.setdefault("marker", {}).setdefault("symbol", SERIES_SYMBOLS[number % len(SERIES_SYMBOLS)])
 
 
 def wrap_title(layout: dict) -> list[str]:
@@ -386,7 +429,8 @@ def scatter(
     for number, group in enumerate(dict.fromkeys(groups)):
         rows = [i for i, g in enumerate(groups) if g == group]
         text = [f"<b>{labels[i]}</b>" if highlight[i] else labels[i] for i in rows]
-        marker = dict(size=[13 if highlight[i] else 8 for i in rows], color=COLORWAY[number % len(COLORWAY)])
+        marker = dict(size=[13 if highlight[i] else 8 for i in rows], color=COLORWAY[number % len(COLORWAY)],
+                      symbol=SERIES_SYMBOLS[number % len(SERIES_SYMBOLS)])  # groups differ in shape, not only colour
         common = dict(mode="markers+text", name=group, text=text, textposition="top center", marker=marker,
                       hovertemplate="%{text}<extra>" + group + "</extra>")
         xyz = dict(x=coords[rows, 0], y=coords[rows, 1])
@@ -399,43 +443,6 @@ def scatter(
         fig.update_xaxes(title_text=axis_titles[0], zeroline=False)
         fig.update_yaxes(title_text=axis_titles[1])
     return styled(fig, title, height)
-
-
-# SVG export beside the PNG camera button. A custom modebar button needs a JavaScript click function, which the
-# figure's JSON config cannot carry, so this script adds it in the browser: it wraps Plotly.react (Gradio calls it
-# with our config) and, for every figure that has our slide-size toImageButtonOptions, adds a second button that
-# downloads the same figure as a vector SVG at the same size. app.py passes it to launch(head=SVG_EXPORT_HEAD).
-SVG_EXPORT_HEAD = """<script>
-(() => {
-  const titles = __SVG_TITLES__;  // the button's tooltip in each language (assets/i18n, common.svg_button)
-  const zhModebar = {dictionary: __PLOTLY_ZH__};  // plotly's own modebar texts in 中文 (common.plotly_*)
-  const button = {name: "toSVG", title: "",
-    click: (gd) => {
-      const o = gd._context.toImageButtonOptions || {};
-      window.Plotly.downloadImage(gd, {format: "svg", width: o.width, height: o.height, filename: o.filename});
-    }};
-  const withSvg = (P) => {
-    if (!P || !P.react || P.__svgExport) return P;
-    button.icon = P.Icons.camera;
-    const react = P.react;
-    P.react = function (gd, data, layout, config) {
-      const lang = (document.documentElement.lang || navigator.language || "en").toLowerCase();
-      const zh = lang.startsWith("zh");
-      button.title = zh ? titles.zh : titles.en;
-      if (config && config.toImageButtonOptions) config = {...config, modeBarButtonsToAdd: [button]};
-      if (config && zh) config = {...config, locale: "zh-CN", locales: {"zh-CN": zhModebar}};
-      return react.call(this, gd, data, layout, config);
-    };
-    P.__svgExport = true;
-    return P;
-  };
-  let plotly = withSvg(window.Plotly);  // Gradio loads plotly.js lazily and then sets window.Plotly
-  Object.defineProperty(window, "Plotly", {configurable: true, get: () => plotly, set: (P) => { plotly = withSvg(P); }});
-})();
-</script>""".replace("__SVG_TITLES__", json.dumps({lang: text("common.svg_button", lang) for lang in ("en", "zh")},
-                                                  ensure_ascii=False)).replace(
-    "__PLOTLY_ZH__", json.dumps({text(key, "en"): text(key, "zh") for key in table("en")
-                                 if key.startswith("common.plotly_")}, ensure_ascii=False))
 
 
 def plotly_chunk() -> str | None:

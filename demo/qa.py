@@ -20,7 +20,7 @@ from demo import lessons, presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.batching import BATCH, by_checkpoint
 from demo.downloads import missing_model_card, model_event, needs_download, results_visible
-from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, styled
+from demo.figures import COLORWAY, HIGHLIGHT, HIGHLIGHT_TINT, empty_figure, styled
 from demo.i18n import LANGUAGES, label, t
 from demo.i18n import table as table_of
 
@@ -150,7 +150,7 @@ def probability_figure(chart: dict | None, window: int) -> go.Figure:
     inside = [span is not None and span[0] <= i <= span[1] for i in x]
 
     def colors(marked: int | None) -> list[str]:
-        return [HIGHLIGHT if i == marked else ("#f4a78f" if inside[i] else COLORWAY[0]) for i in x]
+        return [HIGHLIGHT if i == marked else (HIGHLIGHT_TINT if inside[i] else COLORWAY[0]) for i in x]
 
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
                         subplot_titles=("P_start(i) = softmax(S·hᵢ)", "P_end(j) = softmax(E·hⱼ)"))

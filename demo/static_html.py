@@ -135,9 +135,10 @@ def _text(x: float, y: float, value: str, size: float = BASE_FONT_SIZE, anchor: 
             f"{escape(value)}</text>")
 
 
-def _svg(height: float, title: str, body: Sequence[str]) -> str:
-    """A figure's SVG: the theme's font and white background, its title at the top left (as plotly's)."""
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height:.0f}" width="100%" role="img" '
+def _svg(height: float, title: str, body: Sequence[str], role: str = "img") -> str:
+    """A figure's SVG: the theme's font and white background, its title at the top left (as plotly's). Its <title>
+    names it for screen readers; ``role`` is "group" for a figure holding links (an image has no parts to reach)."""
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height:.0f}" width="100%" role="{role}" '
             f'font-family="{escape(FONT_FAMILY)}" style="display:block;height:auto;background:white">'
             f'<title>{escape(title)}</title><rect width="{WIDTH}" height="{height:.0f}" fill="white"/>'
             + _text(24, 38, title, TITLE_FONT_SIZE) + "".join(body) + "</svg>")
@@ -176,7 +177,7 @@ def timeline(steps: Sequence[tuple[str, str, str, str]], title: str, name: str, 
             italic = ' font-style="italic"' if row > 1 else ""
             body.append(_text(centre, first + row * (size + 4), line, size, "middle", SUBDUED if row > 1 else INK,
                               italic))
-    return _figure(_svg(height, title, body), name, lang)
+    return _figure(_svg(height, title, body, role="group"), name, lang)
 
 
 def bars(labels: Sequence[str], values: Sequence[float], title: str, name: str, lang: str, *, value_title: str,
@@ -191,7 +192,11 @@ def bars(labels: Sequence[str], values: Sequence[float], title: str, name: str, 
     scale = (WIDTH - left - right) / ticks[-1]
     bottom = top + row * len(labels)
     height = bottom + 70
-    body = []
+    # A highlighted bar is hatched as well as coloured, so that it stands out without colour (issue #37).
+    hatch = f"hatch-{re.sub(r'[^A-Za-z0-9_-]', '-', name)}"
+    body = [f'<defs><pattern id="{hatch}" width="8" height="8" patternUnits="userSpaceOnUse" '
+            f'patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="8" stroke="white" stroke-width="3" '
+            f'stroke-opacity="0.6"/></pattern></defs>']
     for tick in ticks:
         x = left + tick * scale
         body.append(f'<line x1="{x:.1f}" y1="{top - 6}" x2="{x:.1f}" y2="{bottom}" stroke="#e5e7eb"/>')
@@ -203,6 +208,9 @@ def bars(labels: Sequence[str], values: Sequence[float], title: str, name: str, 
         body.append(f'<rect x="{left}" y="{y:.1f}" width="{value * scale:.2f}" height="{bar}" fill="{colour}" '
                     f'data-mark="{escape(label)}" data-value="{value!r}"><title>{escape(label)}: '
                     f"{format(value, value_format)}</title></rect>")
+        if highlight and highlight[i]:
+            body.append(f'<rect x="{left}" y="{y:.1f}" width="{value * scale:.2f}" height="{bar}" '
+                        f'fill="url(#{hatch})" class="hatch"/>')
         body.append(_text(left + value * scale + 6, y + bar / 2 + size * 0.35, format(value, value_format),
                           size - 1, "start", INK))
     body.append(f'<line x1="{left}" y1="{bottom}" x2="{WIDTH - right}" y2="{bottom}" stroke="{AXIS}"/>')

@@ -170,11 +170,29 @@ if (!window.plmTour) {
       const fallback = [...document.querySelectorAll(".tabitem")].filter(shown).pop();
       const el = target || fallback;
       unmark();
-      if (el) {
-        el.classList.add("tour-highlight");
-        el.scrollIntoView({block: "start", behavior: "auto"});
-      }
-      panel.dataset.state = target ? "ready" : "missing";
+      if (!el) { panel.dataset.state = "missing"; return; }
+      el.classList.add("tour-highlight");
+      el.scrollIntoView({block: "start", behavior: "auto"});
+      // Figures above it may still be drawing and push it down (or up): keep it in place until the page stops
+      // moving, unless the learner scrolls first.
+      let last = null, still = 0;
+      const steady = performance.now();
+      const hold = () => {
+        if (mine !== token) return;
+        const top = Math.round(el.getBoundingClientRect().top);
+        still = top === last ? still + 1 : 0;
+        last = top;
+        if (still >= 4 || performance.now() - steady > 6000 || moved) {
+          panel.dataset.state = target ? "ready" : "missing";
+          return;
+        }
+        if (Math.abs(top - 16) > 4 && still === 0) el.scrollIntoView({block: "start", behavior: "auto"});
+        setTimeout(hold, 150);
+      };
+      let moved = false;
+      const stay = () => { moved = true; };
+      ["wheel", "touchmove"].forEach((name) => window.addEventListener(name, stay, {once: true, passive: true}));
+      hold();
     };
     tick();
   };

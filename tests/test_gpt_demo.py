@@ -73,7 +73,7 @@ def test_gpt_vs_bert_offline():
     assert "The weather today is very" in note and "download gpt2" in note
     assert len(gpt_fig.data[0].x) == 10 and gpt_shown["visible"]  # the char-GPT's next characters
     # No BERT here: its side is hidden, and the note leads with the card that names the command.
-    assert bert_fig is None and not bert_shown["visible"] and note.startswith("### 📦")
+    assert bert_fig is None and not bert_shown["visible"] and note.startswith("## 📦")
     assert "hf download bert-base-uncased\n" in note
 
 

@@ -15,7 +15,7 @@ from core import jobs
 from core.errors import UserInputError
 from core.i18n import text, using_language
 from core.textio import decode_text
-from demo import common, figures, serving
+from demo import common, figure_head, figures, serving
 from tests.conftest import run_async
 
 
@@ -76,8 +76,8 @@ def test_figure_defaults_and_empty_figures_follow_the_language():
     assert empty.layout.annotations[0].text == "文本"
     assert figures.bar(["x"], [1.0], "t").layout.xaxis.title.text == "probability"
     assert figures.empty_figure("Press Count.").layout.annotations[0].text == "Press Count."  # not a key: as given
-    assert '"zh": "下载 SVG 矢量图（幻灯片尺寸）"' in figures.SVG_EXPORT_HEAD
-    assert '"en": "Download plot as SVG (slide size, vector)"' in figures.SVG_EXPORT_HEAD
+    assert '"zh": "下载 SVG 矢量图（幻灯片尺寸）"' in figure_head.HEAD
+    assert '"en": "Download plot as SVG (slide size, vector)"' in figure_head.HEAD
 
 
 # ----------------------------------------------------------------------------------------------------------------

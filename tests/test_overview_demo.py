@@ -76,6 +76,7 @@ def test_every_link_opens_a_tab_and_a_preset_the_app_has():
     """Every link the path shows (timeline, step list, each rung's tab) and every rung's link names a tab of the app
     and, when it names a preset, one that tab registers (demo/presets.py reads ?tab=…&preset=…)."""
     import app
+    from demo import tour
 
     registry = app.build_app().preset_registry
     links = [html.unescape(href) for lang in ("en", "zh")
@@ -84,6 +85,9 @@ def test_every_link_opens_a_tab_and_a_preset_the_app_has():
     assert len(links) > 40
     for target in links:
         query = dict(part.split("=", 1) for part in target.lstrip("?").split("&"))
+        if "tour" in query:  # "Start the guided tour" (demo/tour.py checks its stops against the app)
+            assert set(query) == {"tour"} and 1 <= int(query["tour"]) <= len(tour.STOPS), target
+            continue
         assert query["tab"] in registry.tabs, target
         if "preset" in query:
             assert registry.find(query["tab"], query["preset"]) is not None, target
@@ -203,6 +207,7 @@ def test_the_ladder_fills_itself_on_open_through_the_presets_registry():
     assert {"overview_score", "overview_ladder_preset", "overview_lesson", "overview_ladder_open"} <= names
 
     import app
+    from demo import tour
 
     registry = app.build_app().preset_registry
     views = {view.key: view for view in registry.tabs["overview"].views}

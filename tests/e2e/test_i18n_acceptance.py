@@ -265,7 +265,7 @@ def test_each_tab_speaks_the_browser_language(pages, request, lang, tab):
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_figure_toolbar_in_the_browser_language(pages, lang):
     """Plotly's modebar tooltips (camera, zoom, pan, …) and our SVG button follow the page language
-    (demo.figures.SVG_EXPORT_HEAD gives plotly.js a 中文 locale from the tables)."""
+    (demo.figure_head.HEAD gives plotly.js a 中文 locale from the tables)."""
     page = pages(lang)
     open_tab(page, "ngram", lang)
     # Runs before the error test, which leaves the N-gram tab without a corpus (an error toast over its plots).
