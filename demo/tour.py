@@ -245,6 +245,7 @@ if (!window.plmTour) {
     event.preventDefault();
     const href = start.getAttribute("href");
     go(href ? new URLSearchParams(href).get("tour") : state.stop);
+    $(".tour-next").focus({preventScroll: true});  // a keyboard learner goes on from the panel, not the page's end
   });
   document.addEventListener("keydown", (event) => {
     if (!state.active || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;

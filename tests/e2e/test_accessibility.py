@@ -1,0 +1,83 @@
+"""axe-core on every tab (issue #37): en-US, at 1440×900 and at 390×844, on the offline app.
+
+Each top-level tab is opened by a click and, once its default preset's results are on screen, axe-core
+(axe-playwright-python, axe 4.12) checks the whole page. The app's own HTML and components (our gr.HTML and Markdown
+content, our CSS and theme: contrast, names of buttons and links, labels, headings) must have no critical and no
+serious violation. What remains inside Gradio's own front end is listed in GRADIO_OWN, each with the selector that
+shows it is Gradio's, and in the README; a violation that is neither ours nor listed fails the test too, so the list
+cannot go stale silently. The figures per impact are printed (run with -s) and written to _artifacts/axe.json.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import learner_path
+
+pytestmark = pytest.mark.e2e
+ARTIFACTS = Path(__file__).parent / "_artifacts"
+VIEWPORTS = {"laptop": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
+
+# (rule id, a regular expression the offending node's selector or HTML matches): what Gradio's own front end does.
+GRADIO_OWN = [
+    # The footer's "Settings" link holds an <img alt="Settings"> beside the word "Settings" (Gradio's Footer.svelte).
+    ("image-redundant-alt", r'img\[alt="Settings"\]|alt="Settings"'),
+]
+
+
+NOTHING_PENDING_JS = "() => ![...document.querySelectorAll('.pending')].some(el => el.offsetParent !== null)"
+
+
+def is_gradios(rule: str, node: dict) -> bool:
+    where = " ".join(node["target"]) + " " + node.get("html", "")
+    return any(rule == known and re.search(pattern, where) for known, pattern in GRADIO_OWN)
+
+
+def audit(page) -> list[dict]:
+    from axe_playwright_python.sync_playwright import Axe
+
+    return Axe().run(page).response["violations"]
+
+
+@pytest.mark.timeout(1200)
+def test_no_critical_or_serious_violation_of_ours_on_any_tab(browser, served_app):
+    ARTIFACTS.mkdir(exist_ok=True)
+    report, ours = [], []
+    for name, viewport in VIEWPORTS.items():
+        context = browser.new_context(viewport=viewport, device_scale_factor=1, locale="en-US")
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        try:
+            page.goto(served_app.url, wait_until="load")
+            page.get_by_role("tab").first.wait_for()
+            tabs = page.evaluate("() => [...document.querySelector('[role=tablist]')"
+                                 ".querySelectorAll('button[role=tab]')].map(b => b.dataset.tabId)")
+            assert len(tabs) == 10
+            for tab in tabs:
+                learner_path.click_tab(page, tab)
+                page.wait_for_function(learner_path.SETTLED_JS)
+                page.wait_for_function(NOTHING_PENDING_JS)  # a pending output is drawn at 20% opacity
+                for violation in audit(page):
+                    for node in violation["nodes"]:
+                        gradios = is_gradios(violation["id"], node)
+                        entry = {"viewport": name, "tab": tab, "rule": violation["id"], "impact": violation["impact"],
+                                 "target": node["target"], "gradio": gradios}
+                        report.append(entry)
+                        if not gradios:
+                            ours.append(entry)
+        finally:
+            context.close()
+    (ARTIFACTS / "axe.json").write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    by_impact = Counter((entry["impact"], "gradio" if entry["gradio"] else "ours") for entry in report)
+    print("\naxe-core violations (nodes) per impact:", dict(sorted(by_impact.items())))
+    severe = [entry for entry in ours if entry["impact"] in ("critical", "serious")]
+    assert not severe, "\n".join(f"{e['viewport']} {e['tab']}: {e['rule']} ({e['impact']}) at {e['target']}"
+                                 for e in severe[:30])
+    # Nothing else is left either: a moderate or minor violation of ours is a regression to fix (or, if it is
+    # Gradio's, to add to GRADIO_OWN and the README with the selector that shows it).
+    assert not ours, "\n".join(f"{e['viewport']} {e['tab']}: {e['rule']} ({e['impact']}) at {e['target']}"
+                               for e in ours[:30])
