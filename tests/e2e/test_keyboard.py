@@ -122,9 +122,10 @@ def test_dark_mode_draws_figures_light_on_dark(browser, served_app):
         page.wait_for_function(learner_path.SETTLED_JS)
         looks = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].filter(el => el.offsetParent
             !== null).map(el => [el._fullLayout.paper_bgcolor, el._fullLayout.font.color,
-                                 el._fullLayout.xaxis.linecolor])""")
-        assert looks and all(paper != "white" and paper != "#fff" and font == "#e2e8f0" and axis == "#64748b"
-                             for paper, font, axis in looks), looks
+                                 el._fullLayout.xaxis.tickfont.color])""")
+        assert looks and all(paper == "#1e293b" and font == ticks == "#e2e8f0" for paper, font, ticks in looks), looks
+        page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].filter(el => el.offsetParent !== null)[1]"
+                      ".scrollIntoView({block: 'start'})")
         page.screenshot(path=str(ARTIFACTS / "dark-attention.png"))
     finally:
         context.close()
