@@ -45,7 +45,8 @@ HEAD = """<script>
       window.Plotly.downloadImage(gd, {format: "svg", width: o.width, height: o.height, filename: o.filename});
     }};
   const dataButton = {name: "dataTable", title: "", click: (gd) => toggleTable(gd),
-    icon: {width: 1000, height: 1000, path: "M0 50h1000v200H0zM0 350h450v250H0zM550 350h450v250H550zM0 700h450v250H0zM550 700h450v250H550z"}};
+    icon: {width: 1000, height: 1000,  // a table: a header bar over two rows of two cells
+           path: "M0 50h1000v200H0zM0 350h450v250H0zM550 350h450v250H550zM0 700h450v250H0zM550 700h450v250H550z"}};
 
   // Rows of a trace's numbers: a heatmap as a matrix, other traces as (label, value) pairs.
   const rowsOf = (trace) => {
@@ -89,10 +90,12 @@ HEAD = """<script>
       const {head, rows} = rowsOf(trace);
       const cut = rows.slice(0, 300).map((r) => r.slice(0, 61));
       const esc = (v) => String(v).replace(/&/g, "&amp;").replace(/</g, "&lt;");
-      html += `<table><caption>${esc(fill(words.data_caption, {title}))}${plain(trace.name) ? " · " + esc(plain(trace.name)) : ""}`
+      const name = plain(trace.name) ? " · " + esc(plain(trace.name)) : "";
+      html += `<table><caption>${esc(fill(words.data_caption, {title}))}${name}`
         + `${rows.length > 300 || (rows[0] || []).length > 61 ? " · " + esc(words.data_first) : ""}</caption>`
         + `<thead><tr>${head.slice(0, 61).map((h) => `<th scope="col">${esc(h)}</th>`).join("")}</tr></thead><tbody>`
-        + cut.map((r) => `<tr><th scope="row">${esc(r[0])}</th>${r.slice(1).map((v) => `<td>${esc(v)}</td>`).join("")}</tr>`).join("")
+        + cut.map((r) => `<tr><th scope="row">${esc(r[0])}</th>`
+                         + r.slice(1).map((v) => `<td>${esc(v)}</td>`).join("") + "</tr>").join("")
         + "</tbody></table>";
     }
     box.innerHTML = html;

@@ -10,14 +10,14 @@ class when the app is built), scrolls it into view, and says in a few sentences 
     tour.wire(box, collector)   # after the tabs: check every stop against the registry, tag what each outlines
 
 The stops are plain data here and nowhere else; tests/test_tour.py checks them against the built app (every tab,
-sub-tab, preset and output exists; 20-30 stops; both languages; a § each), and tests/e2e/test_tour.py walks them in
-Chromium in both languages. Their words are the ``tour`` section of assets/i18n.
+sub-tab, preset and output exists; 20-30 stops; both languages; a § each), and tests/e2e/test_tour_browser.py walks
+them in Chromium in both languages. Their words are the ``tour`` section of assets/i18n.
 
-In the browser (TOUR_JS): ← / → and the Back / Next buttons move, Esc or ✕ leaves (the learner stays where the tour
-left them), "Stop k of N" says where they are, ``localStorage["plm-tour"]`` remembers the stop, ``?tour=k`` links to
-a stop, and every link to ``?tour=k`` in the page (the Overview's "Start the tour") starts it in place. On a phone the
-panel is a sheet docked at the bottom that folds down to one line, and the page gets room below its last block so the
-outlined result is never under it.
+In the browser (TOUR_JS): ← / → and the Back / Next buttons move, Esc or ✕ leaves (the learner stays where the
+tour left them), "Stop k of N" says where they are, ``localStorage["plm-tour"]`` remembers the stop, ``?tour=k`` links
+to a stop, and every link to ``?tour=k`` in the page (the Overview's "Start the tour") starts it in place. On a phone
+the panel is a sheet docked at the bottom that folds down to one line, and the page gets room below its last block so
+the outlined result is never under it.
 """
 from __future__ import annotations
 
@@ -121,7 +121,8 @@ if (!window.plmTour) {
   panel.innerHTML = `<div class="tour-head"><span class="tour-count" aria-live="polite"></span>`
     + `<span class="tour-keys">${words("keys")}</span>`
     + `<button type="button" class="tour-fold" aria-expanded="true"></button>`
-    + `<button type="button" class="tour-leave" aria-label="${words("leave")}" title="${words("leave")}">✕</button></div>`
+    + `<button type="button" class="tour-leave" aria-label="${words("leave")}" title="${words("leave")}">✕</button>`
+    + `</div>`
     + `<div class="tour-body"><h2 class="tour-title"></h2><p class="tour-text"></p><p class="tour-section"></p></div>`
     + `<div class="tour-nav"><button type="button" class="tour-back">${words("back")}</button>`
     + `<button type="button" class="tour-next"></button></div>`;
@@ -135,7 +136,8 @@ if (!window.plmTour) {
   const busy = () => !!document.querySelector(".wrap.generating, .progress-text, .eta-bar");
   const spot = (stop) => stop.spots.map((name) => [...document.querySelectorAll("." + name)].find(shown))
     .find(Boolean);
-  const unmark = () => document.querySelectorAll(".tour-highlight").forEach((el) => el.classList.remove("tour-highlight"));
+  const unmark = () => document.querySelectorAll(".tour-highlight")
+    .forEach((el) => el.classList.remove("tour-highlight"));
   const room = () => { document.body.style.paddingBottom = state.active ? panel.offsetHeight + 24 + "px" : ""; };
 
   const startLabel = () => {
@@ -250,7 +252,8 @@ if (!window.plmTour) {
   document.addEventListener("keydown", (event) => {
     if (!state.active || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
     const where = event.target;
-    if (where.closest?.("input, textarea, select, [contenteditable], [role=slider], [role=tab], [role=listbox]")) return;
+    const typing = "input, textarea, select, [contenteditable], [role=slider], [role=tab], [role=listbox]";
+    if (where.closest?.(typing)) return;
     if (event.key === "ArrowRight" && state.stop < N) { event.preventDefault(); go(state.stop + 1); }
     else if (event.key === "ArrowLeft" && state.stop > 1) { event.preventDefault(); go(state.stop - 1); }
     else if (event.key === "Escape") { event.preventDefault(); leave(); }
@@ -259,15 +262,17 @@ if (!window.plmTour) {
   fold(); fold();  // the fold button's words and state
   window.plmTour = {go, leave, state: () => ({...state}), stops: N};
 
-  // Where the learner was: ?tour=k wins; else a tour left open goes on at its stop (unless the address opens a link).
+  // Where the learner was: ?tour=k wins (the address may already open its preset: a reload); else a tour left open
+  // goes on at its stop, unless the address opens another link (then the header offers to resume).
   const query = new URLSearchParams(window.location.search);
   const asked = query.get("tour");
   if (asked && /^[0-9]+$/.test(asked)) {
     const stop = stops[clamp(asked) - 1];
     go(asked, !(query.get("tab") === stop.tab && query.get("preset") === stop.preset));
-  } else if (state.active) {
-    go(state.stop, !query.get("tab"));
+  } else if (state.active && !query.get("tab")) {
+    go(state.stop);
   } else {
+    state.active = false;
     startLabel();
   }
 }

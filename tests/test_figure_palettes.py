@@ -70,7 +70,8 @@ def problems_of(figure: dict, where: str) -> list[str]:
     if colorway is not None and [c.lower() for c in colorway] != [c.lower() for c in figures.COLORWAY]:
         found.append(f"{where}: colorway {colorway}")
     scales = [trace["colorscale"] for trace in figure["data"] if trace.get("colorscale")]
-    scales += [axis["colorscale"] for key, axis in layout.items() if key.startswith("coloraxis") and "colorscale" in axis]
+    scales += [axis["colorscale"] for key, axis in layout.items()
+               if key.startswith("coloraxis") and "colorscale" in axis]
     found += [f"{where}: colour scale {scale[:2]}…" for scale in scales if not is_safe_scale(scale)]
     lines = []
     for trace in figure["data"]:

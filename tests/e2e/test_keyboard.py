@@ -124,8 +124,8 @@ def test_dark_mode_draws_figures_light_on_dark(browser, served_app):
             !== null).map(el => [el._fullLayout.paper_bgcolor, el._fullLayout.font.color,
                                  el._fullLayout.xaxis.tickfont.color])""")
         assert looks and all(paper == "#1e293b" and font == ticks == "#e2e8f0" for paper, font, ticks in looks), looks
-        page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].filter(el => el.offsetParent !== null)[1]"
-                      ".scrollIntoView({block: 'start'})")
+        page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
+                      ".filter(el => el.offsetParent !== null)[1].scrollIntoView({block: 'start'})")
         page.screenshot(path=str(ARTIFACTS / "dark-attention.png"))
     finally:
         context.close()

@@ -36,7 +36,8 @@ OUTLINE_JS = """(k) => {
   const r = el.getBoundingClientRect(), panel = p.getBoundingClientRect();
   const x = Math.min(Math.max(r.left + 12, 1), window.innerWidth - 2), y = Math.max(r.top + 6, 1);
   const hit = document.elementFromPoint(x, y);
-  return {count: marked.length, state: p.dataset.state, spot: [...el.classList].filter(c => c.startsWith('tour-spot-' + k + '-')),
+  return {count: marked.length, state: p.dataset.state,
+          spot: [...el.classList].filter(c => c.startsWith('tour-spot-' + k + '-')),
           top: r.top, bottom: r.bottom, panelTop: panel.top, inside: !!hit && el.contains(hit),
           count_text: p.querySelector('.tour-count').textContent, title: p.querySelector('.tour-title').textContent};
 }"""
@@ -138,8 +139,8 @@ def test_a_new_page_resumes_and_a_link_opens_a_stop_on_a_phone(browser, served_a
         page.wait_for_function("() => document.querySelector('.tour-panel').hidden")
         page.goto(served_app.url, wait_until="load")  # left: a new page shows no panel; the header offers to resume
         resume = table("zh")["tour.resume"].format(k=15, n=len(tour.STOPS))
-        page.wait_for_function("(text) => [...document.querySelectorAll('.tour-start')].some(b => b.textContent === text)",
-                               arg=resume)
+        page.wait_for_function("(text) => [...document.querySelectorAll('.tour-start')]"
+                               ".some(b => b.textContent === text)", arg=resume)
         assert page.locator(".tour-panel").is_hidden()
     finally:
         context.close()
