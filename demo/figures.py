@@ -132,8 +132,9 @@ def distinguish_without_colour(traces: list[dict]) -> None:
             pattern["shape"] = ["", ".", "x", "-", "+"][number % 5]
         if not pattern.get("shape"):
             marker.pop("pattern")
-        else:
-            pattern.setdefault("solidity", 0.35)
+        else:  # thin dark stripes: a white value label printed on the bar stays readable over them
+            pattern.update({"fillmode": "overlay", "fgcolor": "#000000", "fgopacity": 0.35, "size": 10,
+                            "solidity": 0.25})
     lines = [trace for trace in traces if trace.get("type") in ("scatter", "scattergl")
              and "lines" in str(trace.get("mode", "lines"))]
     if len(lines) > 1:
