@@ -1,7 +1,8 @@
 """axe-core on every tab (issue #37): en-US, at 1440×900 and at 390×844, on the offline app.
 
 Each top-level tab is opened by a click and, once its default preset's results are on screen, axe-core
-(axe-playwright-python, axe 4.12) checks the whole page. The app's own HTML and components (our gr.HTML and Markdown
+(axe-playwright-python, axe 4.12) checks the whole page; then once more with the guided tour's panel open at a stop
+and a figure's Data table shown. The app's own HTML and components (our gr.HTML and Markdown
 content, our CSS and theme: contrast, names of buttons and links, labels, headings) must have no critical and no
 serious violation. What remains inside Gradio's own front end is listed in GRADIO_OWN, each with the selector that
 shows it is Gradio's, and in the README; a violation that is neither ours nor listed fails the test too, so the list
@@ -57,8 +58,15 @@ def test_no_critical_or_serious_violation_of_ours_on_any_tab(browser, served_app
             tabs = page.evaluate("() => [...document.querySelector('[role=tablist]')"
                                  ".querySelectorAll('button[role=tab]')].map(b => b.dataset.tabId)")
             assert len(tabs) == 10
-            for tab in tabs:
-                learner_path.click_tab(page, tab)
+            for tab in [*tabs, "tour"]:
+                if tab == "tour":  # last, the tour's panel at a stop, and a figure's Data table opened
+                    page.evaluate("() => window.plmTour.go(14)")
+                    page.wait_for_function("() => document.querySelector('.tour-panel').dataset.state === 'ready'")
+                    page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].find(el => el.offsetParent"
+                                  " !== null).querySelector('.modebar-btn[data-title^=\"Data\"]').click()")
+                    page.wait_for_selector(".figure-data table")
+                else:
+                    learner_path.click_tab(page, tab)
                 page.wait_for_function(learner_path.SETTLED_JS)
                 page.wait_for_function(NOTHING_PENDING_JS)  # a pending output is drawn at 20% opacity
                 for violation in audit(page):
