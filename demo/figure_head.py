@@ -23,7 +23,7 @@ from core.i18n import LANGUAGES, table, text
 
 # Dark template colours: text slate-200 on the block's own background, axes slate-500, grid slate-700.
 DARK = {"ink": "#e2e8f0", "axis": "#64748b", "grid": "#334155", "paper": "#1e293b"}
-ACCESS_KEYS = ["data_button", "data_caption", "data_first", "summary_heatmap", "summary_bars", "summary_lines",
+ACCESS_KEYS = ["data_button", "data_caption", "data_first", "data_row", "data_label", "summary_heatmap", "summary_bars", "summary_lines",
                "summary_points"]
 
 HEAD = """<script>
@@ -49,16 +49,17 @@ HEAD = """<script>
            path: "M0 50h1000v200H0zM0 350h450v250H0zM550 350h450v250H550zM0 700h450v250H0zM550 700h450v250H550z"}};
 
   // Rows of a trace's numbers: a heatmap as a matrix, other traces as (label, value) pairs.
-  const rowsOf = (trace) => {
+  const rowsOf = (trace, words) => {
     if (trace.type === "heatmap") {
       const z = list(trace.z).map(list);
       const x = list(trace.x), y = list(trace.y);
-      return {head: ["", ...z[0].map((_, j) => plain(x[j] ?? j))],
+      return {head: [words.data_row, ...z[0].map((_, j) => plain(x[j] ?? j))],
               rows: z.map((row, i) => [plain(y[i] ?? i), ...row.map(number)])};
     }
     const x = list(trace.x), y = list(trace.y), z = list(trace.z), labels = list(trace.text);
     const n = Math.max(x.length, y.length);
-    const head = [plain(trace.name) || "", "x", "y", ...(z.length ? ["z"] : []), ...(labels.length ? [""] : [])];
+    const head = [plain(trace.name) || words.data_row, "x", "y", ...(z.length ? ["z"] : []),
+                  ...(labels.length ? [words.data_label] : [])];
     return {head, rows: Array.from({length: n}, (_, i) => [String(i + 1), number(x[i]), number(y[i]),
       ...(z.length ? [number(z[i])] : []), ...(labels.length ? [plain(labels[i])] : [])])};
   };
@@ -87,7 +88,7 @@ HEAD = """<script>
     const title = plain(gd.layout?.title?.text) || words.data_button;
     let html = "";
     for (const trace of traces(gd)) {
-      const {head, rows} = rowsOf(trace);
+      const {head, rows} = rowsOf(trace, words);
       const cut = rows.slice(0, 300).map((r) => r.slice(0, 61));
       const esc = (v) => String(v).replace(/&/g, "&amp;").replace(/</g, "&lt;");
       const name = plain(trace.name) ? " · " + esc(plain(trace.name)) : "";
