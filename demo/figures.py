@@ -40,7 +40,16 @@ OKABE_ITO = {"blue": "#0072B2", "vermillion": "#D55E00", "bluish green": "#009E7
              "reddish purple": "#CC79A7", "sky blue": "#56B4E9", "black": "#000000", "yellow": "#F0E442"}
 COLORWAY = list(OKABE_ITO.values())
 HIGHLIGHT = OKABE_ITO["vermillion"]  # the chosen token, the argmax, the answer span
-HIGHLIGHT_TINT = "#F2B48C"  # vermillion at 45% on white: the inside of a highlighted span
+
+
+def tint(colour: str, white: float) -> str:
+    """``colour`` (#rrggbb) mixed with ``white`` parts of white (negative: with black), as #RRGGBB."""
+    rgb = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    mixed = [c + (255 - c) * white if white >= 0 else c * (1 + white) for c in rgb]
+    return "#" + "".join(f"{round(c):02X}" for c in mixed)
+
+
+HIGHLIGHT_TINT = tint(HIGHLIGHT, 0.45)  # the inside of a highlighted span
 HIGHLIGHT_PATTERN = "/"  # the hatch a highlighted bar gets besides its colour
 SERIES_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
 SERIES_SYMBOLS = ["circle", "square", "diamond", "x", "cross", "circle-open", "square-open", "diamond-open"]  # 2D and 3D
@@ -257,7 +266,9 @@ def bar(
     return styled(go.Figure(trace, layout=dict(layout, title_text=title)))
 
 
-KEPT_FILL, CUT_FILL = "#9db7ef", "#eef0f3"  # before the cut: kept tokens solid, cut ones pale and hatched
+KEPT_FILL, CUT_FILL = tint(COLORWAY[0], 0.6), "#eef0f3"  # before the cut: kept tokens solid, cut ones pale, hatched
+PALE_FILL = tint(COLORWAY[0], 0.8)  # every other token of a strip, beside KEPT_FILL
+FRAGMENT_FILL, FRAGMENT_LINE = tint(HIGHLIGHT, 0.8), tint(HIGHLIGHT, -0.2)  # a byte-level piece of a character
 
 
 def next_token_figure(tokens: Sequence[str], tempered: Sequence[float], renormalised: Sequence[float],
@@ -310,11 +321,11 @@ def token_strips(rows: Sequence[tuple[str, Sequence[tuple[int, int, str, str]]]]
             y=[name] * len(tokens), x=[end - start for start, end, *_ in tokens], base=[start for start, *_ in tokens],
             orientation="h", text=[label for _, _, label, _ in tokens], textposition="inside",
             insidetextanchor="middle", textangle=0, textfont=dict(size=BASE_FONT_SIZE - 3), showlegend=False,
-            marker=dict(color=["#fde2e1" if k == "fragment" else (KEPT_FILL, "#d7e3fb")[i % 2]
+            marker=dict(color=[FRAGMENT_FILL if k == "fragment" else (KEPT_FILL, PALE_FILL)[i % 2]
                                for i, k in enumerate(kinds)],
                         pattern=dict(shape=[{"fragment": "/", "unknown": "."}.get(k, "") for k in kinds],
-                                     fgcolor="#b42318", size=6),
-                        line=dict(color=["#b42318" if k else "white" for k in kinds], width=2)),
+                                     fgcolor=FRAGMENT_LINE, size=6),
+                        line=dict(color=[FRAGMENT_LINE if k else "white" for k in kinds], width=2)),
             customdata=[end - 1 for _, end, *_ in tokens],
             hovertemplate=f"%{{text}} · %{{base}}–%{{customdata}}<extra>{unique_labels([name])[0]}</extra>"))
     layout = dict(title_text=title, barmode="overlay", bargap=0.3, height=height or 130 + 62 * len(rows),

@@ -6,7 +6,7 @@ and the Overview's drawn SVG figures as they are in the page. Checked:
 
 - colour scales are colour-blind-safe ones (viridis/cividis for magnitudes, RdBu/PuOr for signed values): compared
   with plotly's own definition of those scales, stop by stop;
-- every colour a trace names is one of Okabe & Ito's eight, the highlight's tint, or a grey;
+- every colour a trace names is one of Okabe & Ito's eight, a tint or shade of one, or a grey;
 - a bar in the highlight colour is also hatched, and two or more line series differ in dash as well as colour.
 """
 from __future__ import annotations
@@ -22,7 +22,9 @@ from core.i18n import using_language
 from demo import figures, static_html
 
 SAFE_SCALES = [plotly.colors.get_colorscale(name) for name in figures.COLOR_SAFE_SCALES]
-ALLOWED = {c.lower() for c in (*figures.OKABE_ITO.values(), figures.HIGHLIGHT_TINT, "white", "black")}
+# Okabe & Ito's colours, and their tints and shades (figures.tint: mixed with white or black in steps of 5%).
+ALLOWED = {figures.tint(c, round(step * 0.05, 2)).lower() for c in figures.OKABE_ITO.values() for step in range(-16, 19)}
+ALLOWED |= {"white", "black"}
 
 
 def is_grey(colour: str) -> bool:
