@@ -30,7 +30,11 @@ GRADIO_OWN = [
 ]
 
 
-NOTHING_PENDING_JS = "() => ![...document.querySelectorAll('.pending')].some(el => el.offsetParent !== null)"
+# No output pending (drawn at 20% opacity) and no colour transition under way (a radio just selected fades in):
+# axe reads the colours as they are at that instant.
+NOTHING_PENDING_JS = """() => ![...document.querySelectorAll('.pending')].some(el => el.offsetParent !== null)
+  && document.getAnimations().every(a => a.playState !== 'running' || a.effect.getTiming().iterations === Infinity)
+  && !!document.querySelector('input[type=radio]:checked')"""
 
 
 def is_gradios(rule: str, node: dict) -> bool:

@@ -113,6 +113,8 @@ def test_dark_mode_draws_figures_light_on_dark(browser, served_app):
         page.goto(served_app.url + "?__theme=dark", wait_until="load")
         page.get_by_role("tab").first.wait_for()
         assert page.evaluate("() => document.body.classList.contains('dark')")
+        page.wait_for_function("() => [...document.querySelectorAll('.static-figure svg')].some(el => el.offsetParent"
+                               " !== null)")
         drawn = page.evaluate("""() => { const svg = [...document.querySelectorAll('.static-figure svg')]
             .find(el => el.offsetParent !== null); const text = svg.querySelector('text[fill="#1f2937"]');
             return [getComputedStyle(svg).backgroundColor, getComputedStyle(text).fill]; }""")
