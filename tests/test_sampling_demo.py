@@ -33,7 +33,7 @@ def test_the_same_controls_and_the_same_figure_in_every_generating_tab(handler, 
     figure = next(o for o in outputs if hasattr(o, "data"))
     note = next(o for o in outputs if isinstance(o, str))
     assert "τ = 0.7 · top-k 8 · top-p 0.9 · seed 3" in figure.layout.title.text + note
-    assert figure.data[0].name == "before the cut: softmax(z/τ)" and figure.data[1].name.startswith("after the cut")
+    assert figure.data[0].name == "before the cut" and figure.data[1].name.startswith("after the cut")
     kept = [text for text in figure.data[1].text if text.startswith("✓")]
     assert 1 <= len(kept) <= 8 and "the cut keeps" in figure.layout.title.text.lower()
     assert len(figure.data) == 3  # τ ≠ 1: the model's own distribution as diamonds
