@@ -46,9 +46,10 @@ steady_malloc()  # before torch and gradio allocate anything
 import gradio as gr  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
 
-import demo.common  # noqa: E402,F401 - before torch: on a ZeroGPU Space it imports `spaces` first (gpu_handler)
+# the first of our modules: on a ZeroGPU Space it imports `spaces` before anything imports torch (gpu_handler)
+from demo.common import loaded_models  # noqa: E402
 
-from core import registry  # noqa: E402
+from core import resolve  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, choose_device, device_label
 from core.limits import MAX_UPLOAD_BYTES
 from demo import (attention, classify, embeddings, figure_head, lstm, mlm, ner, ngram, overview, presets, qa,
@@ -80,7 +81,7 @@ def tab_id(module) -> str:
 
 
 def network_word(lang: str) -> str:
-    return text("app.offline" if registry.is_offline() else "app.online", lang)
+    return text("app.offline" if resolve.is_offline() else "app.online", lang)
 
 
 def app_status(request: gr.Request = None) -> str:
@@ -89,7 +90,7 @@ def app_status(request: gr.Request = None) -> str:
     lines = [text("app.status_device", lang, device=device_label()),
              text("app.status_network", lang, network=network_word(lang))]
     lines = [f"- {line}" for line in lines]
-    lines += [f"- {badge}" for badge in registry.loaded_models()] or [f"- {text('app.status_no_model', lang)}"]
+    lines += [f"- {badge}" for badge in loaded_models()] or [f"- {text('app.status_no_model', lang)}"]
     return "\n".join(lines)
 
 
@@ -113,7 +114,7 @@ def build_app() -> gr.Blocks:
         # The toggle stores the choice (cookie + localStorage) and reloads, so labels and results switch together.
         language.input(None, inputs=language, js=TOGGLE_JS, api_name=False)  # browser-only: no server endpoint
         app.load(page_language, outputs=[intro, badge, language], api_name="app_language")
-        collector = presets.Registry()
+        collector = presets.Registry(TABS)
         with gr.Tabs() as tabs:
             for module in TABS:
                 with gr.Tab(label(f"tabs.{tab_id(module)}"), id=tab_id(module)) as tab, \
@@ -161,7 +162,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def configure_registry(args: argparse.Namespace) -> None:
     """The registry's flags: size cap, model cache bounds, and which local folders visitors may open."""
-    registry.configure(host=args.host, max_model_gb=args.max_model_gb, cache_models=args.cache_models,
+    resolve.configure(host=args.host, max_model_gb=args.max_model_gb, cache_models=args.cache_models,
                        cache_gb=args.cache_gb, models_dir=args.models_dir,
                        allow_local_models=args.allow_local_models)
 
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.offline:
-        registry.set_offline(True)
+        resolve.set_offline(True)
     configure_registry(args)
     choose_device(args.device)
     app = build_app()

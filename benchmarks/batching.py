@@ -55,7 +55,8 @@ def make_checkpoint(folder: str, class_name: str) -> str:
     import torch
     import transformers
 
-    from core.registry import MINILM_ID, resolve
+    from core.checkpoints import MINILM_ID
+    from core.resolve import resolve
 
     torch.manual_seed(0)
     config = transformers.BertConfig(num_labels=9 if class_name == "BertForTokenClassification" else 2)

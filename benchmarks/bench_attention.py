@@ -19,7 +19,8 @@ import torch  # noqa: E402
 
 from benchmarks.common import median_seconds, paired_median_seconds  # noqa: E402
 from core import attention as att  # noqa: E402
-from core.registry import MINILM_ID, resolve  # noqa: E402
+from core.checkpoints import MINILM_ID  # noqa: E402
+from core.resolve import resolve  # noqa: E402
 from core.device import set_device  # noqa: E402
 
 SENTENCE = ("Attention lets every token look at every other token in the sentence, so the model can relate a pronoun "

@@ -11,8 +11,10 @@ import tempfile
 import torch
 
 from benchmarks.common import paired_median_seconds, print_table, row
+from core import registry
 from core.nets import bert
-from core.registry import MINILM_ID, resolve
+from core.checkpoints import MINILM_ID
+from core.resolve import resolve
 from core.device import get_device
 
 SEQ_LEN = 128
@@ -22,7 +24,7 @@ def _pair(folder: str, device: torch.device):
     import transformers
 
     reference = transformers.BertModel.from_pretrained(folder).to(device).eval()  # default (sdpa) attention
-    ours = bert.Encoder.from_pretrained(folder, device=device)
+    ours = registry.from_pretrained(folder, bert.BertOnlyEncoder, device=device)
     return ours, reference
 
 

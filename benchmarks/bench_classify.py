@@ -21,7 +21,8 @@ import torch
 from benchmarks.common import paired_median_seconds, print_table, row
 from core import classify, finetune, finetune_train
 from core.corpora import DEFAULT_LABELLED, LABELLED
-from core.registry import MINILM_ID, resolve
+from core.checkpoints import MINILM_ID
+from core.resolve import resolve
 
 PAIR = ("The film was funny, warm and beautifully acted.", "I loved every minute of this movie.")
 

@@ -18,6 +18,7 @@ from gensim.models import KeyedVectors, Word2Vec
 
 from benchmarks.common import paired_median_seconds, print_table, row
 from core import embeddings as w2v
+from core import embeddings_word2vec as word2vec
 from core.device import one_cpu_thread
 from core.corpora import load_corpus
 from core.paths import REPO_ROOT
@@ -63,13 +64,13 @@ def _query_rows(glove: w2v.WordVectors, kv: KeyedVectors, quick: bool) -> list[d
     ]
 
 
-def _held_out_loss(corpus: w2v.Corpus, words: list[str], inp: np.ndarray, out: np.ndarray) -> float:
+def _held_out_loss(corpus: word2vec.Corpus, words: list[str], inp: np.ndarray, out: np.ndarray) -> float:
     """The negative-sampling loss per pair on 50k fixed (centre, context, 5 noise words) draws from the corpus,
     with a model's input and output tables: the same yardstick for our model and gensim's."""
     rng = np.random.default_rng(123)
-    centres, contexts = w2v._examples(corpus.ids, 4, False, -1, rng)
+    centres, contexts = word2vec._examples(corpus.ids, 4, False, -1, rng)
     pick = rng.choice(len(centres), size=50_000, replace=False)
-    table = w2v.unigram_table(corpus.counts)
+    table = word2vec.unigram_table(corpus.counts)
     noise = table[rng.integers(0, len(table), size=(50_000, 5))]
     row = {w: i for i, w in enumerate(words)}
     rows = np.array([row[w] for w in corpus.vocab])  # our ids → the model's rows
@@ -85,24 +86,24 @@ def _train_rows(quick: bool) -> list[dict]:
     our tokenisation, which ours includes), alternating, medians. Then the held-out loss of both after 1 and 3
     epochs, so a faster epoch is not bought with a worse model."""
     text = load_corpus("moby_dick")
-    tokens = w2v.corpus_tokens(text)
+    tokens = word2vec.corpus_tokens(text)
     sentences = [tokens[i:i + 1000] for i in range(0, len(tokens), 1000)]
 
-    def gensim(config: w2v.Word2VecConfig) -> Word2Vec:
+    def gensim(config: word2vec.Word2VecConfig) -> Word2Vec:
         return Word2Vec(sentences, vector_size=config.dim, window=config.window, negative=config.negatives,
                         min_count=config.min_count, epochs=config.epochs, sample=config.subsample, sg=1,
                         workers=2, seed=0)
 
-    one = w2v.Word2VecConfig(epochs=1)
-    ours, reference = paired_median_seconds(lambda: w2v.train_word2vec(text, one), lambda: gensim(one),
+    one = word2vec.Word2VecConfig(epochs=1)
+    ours, reference = paired_median_seconds(lambda: word2vec.train_word2vec(text, one), lambda: gensim(one),
                                             repeats=3 if quick else 20, warmup=1)
     rows = [row("train word2vec skip-gram on Moby-Dick, 1 epoch (vs gensim C, 2 threads)", ours, reference, "s",
                 "ratio ≤ 2.0", target_ratio=2.0)]
-    corpus = w2v.build_corpus(text, one.min_count)
+    corpus = word2vec.build_corpus(text, one.min_count)
     for epochs in (1, 3):
-        config = w2v.Word2VecConfig(epochs=epochs)
+        config = word2vec.Word2VecConfig(epochs=epochs)
         with one_cpu_thread(torch.device("cpu")):
-            model = w2v._fit(corpus, config, torch.device("cpu"), None)[0]
+            model = word2vec._fit(corpus, config, torch.device("cpu"), None)[0]
         ours_loss = _held_out_loss(corpus, corpus.vocab, model.inp.weight.detach()[:-1].numpy(),
                                    model.out.weight.detach().numpy())
         theirs = gensim(config)

@@ -29,7 +29,8 @@ def write_checkpoint(folder: Path, size: str) -> str:
     import torch
     import transformers
 
-    from core.registry import MINILM_ID, resolve
+    from core.checkpoints import MINILM_ID
+    from core.resolve import resolve
 
     torch.manual_seed(0)
     config = (transformers.BertConfig() if size == "base" else

@@ -14,7 +14,8 @@ import torch
 
 from benchmarks.common import paired_median_seconds, print_table, row
 from core import ner, registry
-from core.registry import MINILM_ID, resolve
+from core.checkpoints import MINILM_ID
+from core.resolve import resolve
 from core.corpora import load_corpus
 from core.limits import MAX_TEXT_CHARS
 

@@ -20,7 +20,9 @@ import torch
 
 from benchmarks.common import paired_median_seconds, print_table, row
 from core import qa, registry
-from core.registry import MINILM_ID, resolve
+from core.checkpoints import MINILM_ID
+from core.resolve import resolve
+from core import seeds
 
 QUESTION = "Where do water droplets collide with ice crystals?"
 
@@ -87,7 +89,7 @@ class TransformersQA:
 
 def context_of(words: int) -> str:
     """A context of about ``words`` words: the precipitation paragraph, repeated."""
-    base = qa.PRECIPITATION.split()
+    base = seeds.PRECIPITATION.split()
     return " ".join((base * (words // len(base) + 1))[:words])
 
 

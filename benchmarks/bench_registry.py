@@ -42,7 +42,8 @@ def write_checkpoint(folder: Path, layers: int) -> None:
     import torch
     import transformers
 
-    from core.registry import MINILM_ID, resolve
+    from core.checkpoints import MINILM_ID
+    from core.resolve import resolve
 
     torch.manual_seed(0)
     config = transformers.BertConfig(num_hidden_layers=layers)  # bert-base: H=768, A=12, V=30522
@@ -51,10 +52,10 @@ def write_checkpoint(folder: Path, layers: int) -> None:
 
 
 def first_answer_in_process(offline: bool) -> float:
-    from core import mlm, registry
+    from core import mlm, registry, resolve
 
     registry.clear_cache()
-    registry._offline_flag = offline
+    resolve._offline_flag = offline
     start = time.perf_counter()
     mlm.fill_mask(registry.load("mlm", MODEL_ID), TEXT, top_k=5)
     return time.perf_counter() - start
@@ -90,7 +91,7 @@ def app_timings(env: dict[str, str], *flags: str) -> tuple[float, float, float]:
 
 
 def run(quick: bool = False) -> list[dict]:
-    from core import hub, registry
+    from core import hub, registry, resolve
     from tests.hub_server import HubServer
     from tests.live_app import app_env, closed_port
 
@@ -100,13 +101,13 @@ def run(quick: bool = False) -> list[dict]:
     server = HubServer()
     os.environ.update(HF_HOME=home, HF_HUB_CACHE=os.path.join(home, "hub"), HF_ENDPOINT=server.url)
     os.environ.pop("HF_HUB_OFFLINE", None)
-    offline_before = registry._offline_flag
+    offline_before = resolve._offline_flag
     rows = []
     try:
         folder = Path(home) / "checkpoint"
         write_checkpoint(folder, 2 if quick else 12)
         server.add_repo(MODEL_ID, folder)
-        registry._offline_flag = False
+        resolve._offline_flag = False
         registry.load("mlm", MODEL_ID)  # the one download
         snapshot = hub.cached_snapshot(MODEL_ID)
 
@@ -122,7 +123,7 @@ def run(quick: bool = False) -> list[dict]:
             if not offline:
                 rows.append(row("registry: Hub requests for a cached model, online", (len(server.requests) - before)
                                 / repeats, None, "requests", "≤ 1"))
-        registry._offline_flag = offline_before
+        resolve._offline_flag = offline_before
         registry.clear_cache()
 
         cached = dict(HF_HOME=home, HF_HUB_CACHE=os.path.join(home, "hub"), TRANSFORMERS_OFFLINE=None)
@@ -140,7 +141,7 @@ def run(quick: bool = False) -> list[dict]:
                         "requests", "≤ 1"))
     finally:
         server.close()
-        registry._offline_flag = offline_before
+        resolve._offline_flag = offline_before
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)

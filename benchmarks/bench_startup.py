@@ -38,9 +38,9 @@ import gradio
 mark()
 import app
 mark()
-from core import registry
+from core import resolve
 from core.device import choose_device
-registry.set_offline(True)
+resolve.set_offline(True)
 choose_device("cpu")
 blocks = app.build_app()
 mark()

@@ -22,7 +22,7 @@ import torch  # noqa: E402
 from benchmarks.common import paired_median_seconds, print_table  # noqa: E402
 from core import registry  # noqa: E402
 from core import transformer as tr  # noqa: E402
-from core.registry import MINILM_ID  # noqa: E402
+from core.checkpoints import MINILM_ID  # noqa: E402
 from core.device import set_device  # noqa: E402
 
 SENTENCE = ("The bank raised its interest rates again this spring, so on Sunday we walked along the quiet river "

@@ -35,6 +35,7 @@ def _sync():
 def bert_rows(dtype_name: str, repeats: int) -> list[dict]:
     import transformers
 
+    from core import registry
     from core.nets import bert
 
     dtype, device = DTYPES[dtype_name], torch.device("cuda")
@@ -43,7 +44,7 @@ def bert_rows(dtype_name: str, repeats: int) -> list[dict]:
         torch.manual_seed(0)
         transformers.BertModel(transformers.BertConfig()).save_pretrained(folder)
         reference = transformers.BertModel.from_pretrained(folder).to(device=device, dtype=dtype).eval()
-        ours = bert.Encoder.from_pretrained(folder, device=device).to(dtype=dtype).eval()
+        ours = registry.from_pretrained(folder, bert.BertOnlyEncoder, device=device).to(dtype=dtype).eval()
     for batch in (1, 32):
         ids = torch.randint(1000, 30522, (batch, 128), generator=torch.Generator().manual_seed(0)).to(device)
         mask = torch.ones_like(ids)

@@ -6,7 +6,7 @@ Toy equations run in float64 NumPy on small matrices, so every intermediate can 
   causal     scores above the diagonal set to −∞ before the softmax, so token t sees only tokens ≤ t
   multi-head headᵢ = Attention(X W_Qⁱ, X W_Kⁱ, X W_Vⁱ); MultiHead(X) = Concat(head₁ … head_h) W_O
   position   PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))
-The real-model part runs core.bert's encoder and returns its per-layer, per-head softmax probabilities.
+The real-model part runs a BERT-family encoder (core/nets/) and returns its per-layer, per-head softmax probabilities.
 """
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ import numpy as np
 import torch
 
 from core import i18n, registry
+from core.checkpoints import model_id_or_default
 from core.cache import bounded_cache
 from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.nets.distilbert import sinusoidal_table
-from core.seeds import thinking_machines  # noqa: F401 - the seed's §9 example
 from core.textio import normalize_text
 from core.tokenizer import Truncation
 
@@ -266,7 +266,7 @@ def multi_head_attention(x: np.ndarray, weights: MultiHeadWeights, heads: int, t
 
 
 def positional_encoding(positions: int, d_model: int) -> np.ndarray:
-    """(positions, d_model) sinusoidal table; the one definition lives in core.bert (DistilBERT uses it too)."""
+    """(positions, d_model) sinusoidal table; the one definition is core/nets/distilbert.py's."""
     if not 1 <= positions <= 2048 or not 2 <= d_model <= 1024:
         raise UserInputError("attention.pe_range")
     return sinusoidal_table(positions, d_model).double().numpy()
@@ -349,14 +349,14 @@ def extract_attention(text: str, pair: str | None = None, model_id: str | None =
     if len(text) + len(pair or "") > MAX_TEXT_CHARS:
         raise UserInputError("attention.too_long", chars=f"{len(text) + len(pair or ''):,}",
                              limit=f"{MAX_TEXT_CHARS:,}")
-    return _extract(text, pair, registry.model_id_or_default("encoder", model_id))
+    return _extract(text, pair, model_id_or_default("encoder", model_id))
 
 
 # Attention maps of 512 tokens weigh 75 MB (6 layers × 12 heads × 512² float32): the cache keeps at most 160 MB.
 @bounded_cache(max_entries=4, max_weight=160e6, weight=lambda args, maps: maps.probs.nbytes)
 def _extract(text: str, pair: str | None, model_id: str) -> AttentionMaps:
     loaded = registry.load("encoder", model_id)
-    max_length = min(loaded.tokenizer.model_max_length, loaded.config.max_position_embeddings, MAX_MODEL_TOKENS)
+    max_length = min(loaded.tokenizer.model_max_length, loaded.config.max_tokens, MAX_MODEL_TOKENS)
     enc = loaded.tokenizer.encode(text, pair, max_length=max_length)
     if not any(m == 0 for m in enc.special_tokens_mask):
         raise UserInputError("attention.no_tokens")

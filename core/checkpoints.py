@@ -1,7 +1,7 @@
 """Which checkpoint each task uses: the ids the tabs offer, their defaults, and the ones the presets name.
 
-Plain data, no torch: the UI reads it while it is built. core/registry.py resolves, checks, downloads and loads these
-ids (and any other the learner types); it re-exports every name here, so ``registry.CHECKPOINTS`` keeps working.
+Plain data, no torch: the UI reads it while it is built. core/resolve.py finds (and downloads) the files of these ids
+and of any other the learner types; core/registry.py builds and loads the models.
 """
 from __future__ import annotations
 
@@ -29,8 +29,6 @@ CHECKPOINTS: dict[str, list[str]] = {
                  "uer/roberta-base-finetuned-dianping-chinese", "IDEA-CCNL/Erlangshen-Roberta-110M-Similarity",
                  "textattack/bert-base-uncased-CoLA"],
 }
-# The checkpoint each task falls back to for the views that need only a tokenizer and an encoder (offline).
-OFFLINE_ENCODER = MINILM_ID
 # Checkpoints the presets name (read by the UI while it is built, without the torch-backed task modules).
 SST2_ID, MRPC_ID, DIANPING_ID, SIMILARITY_ZH_ID, COLA_ID = CHECKPOINTS["classify"]
 SQUAD2_ID, CHINESE_QA_ID = CHECKPOINTS["qa"][1:]  # the one that can say "no answer"; the Chinese one

@@ -5,7 +5,9 @@ One input sequence, ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``, segment id 0
 
     BERT        v = tanh(W_p h_[CLS] + b_p)            (the pooler, trained with next-sentence prediction)
     DistilBERT  v = ReLU(W_pre h_[CLS] + b_pre)        (no pooler; the head has its own hidden layer)
-    both        logits z = W v + b,   W: C × H          P(label c) = softmax(z)_c = exp(z_c) / Σ_k exp(z_k)
+    all         logits z = W v + b,   W: C × H          P(label c) = softmax(z)_c = exp(z_c) / Σ_k exp(z_k)
+
+Each head says which v it reads (``sentence_vector``, with its equation) and which layer is W (core/nets/).
 
 Label names come from the checkpoint's ``config.json`` (``id2label``). A few popular checkpoints only say
 ``LABEL_0``/``LABEL_1`` there; for those the display names come from the dataset they were trained on (GLUE's
@@ -23,12 +25,10 @@ import numpy as np
 import torch
 
 from core import registry
+from core.checkpoints import COLA_ID, MRPC_ID, SIMILARITY_ZH_ID, model_id_or_default
 from core.errors import UserInputError
 from core.i18n import text
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
-from core.registry import COLA_ID, DIANPING_ID, MRPC_ID, SIMILARITY_ZH_ID, SST2_ID  # noqa: F401 - re-exported
-from core.seeds import (DIANPING_REVIEW, SEED_PAIR_EN, SEED_PAIR_PROBS, SEED_PAIR_ZH,  # noqa: F401 - §14.1-§14.2
-                        SEED_SINGLE_EN, SEED_SINGLE_ZH)
 from core.textio import normalize_text
 from core.tokenizer import WordPieceEncoding
 
@@ -46,7 +46,7 @@ class ClassifyResult:
     text_a: str
     text_b: str | None
     encoding: WordPieceEncoding  # tokens, segment ids, truncation
-    vector_name: str  # which vector the classifier reads, in words
+    vector_name: str  # which vector the classifier reads: its equation, "tanh(W_p h_[CLS] + b_p)"
     vector: np.ndarray  # (H,) v
     weight: np.ndarray  # (C, H) W
     bias: np.ndarray  # (C,) b
@@ -107,9 +107,9 @@ def input_layout(text_a: str | None, text_b: str | None = None, model_id: str | 
     stands in when the checkpoint is not here). Returns the encoding and a line naming the tokenizer."""
     pair = bool(text_b) if pair is None else pair
     text_a, text_b = check_texts(text_a, text_b, pair)
-    model_id = registry.model_id_or_default("classify", model_id)
-    tokenizer, source = registry.tokenizer_with_fallback(model_id)
-    return _encode(tokenizer, text_a, text_b, max_length), source
+    model_id = model_id_or_default("classify", model_id)
+    tokenizer, _, missing = registry.tokenizer_or_fallback(model_id)
+    return _encode(tokenizer, text_a, text_b, max_length), registry.tokens_line(model_id, missing)
 
 
 def classify(text_a: str | None, text_b: str | None = None, model_id: str | None = None,
@@ -123,18 +123,17 @@ def classify(text_a: str | None, text_b: str | None = None, model_id: str | None
     with torch.inference_mode():
         ids = torch.tensor([encoding.ids], device=loaded.device)  # (1, T)
         segments = torch.tensor([encoding.segment_ids], device=loaded.device)  # (1, T)
-        encoded = getattr(model, model.base_prefix)(ids, None, segments, False)  # bert or distilbert
+        encoded = model.base(ids, None, segments, False)
         vector = model.sentence_vector(encoded)  # (1, H)
-        logits = model.classifier(vector)[0].float()  # (C,)
+        logits = model.sentence_classifier(vector)[0].float()  # (C,)
     config = loaded.config
     multi = config.problem_type == "multi_label_classification"
     function = "sigmoid" if logits.numel() == 1 or multi else "softmax"
     probs = logits.sigmoid() if function == "sigmoid" else logits.softmax(-1)
     labels, note = label_names(loaded.files.model_id, config)
-    distil = config.model_type == "distilbert"
+    layer = model.sentence_classifier
     return ClassifyResult(
-        text_a=text_a, text_b=text_b, encoding=encoding,
-        vector_name="ReLU(W_pre h_[CLS] + b_pre)" if distil else text("classify.vector_pooled"),
-        vector=vector[0].float().cpu().numpy(), weight=model.classifier.weight.detach().float().cpu().numpy(),
-        bias=model.classifier.bias.detach().float().cpu().numpy(), logits=logits.cpu().numpy(),
+        text_a=text_a, text_b=text_b, encoding=encoding, vector_name=model.sentence_vector_equation,
+        vector=vector[0].float().cpu().numpy(), weight=layer.weight.detach().float().cpu().numpy(),
+        bias=layer.bias.detach().float().cpu().numpy(), logits=logits.cpu().numpy(),
         probs=probs.cpu().numpy(), labels=labels, label_note=note, function=function, badge=loaded.badge)

@@ -1,6 +1,18 @@
-"""Model families: ``config.json``'s ``model_type`` -> how to read the config, name the checkpoint keys, pick the
-class for a task, and read the tokenizer. The registry (core/registry.py) dispatches through ``FAMILIES``; adding a
-family is one entry here (its nn.Module code goes in core/nets/<family>.py).
+"""Model families: ``config.json``'s ``model_type`` -> how to read the config, map the checkpoint keys, pick the
+class for a task, and read the tokenizer.
+
+core/resolve.py asks ``family_of`` before it fetches any weights (an unsupported type is refused from config.json
+alone) and ``estimated_bytes`` for the size cap; core/registry.py builds the class ``classes[task]`` picks. A
+family's nn.Module code is one file in core/nets/, imported here on first use (core/lazy.py), so reading this table
+does not import torch. Adding a family is one file in core/nets/, one ``Family`` below and its tokenizer rule:
+
+    model_type   nets file                        tasks                                      tokenizer
+    bert         core/nets/bert.py                encoder, mlm (+ NSP), ner, qa, classify    WordPiece
+    distilbert   core/nets/distilbert.py          encoder, mlm, ner, qa, classify            WordPiece
+    gpt2         core/nets/gpt.py                 causal-lm                                  byte-level BPE, or a BERT vocab.txt
+
+A class is picked from the keys the file holds: bert-base-uncased's file carries the NSP head, so its masked LM
+loads as BertForPreTraining; a file without the task's head is refused with a message that says so.
 """
 from __future__ import annotations
 
@@ -10,69 +22,86 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import torch
-from torch import nn
-
 from core.errors import ModelUnavailableError, UserInputError
-from core.nets import bert, distilbert, gpt
+from core.lazy import lazy_import
 from core.tokenizer import ByteBPETokenizer, WordPieceGPTTokenizer, WordPieceTokenizer
-from core.weights import CheckpointMismatchError, raise_if_mismatched
+
+# the network code, imported when a model is built or counted (core/lazy.py): this table is read at start-up
+bert_encoder = lazy_import("core.nets.bert_encoder")
+bert = lazy_import("core.nets.bert")
+distilbert = lazy_import("core.nets.distilbert")
+gpt = lazy_import("core.nets.gpt")
+
+Pick = Callable[[Any, set[str]], type]  # (parsed config, keys in the file) -> the nn.Module class to build
 
 
 @dataclass(frozen=True)
 class Family:
     parse_config: Callable[[dict], Any]
-    normalize_keys: Callable[[dict, nn.Module], dict]  # checkpoint keys -> the model's parameter names
-    classes: dict[str, Callable[[Any, set[str]], type[nn.Module]]]  # task -> pick(config, keys in the file)
-    base: Callable[[Any], nn.Module]  # built on the meta device to count parameters before any weights are fetched
+    normalize_keys: Callable[[dict, Any], dict]  # (checkpoint state, model) -> state under the model's names
+    classes: dict[str, Pick]  # task -> pick
+    base: Callable[[Any], Any]  # built on the meta device to count parameters before any weights are fetched
     tokenizer: Callable[[Path], Any]
     tokenizer_files: tuple[str, ...]  # fetched when the repo has them; either of the first two suffices
 
 
-def _bert_mlm(config, keys):
-    if config.model_type == "distilbert":
-        return distilbert.DistilBertForMaskedLM
-    if not any(k.endswith("predictions.transform.dense.weight") for k in keys):
+def head(class_name: Callable[[], type], marker: str, missing: str) -> Pick:
+    """A pick that returns ``class_name()`` when some key of the file contains ``marker`` (the head's weights), and
+    refuses the file with the message key ``missing`` otherwise."""
+    def pick(config, keys: set[str]) -> type:
+        if not any(marker in key for key in keys):
+            raise UserInputError(missing)
+        return class_name()
+    return pick
+
+
+def sequence_head(class_name: Callable[[], type], pooled: bool = False) -> Pick:
+    """Sequence classification: a ``classifier`` (and, when the head reads it, a pooler) not trained on tokens."""
+    def pick(config, keys: set[str]) -> type:
+        if not any(key.startswith("classifier.") for key in keys):
+            raise UserInputError("registry.no_sequence_head")
+        if any("TokenClassification" in name for name in config.architectures):
+            raise UserInputError("registry.tags_tokens")
+        if pooled and not any(key.endswith("pooler.dense.weight") for key in keys):
+            raise UserInputError("registry.no_pooler")
+        return class_name()
+    return pick
+
+
+BERT_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def _bert_mlm(config, keys: set[str]) -> type:
+    if not any(key.endswith("predictions.transform.dense.weight") for key in keys):
         raise UserInputError("registry.no_mlm_head")
     return bert.BertForPreTraining if "cls.seq_relationship.weight" in keys else bert.BertForMaskedLM
 
 
-def _bert_ner(config, keys):
-    if not any(k.startswith("classifier.") for k in keys):
-        raise UserInputError("registry.no_token_head")
-    distil = config.model_type == "distilbert"
-    return distilbert.DistilBertForTokenClassification if distil else bert.BertForTokenClassification
+BERT = Family(
+    parse_config=lambda raw: bert_encoder.BertConfig.from_dict(raw),
+    normalize_keys=lambda state, model: bert_encoder.normalize_state_dict(state, model),
+    classes={"encoder": lambda config, keys: bert.BertOnlyEncoder, "mlm": _bert_mlm,
+             "ner": head(lambda: bert.BertForTokenClassification, "classifier.", "registry.no_token_head"),
+             "qa": head(lambda: bert.BertForQuestionAnswering, "qa_outputs.", "registry.no_qa_head"),
+             "classify": sequence_head(lambda: bert.BertForSequenceClassification, pooled=True)},
+    base=lambda config: bert.BertOnlyEncoder(config), tokenizer=WordPieceTokenizer.from_directory,
+    tokenizer_files=BERT_TOKENIZER_FILES,
+)
 
-
-def _bert_qa(config, keys):
-    if not any(k.startswith("qa_outputs.") for k in keys):
-        raise UserInputError("registry.no_qa_head")
-    distil = config.model_type == "distilbert"
-    return distilbert.DistilBertForQuestionAnswering if distil else bert.BertForQuestionAnswering
-
-
-def _bert_classify(config, keys):
-    if not any(k.startswith("classifier.") for k in keys):
-        raise UserInputError("registry.no_sequence_head")
-    if any("TokenClassification" in name for name in config.architectures):
-        raise UserInputError("registry.tags_tokens")
-    if config.model_type == "distilbert":
-        return distilbert.DistilBertForSequenceClassification
-    if not any(k.endswith("pooler.dense.weight") for k in keys):
-        raise UserInputError("registry.no_pooler")
-    return bert.BertForSequenceClassification
-
-
-_BERT = Family(
-    parse_config=bert.BertConfig.from_dict, normalize_keys=bert.normalize_state_dict,
-    classes={"encoder": lambda config, keys: bert.Encoder, "mlm": _bert_mlm, "ner": _bert_ner, "qa": _bert_qa,
-             "classify": _bert_classify},
-    base=bert.Encoder, tokenizer=WordPieceTokenizer.from_directory,
-    tokenizer_files=("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"),
+DISTILBERT = Family(
+    parse_config=BERT.parse_config, normalize_keys=BERT.normalize_keys,
+    classes={"encoder": lambda config, keys: distilbert.DistilBertOnlyEncoder,
+             "mlm": head(lambda: distilbert.DistilBertForMaskedLM, "vocab_projector.", "registry.no_mlm_head"),
+             "ner": head(lambda: distilbert.DistilBertForTokenClassification, "classifier.",
+                         "registry.no_token_head"),
+             "qa": head(lambda: distilbert.DistilBertForQuestionAnswering, "qa_outputs.", "registry.no_qa_head"),
+             "classify": sequence_head(lambda: distilbert.DistilBertForSequenceClassification)},
+    base=lambda config: distilbert.DistilBertOnlyEncoder(config), tokenizer=WordPieceTokenizer.from_directory,
+    tokenizer_files=BERT_TOKENIZER_FILES,
 )
 
 
-def _gpt_config(raw: dict) -> gpt.GPTConfig:
+def _gpt_config(raw: dict):
     try:
         return gpt.GPTConfig.from_dict(raw)
     except ValueError as exc:  # a GPT-2 option core/nets/gpt.py does not implement
@@ -90,12 +119,13 @@ def _gpt_tokenizer(directory: Path) -> ByteBPETokenizer | WordPieceGPTTokenizer:
     raise FileNotFoundError("neither tokenizer.json nor vocab.txt")
 
 
-_GPT2 = Family(
+GPT2 = Family(
     parse_config=_gpt_config, normalize_keys=lambda state, model: gpt.normalize_state_dict(state),
-    classes={"causal-lm": lambda config, keys: gpt.GPT}, base=gpt.GPT, tokenizer=_gpt_tokenizer,
-    tokenizer_files=("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"),
+    classes={"causal-lm": lambda config, keys: gpt.GPT}, base=lambda config: gpt.GPT(config),
+    tokenizer=_gpt_tokenizer, tokenizer_files=BERT_TOKENIZER_FILES,
 )
-FAMILIES: dict[str, Family] = {"bert": _BERT, "distilbert": _BERT, "gpt2": _GPT2}
+
+FAMILIES: dict[str, Family] = {"bert": BERT, "distilbert": DISTILBERT, "gpt2": GPT2}
 
 
 def family_of(config: dict, model_id: str) -> Family:
@@ -116,6 +146,8 @@ def estimated_bytes(config: dict, model_id: str) -> int:
 def _counted_bytes(config_json: str, model_id: str) -> int:
     """estimated_bytes, once per distinct config: every request for a cached model checks its size again, and
     building the skeleton took ~12% of the server's CPU under the 64-user classroom load (py-spy)."""
+    import torch  # here, not at the top: resolving ids and starting the app need no torch
+
     config = json.loads(config_json)
     family = family_of(config, model_id)
     try:
@@ -124,43 +156,3 @@ def _counted_bytes(config_json: str, model_id: str) -> int:
     except Exception as exc:  # noqa: BLE001 - a config our classes cannot build is the checkpoint's fault
         raise ModelUnavailableError("registry.config_unbuildable", model=model_id, error=type(exc).__name__) from exc
     return 4 * sum(p.numel() for p in skeleton.parameters())
-
-
-def shared_parameters(model: nn.Module) -> list[list[str]]:
-    """Groups of names that share one parameter (tied weights), the name that owns it first."""
-    groups: dict[int, list[str]] = {}
-    for name, p in model.named_parameters(remove_duplicate=False):
-        groups.setdefault(id(p), []).append(name)
-    return [names for names in groups.values() if len(names) > 1]
-
-
-def tie(model: nn.Module, groups: list[list[str]]) -> None:
-    """Make every name of a group point at its first name's parameter again (after to_empty or an assign load)."""
-    for first, *others in groups:
-        param = model.get_parameter(first)
-        for name in others:
-            owner, _, attr = name.rpartition(".")
-            setattr(model.get_submodule(owner), attr, param)
-
-
-def _normalizer(model: nn.Module) -> Callable[[dict, nn.Module], dict]:
-    config = getattr(model, "config", None)
-    family = _GPT2 if isinstance(model, gpt.GPT) else FAMILIES.get(getattr(config, "model_type", "bert"))
-    return family.normalize_keys if family else bert.normalize_state_dict
-
-
-def load_checkpoint_into(model: nn.Module, state: dict[str, torch.Tensor],
-                         normalize: Callable[[dict, nn.Module], dict] | None = None) -> None:
-    """Normalise keys (``normalize``: the family's; default from the model's config), check every shape, then a
-    strict load; mismatches raise with the key names."""
-    groups = shared_parameters(model)
-    state = (normalize or _normalizer(model))(state, model)
-    tied = raise_if_mismatched(model, {k: v.shape for k, v in state.items()})
-    expected = model.state_dict()
-    state = {k: v.to(expected[k].dtype) for k, v in state.items() if k not in tied}  # fp16 files load as fp32
-    # assign=True: the model takes the file's tensors instead of copying them (-1.2 s for bert-base on 2 cores).
-    result = model.load_state_dict(state, strict=False, assign=True)
-    leftover = [k for k in result.missing_keys if k not in tied]
-    if leftover or result.unexpected_keys:  # cannot happen after the checks above; kept as the strictness proof
-        raise CheckpointMismatchError(f"missing {leftover}, unexpected {result.unexpected_keys}")
-    tie(model, groups)  # assign=True replaced the owners; the tied names follow them again

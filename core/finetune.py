@@ -26,7 +26,6 @@ import io
 import re
 import threading
 import unicodedata
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from core.cache import BoundedCache
 from core.corpora import LABELLED
 from core.errors import UserInputError
 from core.i18n import text as tr
@@ -345,23 +345,12 @@ def baselines(data: Split) -> list[Baseline]:
     return [majority_baseline(data), ngram_baseline(data), glove_baseline(data)]
 
 
-_baseline_cache: OrderedDict[str, list[Baseline]] = OrderedDict()
-_baseline_lock = threading.Lock()
+_baselines = BoundedCache(8)  # Split.fingerprint -> list[Baseline]
 
 
-def cached_baselines(data: Split, size: int = 8) -> list[Baseline]:
+def cached_baselines(data: Split) -> list[Baseline]:
     """baselines(data), remembered for the last few splits (the data view shows them on every open)."""
-    key = data.fingerprint
-    with _baseline_lock:
-        if key in _baseline_cache:
-            _baseline_cache.move_to_end(key)
-            return _baseline_cache[key]
-    found = baselines(data)
-    with _baseline_lock:
-        _baseline_cache[key] = found
-        while len(_baseline_cache) > size:
-            _baseline_cache.popitem(last=False)
-    return found
+    return _baselines.get_or_compute(data.fingerprint, lambda: baselines(data))
 
 
 def check_sentence(text: str | None) -> str:

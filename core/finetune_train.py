@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -24,13 +23,13 @@ import torch
 from torch import nn
 
 from core import finetune, registry
-from core.cache import bounded_cache
+from core.cache import BoundedCache, bounded_cache
+from core.checkpoints import MINILM_ID
 from core.embeddings import pca
 from core.errors import UserInputError
 from core.i18n import text as tr
 from core.limits import DEFAULT_EPOCHS, DEFAULT_HEAD_STEPS, DEFAULT_LAYERS, MAX_EPOCHS, MAX_HEAD_STEPS, MAX_LAYERS
-from core.nets.bert import additive_attention_mask
-from core.registry import MINILM_ID
+from core.nets.bert_encoder import additive_attention_mask
 
 BATCH_SIZE = 16
 HEAD_LR, LAYER_LR = 1e-3, 1e-4
@@ -325,11 +324,10 @@ class SessionRuns:
     others wait, cancellable, for a slot)."""
 
     def __init__(self, max_sessions: int = 32, slots: int = 2):
-        self.max_sessions = max_sessions
         self.slots = threading.Semaphore(slots)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _running
         self._running: dict[str, threading.Event] = {}
-        self._results: OrderedDict[str, Outcome] = OrderedDict()
+        self._results = BoundedCache(max_sessions)  # session -> its latest Outcome
 
     def start(self, session: str) -> threading.Event:
         with self._lock:
@@ -344,14 +342,10 @@ class SessionRuns:
             if self._running.get(session) is event:
                 del self._running[session]
             if outcome is not None and not event.is_set():
-                self._results[session] = outcome
-                self._results.move_to_end(session)
-                while len(self._results) > self.max_sessions:
-                    self._results.popitem(last=False)
+                self._results.put(session, outcome)
 
     def result(self, session: str) -> Outcome | None:
-        with self._lock:
-            return self._results.get(session)
+        return self._results.get(session)
 
 
 RUNS = SessionRuns()

@@ -28,7 +28,8 @@ from typing import Iterator
 import torch
 import torch.nn.functional as F
 
-from core import i18n, registry, sampling
+from core import i18n, registry, resolve, sampling
+from core.checkpoints import CHAR_GPT_ID, CHINESE_GPT2_ID
 from core.device import get_device
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_GENERATE, MAX_TEXT_CHARS
@@ -38,10 +39,9 @@ from core.paths import ASSETS_DIR
 from core.seeds import GPT_VS_BERT
 from core.textio import normalize_text
 from core.tokenizer import ByteBPETokenizer, CausalEncoding, WordPieceGPTTokenizer
+from core.weights import load_state_dict
 
 GPT_ASSETS = ASSETS_DIR / "gpt"
-CHAR_GPT_ID = registry.CHAR_GPT_ID  # the bundled char-level GPT, "char-gpt"
-CHINESE_GPT2_ID = registry.CHINESE_GPT2_ID  # uer/gpt2-chinese-cluecorpussmall
 MAX_TOKENS = 512  # text read at once, in tokens (also capped by each model's context)
 MAX_MAP_TOKENS = 128  # attention maps beyond this are unreadable
 
@@ -60,7 +60,7 @@ def save_char_gpt(model: GPT, vocab: Vocab, info: dict, directory: Path = GPT_AS
 
 def load_char_gpt(directory: Path = GPT_ASSETS) -> tuple[GPT, Vocab, dict]:
     config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    model = from_state_dict(GPTConfig.from_dict(config), registry.load_state_dict(directory / "char_gpt.safetensors"))
+    model = from_state_dict(GPTConfig.from_dict(config), load_state_dict(directory / "char_gpt.safetensors"))
     return model.to(get_device()), Vocab(config["level"], config["tokens"]), config.get("info", {})
 
 
@@ -149,7 +149,7 @@ class LoadedGPT:
                          tokenizer=i18n.text("gpt.tokens_characters") if self.tokenizer.kind == CharTokenizer.kind
                          else self.tokenizer.kind,
                          source=i18n.text("gpt.source_shipped") if self.source == SHIPPED_SOURCE
-                         else registry.source_label(self.source),
+                         else resolve.source_label(self.source),
                          device=self.model.lm_head.weight.device.type)
 
 
@@ -324,7 +324,7 @@ def gpt_vs_bert(text: str, gpt_id: str | None = None, bert_id: str = "bert-base-
     """The causal LM's next-token distribution from the left context, beside the masked LM's at the blank.
 
     Offline, a GPT-2 id falls back to the char-GPT (its next character) and the BERT side says what to fetch."""
-    from core import mlm, registry
+    from core import mlm  # here: the masked LM imports torch-backed code only the GPT vs BERT view needs
 
     left, masked = split_at_blank(text)
     if not left.strip():

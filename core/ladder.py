@@ -37,8 +37,7 @@ from core import lstm
 from core.corpora import load_corpus
 from core.device import get_device
 from core.errors import UserInputError
-from core.ladder_heldout import (  # noqa: F401 - the held-out ladder and the rungs' names, re-exported
-    ADD_K, HELDOUT_PATH, TAB_LINKS, HeldOutRow, describe, gpt_context, load_held_out)
+from core.ladder_heldout import ADD_K, TAB_LINKS, describe, gpt_context
 from core.ngram import NgramModel
 
 MAX_CHARS = 300  # the RNN tab's cap too: beyond a few hundred columns a per-character strip is unreadable

@@ -25,7 +25,7 @@ from core import i18n, sampling
 from core.device import get_device, one_cpu_thread
 from core.errors import UserInputError
 from core.limits import MAX_GENERATE
-from core.nets.recurrent import GATES, LSTMCell, RecurrentLM, RNNCell, Trace  # noqa: F401
+from core.nets.recurrent import RecurrentLM
 from core.paths import ASSETS_DIR
 from core.textio import normalize_text
 from core.tokenizer import word_tokens
@@ -114,7 +114,7 @@ def save_models(models: ModelSet, directory: Path) -> None:
 
 
 def load_models(directory: Path = RNN_ASSETS) -> ModelSet:
-    from core.registry import load_state_dict
+    from core.weights import load_state_dict
 
     config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
     models = {}

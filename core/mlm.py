@@ -5,9 +5,9 @@
   pipeline does the same).
 - ``next_sentence``: the NSP head's IsNext probability for a sentence pair (bert-base-uncased has the head).
 - ``compare_contexts``: the same blank from the whole sentence and from its left context only (GPT's view, §13.1).
-- ``model_for_views``: the picked checkpoint, or the packaged MiniLM-L6 for the views that need only an encoder.
 
-What goes into the encoder, the masking procedure, contextual vectors and the model card are in
+The offline-capable views run on the picked checkpoint or, when it cannot be had, on MiniLM-L6's encoder
+(``registry.load_or_fallback``). What goes into the encoder, the masking procedure, contextual vectors and the model card are in
 core/mlm_pretraining.py. Every message for the learner is a key into the ``mlm`` section of assets/i18n/*.yaml.
 """
 from __future__ import annotations
@@ -16,13 +16,10 @@ import re
 from dataclasses import dataclass
 
 import torch
-from torch import nn
 
 from core import registry
-from core.errors import ModelUnavailableError, UserInputError
+from core.errors import UserInputError
 from core.limits import FILL_BATCH, MAX_MASKS, MAX_MODEL_TOKENS, MAX_TEXT_CHARS
-from core.nets import bert, distilbert
-from core.registry import MINILM_ID
 from core.textio import normalize_text
 from core.tokenizer import WordPieceEncoding, WordPieceTokenizer
 
@@ -93,21 +90,6 @@ def mask_word(tokenizer: WordPieceTokenizer, text: str, index: int) -> str:
 # Running the model: the encoder once, the vocabulary projection only where it is needed
 
 
-def encoder_of(model: nn.Module) -> nn.Module:
-    """The BertModel/DistilBertModel inside any head model (or a bare Encoder)."""
-    return getattr(model, model.base_prefix)
-
-
-def vocabulary_logits(model: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
-    """The MLM head on some positions' final vectors: (M, H) → (M, V). Skipping the other positions saves T−M
-    rows of the H×V product, which for a short sentence is a large part of the work."""
-    if isinstance(model, distilbert.DistilBertForMaskedLM):
-        return model.vocab_projector(model.vocab_layer_norm(model.act(model.vocab_transform(hidden))))
-    if isinstance(model, (bert.BertForMaskedLM, bert.BertForPreTraining)):
-        return model.cls.predictions(hidden)
-    raise UserInputError("mlm.no_mlm_head")
-
-
 @dataclass
 class Candidate:
     token_id: int
@@ -166,10 +148,12 @@ def _blanks(loaded: registry.LoadedModel, text: str, top_k, pair: str | None = N
         raise UserInputError("mlm.top_k_range", limit=MAX_TOP_K) from None
     if not 1 <= top_k <= MAX_TOP_K:
         raise UserInputError("mlm.top_k_range", limit=MAX_TOP_K)
+    if loaded.task != "mlm":  # MiniLM-L6's encoder standing in offline (registry.load_or_fallback) has no MLM head
+        raise UserInputError("mlm.no_mlm_head")
     tokenizer = loaded.tokenizer
     text = with_mask_tokens(clean_text(text), tokenizer.mask_token)
     pair = with_mask_tokens(clean_text(pair, "mlm.empty_second"), tokenizer.mask_token) if pair else None
-    encoding = encode(tokenizer, text, pair, min(MAX_MODEL_TOKENS, loaded.config.max_position_embeddings))
+    encoding = encode(tokenizer, text, pair, min(MAX_MODEL_TOKENS, loaded.config.max_tokens))
     positions = [i for i, token_id in enumerate(encoding.ids) if token_id == tokenizer.mask_token_id]
     if not positions:
         raise UserInputError("mlm.no_blank")
@@ -192,9 +176,11 @@ def _fill_results(loaded: registry.LoadedModel, items: list) -> list[FillMaskRes
     if any(len(e.ids) < longest for *_, e, _ in items):
         mask = torch.tensor([[1] * len(e.ids) + [0] * (longest - len(e.ids)) for *_, e, _ in items],
                             device=loaded.device)  # (B, T): 0 = padding, never attended to
-    hidden = encoder_of(model)(ids, mask, segments, output_attentions=False).last_hidden_state  # (B, T, H)
+    hidden = model.base(ids, mask, segments, output_attentions=False).last_hidden_state  # (B, T, H)
     rows = torch.cat([hidden[b, positions] for b, (*_, positions) in enumerate(items)])  # (ΣM, H): only blanks
-    probs = vocabulary_logits(model, rows).float().softmax(dim=-1)  # (ΣM, V)
+    # The MLM head on the blanks only: skipping the other positions saves T−M rows of the H×V product, which for a
+    # short sentence is a large part of the work.
+    probs = model.mlm_logits(rows).float().softmax(dim=-1)  # (ΣM, V)
     results, row = [], 0
     for text, pair, top_k, encoding, positions in items:
         values, indices = probs[row:row + len(positions)].topk(top_k, dim=-1)  # (M, k)
@@ -223,16 +209,16 @@ def unknown_pieces(tokenizer: WordPieceTokenizer, encoding: WordPieceEncoding, t
 def next_sentence(loaded: registry.LoadedModel, first: str, second: str) -> float:
     """P(IsNext) for the pair "[CLS] first [SEP] second [SEP]" from the NSP head: softmax(W_nsp · pooler)[0]."""
     model = loaded.model
-    if not isinstance(model, bert.BertForPreTraining):
+    if not model.has_next_sentence_head:
         raise UserInputError("mlm.no_nsp_head", model=loaded.files.name)
     tokenizer = loaded.tokenizer
     first = with_mask_tokens(clean_text(first, "mlm.empty_first"), tokenizer.mask_token)
     second = with_mask_tokens(clean_text(second, "mlm.empty_second"), tokenizer.mask_token)
-    encoding = encode(tokenizer, first, second, min(MAX_MODEL_TOKENS, loaded.config.max_position_embeddings))
+    encoding = encode(tokenizer, first, second, min(MAX_MODEL_TOKENS, loaded.config.max_tokens))
     ids = torch.tensor([encoding.ids], device=loaded.device)  # (1, T)
     segments = torch.tensor([encoding.segment_ids], device=loaded.device)  # (1, T)
-    pooled = model.bert(ids, None, segments, output_attentions=False).pooler_output  # (1, H)
-    return float(model.cls.seq_relationship(pooled).float().softmax(-1)[0, 0])  # index 0 = IsNext, 1 = NotNext
+    encoded = model.base(ids, None, segments, output_attentions=False)
+    return float(model.next_sentence_logits(encoded).float().softmax(-1)[0, 0])  # index 0 = IsNext, 1 = NotNext
 
 
 @dataclass
@@ -261,37 +247,3 @@ def compare_contexts(loaded: registry.LoadedModel, text: str, top_k: int = 5,
     full = fill_mask(loaded, text, top_k)
     cut = fill_mask(loaded, left, top_k)
     return ContextComparison(full.text, cut.text, full.blanks[blank_number - 1], cut.blanks[-1])
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Which model the offline-capable views use
-
-
-def model_for_views(model_id: str | None, progress=None) -> tuple[registry.LoadedModel, str | None]:
-    """The picked MLM checkpoint if it can be had, else the packaged MiniLM-L6 encoder and the reason why.
-
-    Tokenisation, embeddings and contextual vectors need only an encoder, so these views keep working offline.
-    ``progress(fraction, message)`` hears a download's progress."""
-    try:
-        return registry.load("mlm", model_id, progress=progress), None
-    except ModelUnavailableError as exc:
-        return registry.load("encoder", MINILM_ID), str(exc)
-
-
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Old addresses: the views split into core/mlm_pretraining.py are still found here (core.mlm.model_card, ...).
-
-# English, for core/gpt.py's messages until they are keys too; this module's own messages use "mlm.no_blank".
-HOW_TO_BLANK = ("Put [MASK] (or _) where the missing word goes, for example \"my dog is [MASK] .\", or pick a word "
-                "and click 'Mask this word'.")
-
-
-def __getattr__(name: str):
-    from core import mlm_pretraining  # imported on first use: it imports this module
-
-    try:
-        return getattr(mlm_pretraining, name)
-    except AttributeError:
-        raise AttributeError(f"module 'core.mlm' has no attribute {name!r}") from None

@@ -12,11 +12,12 @@ import numpy as np
 import torch
 
 from core import registry
+from core.checkpoints import model_id_or_default
 from core.embeddings import GLOVE_NAME, cosine_matrix, load_glove
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_DRAWS, MAX_MODEL_TOKENS
-from core.mlm import clean_text, encode, encoder_of, with_mask_tokens
-from core.nets import bert
+from core.mlm import clean_text, encode, with_mask_tokens
+from core.nets.bert_encoder import BertConfig
 from core.param_count import parameter_breakdown, seed_hand_count
 from core.tokenizer import WordPieceEncoding, WordPieceTokenizer
 
@@ -44,10 +45,10 @@ def input_representation(loaded: registry.LoadedModel, text: str, pair: str | No
     tokenizer = loaded.tokenizer
     text = with_mask_tokens(clean_text(text), tokenizer.mask_token)
     pair = with_mask_tokens(clean_text(pair, "mlm.empty_second"), tokenizer.mask_token) if pair else None
-    encoding = encode(tokenizer, text, pair, min(MAX_MODEL_TOKENS, loaded.config.max_position_embeddings))
+    encoding = encode(tokenizer, text, pair, min(MAX_MODEL_TOKENS, loaded.config.max_tokens))
     ids = torch.tensor([encoding.ids], device=loaded.device)  # (1, T)
     segments = torch.tensor([encoding.segment_ids], device=loaded.device)  # (1, T)
-    embeddings = encoder_of(loaded.model).embeddings
+    embeddings = loaded.model.base.embeddings
     parts = embeddings.components(ids, segments)  # each (1 or B, T, H)
     token, position = parts["token"][0], parts["position"][0]  # (T, H)
     segment = parts["segment"][0] if "segment" in parts else torch.zeros_like(token)  # (T, H)
@@ -183,7 +184,7 @@ def contextual_vs_static(loaded: registry.LoadedModel, word: str, sentences: lis
         if not positions:
             raise UserInputError("mlm.word_not_in_sentence", word=word, number=number, sentence=sentence)
         ids = torch.tensor([encoding.ids], device=loaded.device)  # (1, T)
-        hidden = encoder_of(loaded.model)(ids, None, None, output_attentions=False).last_hidden_state  # (1, T, H)
+        hidden = loaded.model.base(ids, None, None, output_attentions=False).last_hidden_state  # (1, T, H)
         vectors.append(hidden[0, positions].mean(dim=0).float().cpu().numpy())  # (H,)
         pieces.append([encoding.tokens[p] for p in positions])
     static, static_name, note = None, "GloVe 6B 50d", None
@@ -201,11 +202,12 @@ def contextual_vs_static(loaded: registry.LoadedModel, word: str, sentences: lis
 
 # Configs of the tab's checkpoints, so the card works without downloading them (numbers from their config.json).
 KNOWN_CONFIGS = {
-    "bert-base-uncased": bert.BertConfig(),
-    "bert-base-chinese": bert.BertConfig(vocab_size=21128),
-    "distilbert-base-uncased": bert.BertConfig(model_type="distilbert", num_hidden_layers=6, type_vocab_size=0),
+    "bert-base-uncased": BertConfig(),
+    "bert-base-chinese": BertConfig(vocab_size=21128),
+    "distilbert-base-uncased": BertConfig(model_type="distilbert", num_hidden_layers=6, type_vocab_size=0,
+                                          has_pooler=False, pretrained_with_nsp=False),
     # the seed's other size (§13.2): L = 24, H = 1024, A = 16, FFN 4H
-    "bert-large-uncased": bert.BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+    "bert-large-uncased": BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
                                           intermediate_size=4096),
 }
 SEED_SIZES = ("bert-base-uncased", "bert-large-uncased")  # the card compares the two sizes the seed gives
@@ -218,7 +220,7 @@ CONFIG_FILE, KNOWN = "config.json", "published"  # ModelCard.source: read from t
 class ModelCard:
     model_id: str
     source: str  # where the config came from: CONFIG_FILE (its config.json) or KNOWN (published numbers)
-    config: bert.BertConfig
+    config: BertConfig
     breakdown: dict[str, int]  # parameter_breakdown of the encoder (with the pooler for BERT), "total" last
     heads: dict[str, int]  # the pre-training heads on top: masked LM, NSP
     seed_formula: int  # the seed's hand count, 108,808,704 for bert-base
@@ -228,16 +230,16 @@ class ModelCard:
 
 def model_card(model_id: str | None = None) -> ModelCard:
     """Counts for the checkpoint's config: its config.json if it can be resolved, else the known numbers."""
-    model_id = registry.model_id_or_default("mlm", model_id)
+    model_id = model_id_or_default("mlm", model_id)
     try:
         config, source = registry.config(model_id), CONFIG_FILE  # config.json only
     except ModelUnavailableError:
         if model_id not in KNOWN_CONFIGS:
             raise
         config, source = KNOWN_CONFIGS[model_id], KNOWN
-    distil = config.model_type == "distilbert"
-    breakdown = parameter_breakdown(config, pooler=not distil)
-    with_heads = parameter_breakdown(config, pooler=not distil, heads=("mlm",) if distil else ("mlm", "nsp"))
+    nsp = config.pretrained_with_nsp  # the pooler and the NSP head were trained; without NSP the card leaves both out
+    breakdown = parameter_breakdown(config, pooler=nsp)
+    with_heads = parameter_breakdown(config, pooler=nsp, heads=("mlm", "nsp") if nsp else ("mlm",))
     heads = {k: v for k, v in with_heads.items() if k.startswith("head:")}
     hand = seed_hand_count(V=config.vocab_size, P=config.max_position_embeddings, S=config.type_vocab_size,
                                 H=config.hidden_size, L=config.num_hidden_layers, A=config.num_attention_heads)

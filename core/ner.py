@@ -27,11 +27,9 @@ import torch
 from core import i18n, registry
 from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS, NER_STRATEGIES
-from core.seeds import SEED_WORD_TAGS  # noqa: F401 - §14.4
 from core.textio import CleanText, clean_text
 from core.tokenizer import WordPieceTokenizer
 
-STRATEGIES = NER_STRATEGIES
 DEFAULT_STRIDE = 128  # tokens shared by neighbouring windows, so no word loses all its context at a cut
 OUTSIDE = "O"
 # Tokens per forward pass (two full 512-token windows, or many short texts batched). Bigger passes were slower on
@@ -170,7 +168,7 @@ def tag_many(texts: list[str], model_id: str | None = None, stride: int = DEFAUL
     Raises ModelUnavailableError when the checkpoint is not here."""
     loaded = registry.load("ner", model_id)
     config, tokenizer = loaded.config, loaded.tokenizer
-    limit = min(max_length or tokenizer.model_max_length, config.max_position_embeddings)
+    limit = min(max_length or tokenizer.model_max_length, config.max_tokens)
     labels = [config.id2label.get(i, f"LABEL_{i}") for i in range(config.num_labels)]
     encoded: list[Encoded | UserInputError] = []
     for text in texts:
@@ -284,8 +282,8 @@ def _continues(previous: str, label: str) -> bool:
 def aggregate(tokens: list[Token], probs: np.ndarray, labels: list[str], strategy: str,
               decode: Callable[[list[str]], str], offset: int = 0) -> list[Unit]:
     """Tag tokens ("simple") or whole words; a word is a token plus the subword pieces that follow it."""
-    if strategy not in STRATEGIES:
-        raise UserInputError("ner.unknown_strategy", strategy=str(strategy)[:40], choices=", ".join(STRATEGIES))
+    if strategy not in NER_STRATEGIES:
+        raise UserInputError("ner.unknown_strategy", strategy=str(strategy)[:40], choices=", ".join(NER_STRATEGIES))
     if strategy == "simple":
         groups = [[i] for i in range(len(tokens))]
     else:

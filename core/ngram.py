@@ -36,12 +36,11 @@ import numpy as np
 from core import i18n
 from core.errors import UserInputError
 from core.lazy import lazy_import
-from core.ngram_results import (  # noqa: F401
+from core.ngram_results import (
     BOS,
     EOS,
     UNK,
     ContextCounts,
-    Factor,
     Generation,
     NextWord,
     SentenceScore,

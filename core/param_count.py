@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from core import i18n
 from core.errors import UserInputError
 
-if TYPE_CHECKING:  # counting needs the config's numbers only; core.nets.bert imports torch (core/lazy.py)
-    from core.nets.bert import BertConfig
+if TYPE_CHECKING:  # counting needs the config's numbers only; core.nets imports torch
+    from core.nets.bert_encoder import BertConfig
 
 
 # parameter_breakdown's part names (English identifiers that code and tests index by) → the stable key of each, for
@@ -38,11 +38,10 @@ def parameter_breakdown(config: BertConfig, pooler: bool = True, heads: tuple[st
     the word embeddings, so it adds only its V biases.
     """
     H, L, V, I = config.hidden_size, config.num_hidden_layers, config.vocab_size, config.intermediate_size
-    P, S = config.max_position_embeddings, config.type_vocab_size
-    distil = config.model_type == "distilbert"
+    P, S = config.max_position_embeddings, config.type_vocab_size  # DistilBERT: S = 0, no segment embeddings
     parts = {
         "embeddings: token": V * H,
-        "embeddings: segment": 0 if distil else S * H,
+        "embeddings: segment": S * H,
         "embeddings: position": P * H,
         "embeddings: LayerNorm": 2 * H,
         "attention: Q, K, V, O weights": L * 4 * H * H,
@@ -51,7 +50,7 @@ def parameter_breakdown(config: BertConfig, pooler: bool = True, heads: tuple[st
         "feed-forward: biases": L * (I + H),
         "LayerNorm (2 per layer)": L * 2 * 2 * H,
     }
-    if pooler and not distil:
+    if pooler and config.has_pooler:
         parts["pooler"] = H * H + H
     if "mlm" in heads:
         parts["head: masked LM (transform + LayerNorm + bias; decoder tied)"] = H * H + H + 2 * H + V
@@ -135,8 +134,8 @@ def encoder_shape(config: BertConfig, name: str, pooler: bool = True) -> Transfo
                             d_model=config.hidden_size, heads=config.num_attention_heads,
                             d_ff=config.intermediate_size, vocab_size=config.vocab_size, shared_embeddings=True,
                             learned_positions=config.max_position_embeddings,
-                            segment_vocab=config.type_vocab_size if config.model_type != "distilbert" else 0,
-                            embedding_norm=True, pooler=pooler and config.model_type != "distilbert")
+                            segment_vocab=config.type_vocab_size, embedding_norm=True,
+                            pooler=pooler and config.has_pooler)
 
 
 @dataclass

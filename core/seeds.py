@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.registry import CHINESE_GPT2_ID
+from core.checkpoints import CHINESE_GPT2_ID
 
 # §3: 5 words, 3 dimensions. The one-hot vector of word 4 picks row 4.
 SEED_Q = np.array([[17, 24, 1], [23, 5, 7], [4, 6, 13], [10, 12, 19], [11, 18, 25]], dtype=float)

@@ -25,16 +25,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
 
 import numpy as np
 import torch
 from torch import nn
 
 from core import registry
+from core.checkpoints import model_id_or_default
 from core.errors import UserInputError
 from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
-from core.nets.bert import attention
+from core.nets.bert_encoder import attention
 from core.textio import normalize_text
 from core.tokenizer import Truncation
 
@@ -104,38 +104,7 @@ class BlockWalk:
         return (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# The pieces of one block, whatever the family calls them
-
 ACTIVATION_NAMES = {"gelu": "GELU", "gelu_new": "GELU (tanh)", "gelu_pytorch_tanh": "GELU (tanh)", "relu": "ReLU"}
-
-
-@dataclass
-class BlockParts:
-    query: nn.Linear
-    key: nn.Linear
-    value: nn.Linear
-    attention_output: nn.Linear  # W_O
-    attention_norm: nn.LayerNorm
-    ffn_in: nn.Linear  # W₁: H → 4H
-    activation: Callable[[torch.Tensor], torch.Tensor]
-    ffn_out: nn.Linear  # W₂: 4H → H
-    ffn_norm: nn.LayerNorm
-
-
-def block_parts(layer: nn.Module) -> BlockParts:
-    """The submodules of a BERT layer (modeling_bert names) or a DistilBERT block (modeling_distilbert names)."""
-    if hasattr(layer, "sa_layer_norm"):  # DistilBERT's TransformerBlock
-        a, f = layer.attention, layer.ffn
-        return BlockParts(a.q_lin, a.k_lin, a.v_lin, a.out_lin, layer.sa_layer_norm, f.lin1, f.act, f.lin2,
-                          layer.output_layer_norm)
-    s = layer.attention.self
-    return BlockParts(s.query, s.key, s.value, layer.attention.output.dense, layer.attention.output.LayerNorm,
-                      layer.intermediate.dense, layer.intermediate.act, layer.output.dense, layer.output.LayerNorm)
-
-
-def encoder_layers(base: nn.Module) -> nn.ModuleList:
-    return base.transformer.layer if hasattr(base, "transformer") else base.encoder.layer
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -162,13 +131,13 @@ def check_text(text: object) -> str:
 def tokenize(text: str, model_id: str | None = None) -> Tokenized:
     """WordPiece tokens with [CLS]/[SEP], cut to the model's length (the cut is reported, not hidden)."""
     text = check_text(text)
-    return _tokenize(text, registry.model_id_or_default("encoder", model_id))
+    return _tokenize(text, model_id_or_default("encoder", model_id))
 
 
 @lru_cache(maxsize=16)
 def _tokenize(text: str, model_id: str) -> Tokenized:
     loaded = registry.load("encoder", model_id)
-    max_length = min(loaded.tokenizer.model_max_length, loaded.config.max_position_embeddings, MAX_MODEL_TOKENS)
+    max_length = min(loaded.tokenizer.model_max_length, loaded.config.max_tokens, MAX_MODEL_TOKENS)
     enc = loaded.tokenizer.encode(text, None, max_length=max_length)
     if all(enc.special_tokens_mask):
         raise UserInputError("transformer.no_tokens")
@@ -210,7 +179,7 @@ def pick_token(tokens: list[str], choice: object) -> int:
 
 def walk(text: object, model_id: str | None = None, token: object = None) -> BlockWalk:
     """Follow one token of ``text`` through the encoder ``model_id`` (default MiniLM-L6). Cached per input."""
-    text, model_id = check_text(text), registry.model_id_or_default("encoder", model_id)
+    text, model_id = check_text(text), model_id_or_default("encoder", model_id)
     return _walk(text, model_id, pick_token(_tokenize(text, model_id).tokens, token))
 
 
@@ -243,7 +212,7 @@ def _walk(text: str, model_id: str, index: int) -> BlockWalk:
 
 def trace(base: nn.Module, ids: torch.Tensor, segments: torch.Tensor,
           index: int) -> tuple[list[Step], np.ndarray, np.ndarray]:
-    """Run ``base`` (a BertModel or DistilBertModel) submodule by submodule on one unpadded sequence.
+    """Run ``base`` (a bare encoder of the BERT family) submodule by submodule on one unpadded sequence.
 
     Returns the steps (token ``index``'s slices), every token's hidden states (L+1, T, H) and the token's attention
     weights (L, A, T). Equals ``base(ids)`` exactly up to float rounding (tests/test_transformer.py)."""
@@ -268,8 +237,8 @@ def trace(base: nn.Module, ids: torch.Tensor, segments: torch.Tensor,
     x = emb.LayerNorm(summed)  # (1, T, H)
     keep(0, "ln", "embedding LayerNorm", "x₀ = LayerNorm(sum)", "T × H", x)
     hidden, weights = [x], []
-    for number, layer in enumerate(encoder_layers(base), start=1):
-        p = block_parts(layer)
+    for number, layer in enumerate(base.layers, start=1):
+        p = layer.block_parts()  # its submodules in forward order, under whatever names its family gives them
         hs = x.shape[-1] // A
 
         def heads(t: torch.Tensor) -> torch.Tensor:

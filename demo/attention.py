@@ -10,14 +10,13 @@ from core.lazy import lazy_import
 from core.limits import MAX_LIST_CHARS, MAX_TEXT_CHARS
 from core.seeds import thinking_machines
 from demo import lessons, presets
-from demo.attention_views import (  # noqa: F401
+from demo.attention_views import (
     MODEL_EXAMPLES,
     PERMUTATION_HEADERS,
     SHAPE_HEADERS,
     explore,
     multi_head,
     permutation,
-    positional,
     positional_view,
     show_head,
 )
@@ -30,6 +29,7 @@ from demo.i18n import label, t
 att = lazy_import("core.attention")
 
 TITLE = "Attention"
+HISTORY = [(8, "2014–15", "attention", "attention", "thinking-machines")]  # the Overview's timeline
 
 # Values are language-free identifiers (the API takes them); the labels the learner sees come from the tables.
 PRESETS = {
@@ -46,7 +46,6 @@ SCORES = {
     "additive  vᵀ tanh(W q + U k)": "additive",
 }
 MODES = ["Q, K, V given", "x with W_Q, W_K, W_V"]
-MODE_KEYS = ["attention.mode_qkv", "attention.mode_xw"]
 
 
 # ----------------------------------------------------------------------------------------------------------------

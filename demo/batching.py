@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import gradio as gr
 
-from core import registry
+from core.checkpoints import model_id_or_default
 from core.errors import LearnerError
 from core.i18n import text, using_language
 from demo.common import log
@@ -35,7 +35,7 @@ def by_checkpoint(task: str, model_ids: list, run: Callable[[str, list[int]], li
 
     groups: dict[str, list[int]] = {}
     for index, model_id in enumerate(model_ids):
-        groups.setdefault(registry.model_id_or_default(task, model_id), []).append(index)
+        groups.setdefault(model_id_or_default(task, model_id), []).append(index)
     answers: list[tuple] = [()] * len(model_ids)
     with using_language(language_of(request)):
         for checkpoint, indices in groups.items():

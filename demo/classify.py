@@ -12,11 +12,10 @@ from core.corpora import DEFAULT_LABELLED
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
 from core.limits import MAX_LONG_TEXT_CHARS, MAX_SHORT_TEXT_CHARS, MAX_TEXT_CHARS
-from core.registry import COLA_ID, DIANPING_ID, MRPC_ID, SIMILARITY_ZH_ID, SST2_ID
+from core.checkpoints import COLA_ID, DIANPING_ID, MRPC_ID, SIMILARITY_ZH_ID, SST2_ID
 from demo import lessons, presets
 from demo.classify_finetune import (ACCURACY_COLUMNS, DATA_CHOICES, SAMPLE_COLUMNS, accuracy_table, baseline_rows,
                                     before_training, before_training_bundled, models_table, show_upload, split_data)
-from demo.classify_finetune import MY_DATA, show_data  # noqa: F401 - the data view, where callers have found it
 from demo.classify_finetune import PRESETS as FINETUNE_PRESETS
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker, sig4
 from demo.downloads import missing_model_card, model_event, needs_download, results_visible

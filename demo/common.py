@@ -10,15 +10,24 @@ import logging
 import math
 import numbers
 import os
+import sys
 
 import gradio as gr
 from gradio.context import Context
 
 from core import jobs
+from core.checkpoints import CHECKPOINTS
 from core.errors import LearnerError, UserInputError
 from core.i18n import DEFAULT_LANGUAGE, current_language, table, text, using_language
 
 log = logging.getLogger("plm_explorer")
+
+
+def loaded_models() -> list[str]:
+    """Badges of the models this process has loaded (core/registry.py), for the status panel and the preset results'
+    keys. Before the first model there is none, and asking does not import the registry (it imports torch)."""
+    registry = sys.modules.get("core.registry")
+    return registry.loaded_models() if registry is not None else []
 
 
 def _to_gradio_error(exc: Exception) -> gr.Error:
@@ -279,7 +288,6 @@ def whole_number(value: object, name: str, minimum: int = 0) -> int:
 def model_picker(task: str, label: str = "common.checkpoint") -> gr.Dropdown:
     """A dropdown of the task's known checkpoints that also accepts any Hub id or local folder. ``label`` is a
     table key (or an already made gr.I18n label)."""
-    from core.registry import CHECKPOINTS
     from demo.i18n import label as i18n_label
 
     shown = i18n_label(label) if isinstance(label, str) and label in table(DEFAULT_LANGUAGE) else label

@@ -3,12 +3,12 @@
 A model view's event is two chained steps (``model_event``):
 
 1. ``<api_name>_download``, on the "download" concurrency group: makes the view's checkpoint(s) local
-   (``registry.fetch``), showing gr.Progress in MB of MB while bytes arrive (``byte_progress``). For a checkpoint that
+   (``resolve.fetch``), showing gr.Progress in MB of MB while bytes arrive (``byte_progress``). For a checkpoint that
    is already here it returns at once, so its slots are rarely all busy; a download that fails or stalls is
-   remembered by the registry and reported by step 2, in the view's own way (a view with an offline fallback falls
+   remembered by core/resolve.py and reported by step 2, in the view's own way (a view with an offline fallback falls
    back).
 2. ``<api_name>``, on the "bert" group (or the queue the view asks for), with Gradio's batching when asked: the
-   handler runs inside ``registry.downloads_elsewhere()``, where a checkpoint that is still not local fails at once
+   handler runs inside ``resolve.downloads_elsewhere()``, where a checkpoint that is still not local fails at once
    instead of downloading. So the "bert" slots only ever run models, and another user's loaded model answers while
    a download crawls. An API client calling ``<api_name>`` for a checkpoint not yet here is told so; calling
    ``<api_name>_download`` first fetches it.
@@ -24,7 +24,8 @@ from collections.abc import Callable
 
 import gradio as gr
 
-from core import registry
+from core import resolve
+from core.checkpoints import CHAR_GPT_ID
 from core.errors import LearnerError, ModelUnavailableError
 from core.i18n import text
 from demo.common import friendly_errors, log
@@ -35,23 +36,23 @@ DOWNLOAD_QUEUE = dict(concurrency_id="download", concurrency_limit=8)
 BERT_QUEUE = dict(concurrency_id="bert", concurrency_limit=4)
 TRIGGER_OPTIONS = ("trigger_mode", "js")  # options of the trigger (the first step), not of the model step
 # Ids a task runs without the registry: the GPT views' bundled char-GPT (also what an empty picker means there).
-BUNDLED = {"causal-lm": ("", registry.CHAR_GPT_ID)}
+BUNDLED = {"causal-lm": ("", CHAR_GPT_ID)}
 
 
-def byte_progress(progress: gr.Progress) -> registry.Progress:
+def byte_progress(progress: gr.Progress) -> resolve.Progress:
     """The registry's ``progress(fraction, message)`` -> gr.Progress: "Downloading bert-base-uncased: 12.0 of
     440.5 MB", with the true fraction, while a checkpoint downloads. The one helper every model view uses."""
     return lambda fraction, message: progress(fraction, desc=message)
 
 
-def fetch_models(models: list[tuple[str, object]], progress: registry.Progress | None = None) -> None:
+def fetch_models(models: list[tuple[str, object]], progress: resolve.Progress | None = None) -> None:
     """Make each ``(task, model id)`` local. A learner's error (offline, stalled, refused) is not raised here: the
-    registry remembers it and the model step reports it, or falls back where the view can."""
+    resolver remembers it and the model step reports it, or falls back where the view can."""
     for task, model_id in models:
         if str(model_id or "").strip() in BUNDLED.get(task, ()):
             continue
         try:
-            registry.fetch(task, model_id, progress)
+            resolve.fetch(task, model_id, progress)
         except LearnerError as exc:
             log.info("download step: %s", exc.key)
 
@@ -82,13 +83,13 @@ def _download_step(models: dict[str, object], outputs: int) -> Callable:
 
 
 def local_only(fn: Callable) -> Callable:
-    """``fn`` run inside ``registry.downloads_elsewhere()`` (generators step by step); same signature for Gradio."""
+    """``fn`` run inside ``resolve.downloads_elsewhere()`` (generators step by step); same signature for Gradio."""
     if inspect.isgeneratorfunction(inspect.unwrap(fn)) or inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def steps(*args, **kwargs):
             running = fn(*args, **kwargs)
             while True:
-                with registry.downloads_elsewhere():
+                with resolve.downloads_elsewhere():
                     try:
                         item = next(running)
                     except StopIteration:
@@ -99,7 +100,7 @@ def local_only(fn: Callable) -> Callable:
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        with registry.downloads_elsewhere():
+        with resolve.downloads_elsewhere():
             return fn(*args, **kwargs)
 
     return wrapper

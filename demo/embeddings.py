@@ -22,10 +22,12 @@ from demo.i18n import label, t
 
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
 w2v = lazy_import("core.embeddings")
+word2vec = lazy_import("core.embeddings_word2vec")
 if TYPE_CHECKING:  # annotations only: the module imports torch, which the app loads on first use
-    from core.embeddings import TrainedWord2Vec
+    from core.embeddings_word2vec import TrainedWord2Vec
 
 TITLE = "Word embeddings"
+HISTORY = [(3, "2003", "NNLM", "nnlm", "nnlm-toy"), (4, "2013", "word2vec", "word2vec", "king-queen")]  # timeline
 
 MOBY, UPLOAD = "moby_dick", "upload"  # language-free choice values; the browser shows their labels
 SKIPGRAM, CBOW = "skip-gram", "CBOW"
@@ -177,7 +179,7 @@ def train(source: str, upload: str | None, architecture: str, dim: float, window
     config = _config(architecture, dim, window, epochs, min_count)
     progress(0.0, desc=t("embeddings.progress_preparing"))
     with training_run(request) as budget:
-        model = w2v.train_word2vec(text, config, progress=lambda fraction, message: progress(fraction, desc=message),
+        model = word2vec.train_word2vec(text, config, progress=lambda fraction, message: progress(fraction, desc=message),
                                    stop=budget.stop_reason)
     if model.stopped == jobs.REPLACED:
         raise stopped_error(model.stopped, budget.elapsed, model.loss_steps[-1], model.steps_planned)
@@ -189,14 +191,14 @@ def train(source: str, upload: str | None, architecture: str, dim: float, window
                 min_count=config.min_count, seconds=f"{model.seconds:.1f}", first=f"{model.losses[0]:.3f}",
                 last=f"{model.losses[-1]:.3f}")
     if model.cut_tokens:
-        summary += " " + t("embeddings.train_cut", limit=f"{w2v.MAX_TRAIN_TOKENS:,}", cut=f"{model.cut_tokens:,}")
+        summary += " " + t("embeddings.train_cut", limit=f"{word2vec.MAX_TRAIN_TOKENS:,}", cut=f"{model.cut_tokens:,}")
     if model.stopped:
         summary += " " + stopped_note(model.stopped, budget.elapsed, model.loss_steps[-1], model.steps_planned)
     return fig, summary, model
 
 
-def _config(architecture: str, dim: float, window: float, epochs: float, min_count: float) -> w2v.Word2VecConfig:
-    return w2v.Word2VecConfig(architecture="cbow" if architecture == CBOW else "skipgram", dim=int(dim),
+def _config(architecture: str, dim: float, window: float, epochs: float, min_count: float) -> word2vec.Word2VecConfig:
+    return word2vec.Word2VecConfig(architecture="cbow" if architecture == CBOW else "skipgram", dim=int(dim),
                               window=int(window), epochs=int(epochs), min_count=int(min_count))
 
 
@@ -206,7 +208,7 @@ def before_training(architecture: str, dim: float, window: float, epochs: float,
     """The Train view before training: the very model train() starts from on Moby-Dick (its seed and
     initialisation), its loss at step 0, and its (random) neighbours next to GloVe's; kept as the session's model."""
     config = _config(architecture, dim, window, epochs, min_count)
-    model = w2v.untrained_word2vec(load_corpus("moby_dick"), config)
+    model = word2vec.untrained_word2vec(load_corpus("moby_dick"), config)
     fig = lines(model.loss_steps, {t("embeddings.before.loss_name"): model.losses},
                 t("embeddings.before.fig_loss", architecture=architecture),
                 x_title=t("embeddings.axis_step", batch=f"{config.batch_size:,}"), y_title=t("embeddings.axis_loss"))

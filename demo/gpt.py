@@ -8,7 +8,8 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from core import ladder_heldout, registry
+from core import ladder_heldout
+from core.checkpoints import CHAR_GPT_ID, CHECKPOINTS, CHINESE_GPT2_ID
 from core.errors import UserInputError
 from core.lazy import lazy_import
 from core.limits import MAX_GENERATE, MAX_TEXT_CHARS
@@ -22,37 +23,35 @@ from demo.i18n import label, t
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
 gpt = lazy_import("core.gpt")
 
-CHAR = registry.CHAR_GPT_ID
-ZH_GPT = registry.CHINESE_GPT2_ID  # uer/gpt2-chinese-cluecorpussmall: GPT-2 weights, BERT's Chinese vocab.txt
-MODEL_CHOICES = (CHAR, *registry.CHECKPOINTS["causal-lm"])  # the bundled char-GPT first
+MODEL_CHOICES = (CHAR_GPT_ID, *CHECKPOINTS["causal-lm"])  # the bundled char-GPT first
 
 # model, text, temperature, top-k, top-p, seed
 NEXT_EXAMPLES = [
-    [CHAR, "Call me Ishmael. Some years ago, never mind how long precisely, having little or no mon", 1.0, 0, 1.0, 0],
-    [CHAR, "The White Wha", 1.0, 0, 1.0, 0],
-    [CHAR, "Captain Ahab stood upon the quarter-deck", 0.5, 10, 1.0, 0],
-    [CHAR, "Captain Ahab stood upon the quarter-deck", 1.0, 0, 0.9, 0],  # the nucleus: the cut moves with the text
+    [CHAR_GPT_ID, "Call me Ishmael. Some years ago, never mind how long precisely, having little or no mon", 1.0, 0, 1.0, 0],
+    [CHAR_GPT_ID, "The White Wha", 1.0, 0, 1.0, 0],
+    [CHAR_GPT_ID, "Captain Ahab stood upon the quarter-deck", 0.5, 10, 1.0, 0],
+    [CHAR_GPT_ID, "Captain Ahab stood upon the quarter-deck", 1.0, 0, 0.9, 0],  # the nucleus: the cut moves with the text
     ["gpt2", "The weather today is very", 1.0, 20, 1.0, 0],
-    [ZH_GPT, "今天天气很", 1.0, 20, 1.0, 0],
+    [CHINESE_GPT2_ID, "今天天气很", 1.0, 20, 1.0, 0],
 ]
 # model, prompt, tokens, temperature, top-k, top-p, seed
 GENERATE_EXAMPLES = [
-    [CHAR, "Call me Ishmael. ", 200, 0.8, 0, 1.0, 0],
-    [CHAR, "The whale ", 200, 0.5, 10, 1.0, 1],
-    [CHAR, '"Hast seen the White Whale?" ', 300, 1.0, 0, 1.0, 2],  # 300 > the context: the window slides
-    [CHAR, "Call me Ishmael. ", 200, 1.0, 0, 0.9, 0],
+    [CHAR_GPT_ID, "Call me Ishmael. ", 200, 0.8, 0, 1.0, 0],
+    [CHAR_GPT_ID, "The whale ", 200, 0.5, 10, 1.0, 1],
+    [CHAR_GPT_ID, '"Hast seen the White Whale?" ', 300, 1.0, 0, 1.0, 2],  # 300 > the context: the window slides
+    [CHAR_GPT_ID, "Call me Ishmael. ", 200, 1.0, 0, 0.9, 0],
     ["gpt2", "The history of language models began", 60, 0.8, 40, 1.0, 0],
-    [ZH_GPT, "今天天气很", 40, 0.8, 20, 1.0, 0],
+    [CHINESE_GPT2_ID, "今天天气很", 40, 0.8, 20, 1.0, 0],
 ]
 ATTENTION_EXAMPLES = [
-    [CHAR, "Call me Ishmael.", 1, 1],
-    [CHAR, "the whale, the whale!", 2, 3],
+    [CHAR_GPT_ID, "Call me Ishmael.", 1, 1],
+    [CHAR_GPT_ID, "the whale, the whale!", 2, 3],
     ["gpt2", "i have a dream", 1, 1],
 ]
 VS_EXAMPLES = [
     [GPT_VS_BERT["en"][0], GPT_VS_BERT["en"][1], GPT_VS_BERT["en"][2]],
     [GPT_VS_BERT["zh"][0], GPT_VS_BERT["zh"][1], GPT_VS_BERT["zh"][2]],
-    ["Call me Ishmael. Some years ago, never mind how long precisely, having little or no __ in my purse.", CHAR,
+    ["Call me Ishmael. Some years ago, never mind how long precisely, having little or no __ in my purse.", CHAR_GPT_ID,
      "bert-base-uncased"],
 ]
 
@@ -65,13 +64,13 @@ def _shown(piece: str) -> str:
 def _badge(model_id: str) -> str:
     loaded = gpt.load(model_id)
     text = t("gpt.model_badge", badge=loaded.badge)
-    if loaded.model_id == CHAR:
+    if loaded.model_id == CHAR_GPT_ID:
         losses = " · ".join(f"{name} {loss:.3f}" for name, loss in gpt.held_out_losses().items())
         scores = ladder_heldout.char_gpt_scores()  # the same figure under the Overview ladder's protocol, beside it
         text += "\n\n" + t("gpt.held_out", losses=losses, windows=scores.windows, length=scores.length,
                              nats=f"{scores.window_nats:.3f}", bits=f"{scores.window_bits:.3f}",
                              stream=f"{scores.stream_bits:.3f}")
-    if loaded.model_id == ZH_GPT:
+    if loaded.model_id == CHINESE_GPT2_ID:
         text += "\n\n" + t("gpt.zh_numbers_differ")
     return text
 
@@ -240,7 +239,7 @@ VS_PRESETS = [
 
 
 def _model_picker() -> gr.Dropdown:
-    return gr.Dropdown(list(MODEL_CHOICES), value=CHAR, label=label("gpt.model"), allow_custom_value=True,
+    return gr.Dropdown(list(MODEL_CHOICES), value=CHAR_GPT_ID, label=label("gpt.model"), allow_custom_value=True,
                        info=label("gpt.model_info"))
 
 

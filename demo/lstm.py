@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # annotations only: the module imports torch, which the app l
     from core.lstm import ModelSet
 
 TITLE = "RNN & LSTM"
+HISTORY = [(6, "LSTM 1997 · RNN LM 2010", "RNN / LSTM", "lstm", "forget-gate"),  # the Overview's timeline
+           (13, "2018", "ELMo", "pretrain", "elmo-layers-bank")]
 
 # Dropdown values (language-free; the API takes them) → the gate's name in core/lstm. Labels: lstm.signal_<name>.
 SIGNALS = {"forget gate f": "forget", "input gate i": "input", "output gate o": "output",

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import gradio as gr
 
-from core import registry
+from core.checkpoints import CHECKPOINTS
 from core.limits import FILL_BATCH, MAX_DRAWS, MAX_TEXT_CHARS, MAX_WORD_CHARS
 from demo import lessons, presets
 from demo.common import TABLE_BUTTONS, LATEX, model_picker
 from demo.downloads import model_event
 from demo.figures import COLORWAY
 from demo.i18n import label
-from demo.mlm_handlers import (bank, card, compare, fill, fill_batch, inputs, mask_chosen_word,  # noqa: F401
-                               masking, nsp, rows_of, word_choices, word_list)
+from demo.mlm_handlers import (bank, card, compare, fill, fill_batch, inputs, mask_chosen_word, masking, nsp,
+                               word_choices)
 
 TITLE = "BERT masked LM"
+HISTORY = [(13, "2018", "BERT", "pretrain", "my-dog-is")]  # the Overview's timeline
 
 FILL_EXAMPLES = [
     ["my dog is [MASK] ."],
@@ -53,7 +54,7 @@ BANK_EXAMPLES = [
      "A bat hung upside down in the barn."],
 ]
 
-MLM_ID = registry.CHECKPOINTS["mlm"][0]  # bert-base-uncased: the seed's model; offline, views fall back to MiniLM
+MLM_ID = CHECKPOINTS["mlm"][0]  # bert-base-uncased: the seed's model; offline, views fall back to MiniLM
 ZH_ID = "bert-base-chinese"  # 21,128 entries, one per Chinese character (and some English pieces)
 P = presets.Preset
 FILL_PRESETS = [P("my-dog-is", label("mlm.preset_my_dog_is"), (MLM_ID, FILL_EXAMPLES[0][0], 5), "§13"),

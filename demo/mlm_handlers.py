@@ -10,17 +10,17 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from core import registry
-from core.errors import ModelUnavailableError, UserInputError
+from core.checkpoints import MINILM_ID, model_id_or_default
+from core.errors import LearnerError, ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
 from core.param_count import PART_KEYS
-from core.registry import MINILM_ID
 from demo.common import friendly_errors, gpu_handler, log, sig4, whole_number
 from demo.downloads import byte_progress, missing_model_card, needs_download, results_visible
 from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
 from demo.i18n import language_of, t, using_language
 
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+registry = lazy_import("core.registry")
 fm = lazy_import("core.mlm")
 pretraining = lazy_import("core.mlm_pretraining")
 
@@ -44,22 +44,23 @@ def load_mlm(model_id: str, progress: gr.Progress) -> registry.LoadedModel:
 
 def unavailable(exc: ModelUnavailableError, model_id: str | None = None) -> str:
     """The notice when predictions cannot run: the registry's reason, the checkpoint to fetch, what still works."""
-    model = registry.model_id_or_default("mlm", model_id)
+    model = model_id_or_default("mlm", model_id)
     return t("mlm.unavailable", reason=str(exc), model=model[:100])
 
 
 def no_model(exc: ModelUnavailableError, model_id: str | None, shows_key: str, *empty) -> tuple:
     """The outputs of a view whose checkpoint cannot be had: its card in the notice (or the reason, when a download
     would not help), ``empty`` for the results, and their column hidden."""
-    model = registry.model_id_or_default("mlm", model_id)
+    model = model_id_or_default("mlm", model_id)
     notice = missing_model_card(model, shows_key, exc) if needs_download(exc) else unavailable(exc, model_id)
     return (notice, *empty, results_visible(False))
 
 
-def badge(loaded: registry.LoadedModel, fallback_reason: str | None = None) -> str:
+def badge(loaded: registry.LoadedModel, missing: LearnerError | None = None) -> str:
+    """The model's badge; when MiniLM-L6 stands in for the picked checkpoint, why (``missing``)."""
     line = f"<span class='badge'>{loaded.badge}</span>"
-    if fallback_reason:
-        line += "\n\n" + t("mlm.fallback", reason=fallback_reason)
+    if missing is not None:
+        line += "\n\n" + t("mlm.fallback", reason=str(missing))
     return line
 
 
@@ -145,7 +146,7 @@ def fill_batch(model_id: list, text: list, top_k: list, request: gr.Request = No
     outputs: list[tuple] = [None] * len(texts)  # type: ignore[list-item]
     groups: dict[str, list[int]] = {}
     for index, model_id in enumerate(model_ids):
-        groups.setdefault(registry.model_id_or_default("mlm", model_id), []).append(index)
+        groups.setdefault(model_id_or_default("mlm", model_id), []).append(index)
     for model_id, indices in groups.items():
         try:
             loaded = registry.load("mlm", model_id)
@@ -226,7 +227,7 @@ def compare(model_id: str, text: str, top_k: float, progress=gr.Progress()):
 def inputs(model_id: str, text: str, pair: str, progress=gr.Progress()):
     """→ notice, highlighted tokens, token table, 4 heatmaps."""
     fm.clean_text(text)
-    loaded, reason = fm.model_for_views(model_id, byte_progress(progress))
+    loaded, missing = registry.load_or_fallback("mlm", model_id, byte_progress(progress))
     rep = pretraining.input_representation(loaded, text, pair or None)
     segment_names = {0: t("mlm.segment_a"), 1: t("mlm.segment_b")}
     highlighted = gr.HighlightedText(
@@ -246,7 +247,7 @@ def inputs(model_id: str, text: str, pair: str, progress=gr.Progress()):
     figures = [draw(rep.token, "mlm.emb_token_title", scale), draw(rep.segment, "mlm.emb_segment_title", scale),
                draw(rep.position, "mlm.emb_position_title", scale),
                draw(rep.total, "mlm.emb_sum_title", float(np.abs(rep.total[:, :dims]).max()))]
-    note = badge(loaded, reason) + "\n\n" + t("mlm.piece_note")
+    note = badge(loaded, missing) + "\n\n" + t("mlm.piece_note")
     if any(_is_cjk(ch) for ch in text + (pair or "")):
         note += "\n\n" + t("mlm.cjk_note")
     if loaded.config.model_type == "distilbert":
@@ -268,12 +269,8 @@ def _is_cjk(ch: str) -> bool:
 def masking(model_id: str, text: str, seed: float, draws: float):
     """→ highlighted draw, table, counts figure, per-position figure, summary."""
     fm.clean_text(text)
-    note = ""
-    try:
-        tokenizer, _ = registry.tokenizer(model_id)
-    except ModelUnavailableError:
-        tokenizer, _ = registry.tokenizer(MINILM_ID)  # same WordPiece vocabulary as bert-base-uncased
-        note = "\n\n" + t("mlm.masking_fallback", model=str(model_id)[:100])
+    tokenizer, _, missing = registry.tokenizer_or_fallback(model_id)  # MiniLM-L6: bert-base-uncased's vocabulary
+    note = "\n\n" + t("mlm.masking_fallback", model=str(model_id)[:100]) if missing else ""
     result = pretraining.bert_masking(tokenizer, text, whole_number(seed, t("mlm.seed_name")),
                                       whole_number(draws, t("mlm.draws_name"), 1))
     highlighted = [(token + " ", None if action == pretraining.KEEP else action_name(action))
@@ -376,7 +373,7 @@ def _seed_sizes() -> str:
 def bank(model_id: str, word: str, first: str, second: str, third: str, progress=gr.Progress()):
     """→ notice, contextual figure, static figure, explanation."""
     progress(0.1, desc=t("mlm.bank_progress"))
-    loaded, reason = fm.model_for_views(model_id)
+    loaded, missing = registry.load_or_fallback("mlm", model_id)
     result = pretraining.contextual_vs_static(loaded, word, [first, second, third])
     labels = [f"{i + 1}: {s[:28]}{'…' if len(s) > 28 else ''}" for i, s in enumerate(result.sentences)]
     contextual = heatmap(result.contextual, labels, labels,
@@ -390,4 +387,4 @@ def bank(model_id: str, word: str, first: str, second: str, third: str, progress
                          zmin=0, zmax=1, height=380)
     off = result.contextual[~np.eye(len(labels), dtype=bool)]
     text = t("mlm.bank_text", word=result.word, low=f"{off.min():.2f}", high=f"{off.max():.2f}")
-    return badge(loaded, reason), contextual, static, text
+    return badge(loaded, missing), contextual, static, text

@@ -7,8 +7,7 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from core import registry
-from core.registry import MINILM_ID
+from core.checkpoints import CHECKPOINTS, MINILM_ID, model_id_or_default
 from core.corpora import load_corpus
 from core.errors import LearnerError, ModelUnavailableError
 from core.limits import MAX_SHORT_TEXT_CHARS, MAX_TEXT_CHARS, NER_STRATEGIES
@@ -22,6 +21,7 @@ from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, heatmap
 from demo.i18n import label, t
 
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+registry = lazy_import("core.registry")
 ner = lazy_import("core.ner")
 if TYPE_CHECKING:  # annotations only: the module imports torch, which the app loads on first use
     from core.ner import TaggedText
@@ -216,12 +216,9 @@ def _offline_or_refused(text: str, model_id: str, exc: ModelUnavailableError):
 
 
 def _offline(text: str, model_id: str, exc: ModelUnavailableError):
-    try:
-        tokenizer, files = registry.tokenizer(model_id)
-    except ModelUnavailableError:
-        tokenizer, files = registry.tokenizer(MINILM_ID)
+    tokenizer, files, _ = registry.tokenizer_or_fallback(model_id)
     encoded = ner.encode(tokenizer, text)
-    model = registry.model_id_or_default("ner", model_id)[:100]
+    model = model_id_or_default("ner", model_id)[:100]
     source = (t("ner.tokenizer_minilm", model=files.model_id) if files.model_id == MINILM_ID
               else t("ner.tokenizer_own", model=files.model_id))
     if needs_download(exc):  # the card stands in for the tagger's results, which are hidden
@@ -269,7 +266,7 @@ def long_text():
 # Layout
 
 
-NER_ID = registry.CHECKPOINTS["ner"][0]
+NER_ID = CHECKPOINTS["ner"][0]
 P = presets.Preset
 TAG_PRESETS = [P("wolfgang-berlin", label("ner.preset_wolfgang"), (EXAMPLES[0][0], NER_ID, "first"), "§14.4",
                  shows="probabilities"),  # lesson 2: a softmax over labels on every token

@@ -30,6 +30,7 @@ from demo.figures import COLORWAY, bar, empty_figure, styled
 from demo.i18n import label, t
 
 TITLE = "N-gram"
+HISTORY = [(2.1, "§2.1 · 1948 → 1990s", "n-gram", "ngram", "p-cixing-de")]  # the Overview's timeline
 
 # Choice values are language-free (API clients send them); the browser shows each choice's label in the learner's
 # language.

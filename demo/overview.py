@@ -33,18 +33,28 @@ def link(tab: str, preset: str | None) -> str:
     return LINK.format(tab=tab, preset=preset) if preset else f"?tab={tab}"
 
 
-# (when, name, key of what it brought, tab, preset) in the lessons' order (the seed's): recurrent networks are older
-# than word2vec, but recurrent language models and ELMo came after the fixed-window NNLM
-TIMELINE = [
-    ("§2.1 · 1948 → 1990s", "n-gram", "ngram", "ngram", "p-cixing-de"),
-    ("2003", "NNLM", "nnlm", "embeddings", "nnlm-toy"),
-    ("2013", "word2vec", "word2vec", "embeddings", "king-queen"),
-    ("LSTM 1997 · RNN LM 2010", "RNN / LSTM", "lstm", "lstm", "forget-gate"),
-    ("2014–15", "attention", "attention", "attention", "thinking-machines"),
-    ("2017", "Transformer", "transformer", "transformer", None),
-    ("2018", "ELMo / GPT / BERT", "pretrain", "mlm", "my-dog-is"),
-]
-LATER_LINKS = [("ELMo", "lstm", "elmo-layers-bank"), ("GPT", "transformer", None), ("BERT", "mlm", "my-dog-is")]
+# The timeline is read from the tabs themselves: a tab's demo module may declare HISTORY, its steps as
+# (place, when, name, key of what it brought, preset). Steps are shown by place, the lessons' order (the seed's):
+# recurrent networks are older than word2vec, but recurrent language models and ELMo came after the fixed-window
+# NNLM; the pre-trained models of 2018 (ELMo, GPT, BERT) share the last place and one point of the timeline.
+
+
+def milestones(tabs) -> list[tuple[str, str, str, str, str | None]]:
+    """Every step of the tabs' HISTORY, as (when, name, what, tab, preset), by place (then in the tabs' order)."""
+    steps = [(place, number, when, name, what, module.__name__.rsplit(".", 1)[-1], preset)
+             for number, module in enumerate(tabs) for place, when, name, what, preset in getattr(module, "HISTORY", [])]
+    return [step[2:] for step in sorted(steps, key=lambda step: step[:2])]
+
+
+def timeline(tabs) -> list[tuple[str, str, str, str, str | None]]:
+    """One point per date: steps of the same date (2018) share it, named together and linked to the last."""
+    points: list[tuple] = []
+    for when, name, what, tab, preset in milestones(tabs):
+        if points and points[-1][0] == when:
+            points[-1] = (when, f"{points[-1][1]} / {name}", points[-1][2], tab, preset)
+        else:
+            points.append((when, name, what, tab, preset))
+    return points
 
 # (slug, text): each preset shows where some rung fails; its label and what to look at are keys
 # overview.preset.<slug> and overview.look.<slug>. The texts stay English: every rung was trained on Moby-Dick.
@@ -81,9 +91,8 @@ PRESETS = [presets.Preset(slug, label(f"overview.preset.{_key(slug)}"), (text, l
 # request and no plotly.js (benchmarks/first_paint_results.md, run 8).
 
 
-def timeline_links() -> str:
-    links = [f"[{name}]({link(tab, preset)})" for _, name, _, tab, preset in TIMELINE[:-1]]
-    links += [f"[{name}]({link(tab, preset)})" for name, tab, preset in LATER_LINKS]
+def timeline_links(tabs) -> str:
+    links = [f"[{name}]({link(tab, preset)})" for _, name, _, tab, preset in milestones(tabs)]
     return t("overview.open_step", links=" · ".join(links))
 
 
@@ -159,17 +168,17 @@ def held_out_ladder():
     return note, held_out_headers(), table, names, values, best
 
 
-def path_html(lang: str) -> str:
-    """The path sub-tab in ``lang``: the timeline (names link to their tabs), the step links, then the held-out
-    ladder's note, bar chart and table."""
+def path_html(lang: str, tabs) -> str:
+    """The path sub-tab in ``lang``: the timeline of ``tabs`` (the app's demo modules; names link to their tabs), the
+    step links, then the held-out ladder's note, bar chart and table."""
     with using_language(lang):
         steps = [(when, name, t(f"overview.brought.{what}"), link(tab, preset))
-                 for when, name, what, tab, preset in TIMELINE]
+                 for when, name, what, tab, preset in timeline(tabs)]
         note, headers, rows, names, values, best = held_out_ladder()
         return "".join([
             static_html.markdown(t("tour.overview_start", n=len(tour.STOPS))),
             static_html.timeline(steps, t("overview.fig_timeline"), "overview-timeline", lang),
-            static_html.markdown(timeline_links()),
+            static_html.markdown(timeline_links(tabs)),
             static_html.markdown(t("overview.held_title")),
             static_html.markdown(note),
             static_html.bars(names, values, t("overview.fig_held_out"), "overview-held-out-bits", lang,
@@ -245,6 +254,7 @@ def run_ladder(text: str, note=None):
 
 
 def build() -> None:
+    tabs = presets.app_tabs()  # the timeline's steps come from the app's tabs (app.TABS)
     gr.Markdown(label("overview.intro"))
     lesson_slot = gr.Column()  # the whole path's lesson, above both sub-tabs
 
@@ -254,7 +264,7 @@ def build() -> None:
         with gr.Tab(label("overview.tab_path"), id="path"):
             # Once it is on screen, the browser loads plotly.js for the tabs that plot (figures.PLOTLY_PRELOAD_JS).
             gr.HTML("", html_template=static_html.TEMPLATE, js_on_load=static_html.EXPORT_JS + PLOTLY_PRELOAD_JS,
-                    elem_classes=["static-view"], html={lang: path_html(lang) for lang in LANGUAGES})
+                    elem_classes=["static-view"], html={lang: path_html(lang, tabs) for lang in LANGUAGES})
 
         with gr.Tab(label("overview.tab_ladder"), id="ladder") as ladder_tab:
             gr.Markdown(label("overview.text_title"))

@@ -4,13 +4,25 @@ result (first paint). Bounded, thread-safe, and forgotten on restart: losing a r
 """
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import Callable, Protocol
 
-if TYPE_CHECKING:
-    from demo.presets import Preset, View
+from core import resolve
+from core.cache import BoundedCache
+from core.i18n import current_language
+from demo.common import loaded_models
+
+
+class ViewLike(Protocol):  # demo.presets.View: what a record needs of a view
+    tab: str
+    key: str
+    fn: Callable
+
+
+class PresetLike(Protocol):  # demo.presets.Preset
+    slug: str
+
+    def resolved(self) -> tuple: ...
 
 
 class SessionViews:
@@ -30,45 +42,37 @@ class SessionViews:
     answer never reached the page) computes the default again."""
 
     def __init__(self, limit: int = 20_000, claim_seconds: float = 0.0):
-        self._seen: OrderedDict[tuple, tuple[int, float]] = OrderedDict()
-        self._lock = threading.Lock()
-        self._limit = limit
+        self._seen = BoundedCache(limit)  # (session, tab, view) -> (marks, when the last was made)
         self.claim_seconds = claim_seconds
 
     @staticmethod
-    def key(view: "View", request) -> tuple:
+    def key(view: ViewLike, request) -> tuple:
         return getattr(request, "session_hash", None), view.tab, view.key
 
-    def _add(self, key: tuple) -> None:  # with the lock held
-        self._seen[key] = (self._seen.get(key, (0, 0.0))[0] + 1, time.monotonic())
-        self._seen.move_to_end(key)
-        while len(self._seen) > self._limit:
-            self._seen.popitem(last=False)
+    def mark(self, view: ViewLike, request) -> None:
+        self._seen.update(self.key(view, request), lambda old: (old[0] + 1, time.monotonic()), (0, 0.0))
 
-    def mark(self, view: "View", request) -> None:
-        with self._lock:
-            self._add(self.key(view, request))
+    def count(self, view: ViewLike, request) -> int:
+        return self._seen.get(self.key(view, request), (0, 0.0))[0]
 
-    def count(self, view: "View", request) -> int:
-        with self._lock:
-            return self._seen.get(self.key(view, request), (0, 0.0))[0]
-
-    def claim(self, view: "View", request) -> bool:
+    def claim(self, view: ViewLike, request) -> bool:
         """Mark the view unless it was marked less than ``claim_seconds`` ago; True if this call marked it."""
-        with self._lock:
-            key = self.key(view, request)
-            if key in self._seen and time.monotonic() - self._seen[key][1] < self.claim_seconds:
-                return False
-            self._add(key)
-            return True
+        now, marked = time.monotonic(), []
 
-    def forget(self, view: "View", request) -> None:
-        with self._lock:
-            self._seen.pop(self.key(view, request), None)
+        def claimed(old: tuple[int, float]) -> tuple[int, float]:
+            if old[0] and now - old[1] < self.claim_seconds:
+                return old
+            marked.append(True)
+            return old[0] + 1, now
+
+        self._seen.update(self.key(view, request), claimed, (0, 0.0))
+        return bool(marked)
+
+    def forget(self, view: ViewLike, request) -> None:
+        self._seen.pop(self.key(view, request))
 
     def clear(self) -> None:
-        with self._lock:
-            self._seen.clear()
+        self._seen.clear()
 
 
 ASKED = SessionViews()
@@ -86,40 +90,22 @@ class Results:
     for one computation instead of each running it. Bounded (LRU); results are treated as read-only."""
 
     def __init__(self, limit: int = 512):
-        self._done: OrderedDict[tuple, tuple] = OrderedDict()
-        self._locks: dict[tuple, threading.Lock] = {}
-        self._lock = threading.Lock()
-        self._limit = limit
+        self._done = BoundedCache(limit)  # key -> (values, results)
 
     @staticmethod
-    def key(view: "View", preset: "Preset") -> tuple:
-        from core import registry
-        from core.i18n import current_language
+    def key(view: ViewLike, preset: PresetLike) -> tuple:
+        return (view.fn, view.tab, view.key, preset.slug, current_language(), resolve.is_offline(),
+                tuple(sorted(set(loaded_models()))))
 
-        return (view.fn, view.tab, view.key, preset.slug, current_language(), registry.is_offline(),
-                tuple(sorted(set(registry.loaded_models()))))
-
-    def get(self, view: "View", preset: "Preset") -> tuple[tuple, tuple]:
-        key = self.key(view, preset)
-        with self._lock:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            with self._lock:
-                if key in self._done:
-                    self._done.move_to_end(key)
-                    return self._done[key]
+    def get(self, view: ViewLike, preset: PresetLike) -> tuple[tuple, tuple]:
+        def compute() -> tuple[tuple, tuple]:
             values = preset.resolved()
-            results = view.fn(*values)  # an error propagates and nothing is stored
-            with self._lock:
-                self._done[key] = values, results
-                while len(self._done) > self._limit:
-                    old, _ = self._done.popitem(last=False)
-                    self._locks.pop(old, None)
-            return values, results
+            return values, view.fn(*values)  # an error propagates and nothing is stored
+
+        return self._done.get_or_compute(self.key(view, preset), compute)
 
     def clear(self) -> None:
-        with self._lock:
-            self._done.clear()
+        self._done.clear()
 
 
 RESULTS = Results()

@@ -316,10 +316,16 @@ class _TabEntry:
     views: list[View] = field(default_factory=list)
 
 
+def app_tabs() -> list:
+    """The demo modules of the app being built (app.TABS, handed to its Registry); none outside a build."""
+    return _CURRENT.modules if _CURRENT is not None else []
+
+
 class Registry:
     """Collects every view while the app is built; :meth:`wire` adds tab-open events and the deep-link load."""
 
-    def __init__(self):
+    def __init__(self, modules: Sequence = ()):
+        self.modules = list(modules)  # the tabs' demo modules, as app.TABS lists them (app_tabs)
         self.tabs: dict[str, _TabEntry] = {}
         self._tab: str | None = None
         self._opening: dict[str, list[View]] = {}

@@ -8,13 +8,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core import registry
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
 from core.lazy import lazy_import
 from core.limits import (MAX_LONG_TEXT_CHARS, MAX_TEXT_CHARS, QA_DEFAULT_MAX_ANSWER_LEN, QA_DEFAULT_MAX_SEQ_LEN,
                          QA_MAX_TOP_K)
-from core.registry import CHINESE_QA_ID, SQUAD2_ID
+from core.checkpoints import CHECKPOINTS, CHINESE_QA_ID, SQUAD2_ID, model_id_or_default
 from core.seeds import PRECIPITATION, SEED_EN, SEED_ZH
 from demo import lessons, presets
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
@@ -35,7 +34,7 @@ LAYOUT_TABLE_ROWS = 1200
 CANDIDATE_COLUMNS = ["qa.col_rank", "qa.col_answer", "qa.col_score", "qa.col_chars", "qa.col_window",
                      "qa.col_positions"]
 LAYOUT_COLUMNS = ["qa.col_window", "qa.col_position", "qa.col_token", "qa.col_segment", "qa.col_part"]
-QA_ID = registry.CHECKPOINTS["qa"][0]
+QA_ID = CHECKPOINTS["qa"][0]
 
 
 # The answer's colour, under its name in every language: a colour map is fixed when the tab is built, before the
@@ -212,7 +211,7 @@ def table(rows: list[list], columns: list[str]) -> pd.DataFrame:
 def _no_model(exc: ModelUnavailableError, model_id: str, expected: str = ""):
     """The card (or, when a download would not help, the reason) in the summary; the answer's outputs hidden."""
     if needs_download(exc):
-        message = missing_model_card(registry.model_id_or_default("qa", model_id), "downloads.shows_qa", exc)
+        message = missing_model_card(model_id_or_default("qa", model_id), "downloads.shows_qa", exc)
     else:
         message = t("qa.no_model", error=exc, hint=t("qa.no_model_hint"))
     if expected:  # a preset still says what the seed gives

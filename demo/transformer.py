@@ -9,11 +9,10 @@ import numpy as np
 import pandas as pd
 
 from core import param_count as pc
-from core import registry
+from core.checkpoints import MINILM_ID, model_id_or_default
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
 from core.limits import MAX_TEXT_CHARS
-from core.registry import MINILM_ID
 from demo import gpt, lessons, presets, tokenizer_lab
 from demo.common import friendly_errors, gpu_handler, model_picker, sig4, whole_number
 from demo.downloads import model_event
@@ -21,9 +20,11 @@ from demo.figures import bar, empty_figure, heatmap, lines
 from demo.i18n import label, t
 
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+registry = lazy_import("core.registry")
 tr = lazy_import("core.transformer")
 
 TITLE = "Transformer & GPT"
+HISTORY = [(10, "2017", "Transformer", "transformer", None), (13, "2018", "GPT", "pretrain", None)]  # timeline
 LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
 
 BLOCK_PRESETS = {
@@ -189,15 +190,6 @@ def block_layer(model_id: str, text: str, token: str, layer: float):
     return step_strip(walk, layer), attention_figure(walk, layer), steps_table(walk, layer)
 
 
-@friendly_errors
-def block_preset(model_id: str, preset: str, progress=gr.Progress()):
-    """Load a preset sentence, token and layer, and run it."""
-    if preset not in BLOCK_PRESETS:
-        raise UserInputError("transformer.pick_preset", choices=", ".join(BLOCK_PRESETS))
-    text, token, layer = BLOCK_PRESETS[preset]
-    return (text, *block(model_id, text, token, layer, progress))
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # Transformer-base numbers
 
@@ -280,8 +272,8 @@ def base_preset(preset: str, model_id: str):
     if preset not in BASE_PRESETS:
         raise UserInputError("transformer.pick_preset", choices=", ".join(BASE_PRESETS))
     if preset == ENCODER_PRESET:
-        loaded = registry.load("encoder", registry.model_id_or_default("encoder", model_id))
-        has_pooler = getattr(loaded.model.base, "pooler", None) is not None  # as the checkpoint file has it
+        loaded = registry.load("encoder", model_id_or_default("encoder", model_id))
+        has_pooler = loaded.model.base.pooler is not None  # as the checkpoint file has it
         shape = pc.encoder_shape(loaded.config, loaded.files.model_id, pooler=has_pooler)
     else:
         shape = pc.transformer_shape(BASE_PRESETS[preset])

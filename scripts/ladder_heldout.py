@@ -94,7 +94,7 @@ def bytes_only(path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=ladder.HELDOUT_PATH)
+    parser.add_argument("--out", type=Path, default=ladder_heldout.HELDOUT_PATH)
     parser.add_argument("--bytes-only", action="store_true", help="add the per-byte columns to --out as it is")
     args = parser.parse_args()
     if args.bytes_only:

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 import torch
+from core import resolve
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 TEXTS = ["今天的最高温度是多少", "天气预报显示今天最高温度 37 摄氏度", "我很喜欢你", "我很中意你",
@@ -54,6 +55,64 @@ def write(folder: Path, class_name: str, *, safetensors: bool, tokenizer_config:
     return folder
 
 
+MLM_TEXTS = ["今天天气很[MASK]。", "今天天气很[MASK]，我们不得不取消户外运动。", "我学中文", "北京大学"]
+
+
+def write_mlm(folder: Path, texts: list[str] = MLM_TEXTS) -> Path:
+    """A tiny random BertForPreTraining with a Chinese-character vocabulary (as bert-base-chinese has: one entry per
+    character, [unused] slots, do_lower_case false), written by transformers. vocab.txt and tokenizer_config.json
+    only (no tokenizer.json), as some Chinese repos ship: the registry builds the WordPiece pipeline from the
+    vocabulary, transformers' AutoTokenizer does the same."""
+    import transformers
+
+    characters = sorted(set("".join(texts).replace("[MASK]", "") + "好坏差冷热晴雨我你他的了是不很天气学中文北京大"))
+    specials = ["[PAD]", *[f"[unused{i}]" for i in range(1, 10)], "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab = specials + characters + ["，", "。", "a", "##a"]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=37)
+    transformers.BertForPreTraining(config).eval().save_pretrained(folder)
+    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False,
+                                                              "tokenizer_class": "BertTokenizer"}))
+    return folder
+
+
+# ckiplab/bert-base-chinese-ner's id2label (its config.json): O, then B-, I-, E-, S- over OntoNotes' 18 types in
+# alphabetical order, 73 labels. Checked against the published config before naming the checkpoint.
+ONTONOTES = ["CARDINAL", "DATE", "EVENT", "FAC", "GPE", "LANGUAGE", "LAW", "LOC", "MONEY", "NORP", "ORDINAL", "ORG",
+             "PERCENT", "PERSON", "PRODUCT", "QUANTITY", "TIME", "WORK_OF_ART"]
+CKIP_LABELS = ["O"] + [f"{prefix}-{kind}" for prefix in "BIES" for kind in ONTONOTES]
+
+
+def write_ner(folder: Path, text: str) -> Path:
+    """A tiny random BertForTokenClassification with ckiplab's 73 labels and its file layout: config.json,
+    pytorch_model.bin (no safetensors), vocab.txt, tokenizer_config.json and special_tokens_map.json, no
+    tokenizer.json. The vocabulary is ``text``'s Chinese characters and a few more (bert-base-chinese's kind: one
+    entry per character)."""
+    import transformers
+
+    characters = sorted(set(text + "愛發講今天气很好北京大学中文"))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *characters, "a", "##a"]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False,
+                                                              "tokenizer_class": "BertTokenizerFast"}))
+    (folder / "special_tokens_map.json").write_text(json.dumps({"unk_token": "[UNK]", "sep_token": "[SEP]",
+                                                                "pad_token": "[PAD]", "cls_token": "[CLS]",
+                                                                "mask_token": "[MASK]"}))
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=37, num_labels=len(CKIP_LABELS),
+                                     id2label=dict(enumerate(CKIP_LABELS)),
+                                     label2id={label: i for i, label in enumerate(CKIP_LABELS)})
+    model = transformers.BertForTokenClassification(config).eval()
+    model.save_pretrained(folder)  # config.json; the weights go into a .bin, as ckiplab ships them
+    (folder / "model.safetensors").unlink()
+    torch.save(model.state_dict(), folder / "pytorch_model.bin")
+    assert (folder / "pytorch_model.bin").is_file() and not (folder / "model.safetensors").exists()
+    return folder
+
+
 def serve(monkeypatch, tmp_path, repos: dict[str, Path], timeout: float = 5.0):
     """A local Hub (tests/hub_server.py) serving ``repos`` {id: folder}, an empty HF cache, online, a ``timeout``
     deadline for every Hub call. Returns the server; ``stop`` closes it and restores the deadline and the cache."""
@@ -64,8 +123,8 @@ def serve(monkeypatch, tmp_path, repos: dict[str, Path], timeout: float = 5.0):
     monkeypatch.setenv("HF_ENDPOINT", server.url)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(registry, "_offline_flag", False)
-    monkeypatch.setattr(registry, "settings", registry.Settings())
+    monkeypatch.setattr(resolve, "_offline_flag", False)
+    monkeypatch.setattr(resolve, "settings", resolve.Settings())
     hub.set_timeout(timeout)
     registry.clear_cache()
     for model_id, folder in repos.items():

@@ -17,7 +17,7 @@ atexit.register(shutil.rmtree, _HF_HOME, ignore_errors=True)
 os.environ["HF_HOME"] = _HF_HOME
 os.environ["HF_HUB_CACHE"] = os.path.join(_HF_HOME, "hub")
 os.environ.pop("HF_ENDPOINT", None)
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ["HF_HUB_OFFLINE"] = "1"  # overridden, not defaulted: a developer's own setting must not leak in
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import pytest  # noqa: E402
@@ -55,7 +55,10 @@ def tiny_checkpoint(tmp_path_factory):
     import torch
     import transformers
 
-    from core.registry import MINILM_ID, resolve
+    from core import resolve
+
+
+    from core.checkpoints import MINILM_ID
 
     made = {}
 
@@ -72,7 +75,7 @@ def tiny_checkpoint(tmp_path_factory):
             config = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
                                              num_attention_heads=4, intermediate_size=37, **overrides)
         getattr(transformers, class_name)(config).eval().save_pretrained(folder)
-        transformers.BertTokenizerFast.from_pretrained(str(resolve(MINILM_ID).directory)).save_pretrained(folder)
+        transformers.BertTokenizerFast.from_pretrained(str(resolve.resolve(MINILM_ID).directory)).save_pretrained(folder)
         made[key] = folder
         return folder
 
@@ -101,7 +104,10 @@ def tiny_gpt2_checkpoint(tmp_path_factory):
     import transformers
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from core.registry import MINILM_ID, resolve
+    from core import resolve
+
+
+    from core.checkpoints import MINILM_ID
 
     made = {}
 
@@ -120,7 +126,7 @@ def tiny_gpt2_checkpoint(tmp_path_factory):
             bpe.save(str(folder / "tokenizer.json"))
             vocab_size, eos = bpe.get_vocab_size(), bpe.token_to_id("<|endoftext|>")
         elif tokenizer == "wordpiece":
-            shutil.copy(resolve(MINILM_ID).directory / "vocab.txt", folder / "vocab.txt")
+            shutil.copy(resolve.resolve(MINILM_ID).directory / "vocab.txt", folder / "vocab.txt")
             vocab_size, eos = 30522, 102
         else:
             raise ValueError(tokenizer)
@@ -155,6 +161,23 @@ def fresh_preset_results():
         records.ASKED.clear()  # requests without a session (tests, API clients) share one record
         records.OPENED.clear()
     yield
+
+
+@pytest.fixture
+def server(monkeypatch, tmp_path):
+    """A fresh local Hub (tests/hub_server.py) with an empty HF cache, online, a 2 s deadline for every Hub call;
+    everything restored afterwards. ``server.add_repo(id, folder)`` serves a checkpoint under a Hub id."""
+    from tests import chinese_checkpoints
+
+    hub_server = chinese_checkpoints.serve(monkeypatch, tmp_path, {}, timeout=2.0)
+    yield hub_server
+    chinese_checkpoints.stop(hub_server)
+
+
+@pytest.fixture(scope="module")
+def mlm_folder(tiny_checkpoint):
+    """A tiny random BertForMaskedLM (tiny_checkpoint)."""
+    return tiny_checkpoint("BertForMaskedLM")
 
 
 CONLL_LABELS = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]

@@ -10,17 +10,19 @@ import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 
 from core import attention as att
-from core.registry import MINILM_ID, resolve
+from core.seeds import thinking_machines
+from core import resolve
+from core.checkpoints import MINILM_ID
 from core.errors import UserInputError
 
-transformers = pytest.importorskip("transformers")
+import transformers
 
 ATOL = 1e-5
 
 
 @pytest.fixture(scope="module")
 def minilm_dir():
-    return str(resolve(MINILM_ID).directory)
+    return str(resolve.resolve(MINILM_ID).directory)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -28,7 +30,7 @@ def minilm_dir():
 
 
 def test_thinking_machines_reproduces_the_seed_numbers_exactly():
-    p = att.thinking_machines()
+    p = thinking_machines()
     assert p["Q"].shape == p["K"].shape == p["V"].shape == (2, 64)
     q1, k1, k2 = p["Q"][0], p["K"][0], p["K"][1]
     assert float(q1 @ k1) == 112.0 and float(q1 @ k2) == 96.0

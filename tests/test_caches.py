@@ -11,6 +11,7 @@ import core
 import demo
 from core import registry
 from core.cache import BoundedCache, bounded_cache
+from core import resolve
 
 
 def test_bounded_cache_keeps_entry_and_weight_limits_and_the_newest_entry():
@@ -87,13 +88,13 @@ def test_attention_cache_drops_old_maps_beyond_its_weight():
 
 def test_loaded_models_are_bounded(tiny_checkpoint, monkeypatch):
     registry.clear_cache()
-    monkeypatch.setattr(registry, "settings", registry.Settings(cache_models=2))
+    monkeypatch.setattr(resolve, "settings", resolve.Settings(cache_models=2))
     folders = [str(tiny_checkpoint("BertForMaskedLM", seed=s).resolve()) for s in range(4)]
     for folder in folders:
         registry.load("mlm", folder)
-    assert len(registry._cache) == 2
-    assert [key[1] for key in registry._cache] == folders[2:]
+    assert len(registry._models) == 2
+    assert [key[1] for key in registry._models.keys()] == folders[2:]
     registry.load("mlm", folders[2])  # used again: now the most recent
     registry.load("mlm", folders[0])
-    assert [key[1] for key in registry._cache] == [folders[2], folders[0]]
+    assert [key[1] for key in registry._models.keys()] == [folders[2], folders[0]]
     registry.clear_cache()

@@ -7,6 +7,8 @@ import torch
 from core import classify, finetune, finetune_train, registry
 from core.corpora import DEFAULT_LABELLED
 from core.errors import ModelUnavailableError, UserInputError
+from core import checkpoints
+from core import seeds
 
 LABELS = {0: "negative", 1: "positive", 2: "neutral"}
 SINGLE = ("The soup was hot, fresh and full of flavour.", None)
@@ -81,22 +83,22 @@ def test_bad_inputs_and_wrong_checkpoints_get_clear_messages(tiny_checkpoint, fo
     tagger = str(tiny_checkpoint("BertForTokenClassification", num_labels=3))
     with pytest.raises(UserInputError, match="TokenClassification"):
         classify.classify("hello", None, tagger)
-    with pytest.raises(ModelUnavailableError, match=classify.SST2_ID):
-        classify.classify("hello", None, classify.SST2_ID)
+    with pytest.raises(ModelUnavailableError, match=checkpoints.SST2_ID):
+        classify.classify("hello", None, checkpoints.SST2_ID)
 
 
 def test_generic_labels_get_dataset_names_only_for_known_checkpoints():
     from core.nets.bert import BertConfig
 
     generic = BertConfig.from_dict({"id2label": {"0": "LABEL_0", "1": "LABEL_1"}})
-    assert classify.label_names(classify.MRPC_ID, generic)[0] == ["not paraphrase", "paraphrase"]
+    assert classify.label_names(checkpoints.MRPC_ID, generic)[0] == ["not paraphrase", "paraphrase"]
     assert classify.label_names("some/other", generic)[0] == ["LABEL_0", "LABEL_1"]
     named = BertConfig.from_dict({"id2label": {"0": "NEGATIVE", "1": "POSITIVE"}})
-    assert classify.label_names(classify.MRPC_ID, named)[0] == ["NEGATIVE", "POSITIVE"]
+    assert classify.label_names(checkpoints.MRPC_ID, named)[0] == ["NEGATIVE", "POSITIVE"]
 
 
 def test_offline_layout_uses_minilm_tokenizer():
-    encoding, source = classify.input_layout(*classify.SEED_PAIR_EN, classify.MRPC_ID)
+    encoding, source = classify.input_layout(*seeds.SEED_PAIR_EN, checkpoints.MRPC_ID)
     assert "not available here" in source
     assert encoding.tokens[0] == "[CLS]" and encoding.tokens.count("[SEP]") == 2
     first_sep = encoding.tokens.index("[SEP]")
@@ -212,11 +214,14 @@ def test_same_seed_same_accuracy_and_it_beats_the_majority(small_split, outcome)
 def test_frozen_vectors_equal_sentence_transformers_mean_pooling(small_split):
     import transformers
 
-    from core.registry import MINILM_ID, resolve
+    from core import resolve
+
+
+    from core.checkpoints import MINILM_ID
 
     texts = [e.text for e in small_split.test[:5]]
     ours = finetune_train.encode(texts, 1).frozen
-    folder = str(resolve(MINILM_ID).directory)
+    folder = str(resolve.resolve(MINILM_ID).directory)
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
     model = transformers.AutoModel.from_pretrained(folder).eval()
     batch = tokenizer(texts, padding=True, return_tensors="pt")
@@ -318,10 +323,10 @@ def chinese_hub(monkeypatch, tmp_path):
     from tests import chinese_checkpoints
 
     folders = {
-        classify.DIANPING_ID: chinese_checkpoints.write(
+        checkpoints.DIANPING_ID: chinese_checkpoints.write(
             tmp_path / "dianping", "BertForSequenceClassification", safetensors=True, tokenizer_config=True,
             id2label=chinese_checkpoints.DIANPING_LABELS),
-        classify.SIMILARITY_ZH_ID: chinese_checkpoints.write(
+        checkpoints.SIMILARITY_ZH_ID: chinese_checkpoints.write(
             tmp_path / "similarity", "BertForSequenceClassification", safetensors=True, tokenizer_config=False,
             seed=1, num_labels=2),
     }
@@ -333,24 +338,24 @@ def chinese_hub(monkeypatch, tmp_path):
 def test_chinese_checkpoints_load_through_the_registry_with_their_label_sets(chinese_hub):
     from core.i18n import using_language
 
-    review = classify.classify(classify.DIANPING_REVIEW, None, classify.DIANPING_ID)
+    review = classify.classify(seeds.DIANPING_REVIEW, None, checkpoints.DIANPING_ID)
     assert review.labels == ["negative (stars 1, 2 and 3)", "positive (stars 4 and 5)"]
     assert "id2label" in review.label_note and "from Hub download" in review.badge
     assert review.encoding.tokens[:3] == ["[CLS]", "菜", "很"]  # one token per character
-    expected, ids = reference_logits(str(chinese_hub[classify.DIANPING_ID]), classify.DIANPING_REVIEW, None)
+    expected, ids = reference_logits(str(chinese_hub[checkpoints.DIANPING_ID]), seeds.DIANPING_REVIEW, None)
     assert review.encoding.ids == ids
     np.testing.assert_allclose(review.logits, expected, atol=1e-5)
 
-    pair = classify.classify(*classify.SEED_PAIR_ZH, classify.SIMILARITY_ZH_ID)
+    pair = classify.classify(*seeds.SEED_PAIR_ZH, checkpoints.SIMILARITY_ZH_ID)
     assert pair.labels == ["不相似 (not similar)", "相似 (similar)"] and "LCQMC" in pair.label_note
     assert pair.encoding.tokens == ["[CLS]", *"我很喜欢你", "[SEP]", *"我很中意你", "[SEP]"]
     assert pair.encoding.segment_ids == [0] * 7 + [1] * 6
-    expected, ids = reference_logits(str(chinese_hub[classify.SIMILARITY_ZH_ID]), *classify.SEED_PAIR_ZH)
+    expected, ids = reference_logits(str(chinese_hub[checkpoints.SIMILARITY_ZH_ID]), *seeds.SEED_PAIR_ZH)
     assert pair.encoding.ids == ids
     np.testing.assert_allclose(pair.logits, expected, atol=1e-5)
     assert pair.probs.sum() == pytest.approx(1.0, abs=1e-6)
     with using_language("zh"):  # the names the model card gives, in the learner's language
-        assert classify.classify(*classify.SEED_PAIR_ZH, classify.SIMILARITY_ZH_ID).labels == ["不相似", "相似"]
+        assert classify.classify(*seeds.SEED_PAIR_ZH, checkpoints.SIMILARITY_ZH_ID).labels == ["不相似", "相似"]
 
 
 def test_finetune_messages_come_out_in_chinese():

@@ -12,6 +12,9 @@ from core.corpora import DEFAULT_LABELLED
 from core.i18n import using_language
 from demo import classify
 from demo.common import sig4
+from core import checkpoints
+from demo import classify_finetune
+from core import seeds
 
 LABELS = {0: "negative", 1: "positive"}
 
@@ -33,10 +36,10 @@ def rows_of(frame):
 
 def test_pair_shows_layout_vector_w_and_probabilities(folder):
     summary, probs, vector, table, entries, note, rows, shown = classify.classify_text(
-        folder, "sentence pair", *core_classify.SEED_PAIR_EN, 128)
+        folder, "sentence pair", *seeds.SEED_PAIR_EN, 128)
     table, rows = rows_of(table), rows_of(rows)
     assert shown == {"__type__": "update", "visible": True}  # the model's results column, shown
-    result = core_classify.classify(*core_classify.SEED_PAIR_EN, folder)
+    result = core_classify.classify(*seeds.SEED_PAIR_EN, folder)
     best = result.ranked[0]
     assert f"**{best['label']}** · P = {best['score']:.4f}" in summary and "id2label" in summary
     assert list(probs.data[0].y) == ["negative", "positive"]
@@ -56,8 +59,8 @@ def test_truncation_is_reported(folder):
 
 def test_offline_checkpoint_names_the_fetch_command_and_layout_still_works():
     summary, probs, vector, table, entries, note, rows, shown = classify.classify_text(
-        core_classify.DIANPING_ID, "single sentence", "菜很好吃", "", 128)
-    assert "is not on this machine" in summary and f"hf download {core_classify.DIANPING_ID}\n" in summary
+        checkpoints.DIANPING_ID, "single sentence", "菜很好吃", "", 128)
+    assert "is not on this machine" in summary and f"hf download {checkpoints.DIANPING_ID}\n" in summary
     assert shown == {"__type__": "update", "visible": False} and probs is None and vector is None  # hidden, not empty
     assert rows_of(rows)[0][1] == "[CLS]" and "not available here" in note
 
@@ -65,8 +68,8 @@ def test_offline_checkpoint_names_the_fetch_command_and_layout_still_works():
 def test_preset_fills_the_inputs():
     preset = next(p for p in classify.VIEW_PRESETS if p.slug == "wo-hen-xihuan-ni")
     index, model_id, task, text_a, text_b, max_length = preset.resolved()
-    assert (text_a, text_b) == core_classify.SEED_PAIR_ZH and task == "sentence pair"
-    assert model_id == core_classify.SIMILARITY_ZH_ID
+    assert (text_a, text_b) == seeds.SEED_PAIR_ZH and task == "sentence pair"
+    assert model_id == checkpoints.SIMILARITY_ZH_ID
     summary, *_ = classify.run_example(index, model_id, task, text_a, text_b, max_length)
     assert "illustrate" in summary and "hf download IDEA-CCNL/Erlangshen-Roberta-110M-Similarity" in summary
 
@@ -77,7 +80,7 @@ def test_empty_pair_side_is_a_clear_error(folder):
 
 
 def test_data_view_shows_split_and_baselines():
-    note, rows, sample = classify.show_data(DEFAULT_LABELLED, "", None, 0)
+    note, rows, sample = classify_finetune.show_data(DEFAULT_LABELLED, "", None, 0)
     rows, sample = rows_of(rows), rows_of(sample)
     assert "164 training and 56 held-out" in note
     assert [row[0] for row in rows][0] == "majority class" and rows[0][1] == 0.5
@@ -90,23 +93,23 @@ def test_an_upload_switches_to_my_data(tmp_path):
     upload.write_text("label,sentence\n" + "".join(f"{'ab'[i % 2]},sentence number {i}\n" for i in range(12)),
                       encoding="utf-8")
     dataset, note, rows, sample, loss, status, answers = classify.show_upload("", str(upload), 0)
-    assert dataset == classify.MY_DATA and "your uploaded file" in note
+    assert dataset == classify_finetune.MY_DATA and "your uploaded file" in note
     assert "8 training and 4 held-out" in note  # 6 per label: round(6 × 0.25) = 2 held out of each
     assert "of the 4 held-out sentences" in status  # the head before training, scored on the new data
 
 
 def test_bad_pasted_data_names_the_line():
     with pytest.raises(gr.Error, match="line 2"):
-        classify.show_data(classify.MY_DATA, "positive\tgood\nno separator here\n", None, 0)
+        classify_finetune.show_data(classify_finetune.MY_DATA, "positive\tgood\nno separator here\n", None, 0)
     with pytest.raises(gr.Error, match="at least two classes"):
-        classify.show_data(classify.MY_DATA, "positive\tgood\npositive\tfine\n", None, 0)
+        classify_finetune.show_data(classify_finetune.MY_DATA, "positive\tgood\npositive\tfine\n", None, 0)
 
 
 def test_training_on_malformed_or_one_class_data_is_refused_before_it_starts():
     with pytest.raises(gr.Error, match="line 3"):
-        list(classify.train(classify.MY_DATA, "positive\tgood\nnegative\tbad\nno tab\n", None, 0, 10, 1, 1))
+        list(classify.train(classify_finetune.MY_DATA, "positive\tgood\nnegative\tbad\nno tab\n", None, 0, 10, 1, 1))
     with pytest.raises(gr.Error, match="at least two classes"):
-        list(classify.train(classify.MY_DATA, "positive\tgood\npositive\tfine\n", None, 0, 10, 1, 1))
+        list(classify.train(classify_finetune.MY_DATA, "positive\tgood\npositive\tfine\n", None, 0, 10, 1, 1))
     with pytest.raises(gr.Error, match="epochs"):
         list(classify.train(DEFAULT_LABELLED, "", None, 0, 10, 1, 99))
 
@@ -156,8 +159,8 @@ def test_changes_view_before_any_training_shows_the_frozen_picture():
 def test_results_and_errors_come_out_in_chinese(folder):
     with using_language("zh"):
         summary, probs, vector, logits, entries, note, rows, _ = classify.classify_text(
-            folder, "sentence pair", *core_classify.SEED_PAIR_ZH, 128)
-        data_note, accuracy, sample = classify.show_data(DEFAULT_LABELLED, "", None, 0)
+            folder, "sentence pair", *seeds.SEED_PAIR_ZH, 128)
+        data_note, accuracy, sample = classify_finetune.show_data(DEFAULT_LABELLED, "", None, 0)
     assert "在 2 个标签上做 softmax" in summary and "标签名来自模型的 config.json" in summary
     assert list(logits.columns) == ["标签", "W_c · v", "b_c", "logit", "概率"]
     assert probs.layout.title.text.startswith("P(标签)") and "片段编号为 0" in note
@@ -177,7 +180,7 @@ def test_seed_pair_preset_on_the_chinese_similarity_model(monkeypatch, tmp_path)
 
     folder = chinese_checkpoints.write(tmp_path / "similarity", "BertForSequenceClassification", safetensors=True,
                                        tokenizer_config=False, num_labels=2)
-    server = chinese_checkpoints.serve(monkeypatch, tmp_path, {core_classify.SIMILARITY_ZH_ID: folder})
+    server = chinese_checkpoints.serve(monkeypatch, tmp_path, {checkpoints.SIMILARITY_ZH_ID: folder})
     try:
         preset = next(p for p in classify.VIEW_PRESETS if p.slug == "wo-hen-xihuan-ni")
         with using_language("zh"):

@@ -13,6 +13,7 @@ from core import ner as core_ner
 from core.errors import ModelUnavailableError
 from demo import downloads
 from tests import chinese_checkpoints
+from core import resolve
 
 REPO = "tiny-org/tiny-bert-ner"
 TEXT = "My name is Wolfgang and I live in Berlin."
@@ -137,8 +138,8 @@ def test_fetch_models_reports_bytes_in_the_learners_language(server, ner_folder)
     with using_language("zh"):
         downloads.fetch_models([("ner", REPO)], lambda fraction, message: seen.append((fraction, message)))
     assert seen[-1][0] == pytest.approx(1.0) and seen[-1][1].startswith(f"正在下载 {REPO}：")
-    with registry.downloads_elsewhere():
-        assert registry.resolve(REPO).source == "Hugging Face cache"
+    with resolve.downloads_elsewhere():
+        assert resolve.resolve(REPO).source == "Hugging Face cache"
 
 
 def test_local_only_refuses_downloads_inside_and_allows_them_after(server, ner_folder):

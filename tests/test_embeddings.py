@@ -10,7 +10,10 @@ import torch.nn.functional as F
 from gensim.models import KeyedVectors
 
 from core import embeddings as w2v
+from core import embeddings_word2vec as word2vec
+from core.seeds import SEED_Q
 from core.errors import UserInputError
+from core.nets import word2vec as word2vec_net
 
 
 @pytest.fixture(scope="module")
@@ -38,14 +41,14 @@ def test_seed_lookup_picks_row_four():
     vector = w2v.one_hot(3, 5)
     assert vector.tolist() == [0, 0, 0, 1, 0]
     # Seed §3: [0 0 0 1 0] × Q = [10 12 19].
-    assert w2v.lookup(vector, w2v.SEED_Q).tolist() == [10, 12, 19]
+    assert w2v.lookup(vector, SEED_Q).tolist() == [10, 12, 19]
 
 
 def test_lookup_equals_torch_embedding_for_every_word():
-    q = torch.tensor(w2v.SEED_Q)
-    for index in range(len(w2v.SEED_Q)):
+    q = torch.tensor(SEED_Q)
+    for index in range(len(SEED_Q)):
         expected = F.embedding(torch.tensor([index]), q)[0].numpy()
-        np.testing.assert_array_equal(w2v.lookup(w2v.one_hot(index, 5), w2v.SEED_Q), expected)
+        np.testing.assert_array_equal(w2v.lookup(w2v.one_hot(index, 5), SEED_Q), expected)
 
 
 def test_one_hot_cosine_is_zero_between_different_words():
@@ -195,7 +198,7 @@ TOY = dict(dim=16, window=3, min_count=2, lr=0.05, subsample=1.0, batch_size=256
 @pytest.mark.parametrize("architecture, epochs", [("skipgram", 3), ("cbow", 5)])
 def test_word2vec_learns_the_two_topics(architecture, epochs):
     updates = []
-    model = w2v.train_word2vec(_toy_corpus(), w2v.Word2VecConfig(architecture=architecture, epochs=epochs, **TOY),
+    model = word2vec.train_word2vec(_toy_corpus(), word2vec.Word2VecConfig(architecture=architecture, epochs=epochs, **TOY),
                                progress=lambda fraction, message: updates.append(fraction))
     vectors = model.vectors
     assert sorted(vectors.words) == sorted(ANIMALS + VEHICLES)
@@ -209,9 +212,9 @@ def test_word2vec_learns_the_two_topics(architecture, epochs):
 
 
 def test_training_is_reproducible_with_a_seed():
-    config = w2v.Word2VecConfig(epochs=1, **TOY)
-    a = w2v.train_word2vec(_toy_corpus(sentences=100), config)
-    b = w2v.train_word2vec(_toy_corpus(sentences=100), config)
+    config = word2vec.Word2VecConfig(epochs=1, **TOY)
+    a = word2vec.train_word2vec(_toy_corpus(sentences=100), config)
+    b = word2vec.train_word2vec(_toy_corpus(sentences=100), config)
     np.testing.assert_array_equal(a.vectors.vectors, b.vectors.vectors)
 
 
@@ -219,7 +222,7 @@ def test_skipgram_pairs_match_a_plain_loop():
     ids = np.arange(10, 30)
     window = 3
     rng = np.random.default_rng(5)
-    centres, contexts = w2v._examples(ids, window, cbow=False, pad=-1, rng=rng)
+    centres, contexts = word2vec._examples(ids, window, cbow=False, pad=-1, rng=rng)
     b = np.random.default_rng(5).integers(1, window + 1, size=len(ids))  # the same draws
     expected = sorted((ids[i], ids[j]) for i in range(len(ids)) for j in range(len(ids))
                       if i != j and abs(i - j) <= b[i])
@@ -229,7 +232,7 @@ def test_skipgram_pairs_match_a_plain_loop():
 def test_cbow_contexts_match_a_plain_loop():
     ids = np.arange(1, 13)
     window, pad = 2, 99
-    contexts, centres = w2v._examples(ids, window, cbow=True, pad=pad, rng=np.random.default_rng(7))
+    contexts, centres = word2vec._examples(ids, window, cbow=True, pad=pad, rng=np.random.default_rng(7))
     b = np.random.default_rng(7).integers(1, window + 1, size=len(ids))
     for row, centre in zip(contexts, centres):
         i = int(np.where(ids == centre)[0][0])
@@ -238,7 +241,7 @@ def test_cbow_contexts_match_a_plain_loop():
 
 
 def test_negative_sampling_loss_equals_the_formula():
-    model = w2v.SkipGramNS(vocab_size=6, dim=4)
+    model = word2vec_net.SkipGramNS(vocab_size=6, dim=4)
     torch.nn.init.normal_(model.out.weight)
     centre, target, noise = torch.tensor([2]), torch.tensor([4]), torch.tensor([[0, 5, 1]])
     v_c, u_o, u_k = model.inp.weight[2], model.out.weight[4], model.out.weight[[0, 5, 1]]
@@ -247,30 +250,30 @@ def test_negative_sampling_loss_equals_the_formula():
 
 
 def test_corpus_tokens_drop_punctuation_and_split_unsegmented_chinese():
-    assert w2v.corpus_tokens("Call me Ishmael. Some years ago—") == ["call", "me", "ishmael", "some", "years", "ago"]
-    assert w2v.corpus_tokens("北京 的 天气") == ["北京", "的", "天气"]  # segmented: words stay
-    assert w2v.corpus_tokens("今天天气很好") == list("今天天气很好")  # unsegmented: characters
+    assert word2vec.corpus_tokens("Call me Ishmael. Some years ago—") == ["call", "me", "ishmael", "some", "years", "ago"]
+    assert word2vec.corpus_tokens("北京 的 天气") == ["北京", "的", "天气"]  # segmented: words stay
+    assert word2vec.corpus_tokens("今天天气很好") == list("今天天气很好")  # unsegmented: characters
 
 
 def test_training_refuses_tiny_text_and_bad_settings():
     with pytest.raises(UserInputError, match="longer text"):
-        w2v.train_word2vec("a short text with few words")
+        word2vec.train_word2vec("a short text with few words")
     with pytest.raises(UserInputError, match="window"):
-        w2v.train_word2vec(_toy_corpus(), w2v.Word2VecConfig(window=0))
+        word2vec.train_word2vec(_toy_corpus(), word2vec.Word2VecConfig(window=0))
     with pytest.raises(UserInputError, match="skip-gram or CBOW"):
-        w2v.train_word2vec(_toy_corpus(), w2v.Word2VecConfig(architecture="glove"))
+        word2vec.train_word2vec(_toy_corpus(), word2vec.Word2VecConfig(architecture="glove"))
 
 
 
 @pytest.mark.parametrize("cbow", [False, True])
 def test_sgd_step_moves_the_rows_by_the_autograd_gradient(cbow):
     torch.manual_seed(0)
-    model = w2v.SkipGramNS(vocab_size=9, dim=4)
+    model = word2vec_net.SkipGramNS(vocab_size=9, dim=4)
     torch.nn.init.normal_(model.out.weight)
     # repeated words in a batch: their updates add up, as index_add_ does
     inputs = torch.tensor([[1, 2, 9, 9], [3, 3, 4, 9], [0, 9, 9, 9]]) if cbow else torch.tensor([2, 2, 5])
     targets, noise = torch.tensor([4, 7, 4]), torch.tensor([[0, 5, 1], [4, 4, 8], [6, 2, 0]])
-    reference = w2v.SkipGramNS(vocab_size=9, dim=4)  # the same loss through autograd on copies of the tables
+    reference = word2vec_net.SkipGramNS(vocab_size=9, dim=4)  # the same loss through autograd on copies of the tables
     reference.load_state_dict(model.state_dict())
     inp, out = reference.inp.weight, reference.out.weight
     expected_loss = reference(inputs, targets, noise) * len(targets)  # summed over the batch
@@ -285,7 +288,7 @@ def test_sgd_step_moves_the_rows_by_the_autograd_gradient(cbow):
 
 def test_unigram_table_draws_in_proportion_to_count_to_the_three_quarters():
     counts = np.array([1000.0, 100.0, 10.0, 1.0])
-    table = w2v.unigram_table(counts, size=1_000_000)
+    table = word2vec.unigram_table(counts, size=1_000_000)
     share = np.bincount(table, minlength=4) / len(table)
     np.testing.assert_allclose(share, counts**0.75 / (counts**0.75).sum(), rtol=1e-3)
 
@@ -300,7 +303,7 @@ def test_corpus_tokens_are_the_word_tokens_that_hold_a_letter_or_digit():
         if any(ch.isalnum() for ch in token):
             cjk = len(token) > 4 and all(unicodedata.name(ch, "").startswith("CJK") for ch in token)
             expected += list(token) if cjk else [token]
-    assert w2v.corpus_tokens(text) == expected
+    assert word2vec.corpus_tokens(text) == expected
 
 
 def _neighbour_sets(words: list[str], unit: np.ndarray, probe: list[str], topn: int = 10) -> list[set[str]]:
@@ -322,9 +325,9 @@ def test_skipgram_neighbours_agree_with_gensim_as_well_as_gensim_agrees_with_its
 
     torch.set_num_threads(1)
     text = load_corpus("moby_dick")
-    config = w2v.Word2VecConfig()
-    ours = w2v.train_word2vec(text, config).vectors
-    tokens = w2v.corpus_tokens(text)
+    config = word2vec.Word2VecConfig()
+    ours = word2vec.train_word2vec(text, config).vectors
+    tokens = word2vec.corpus_tokens(text)
     sentences = [tokens[i:i + 1000] for i in range(0, len(tokens), 1000)]
     probe = ours.words[50:250]  # frequent words past the function words
     theirs = []

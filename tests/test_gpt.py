@@ -8,9 +8,10 @@ import shutil
 import pytest
 import torch
 
-from core.registry import load_state_dict
+from core.weights import load_state_dict
 from core.errors import ModelUnavailableError, UserInputError
 from core.nets.gpt import GPT, GPTConfig, causal_attention, from_state_dict, normalize_state_dict, to_gpt2_state_dict
+from core import checkpoints
 from core.sampling import Settings
 
 TOL = 1e-5
@@ -192,7 +193,7 @@ def test_transformers_reads_the_shipped_char_gpt_file_the_same_way(tmp_path):
 def test_next_token_applies_temperature_and_top_k():
     from core import gpt
 
-    loaded = gpt.load(gpt.CHAR_GPT_ID)
+    loaded = gpt.load(checkpoints.CHAR_GPT_ID)
     text = "The White Wha"
     with torch.no_grad():
         ids = torch.tensor([loaded.tokenizer.encode(text).ids], device=loaded.model.lm_head.weight.device)
@@ -312,9 +313,9 @@ def test_gpt_vs_bert_offline_runs_the_char_gpt_and_names_the_bert_checkpoint():
 
     result = gpt.gpt_vs_bert(gpt.PRESETS["en"][0], "gpt2", "bert-base-uncased")
     assert result.left == "The weather today is very "
-    assert result.gpt.model_id == gpt.CHAR_GPT_ID and "download gpt2" in result.gpt_note
+    assert result.gpt.model_id == checkpoints.CHAR_GPT_ID and "download gpt2" in result.gpt_note
     assert result.bert is None and "bert-base-uncased" in result.bert_note and "download" in result.bert_note
-    zh = gpt.gpt_vs_bert(gpt.PRESETS["zh"][0], gpt.CHINESE_GPT2_ID, "bert-base-chinese")
+    zh = gpt.gpt_vs_bert(gpt.PRESETS["zh"][0], checkpoints.CHINESE_GPT2_ID, "bert-base-chinese")
     assert zh.left == "今天天气很" and zh.gpt is None and "knows none" in zh.gpt_note
     assert "bert-base-chinese" in zh.bert_note
 

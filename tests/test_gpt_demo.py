@@ -5,10 +5,11 @@ import pytest
 
 from core import gpt as core_gpt
 from demo import gpt
+from core import checkpoints
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-CHAR = core_gpt.CHAR_GPT_ID
+CHAR = checkpoints.CHAR_GPT_ID
 
 
 def test_next_token_figure_and_table():
@@ -140,7 +141,7 @@ def test_the_chinese_weather_preset_says_what_to_fetch_and_that_numbers_differ()
     view: the message names the checkpoint and `hf download`; GPT vs BERT on the seed's sentence says the seed's
     numbers are illustrations."""
     preset = {p.slug: p for p in gpt.NEXT_PRESETS}["chinese-gpt2-weather"]
-    assert preset.resolved()[:2] == (core_gpt.CHINESE_GPT2_ID, "今天天气很")
+    assert preset.resolved()[:2] == (checkpoints.CHINESE_GPT2_ID, "今天天气很")
     view_fn = gpt._or_message(gpt.next_token, 1, table="next", results=1)
     note, fig, table, shown = view_fn(*preset.resolved())
     assert "hf download uer/gpt2-chinese-cluecorpussmall\n" in note  # the card (issue #31): one command

@@ -11,6 +11,7 @@ import pytest
 from demo import (attention, classify, common, embeddings, gpt, lstm, lstm_generate, mlm, ner, ngram, overview, qa,
                   transformer)
 from tests.live_app import ROOT
+from demo import classify_finetune
 
 MODEL_HANDLERS = [attention.explore, attention.show_head, embeddings.train, lstm.inspect_text,
                   lstm.measure_gradients, lstm_generate.generate_both, lstm.compare_contexts, lstm.train_models, mlm.fill,
@@ -20,7 +21,7 @@ MODEL_HANDLERS = [attention.explore, attention.show_head, embeddings.train, lstm
                   gpt.attention, gpt.gpt_vs_bert]
 NO_MODEL_HANDLERS = [ngram.show_counts, embeddings.neighbours, embeddings.one_hot_lookup, attention.multi_head,
                      mlm.card, ner.convert_tags, qa.show_layout, transformer.base_params,
-                     classify.show_data]
+                     classify_finetune.show_data]
 
 
 @pytest.mark.parametrize("handler", MODEL_HANDLERS, ids=lambda h: f"{h.__module__}.{h.__name__}")

@@ -30,11 +30,6 @@ from core import i18n
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Files other branches are converting (issue #19); the lead deletes an entry when that branch is merged. A file in
-# this list is reported (skipped with its count) instead of failing; test_the_unconverted_list_is_current fails once
-# a listed file is clean, so the list only shrinks.
-NOT_YET_CONVERTED: list[str] = []
-
 LEARNER_ERRORS = {"UserInputError", "ModelUnavailableError"}
 UI_KEYWORDS = {"label", "info", "placeholder"}
 TEXT_VALUE_COMPONENTS = {"Markdown", "HTML", "Button", "DownloadButton", "UploadButton", "ClearButton", "LoginButton"}
@@ -209,17 +204,8 @@ def offenders(path: str) -> list[str]:
 @pytest.mark.parametrize("path", scanned_files())
 def test_no_english_for_the_learner_outside_the_tables(path):
     found = offenders(path)
-    if path in NOT_YET_CONVERTED:
-        pytest.skip(f"not yet converted (issue #19): {len(found)} English strings left")
     assert not found, "English for the learner outside assets/i18n (use label()/t() or an error key):\n" + \
         "\n".join(found)
-
-
-def test_the_unconverted_list_is_current():
-    files = set(scanned_files())
-    assert not set(NOT_YET_CONVERTED) - files, "listed files that do not exist"
-    clean = [path for path in NOT_YET_CONVERTED if not offenders(path)]
-    assert not clean, f"these files are converted now: remove them from NOT_YET_CONVERTED: {clean}"
 
 
 # ---------------------------------------------------------------------------------------------------------------

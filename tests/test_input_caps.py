@@ -21,6 +21,7 @@ from core.i18n import text, using_language
 from demo.common import component_name
 from demo.input_caps import TOO_LONG, cap_of
 from tests.conftest import run_async
+from core import resolve
 
 # Handlers that train for up to minutes by design (as in tests/test_fuzz_handlers.py): their caps are checked, but
 # they are not run with a long token.
@@ -59,9 +60,8 @@ ECHO_RUN = "q" * (limits.MAX_ECHO_CHARS + 1)  # more of the token than any messa
 @pytest.fixture(scope="module")
 def app():
     import app as app_module
-    from core import registry
 
-    registry.set_offline(True)
+    resolve.set_offline(True)
     return app_module.build_app()
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from core import ladder, lstm
+from core import ladder, ladder_heldout, lstm
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.ngram import NgramModel
@@ -147,7 +147,7 @@ def test_held_out_file_is_what_the_code_computes(rungs, split):
     the full held-out figure recomputed for the (fast) n-gram rungs."""
     from core.device import get_device
 
-    facts, rows = ladder.load_held_out()
+    facts, rows = ladder_heldout.load_held_out()
     train, held = split
     assert [row.key for row in rows] == list(rungs)
     assert (facts["training_chars"], facts["held_out_chars"]) == (len(train), len(held))

@@ -14,6 +14,7 @@ import yaml
 
 from demo import figures
 from demo.common import sig4, sig4_text
+from core import resolve
 
 I18N = Path(__file__).resolve().parent.parent / "assets" / "i18n"
 
@@ -93,9 +94,8 @@ def test_a_long_title_wraps_below_the_toolbar_and_gets_room():
 def default_results():
     """What every view shows on open (its first preset), offline: [(view, {component: value})]."""
     import app
-    from core import registry
 
-    registry.set_offline(True)
+    resolve.set_offline(True)
     reg = app.build_app().preset_registry
     shown = []
     for entry in reg.tabs.values():

@@ -5,13 +5,13 @@ import gradio as gr
 import pytest
 
 import app
-from core import registry
 from demo import preset_records, presets
+from core import resolve
 
 
 @pytest.fixture(scope="module")
 def built():
-    registry.set_offline(True)
+    resolve.set_offline(True)
     blocks = app.build_app()
     return blocks, blocks.preset_registry
 

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from core import lstm
+from core.nets.recurrent import GATES
 from core.errors import UserInputError
 from core.sampling import Settings
 
@@ -91,7 +92,7 @@ def test_fused_forward_equals_the_step_by_step_forward():
         assert fused.gates.keys() == stepwise.gates.keys()
         for name in fused.gates:
             torch.testing.assert_close(fused.gates[name], stepwise.gates[name], atol=1e-5, rtol=0)
-        assert (set(lstm.GATES) == set(fused.gates)) == (kind == "lstm")
+        assert (set(GATES) == set(fused.gates)) == (kind == "lstm")
 
 
 def test_fused_gates_of_long_texts_and_the_logits_only_pass():
@@ -102,7 +103,7 @@ def test_fused_gates_of_long_texts_and_the_logits_only_pass():
     with torch.no_grad():
         stepwise = model(ids)
     fused = model.forward_fused(ids)
-    for name in lstm.GATES:
+    for name in GATES:
         torch.testing.assert_close(fused.gates[name], stepwise.gates[name], atol=1e-5, rtol=0)
     torch.testing.assert_close(fused.state[1], stepwise.state[1], atol=1e-5, rtol=0)
     logits_only = model.forward_fused(ids, keep_gates=False)
@@ -127,7 +128,7 @@ def test_gates_and_cells_come_from_the_kernels_workspace(monkeypatch, batch, ste
     with torch.no_grad():
         stepwise = model(ids)
     fused = model.forward_fused(ids)
-    for name in lstm.GATES:
+    for name in GATES:
         torch.testing.assert_close(fused.gates[name], stepwise.gates[name], atol=1e-5, rtol=0)
 
 
@@ -147,7 +148,7 @@ def test_a_misread_workspace_is_caught_and_the_gates_recovered(monkeypatch):
         stepwise = model(ids)
     fused = model.forward_fused(ids)
     assert recovered == [1]
-    for name in lstm.GATES:
+    for name in GATES:
         torch.testing.assert_close(fused.gates[name], stepwise.gates[name], atol=1e-5, rtol=0)
 
 

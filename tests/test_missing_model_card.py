@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from core import registry
+from core import checkpoints, resolve
 from core.i18n import using_language
 from demo import classify, gpt, mlm, ner, qa
 from demo.downloads import missing_model_card, needs_download, results_visible
@@ -21,10 +21,10 @@ CARD_WORDS = {"en": ("What it shows", "is not on this machine"), "zh": ("它会�
 
 @pytest.fixture(scope="module", autouse=True)
 def offline():
-    was = registry.is_offline()
-    registry.set_offline(True)
+    was = resolve.is_offline()
+    resolve.set_offline(True)
     yield
-    registry.set_offline(was)
+    resolve.set_offline(was)
 
 
 def assert_card(card: str, model: str, lang: str) -> None:
@@ -51,10 +51,10 @@ CASES = [
                                       128, 384, False), qa.QA_ID, 1, 1),
     ("qa-preset-zh", lambda request: qa.run_example(0, qa.PRESETS[0][1], *qa.OPTION_DEFAULTS, False)[3:10], qa.PRESETS[0][1],
      1, 1),
-    ("classify", lambda request: classify.classify_text(classify.SST2_ID, classify.TASK_SINGLE, "A gripping film.", "", 128),
-     classify.SST2_ID, 0, 1),
-    ("classify-pair-zh", lambda request: classify.run_example(0, classify.SIMILARITY_ZH_ID, classify.TASK_PAIR, "我很喜欢你",
-                                                      "我非常喜欢你", 128), classify.SIMILARITY_ZH_ID, 0, 1),
+    ("classify", lambda request: classify.classify_text(checkpoints.SST2_ID, classify.TASK_SINGLE, "A gripping film.", "", 128),
+     checkpoints.SST2_ID, 0, 1),
+    ("classify-pair-zh", lambda request: classify.run_example(0, checkpoints.SIMILARITY_ZH_ID, classify.TASK_PAIR, "我很喜欢你",
+                                                      "我非常喜欢你", 128), checkpoints.SIMILARITY_ZH_ID, 0, 1),
     ("gpt-vs-bert", lambda request: gpt.gpt_vs_bert(*gpt.VS_EXAMPLES[0]), gpt.VS_EXAMPLES[0][2], 0, 1),
     ("gpt-vs-bert-zh", lambda request: gpt.gpt_vs_bert(*gpt.VS_EXAMPLES[1]), gpt.VS_EXAMPLES[1][2], 0, 2),
 ]
@@ -77,7 +77,7 @@ def test_the_notes_claim_numbers_shown_above_only_when_shown():
     for lang, above in (("en", "shown above"), ("zh", "见上")):
         with using_language(lang):
             summary = qa.run_example(0, qa.PRESETS[0][1], *qa.OPTION_DEFAULTS, False)[4]
-            pair = classify.run_example(0, classify.SIMILARITY_ZH_ID, classify.TASK_PAIR, "我很喜欢你", "我非常喜欢你",
+            pair = classify.run_example(0, checkpoints.SIMILARITY_ZH_ID, classify.TASK_PAIR, "我很喜欢你", "我非常喜欢你",
                                         128)[0]
         assert "0.80" in summary and "[0.02, 0.98]" in pair  # the seed's numbers are still told
         assert above not in summary and above not in pair, lang

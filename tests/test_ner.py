@@ -1,19 +1,24 @@
 """NER (issue #8): grouped entities equal transformers' TokenClassificationPipeline (simple/first/average/max and
-per-token "none"), on the same tiny random checkpoints; windows for long text; BIO → IOBES; bad input; the tab."""
+per-token "none"), on the same tiny random checkpoints; windows for long text; BIO → IOBES; bad input. The tab's
+handlers are tests/test_ner_demo.py."""
 import json
 import shutil
 
-import gradio as gr
 import numpy as np
 import pytest
 
 from core import ner, registry
-from core.registry import MINILM_ID, resolve
+from tests import chinese_checkpoints
+from core import resolve
+from core.checkpoints import MINILM_ID
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_TEXT_CHARS
+from core import checkpoints
+from core import limits
+from core import seeds
 
-transformers = pytest.importorskip("transformers")
+import transformers
 
 CONLL = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
 LABELS = dict(num_labels=9, id2label=dict(enumerate(CONLL)), label2id={label: i for i, label in enumerate(CONLL)})
@@ -52,7 +57,7 @@ def cased_dir(bert_dir, tmp_path_factory):
     folder = tmp_path_factory.mktemp("cased")
     for name in ("config.json", "model.safetensors"):
         shutil.copy(f"{bert_dir}/{name}", folder / name)
-    vocab = resolve(MINILM_ID).directory / "vocab.txt"
+    vocab = resolve.resolve(MINILM_ID).directory / "vocab.txt"
     transformers.BertTokenizerFast(vocab_file=str(vocab), do_lower_case=False).save_pretrained(folder)
     return str(folder)
 
@@ -91,7 +96,7 @@ def test_grouped_entities_equal_transformers_pipeline(which, request):
     pipe = reference(folder)
     for text in TEXTS:
         tagged = ner.tag(text, folder)
-        for strategy in ner.STRATEGIES:
+        for strategy in limits.NER_STRATEGIES:
             theirs = pipe(text, aggregation_strategy=strategy)
             assert theirs, "random weights should tag something"
             assert_same_entities(ner.entities(tagged, strategy), theirs)
@@ -129,7 +134,7 @@ def test_long_text_windows_equal_pipeline_with_stride(bert_dir):
     tagged = ner.tag(text, bert_dir, stride=16, max_length=64)
     assert len(tagged.encoded.windows) > 5
     pipe = reference(bert_dir, max_length=64)
-    for strategy in ner.STRATEGIES:
+    for strategy in limits.NER_STRATEGIES:
         ours = ner.entities(tagged, strategy)
         assert_same_entities(ours, pipe(text, aggregation_strategy=strategy, stride=16))
         assert all(text[e.start:e.end].strip() for e in ours)  # offsets point into the full text
@@ -157,9 +162,9 @@ def test_20k_characters_run_in_512_token_windows(bert_dir):
 
 def test_seed_bio_to_iobes():
     """§14: 爱 B-PER, 因 I-PER, 斯坦 E-PER, 在 O, 柏林 S-LOC, 发表 O, 演讲 O."""
-    words = [word for word, _ in ner.SEED_WORD_TAGS]
+    words = [word for word, _ in seeds.SEED_WORD_TAGS]
     assert words == ["爱", "因", "斯坦", "在", "柏林", "发表", "演讲"]
-    assert ner.bio_to_iobes([tag for _, tag in ner.SEED_WORD_TAGS]) == \
+    assert ner.bio_to_iobes([tag for _, tag in seeds.SEED_WORD_TAGS]) == \
         ["B-PER", "I-PER", "E-PER", "O", "S-LOC", "O", "O"]
 
 
@@ -172,7 +177,7 @@ def test_bio_to_iobes_edge_cases():
 
 def test_iobes_chunks_are_the_pipelines_groups(bert_dir):
     """For any tag sequence, the spans IOBES marks (B…E, S) are the entities the pipeline's grouping forms."""
-    hypothesis = pytest.importorskip("hypothesis")
+    import hypothesis
     strategies = hypothesis.strategies
     pipe = reference(bert_dir)
 
@@ -229,7 +234,7 @@ def test_bad_text_is_a_clear_error(bert_dir, text, message):
 def test_no_entities_emoji_and_cjk(quiet_dir, bert_dir):
     text = "The weather was lovely, so we went for a walk."
     tagged = ner.tag(text, quiet_dir)
-    for strategy in ner.STRATEGIES:
+    for strategy in limits.NER_STRATEGIES:
         assert ner.entities(tagged, strategy) == [] == reference(quiet_dir)(text, aggregation_strategy=strategy)
     tagged = ner.tag("🙂🎉 爱因斯坦", bert_dir)
     assert tagged.tokens[0].piece == "[UNK]" and tagged.tokens[0].word == "🙂🎉"  # [UNK] stands for its characters
@@ -244,119 +249,33 @@ def test_offline_default_names_the_checkpoint_and_wrong_head_is_refused():
         ner.tag("Berlin", MINILM_ID)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The tab's handlers
 
 
-def test_tab_handlers_show_entities_tables_and_heatmap(bert_dir):
-    from demo import ner as tab
-
-    out = tab.tag_text(TEXTS[1], bert_dir, "first")
-    tagged, note, highlighted, entity_rows, scheme_rows, agg_rows, fig, _, token_rows, *columns = out
-    assert columns == [{"__type__": "update", "visible": True}] * tab.RESULT_COLUMNS  # the results, shown
-    entity_rows, scheme_rows, agg_rows, token_rows = map(tab.rows_of, (entity_rows, scheme_rows, agg_rows, token_rows))
-    assert "BertForTokenClassification" in note and "one window" in note
-    expected = ner.entities(tagged, "first")
-    assert [row[:1] + row[2:] for row in entity_rows] == [[e.entity_group, e.word, e.start, e.end] for e in expected]
-    assert "".join(span["token"] for span in highlighted.value) == TEXTS[1]
-    labelled = [span for span in highlighted.value if span["class_or_confidence"]]
-    assert len(labelled) == len(expected) and labelled[0]["class_or_confidence"].startswith(expected[0].entity_group)
-    assert [row[2] for row in scheme_rows] == [u.label for u in ner.units(tagged, "first")]
-    assert agg_rows and all(len(row) == len(tab.AGG_HEADERS) for row in agg_rows)
-    assert len(token_rows) == len(tagged.tokens) and token_rows[1][1] == "##e" and token_rows[1][7] == "yes"
-    heat, marks = fig.data
-    assert np.asarray(heat.z).shape == (tab.HEAT_ROWS, len(CONLL))
-    assert list(marks.x) == [heat.x[j] for j in tagged.probs[:tab.HEAT_ROWS].argmax(-1)]  # argmax boxed per row
-    for strategy in ner.STRATEGIES:
-        assert len(tab.rows_of(tab.show(tagged, strategy)[1])) == len(ner.entities(tagged, strategy))
-    no_split = tab.rows_of(tab.show(ner.tag("My name is Wolfgang.", bert_dir), "first")[3])
-    assert no_split[0][0].startswith("(no word here is split")
-    assert tab.page_heatmap(tagged, 5).data[0].y[0].startswith("5·")
-    assert tab.page_heatmap(None, 0).data == ()
 
 
-def test_tab_offline_message_keeps_tokenisation_view():
-    from demo import ner as tab
-
-    out = tab.tag_text("Call me Ishmael.", "dslim/bert-base-NER", "first")
-    assert out[0] is None and "is not on this machine" in out[1] and "hf download dslim/bert-base-NER\n" in out[1]
-    assert out[-tab.RESULT_COLUMNS:] == (({"__type__": "update", "visible": False},) * tab.RESULT_COLUMNS)
-    rows = tab.rows_of(out[8])  # the tokens still shown, from MiniLM's tokenizer
-    assert [row[1] for row in rows] == ["call", "me", "is", "##hma", "##el", "."]
-    assert [row[7] for row in rows] == ["", "", "", "yes", "yes", ""]
 
 
-def test_tab_errors_and_seed_converter(bert_dir):
-    from demo import ner as tab
 
-    with pytest.raises(gr.Error, match="empty"):
-        tab.tag_text("  ", bert_dir, "first")
-    with pytest.raises(gr.Error, match="token-classification head"):
-        tab.tag_text("Berlin", MINILM_ID, "first")
-    rows, note = tab.convert_tags(tab.CONVERT_EXAMPLES[0][0])
-    rows = tab.rows_of(rows)
-    assert [row[2] for row in rows] == ["B-PER", "I-PER", "E-PER", "O", "S-LOC", "O", "O"] and "S-LOC" in note
-    with pytest.raises(gr.Error, match="not a BIO tag"):
-        tab.convert_tags("Berlin/LOCATION")
-    assert len(tab.long_text()) == MAX_TEXT_CHARS
-
-
-def test_tab_is_wired_in_the_app():
-    import app
-
-    blocks = app.build_app()
-    names = {dep.get("api_name") for dep in blocks.config["dependencies"]}
-    assert {"ner_tag", "ner_show", "ner_heatmap", "ner_long_text", "ner_convert"} <= names
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # 中文: ckiplab/bert-base-chinese-ner's label set and layout through the registry; IOBES labels; the tab in 中文
 
-# ckiplab/bert-base-chinese-ner's id2label (its config.json): O, then B-, I-, E-, S- over OntoNotes' 18 types in
-# alphabetical order, 73 labels. Checked against the published config before naming the checkpoint.
-ONTONOTES = ["CARDINAL", "DATE", "EVENT", "FAC", "GPE", "LANGUAGE", "LAW", "LOC", "MONEY", "NORP", "ORDINAL", "ORG",
-             "PERCENT", "PERSON", "PRODUCT", "QUANTITY", "TIME", "WORK_OF_ART"]
-CKIP_LABELS = ["O"] + [f"{prefix}-{kind}" for prefix in "BIES" for kind in ONTONOTES]
+CKIP_LABELS = chinese_checkpoints.CKIP_LABELS
 SEED_ZH = "爱因斯坦在柏林发表演讲。"
-
-
-def zh_request():
-    from types import SimpleNamespace
-
-    return SimpleNamespace(headers={"cookie": "plm_lang=zh"})
 
 
 @pytest.fixture(scope="module")
 def ckip_like_dir(tmp_path_factory):
-    """A tiny random BertForTokenClassification with ckiplab's 73 labels and its file layout: config.json,
-    pytorch_model.bin (no safetensors), vocab.txt, tokenizer_config.json and special_tokens_map.json, no
-    tokenizer.json. The vocabulary is Chinese characters (bert-base-chinese's kind: one entry per character)."""
-    import torch
+    return str(chinese_checkpoints.write_ner(tmp_path_factory.mktemp("ckip_like"), SEED_ZH))
 
-    folder = tmp_path_factory.mktemp("ckip_like")
-    characters = sorted(set(SEED_ZH + "愛發講今天气很好北京大学中文"))
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *characters, "a", "##a"]
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False,
-                                                              "tokenizer_class": "BertTokenizerFast"}))
-    (folder / "special_tokens_map.json").write_text(json.dumps({"unk_token": "[UNK]", "sep_token": "[SEP]",
-                                                                "pad_token": "[PAD]", "cls_token": "[CLS]",
-                                                                "mask_token": "[MASK]"}))
-    torch.manual_seed(0)
-    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
-                                     num_attention_heads=4, intermediate_size=37, num_labels=len(CKIP_LABELS),
-                                     id2label=dict(enumerate(CKIP_LABELS)),
-                                     label2id={label: i for i, label in enumerate(CKIP_LABELS)})
-    model = transformers.BertForTokenClassification(config).eval()
-    model.save_pretrained(folder)  # config.json; the weights go into a .bin, as ckiplab ships them
-    (folder / "model.safetensors").unlink()
-    torch.save(model.state_dict(), folder / "pytorch_model.bin")
-    assert (folder / "pytorch_model.bin").is_file() and not (folder / "model.safetensors").exists()
-    return str(folder)
+
+
+
 
 
 def test_chinese_tagger_loads_through_the_registry_and_equals_transformers(ckip_like_dir):
-    assert "ckiplab/bert-base-chinese-ner" in registry.CHECKPOINTS["ner"]
+    assert "ckiplab/bert-base-chinese-ner" in checkpoints.CHECKPOINTS["ner"]
     tagged = ner.tag(SEED_ZH, ckip_like_dir)
     assert tagged.labels == CKIP_LABELS and len(tagged.labels) == 73
     assert [token.word for token in tagged.tokens] == list(SEED_ZH)  # one token per character
@@ -394,7 +313,7 @@ def bio_of_chunks(length: int, chunks: list[tuple[int, int, str]]) -> list[str]:
 def test_iobes_conversion_and_grouping_against_the_schemes_definition():
     """Random chunkings: BIO → IOBES equals the IOBES written from the chunks by definition, a model's IOBES tags
     pass through unchanged, and grouping IOBES-tagged units recovers exactly the chunks."""
-    hypothesis = pytest.importorskip("hypothesis")
+    import hypothesis
     st = hypothesis.strategies
 
     @st.composite
@@ -427,31 +346,3 @@ def test_iobes_conversion_and_grouping_against_the_schemes_definition():
     tags = ["B-PERSON", "I-PERSON", "I-PERSON", "E-PERSON", "O", "B-GPE", "E-GPE", "O", "O", "O", "O"]
     units = [ner.Unit(tag, 0.9, ch, i, i + 1, range(i, i + 1)) for i, (ch, tag) in enumerate(zip(chars, tags))]
     assert [(e.entity_group, e.word) for e in ner.group(units, "".join)] == [("PERSON", "爱因斯坦"), ("GPE", "柏林")]
-
-
-def test_tab_in_chinese_result_and_error(ckip_like_dir):
-    from demo import ner as tab
-
-    out = tab.tag_text(SEED_ZH, ckip_like_dir, "simple", request=zh_request())
-    note = out[1]
-    assert out[0].labels == CKIP_LABELS and "**模型：**" in note and "标注体系 IOBES" in note and "73 个" in note
-    assert "IOBES（B、I、E、S）" in note  # the model's own scheme, said in 中文
-    assert tab.rows_of(out[4])[0][1] == "爱" and out[4]["headers"][1:3] == ["词元 / 词", "标签（模型）"]
-    assert out[6].layout.title.text.startswith("p(标签 | 词元)")
-    with pytest.raises(gr.Error) as refused:
-        tab.tag_text("   ", ckip_like_dir, "simple", request=zh_request())
-    assert refused.value.message == "文本是空的。请输入或粘贴一个要标注的句子，或者选一个例子。"
-    rows, converted = tab.convert_tags(tab.CONVERT_EXAMPLES[0][0], request=zh_request())
-    assert rows["headers"] == ["词", "BIO", "IOBES"]
-
-
-def test_offline_chinese_preset_names_the_checkpoint_to_fetch():
-    from demo import ner as tab
-
-    preset = next(p for p in tab.TAG_PRESETS if p.slug == "einstein-berlin-zh")
-    text, model_id, strategy = preset.values
-    assert model_id == "ckiplab/bert-base-chinese-ner"
-    out = tab.tag_text(text, model_id, strategy, request=zh_request())
-    assert out[0] is None and "hf download ckiplab/bert-base-chinese-ner\n" in out[1] and "本机还没有这个模型" in out[1]
-    out = tab.tag_text(text, model_id, strategy)
-    assert "hf download ckiplab/bert-base-chinese-ner\n" in out[1] and "is not on this machine" in out[1]

@@ -11,8 +11,9 @@ import gradio as gr
 import numpy as np
 import pytest
 
-from core import i18n, ladder
-from demo import overview
+from core import i18n, ladder, ladder_heldout
+import app
+from demo import overview, presets
 from demo.common import sig4
 from demo.figures import COLORWAY, HIGHLIGHT
 
@@ -55,18 +56,18 @@ class Cells(HTMLParser):
 
 
 def test_timeline_steps_link_to_their_tabs_in_order():
-    timeline = figures(overview.path_html("en"))[0]
+    timeline = figures(overview.path_html("en", app.TABS))[0]
     names = ["n-gram", "NNLM", "word2vec", "RNN / LSTM", "attention", "Transformer", "ELMo / GPT / BERT"]
     anchors = timeline.findall(f".//{SVG}a")
     assert [a.find(f"{SVG}text").text for a in anchors] == names
-    assert [a.get("href") for a in anchors] == [overview.link(tab, preset) for *_, tab, preset in overview.TIMELINE]
+    assert [a.get("href") for a in anchors] == [overview.link(tab, preset) for *_, tab, preset in overview.timeline(app.TABS)]
     points = [float(c.get("cx")) for c in timeline.iter(f"{SVG}circle")]
     assert len(points) == len(names) and points == sorted(points)  # left to right, in the seed's order
     texts = [t.text for t in timeline.iter(f"{SVG}text")]
     assert {"2003", "2013", "2017", "2018"} <= set(texts)
-    zh = " ".join(t.text for t in figures(overview.path_html("zh"))[0].iter(f"{SVG}text"))
+    zh = " ".join(t.text for t in figures(overview.path_html("zh", app.TABS))[0].iter(f"{SVG}text"))
     assert i18n.text("overview.fig_timeline", "zh") in zh and i18n.text("overview.brought.lstm", "zh") in zh
-    links = overview.timeline_links()
+    links = overview.timeline_links(app.TABS)
     assert "(?tab=attention&preset=thinking-machines)" in links and "(?tab=transformer)" in links
     # ELMo as seed §7 describes it: the three-layer view (word, layer 1, layer 2), not the one-layer biLM
     assert "[ELMo](?tab=lstm&preset=elmo-layers-bank)" in links
@@ -75,12 +76,11 @@ def test_timeline_steps_link_to_their_tabs_in_order():
 def test_every_link_opens_a_tab_and_a_preset_the_app_has():
     """Every link the path shows (timeline, step list, each rung's tab) and every rung's link names a tab of the app
     and, when it names a preset, one that tab registers (demo/presets.py reads ?tab=…&preset=…)."""
-    import app
     from demo import tour
 
     registry = app.build_app().preset_registry
     links = [html.unescape(href) for lang in ("en", "zh")
-             for href in re.findall(r'href="([^"]*)"', overview.path_html(lang))]
+             for href in re.findall(r'href="([^"]*)"', overview.path_html(lang, app.TABS))]
     links += [rung.tab for rung in ladder.rungs()]
     assert len(links) > 40
     for target in links:
@@ -94,8 +94,8 @@ def test_every_link_opens_a_tab_and_a_preset_the_app_has():
 
 
 def test_the_path_shows_the_held_out_ladder_from_the_file():
-    page = overview.path_html("en")
-    facts, rows = ladder.load_held_out()
+    page = overview.path_html("en", app.TABS)
+    facts, rows = ladder_heldout.load_held_out()
     assert f"{facts['held_out_chars']:,}" in page and facts["date"] in page
     bars = [r for r in figures(page)[1].iter(f"{SVG}rect") if r.get("data-value")]
     values = np.array([row.bits_per_char for row in rows])
@@ -132,11 +132,11 @@ def test_the_path_shows_the_held_out_ladder_from_the_file():
 def test_the_path_is_drawn_when_the_app_is_built_without_an_event():
     """The path is a gr.HTML holding its HTML in every language, drawn when the app is built: nothing runs when the
     page opens (demo/static_html.py says why), and building it needs no torch (core/ladder_heldout.py)."""
-    with gr.Blocks() as blocks:
+    with gr.Blocks() as blocks, gr.Tab("Overview") as tab, presets.Registry(app.TABS).tab("overview", tab):
         overview.build()
     path = next(b for b in blocks.blocks.values() if isinstance(b, gr.HTML) and "static-view" in b.elem_classes)
     assert set(path.props["html"]) == {"en", "zh"}
-    assert path.props["html"]["zh"] == overview.path_html("zh") != overview.path_html("en")
+    assert path.props["html"]["zh"] == overview.path_html("zh", app.TABS) != overview.path_html("en", app.TABS)
     assert not [dep for dep in blocks.fns.values() if path in dep.outputs or path in dep.inputs]
 
 
@@ -201,12 +201,11 @@ def test_the_ladder_fills_itself_on_open_through_the_presets_registry():
     """The Overview uses demo/presets.py like every tab: its ladder is a view in the second sub-tab, computed when that
     sub-tab opens (the path, drawn when the app is built, has no view). Its presets are buttons with deep links, and
     its lesson steps run them (switching to the ladder's sub-tab)."""
-    with gr.Blocks() as blocks:
+    with gr.Blocks() as blocks, gr.Tab("Overview") as tab, presets.Registry(app.TABS).tab("overview", tab):
         overview.build()
     names = {dep.api_name for dep in blocks.fns.values()}
     assert {"overview_score", "overview_ladder_preset", "overview_lesson", "overview_ladder_open"} <= names
 
-    import app
     from demo import tour
 
     registry = app.build_app().preset_registry
@@ -230,8 +229,8 @@ def test_results_and_errors_in_chinese():
     assert summary.startswith(f"**{len(text)} 个字符**") and "比特" in summary
     assert strip.layout.title.text.startswith("每个字符的意外度") and "5 元语法，Kneser-Ney 平滑" in list(strip.data[0].y)
     assert list(table.columns)[:2] == ["模型", "总比特数"]
-    held = held_out_csv(overview.path_html("zh"))
-    assert "留出文本" in overview.path_html("zh") and held[0][0] == "模型" and held[-1][0] == "字符级 GPT"
+    held = held_out_csv(overview.path_html("zh", app.TABS))
+    assert "留出文本" in overview.path_html("zh", app.TABS) and held[0][0] == "模型" and held[-1][0] == "字符级 GPT"
     assert error.value.message.startswith("请输入至少两个字符的文本")
     summary, strip, _, table = overview.score_text(text)
     assert summary.startswith(f"**{len(text)} characters**") and list(table.columns)[0] == "model"

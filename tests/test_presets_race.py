@@ -9,6 +9,7 @@ import gradio as gr
 import pytest
 
 from demo import preset_records, presets
+from core import resolve
 
 
 def session(name: str):
@@ -69,9 +70,8 @@ def test_the_tab_open_event_receives_the_request():
     """Gradio hands gr.Request only to parameters before *args: the open event must declare it first, or it never
     knows the session (nor the learner's language)."""
     import app
-    from core import registry
 
-    registry.set_offline(True)
+    resolve.set_offline(True)
     blocks = app.build_app()
     dep = next(d for d in blocks.fns.values() if d.api_name == "ngram_open")
     from gradio.helpers import special_args

@@ -10,6 +10,8 @@ from benchmarks.bench_qa import TransformersQA, context_of
 from core import qa
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_TEXT_CHARS
+from core import checkpoints
+from core import seeds
 
 QUESTION = "Where do water droplets collide with ice crystals?"
 LONG = context_of(260)  # needs several windows at max_seq_len 64-128
@@ -38,11 +40,11 @@ def assert_same_answers(ours: qa.QAResult, theirs: list[dict]):
 
 
 CASES = [
-    (QUESTION, qa.PRECIPITATION, {}),
-    (QUESTION, qa.PRECIPITATION, {"top_k": 5}),
-    (QUESTION, qa.PRECIPITATION, {"top_k": 3, "max_answer_len": 3}),
-    (qa.SEED_EN[0][0], qa.PRECIPITATION, {"top_k": 4, "handle_impossible_answer": True}),
-    (*qa.SEED_ZH, {"top_k": 6, "handle_impossible_answer": True}),
+    (QUESTION, seeds.PRECIPITATION, {}),
+    (QUESTION, seeds.PRECIPITATION, {"top_k": 5}),
+    (QUESTION, seeds.PRECIPITATION, {"top_k": 3, "max_answer_len": 3}),
+    (seeds.SEED_EN[0][0], seeds.PRECIPITATION, {"top_k": 4, "handle_impossible_answer": True}),
+    (*seeds.SEED_ZH, {"top_k": 6, "handle_impossible_answer": True}),
     (QUESTION, LONG, {"max_seq_len": 64, "doc_stride": 16, "top_k": 4}),
     (QUESTION, LONG, {"max_seq_len": 96, "doc_stride": 40, "top_k": 3, "max_answer_len": 5,
                       "handle_impossible_answer": True}),
@@ -71,7 +73,7 @@ def null_folder(bert_folder, tmp_path_factory):
     model = transformers.BertForQuestionAnswering.from_pretrained(bert_folder).eval()
     tokenizer = transformers.BertTokenizerFast.from_pretrained(bert_folder)
     with torch.no_grad():
-        hidden = model.bert(**tokenizer(*qa.SEED_ZH, return_tensors="pt")).last_hidden_state[0, 0]  # (H,)
+        hidden = model.bert(**tokenizer(*seeds.SEED_ZH, return_tensors="pt")).last_hidden_state[0, 0]  # (H,)
         model.qa_outputs.weight.copy_(4 * hidden / hidden.norm())
     folder = tmp_path_factory.mktemp("qa_null")
     model.save_pretrained(folder)
@@ -81,13 +83,13 @@ def null_folder(bert_folder, tmp_path_factory):
 
 def test_no_answer_wins_like_the_pipeline(null_folder):
     reference = TransformersQA(null_folder)
-    ours = qa.answer(*qa.SEED_ZH, null_folder, top_k=3, handle_impossible_answer=True)
-    theirs = reference(*qa.SEED_ZH, top_k=3, handle_impossible_answer=True)
+    ours = qa.answer(*seeds.SEED_ZH, null_folder, top_k=3, handle_impossible_answer=True)
+    theirs = reference(*seeds.SEED_ZH, top_k=3, handle_impossible_answer=True)
     assert_same_answers(ours, theirs)
     assert ours.best.is_null and ours.best.text == "" and (ours.best.start, ours.best.end) == (0, 0)
     assert ours.best.score == pytest.approx(ours.windows[0].null_score)
-    without = qa.answer(*qa.SEED_ZH, null_folder, top_k=3)  # the option off: the best span again
-    assert_same_answers(without, reference(*qa.SEED_ZH, top_k=3))
+    without = qa.answer(*seeds.SEED_ZH, null_folder, top_k=3)  # the option off: the best span again
+    assert_same_answers(without, reference(*seeds.SEED_ZH, top_k=3))
     assert not any(a.is_null for a in without.answers)
 
 
@@ -138,9 +140,9 @@ def test_best_span_respects_max_answer_len_and_lies_in_the_context(bert_folder):
 
 
 def test_input_layout_works_offline_and_matches_bert_tokenizer(reference, bert_folder):
-    windows, source = qa.input_layout(*qa.SEED_ZH, "distilbert-base-cased-distilled-squad")
+    windows, source = qa.input_layout(*seeds.SEED_ZH, "distilbert-base-cased-distilled-squad")
     assert "not available" in source and "MiniLM" in source
-    theirs = reference[bert_folder].tokenizer(*qa.SEED_ZH, return_token_type_ids=True)  # same bert-base vocab
+    theirs = reference[bert_folder].tokenizer(*seeds.SEED_ZH, return_token_type_ids=True)  # same bert-base vocab
     assert len(windows) == 1
     assert windows[0].ids == theirs["input_ids"]
     assert windows[0].segment_ids == theirs["token_type_ids"]
@@ -151,14 +153,14 @@ def test_input_layout_works_offline_and_matches_bert_tokenizer(reference, bert_f
 
 def test_default_model_offline_gives_a_clear_message():
     with pytest.raises(ModelUnavailableError, match="distilbert-base-cased-distilled-squad"):
-        qa.answer(*qa.SEED_EN[0])
+        qa.answer(*seeds.SEED_EN[0])
 
 
 def test_seed_presets_hold_their_answers():
-    question, context = qa.SEED_ZH
+    question, context = seeds.SEED_ZH
     assert "37 摄氏度" in context and "温度" in question
-    assert "falls under gravity" in qa.PRECIPITATION
-    assert "Within a cloud, water droplets collide with ice crystals" in qa.PRECIPITATION
+    assert "falls under gravity" in seeds.PRECIPITATION
+    assert "Within a cloud, water droplets collide with ice crystals" in seeds.PRECIPITATION
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -166,8 +168,8 @@ def test_seed_presets_hold_their_answers():
 
 
 @pytest.mark.parametrize("question,context,message", [
-    ("", qa.PRECIPITATION, "question is empty"),
-    ("   ", qa.PRECIPITATION, "question is empty"),
+    ("", seeds.PRECIPITATION, "question is empty"),
+    ("   ", seeds.PRECIPITATION, "question is empty"),
     (QUESTION, "", "context is empty"),
     (QUESTION, "\u200b\u0007", "no tokens"),
 ])
@@ -209,7 +211,7 @@ def test_stride_close_to_the_window_is_refused_before_tokenising(bert_folder, ma
     with pytest.raises(UserInputError, match=r"doc stride \(\d+\) must be .* below \d+"):
         qa.default_lengths(_NoTokenizing(), max_seq_len, doc_stride)
     with pytest.raises(UserInputError, match="doc stride"):  # a short context too: the combination itself is wrong
-        qa.answer(QUESTION, qa.PRECIPITATION, bert_folder, max_seq_len=max_seq_len, doc_stride=doc_stride)
+        qa.answer(QUESTION, seeds.PRECIPITATION, bert_folder, max_seq_len=max_seq_len, doc_stride=doc_stride)
 
 
 def test_stride_that_would_need_thousands_of_windows_is_refused(bert_folder):
@@ -246,7 +248,7 @@ def chinese_qa(monkeypatch, tmp_path):
     folder = chinese_checkpoints.write(tmp_path / "zh-qa", "BertForQuestionAnswering", safetensors=False,
                                        tokenizer_config=True, num_labels=2)
     assert not (folder / "model.safetensors").exists() and not (folder / "tokenizer.json").exists()
-    server = chinese_checkpoints.serve(monkeypatch, tmp_path, {qa.CHINESE_ID: folder})
+    server = chinese_checkpoints.serve(monkeypatch, tmp_path, {checkpoints.CHINESE_QA_ID: folder})
     yield folder
     chinese_checkpoints.stop(server)
 
@@ -255,12 +257,12 @@ def test_chinese_qa_checkpoint_is_offered_and_loads_through_the_registry(chinese
     from core import registry
     from core.nets.bert import BertForQuestionAnswering
 
-    assert qa.CHINESE_ID in registry.CHECKPOINTS["qa"] and qa.SQUAD2_ID in registry.CHECKPOINTS["qa"]
-    loaded = registry.load("qa", qa.CHINESE_ID)
+    assert checkpoints.CHINESE_QA_ID in checkpoints.CHECKPOINTS["qa"] and checkpoints.SQUAD2_ID in checkpoints.CHECKPOINTS["qa"]
+    loaded = registry.load("qa", checkpoints.CHINESE_QA_ID)
     assert isinstance(loaded.model, BertForQuestionAnswering) and loaded.config.model_type == "bert"
     assert "from Hub download" in loaded.badge
     # BERT's Chinese handling: one token per character, "37" whole (it is in the vocabulary)
-    encoding = loaded.tokenizer.encode(*qa.SEED_ZH)
+    encoding = loaded.tokenizer.encode(*seeds.SEED_ZH)
     assert encoding.tokens[:4] == ["[CLS]", "今", "天", "的"] and "37" in encoding.tokens
     assert encoding.tokens[-4:] == ["摄", "氏", "度", "[SEP]"]
 
@@ -268,10 +270,10 @@ def test_chinese_qa_checkpoint_is_offered_and_loads_through_the_registry(chinese
 def test_chinese_seed_answers_match_transformers_and_map_to_the_typed_context(chinese_qa):
     """The seed's question on a context typed with a control character and a Windows line break: answers equal
     transformers' pipeline on the cleaned text, and each one's offsets point into the text as typed."""
-    question, context = qa.SEED_ZH
+    question, context = seeds.SEED_ZH
     typed = "天气预报显示\x07今天最高温度\r\n37 摄氏度"
     cleaned = "天气预报显示今天最高温度\n37 摄氏度"
-    ours = qa.answer(question, typed, qa.CHINESE_ID, top_k=8)
+    ours = qa.answer(question, typed, checkpoints.CHINESE_QA_ID, top_k=8)
     theirs = TransformersQA(str(chinese_qa))(question, cleaned, top_k=8)
     assert len(ours.answers) == len(theirs) == 8
     removed = 1  # the \x07 before "今"; \r\n became one "\n"
@@ -289,10 +291,10 @@ def test_the_seeds_span_37_to_du_is_37_sheshidu_in_the_typed_text(chinese_qa):
     from core import registry
     from core.textio import clean_text
 
-    question, context = qa.SEED_ZH
+    question, context = seeds.SEED_ZH
     typed = context.replace("今天", "今\x07天").replace(" 37", "\r\n37")  # odd characters the cleaning changes
     clean = clean_text(typed)
-    tokenizer = registry.load("qa", qa.CHINESE_ID).tokenizer
+    tokenizer = registry.load("qa", checkpoints.CHINESE_QA_ID).tokenizer
     window = qa.make_windows(tokenizer, question, clean.text, 384, 128)[0]
     i = window.tokens.index("37")
     j = len(window.tokens) - 1 - window.tokens[::-1].index("度")

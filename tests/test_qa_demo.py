@@ -8,6 +8,8 @@ from benchmarks.bench_qa import TransformersQA
 from core import qa as core_qa
 from core.i18n import using_language
 from demo import qa
+from core import checkpoints
+from core import seeds
 
 OPTIONS = dict(max_answer_len=15, top_k=5, doc_stride=128, max_seq_len=384)
 
@@ -31,12 +33,12 @@ def run(folder, question, context, no_answer=False, **options):
 
 
 def test_answer_is_highlighted_tabled_and_charted(folder):
-    highlighted, summary, rows, figure, slider, chart, shown = run(folder, *core_qa.SEED_EN[0])
+    highlighted, summary, rows, figure, slider, chart, shown = run(folder, *seeds.SEED_EN[0])
     assert shown == {"__type__": "update", "visible": True}  # the answer's column, shown with a real answer
-    expected = TransformersQA(folder)(*core_qa.SEED_EN[0], top_k=5)
+    expected = TransformersQA(folder)(*seeds.SEED_EN[0], top_k=5)
     marked = [text for text, label in highlighted if label == "answer"]
     assert marked == [expected[0]["answer"]]
-    assert "".join(text for text, _ in highlighted) == core_qa.PRECIPITATION
+    assert "".join(text for text, _ in highlighted) == seeds.PRECIPITATION
     assert [row[1] for row in rows] == [e["answer"] for e in expected]
     assert expected[0]["answer"] in summary and "score" in summary
     start, end = figure.data  # P_start and P_end over the same context tokens
@@ -57,14 +59,14 @@ def test_long_context_shows_window_picker_and_other_windows(folder):
 
 
 def test_no_answer_option_reaches_the_pipeline(folder, monkeypatch):
-    _, summary, rows, *_ = run(folder, *core_qa.SEED_ZH, no_answer=True, top_k=6)
-    expected = TransformersQA(folder)(*core_qa.SEED_ZH, top_k=6, handle_impossible_answer=True)
+    _, summary, rows, *_ = run(folder, *seeds.SEED_ZH, no_answer=True, top_k=6)
+    expected = TransformersQA(folder)(*seeds.SEED_ZH, top_k=6, handle_impossible_answer=True)
     assert [row[1] for row in rows] == [e["answer"] or "(no answer: [CLS])" for e in expected]
     assert "No-answer score" in summary
     seen = {}
     real = core_qa.answer
     monkeypatch.setattr(core_qa, "answer", lambda *a, **k: seen.update(k) or real(*a, **k))
-    run(folder, *core_qa.SEED_ZH, no_answer=True)
+    run(folder, *seeds.SEED_ZH, no_answer=True)
     assert seen["handle_impossible_answer"] is True
 
 
@@ -77,20 +79,20 @@ def test_null_best_is_explained():
 
 def test_bad_input_raises_a_clear_gradio_error(folder):
     with pytest.raises(gr.Error, match="question is empty"):
-        run(folder, "", core_qa.PRECIPITATION)
+        run(folder, "", seeds.PRECIPITATION)
     with pytest.raises(gr.Error, match="context is empty"):
         run(folder, "Why?", "   ")
     with pytest.raises(gr.Error, match="question has"):
-        run(folder, "why " * 200, core_qa.PRECIPITATION, max_seq_len=128, doc_stride=32)
+        run(folder, "why " * 200, seeds.PRECIPITATION, max_seq_len=128, doc_stride=32)
 
 
 def test_offline_model_shows_a_message_and_layout_still_works():
     highlighted, summary, rows, figure, slider, chart, shown = run("distilbert-base-cased-distilled-squad",
-                                                                   *core_qa.SEED_EN[1])
+                                                                   *seeds.SEED_EN[1])
     assert "is not on this machine" in summary and "input layout" in summary
     assert "hf download distilbert-base-cased-distilled-squad\n" in summary
     assert rows == [] and chart is None and figure is None and shown == {"__type__": "update", "visible": False}
-    entries, note, table = qa.show_layout("distilbert-base-cased-distilled-squad", *core_qa.SEED_EN[1], 128, 384)
+    entries, note, table = qa.show_layout("distilbert-base-cased-distilled-squad", *seeds.SEED_EN[1], 128, 384)
     table = rows_of(table)
     assert "MiniLM" in note
     assert table[0][2:] == ["[CLS]", 0, "special"] and table[-1][2:] == ["[SEP]", 1, "special"]
@@ -102,7 +104,7 @@ def test_offline_model_shows_a_message_and_layout_still_works():
 def test_presets_fill_the_inputs_and_run_both_views(folder):
     outputs = qa._preset_handler(1)(folder, *OPTIONS.values(), False)
     question, context, no_answer = outputs[:3]
-    assert (question, context) == core_qa.SEED_EN[0] and no_answer is False
+    assert (question, context) == seeds.SEED_EN[0] and no_answer is False
     assert "gravity" in outputs[4]  # the summary says what seed 001 expects
     assert len(outputs[-1]) > 10  # the layout table
     outputs = qa._preset_handler(4)(folder, *OPTIONS.values(), False)
@@ -126,14 +128,14 @@ ZH = SimpleNamespace(headers={"cookie": "plm_lang=zh"})  # what the 中文 toggl
 
 def test_the_answer_and_an_error_come_out_in_chinese(folder):
     with using_language("zh"):
-        highlighted, summary, frame, figure, *_ = qa.answer_question(folder, *core_qa.SEED_EN[0], 15, 5, 128, 384,
+        highlighted, summary, frame, figure, *_ = qa.answer_question(folder, *seeds.SEED_EN[0], 15, 5, 128, 384,
                                                                      False)
     assert summary.startswith("**答案**：") and "“无答案”得分" in summary
     assert list(frame.columns) == ["名次", "答案", "得分", "字符位置", "窗口", "词元位置"]
     assert "起点与终点概率" in figure.layout.title.text
     assert any(label == "答案" for _, label in highlighted)
     with pytest.raises(gr.Error, match="问题为空"):
-        qa.answer_question(folder, "", core_qa.PRECIPITATION, 15, 5, 128, 384, False, request=ZH)
+        qa.answer_question(folder, "", seeds.PRECIPITATION, 15, 5, 128, 384, False, request=ZH)
     with using_language("zh"):  # a preset runs its view inside the caller's language
         outputs = qa.run_example(1, folder, *OPTIONS.values(), False)
     assert outputs[4].startswith("**答案**：") and "原文 001" in outputs[4]  # the summary, with the preset's note
@@ -147,17 +149,17 @@ def test_chinese_preset_on_the_chinese_checkpoint_marks_a_span_of_the_typed_cont
 
     folder = chinese_checkpoints.write(tmp_path / "zh-qa", "BertForQuestionAnswering", safetensors=False,
                                        tokenizer_config=True)
-    server = chinese_checkpoints.serve(monkeypatch, tmp_path, {core_qa.CHINESE_ID: folder})
+    server = chinese_checkpoints.serve(monkeypatch, tmp_path, {checkpoints.CHINESE_QA_ID: folder})
     try:
         preset = next(p for p in qa.VIEW_PRESETS if p.slug == "zuigao-wendu")
         index, model_id, *options, no_answer = preset.resolved()
-        assert model_id == core_qa.CHINESE_ID
+        assert model_id == checkpoints.CHINESE_QA_ID
         with using_language("zh"):
             question, context, _, highlighted, summary, frame, *_ = qa.run_example(index, model_id, *options,
                                                                                     no_answer)
     finally:
         chinese_checkpoints.stop(server)
-    assert (question, context) == core_qa.SEED_ZH
+    assert (question, context) == seeds.SEED_ZH
     best = rows_of(frame)[0]
     start, end = map(int, best[3].split("–"))
     assert context[start:end] == best[1] == next(text for text, label in highlighted if label == "答案")

@@ -14,14 +14,14 @@ from gradio.utils import error_payload
 
 from demo import serving
 from tests.conftest import run_async
+from core import resolve
 
 
 @pytest.fixture(scope="module")
 def app():
     import app as app_module
-    from core import registry
 
-    registry.set_offline(True)
+    resolve.set_offline(True)
     return app_module.build_app()
 
 

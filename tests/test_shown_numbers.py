@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from core import i18n, registry
+import app
+from core import i18n
 from core.i18n import using_language
-from core.ladder_heldout import HELDOUT_PATH, char_gpt_scores, load_held_out
+from core.ladder_heldout import char_gpt_scores, load_held_out
+from core import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT_CONFIG = ROOT / "assets" / "gpt" / "config.json"
@@ -52,7 +54,7 @@ def test_the_overview_shows_no_maintainer_text():
     from demo import overview
 
     for lang in i18n.LANGUAGES:
-        page = overview.path_html(lang) + i18n.text("overview.intro", lang)
+        page = overview.path_html(lang, app.TABS) + i18n.text("overview.intro", lang)
         assert not re.search(r"scripts/|tests/|\.py\b", page), lang
     for key in ("overview.held_out_note", "overview.held_out_protocols", "gpt.held_out", "gpt.badge",
                 "gpt.source_shipped"):
@@ -76,10 +78,10 @@ def test_the_overview_and_the_gpt_tab_show_both_protocols_side_by_side(lang):
 
     scores = char_gpt_scores()
     nats, bits, stream = f"{scores.window_nats:.3f}", f"{scores.window_bits:.3f}", f"{scores.stream_bits:.3f}"
-    page = overview.path_html(lang)
+    page = overview.path_html(lang, app.TABS)
     assert all(number in page for number in (nats, bits, stream)), lang
     assert f"{scores.windows}" in page and f"{scores.windows * scores.length:,}" in page
-    registry.set_offline(True)
+    resolve.set_offline(True)
     with using_language(lang):
         badge = gpt_demo._badge("char-gpt")
     assert all(number in badge for number in (nats, bits, stream)), badge
@@ -143,7 +145,7 @@ LARGE = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, int
 def test_bert_large_is_counted_from_its_config():
     from core.mlm_pretraining import model_card
 
-    registry.set_offline(True)
+    resolve.set_offline(True)
     card = model_card("bert-large-uncased")
     assert card.breakdown["total"] == meta_bert_count(**LARGE) == 335_141_888
     c = card.config
@@ -161,7 +163,7 @@ def test_bert_large_is_counted_from_its_config():
 def test_the_card_shows_large_beside_base_in_the_learners_language(lang):
     from demo import mlm_handlers
 
-    registry.set_offline(True)
+    resolve.set_offline(True)
     with using_language(lang):
         table, text = mlm_handlers.card("bert-large-uncased")
         base_text = mlm_handlers.card("bert-base-uncased")[1]
@@ -176,10 +178,9 @@ def test_the_card_shows_large_beside_base_in_the_learners_language(lang):
 
 
 def test_the_bert_large_preset_is_one_click_and_deep_linked():
-    import app
     from demo import preset_records
 
-    registry.set_offline(True)
+    resolve.set_offline(True)
     blocks = app.build_app()
     reg = blocks.preset_registry
     view = reg.find("mlm", "bert-large-parameters")

@@ -11,7 +11,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from demo import static_html
+import app
+from demo import presets, static_html
 from demo.figures import COLORWAY, HIGHLIGHT
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -99,7 +100,7 @@ def test_the_path_imports_gradios_plotly_chunk_once_it_shows():
     chunk = figures.plotly_chunk()
     assert chunk and (Path(gr.__file__).parent / "templates" / "frontend" / "assets" / chunk).stat().st_size > 1e6
     assert f'"{chunk}"' in figures.PLOTLY_PRELOAD_JS and "requestIdleCallback" in figures.PLOTLY_PRELOAD_JS
-    with gr.Blocks() as blocks:
+    with gr.Blocks() as blocks, gr.Tab("Overview") as tab, presets.Registry(app.TABS).tab("overview", tab):
         overview.build()
     path = next(b for b in blocks.blocks.values() if isinstance(b, gr.HTML) and "static-view" in b.elem_classes)
     assert path.js_on_load.endswith(figures.PLOTLY_PRELOAD_JS) and static_html.EXPORT_JS in path.js_on_load

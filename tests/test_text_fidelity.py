@@ -5,22 +5,23 @@ import unicodedata
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from core import registry
-from core.registry import MINILM_ID
+from core.checkpoints import MINILM_ID
 from core.textio import clean_text, decode_text, normalize_text
 from core.tokenizer import WordPieceTokenizer, longest_first
+from core import resolve
+from core import limits
 
 SEPARATORS = ["\r", "\r\n", "\u2028", "\u2029", "\x85", "\x0b", "\x0c"]
 
 
 @pytest.fixture(scope="module")
 def minilm():
-    return registry.resolve(MINILM_ID).directory
+    return resolve.resolve(MINILM_ID).directory
 
 
 @pytest.fixture(scope="module")
 def reference(minilm):
-    transformers = pytest.importorskip("transformers")
+    import transformers
     return transformers.BertTokenizerFast.from_pretrained(str(minilm))
 
 
@@ -112,7 +113,7 @@ def test_ner_offsets_point_into_the_typed_text(tiny_checkpoint):
     for token in tagged.tokens:  # each token covers the characters the learner typed for it
         covered = _plain(typed[token.start:token.end])
         assert covered.strip() and _plain(token.word.replace("##", "")) in covered or token.piece == "[UNK]"
-    for strategy in ner.STRATEGIES:
+    for strategy in limits.NER_STRATEGIES:
         for entity in ner.entities(tagged, strategy):
             assert 0 <= entity.start < entity.end <= len(typed)
 

@@ -85,7 +85,7 @@ def test_word2vec_before_training_speaks_chinese():
 def test_word2vec_untrained_is_where_training_starts_and_training_changes_it():
     text = load_corpus("moby_dick")
     config = dict(architecture="cbow", dim=10, window=1, epochs=1, min_count=50)
-    untrained = embeddings.w2v.untrained_word2vec(text, embeddings.w2v.Word2VecConfig(**config))
+    untrained = embeddings.word2vec.untrained_word2vec(text, embeddings.word2vec.Word2VecConfig(**config))
     fig, summary, trained = embeddings.train(embeddings.MOBY, None, embeddings.CBOW, 10, 1, 1, 50,
                                              progress=lambda *a, **k: None)
     assert trained.trained and trained.vectors.words == untrained.vectors.words
@@ -97,10 +97,10 @@ def test_word2vec_untrained_is_where_training_starts_and_training_changes_it():
     # Stopped after two SGD steps, training has moved only the input rows its batches touched (the first step
     # moves none: its gradient Σ g_j u_j is 0 while the output vectors are 0); every other word still has exactly
     # the untrained vector, so both started from the same weights.
-    config = embeddings.w2v.Word2VecConfig(architecture="skipgram", dim=10, window=1, epochs=1, min_count=5)
+    config = embeddings.word2vec.Word2VecConfig(architecture="skipgram", dim=10, window=1, epochs=1, min_count=5)
     steps = []
-    two_steps = embeddings.w2v.train_word2vec(text, config, stop=lambda: steps.append(1) or len(steps) == 2 or None)
-    start = embeddings.w2v.untrained_word2vec(text, config)
+    two_steps = embeddings.word2vec.train_word2vec(text, config, stop=lambda: steps.append(1) or len(steps) == 2 or None)
+    start = embeddings.word2vec.untrained_word2vec(text, config)
     assert two_steps.loss_steps[-1] == 2 and start.loss_steps == [0]
     untouched = np.all(two_steps.vectors.vectors == start.vectors.vectors, axis=1)  # (V,)
     assert 0.5 < untouched.mean() < 1

@@ -9,8 +9,8 @@ import types
 import gradio as gr
 import pytest
 
-from core import jobs
-from core import embeddings as w2v
+from core import embeddings_word2vec as word2vec
+from core import jobs, resolve
 from tests.conftest import run_async
 
 
@@ -43,28 +43,31 @@ def test_budget_and_one_run_per_owner():
     assert slots.cancel("session-a") and second.stop_reason() == jobs.REPLACED
     slots.finish("session-a", second)
     assert not slots.cancel("session-a") and slots.running() == 1
-    assert jobs.Budget(seconds=0.0).stop_reason() in (None, jobs.BUDGET)
 
 
 def test_budget_runs_out(fast_clock):
     budget = jobs.Budget(seconds=5)
     reasons = [budget.stop_reason() for _ in range(8)]
     assert reasons[:4] == [None] * 4 and reasons[-1] == jobs.BUDGET
+    assert jobs.Budget(seconds=0.0).stop_reason() == jobs.BUDGET  # the first reading is already past a zero budget
+    cancelled = jobs.Budget(seconds=60)
+    cancelled.cancel()
+    assert cancelled.stop_reason() == jobs.REPLACED and cancelled()  # before its time is up
 
 
 def test_word2vec_stops_with_its_model_when_told():
     text = "the white whale swam in the deep sea while an old ship sailed on the grey sea " * 300
-    config = w2v.Word2VecConfig(dim=16, window=2, epochs=5, min_count=1, batch_size=64)
+    config = word2vec.Word2VecConfig(dim=16, window=2, epochs=5, min_count=1, batch_size=64)
     calls = []
 
     def stop():
         calls.append(1)
         return jobs.BUDGET if len(calls) >= 3 else None
 
-    model = w2v.train_word2vec(text, config, stop=stop)
+    model = word2vec.train_word2vec(text, config, stop=stop)
     assert model.stopped == jobs.BUDGET and model.loss_steps[-1] == 3 < model.steps_planned
     assert model.vectors.vector("whale").shape == (16,) and len(model.losses) >= 1
-    full = w2v.train_word2vec(text, config)
+    full = word2vec.train_word2vec(text, config)
     assert full.stopped is None and full.loss_steps[-1] > 3
 
 
@@ -107,24 +110,23 @@ def test_a_new_run_from_the_same_session_replaces_the_running_one(one_torch_thre
         return jobs.TRAINING.start("browser-2") and None  # every step starts a newer run: this one is replaced
 
     with pytest.raises(gr.Error, match="newer run"):
-        original = w2v.train_word2vec
+        original = word2vec.train_word2vec
 
         def replaced(text, cfg, progress=None, stop=None):
             return original(text, cfg, progress, stop=lambda: (stop_soon(), stop())[1])
 
-        w2v.train_word2vec = replaced
+        word2vec.train_word2vec = replaced
         try:
             embeddings.train(**config, progress=lambda *a, **k: None,
                              request=types.SimpleNamespace(session_hash="browser-2"))
         finally:
-            w2v.train_word2vec = original
+            word2vec.train_word2vec = original
 
 
 def test_trainers_share_one_bounded_concurrency_group():
     import app
-    from core import registry
 
-    registry.set_offline(True)
+    resolve.set_offline(True)
     blocks = app.build_app()
     trainers = {fn.api_name: fn for fn in blocks.fns.values() if fn.api_name in ("embeddings_train", "lstm_train")}
     assert len(trainers) == 2

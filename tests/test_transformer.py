@@ -8,7 +8,8 @@ import torch
 
 from core import param_count as pc
 from core import transformer as tr
-from core.registry import MINILM_ID, resolve
+from core import resolve
+from core.checkpoints import MINILM_ID
 from core.errors import UserInputError
 
 TOL = 1e-5
@@ -77,8 +78,8 @@ def check_against_reference(model_id: str, reference, model_type: str, text: str
 
 @pytest.fixture(scope="module")
 def minilm_reference():
-    transformers = pytest.importorskip("transformers")
-    folder = str(resolve(MINILM_ID).directory)
+    import transformers
+    folder = str(resolve.resolve(MINILM_ID).directory)
     return transformers.BertModel.from_pretrained(folder, attn_implementation="eager").eval()
 
 
@@ -182,7 +183,7 @@ def test_residual_stream_measures_follow_from_the_hidden_states():
 
 @pytest.mark.parametrize("class_name,model_type", [("BertModel", "bert"), ("DistilBertModel", "distilbert")])
 def test_tiny_random_checkpoint_equals_transformers_hooks(tiny_checkpoint, class_name, model_type):
-    transformers = pytest.importorskip("transformers")
+    import transformers
     folder = tiny_checkpoint(class_name, seed=3)
     reference = getattr(transformers, class_name).from_pretrained(str(folder), attn_implementation="eager").eval()
     walk = check_against_reference(str(folder), reference, model_type)
@@ -282,7 +283,7 @@ def test_unshared_embeddings_add_a_target_table_and_an_output_projection():
 
 def test_minilm_count_equals_transformers_bert_model_and_the_file(minilm_reference):
     from core import registry
-    from core.registry import load_state_dict
+    from core.weights import load_state_dict
 
     loaded = registry.load("encoder", MINILM_ID)
     count = pc.parameter_count(pc.encoder_shape(loaded.config, "MiniLM-L6"))
@@ -292,7 +293,7 @@ def test_minilm_count_equals_transformers_bert_model_and_the_file(minilm_referen
     assert rows["encoder layer", "FFN"].each == numel(layer.intermediate) + numel(layer.output.dense)
     assert count.total == numel(minilm_reference) == 22_713_216
     assert count.total == pc.parameter_breakdown(loaded.config, pooler=True)["total"]  # the masked-LM tab's card
-    file_total = sum(t.numel() for k, t in load_state_dict(resolve(MINILM_ID).weights).items()
+    file_total = sum(t.numel() for k, t in load_state_dict(resolve.resolve(MINILM_ID).weights).items()
                      if not k.endswith("position_ids"))
     assert count.total == file_total
 

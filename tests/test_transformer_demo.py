@@ -5,11 +5,11 @@ import json
 import numpy as np
 import pytest
 
-gr = pytest.importorskip("gradio")
+import gradio as gr
 
 from core import param_count as pc  # noqa: E402
 from core import transformer as tr  # noqa: E402
-from core.registry import MINILM_ID  # noqa: E402
+from core.checkpoints import MINILM_ID  # noqa: E402
 from demo import transformer as tab  # noqa: E402
 from demo.figures import HIGHLIGHT  # noqa: E402
 
@@ -62,13 +62,13 @@ def test_a_layer_beyond_the_model_is_clamped_and_said(tiny_checkpoint):
 
 @pytest.mark.parametrize("preset", list(tab.BLOCK_PRESETS))
 def test_every_block_preset_runs(preset):
-    text, summary, token, *_ = tab.block_preset(MINILM_ID, preset)
-    assert text == tab.BLOCK_PRESETS[preset][0] and "Following" in summary
+    summary, token, *_ = tab.block(MINILM_ID, *tab.BLOCK_PRESETS[preset])  # what its preset button runs
+    assert "Following" in summary
     assert token["value"] in token["choices"]
 
 
 def test_the_pronoun_preset_shows_a_head_that_links_it_to_animal():
-    _, _, token, layer, *_, attn, _ = tab.block_preset(MINILM_ID, "it: what does the pronoun look at?")
+    _, token, layer, *_, attn, _ = tab.block(MINILM_ID, *tab.BLOCK_PRESETS["it: what does the pronoun look at?"])
     z = np.array(attn.data[0].z)  # (heads, tokens) in layer 4
     assert token["value"] == "10 · it" and layer["value"] == 4
     assert z[:, 2].max() > 0.5 and list(attn.data[0].x)[2].endswith("animal")
@@ -92,11 +92,6 @@ def test_bad_input_gives_the_clear_message(text, token, match):
 def test_unknown_checkpoint_offline_says_what_to_fetch():
     summary, *_, table = tab.block("no-such-org/no-such-model", TEXT, TOKEN, 1)
     assert "not available here" in summary and "no-such-org/no-such-model" in summary and table.empty
-
-
-def test_unknown_block_preset_is_a_clear_error():
-    with pytest.raises(gr.Error, match="Pick one of the presets"):
-        tab.block_preset(MINILM_ID, "nope")
 
 
 # ----------------------------------------------------------------------------------------------------------------

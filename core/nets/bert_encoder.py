@@ -1,9 +1,11 @@
-"""BERT's encoder, written out, returning every hidden state and every attention probability.
+"""BERT's encoder, written out, returning every hidden state and every attention probability: the parts the BERT
+family shares (core/nets/bert.py, distilbert.py and roberta.py build on this module and never on each other).
 
-Built bottom-up like nanoGPT: config → embeddings → self-attention → feed-forward → layer → encoder → BertModel.
-The task heads and checkpoint loading are in core/nets/bert.py, which re-exports everything here. Submodule names
-equal the Hugging Face checkpoint keys (``embeddings.word_embeddings``, ``encoder.layer.3.attention.self.query``,
-...), so loading is a strict ``load_state_dict`` after a small key normalisation (bert.normalize_state_dict).
+Built bottom-up like nanoGPT: config → embeddings → self-attention → feed-forward → layer → encoder → BertModel,
+then what every head model has (``PretrainedMixin``: its encoder, tied decoder, and what the tabs may ask of it),
+the bare ``Encoder`` the attention views load, and the key normalisation. Submodule names equal the Hugging Face
+checkpoint keys (``embeddings.word_embeddings``, ``encoder.layer.3.attention.self.query``, ...), so loading is a
+strict ``load_state_dict`` after ``normalize_state_dict``. The task heads are in each family's file.
 
 Equations (seed §8–§13):
   input     E = LayerNorm(token_emb + segment_emb + position_emb)                  (BERT input representation)
@@ -30,7 +32,7 @@ from torch import nn
 class BertConfig:
     """The subset of a Hugging Face config.json that shapes the network. DistilBERT's names are mapped on read."""
 
-    model_type: str = "bert"  # "bert" or "distilbert"
+    model_type: str = "bert"  # "bert", "distilbert" or "roberta"
     vocab_size: int = 30522
     hidden_size: int = 768  # H
     num_hidden_layers: int = 12  # L
@@ -47,6 +49,9 @@ class BertConfig:
     problem_type: str | None = None  # "multi_label_classification" makes the pipeline use a sigmoid
     architectures: list[str] = field(default_factory=list)
     tie_word_embeddings: bool = True
+    position_offset: int = 0  # RoBERTa numbers positions from pad_token_id + 1, so its table holds that many fewer
+    has_pooler: bool = True  # the bare model has a pooler (DistilBERT's has none)
+    pretrained_with_nsp: bool = True  # masked LM + next-sentence prediction (BERT); masked LM only (the others)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> "BertConfig":
@@ -56,6 +61,7 @@ class BertConfig:
                 hidden_size=raw.get("dim", 768), num_hidden_layers=raw.get("n_layers", 6),
                 num_attention_heads=raw.get("n_heads", 12), intermediate_size=raw.get("hidden_dim", 3072),
                 hidden_act=raw.get("activation", "gelu"), type_vocab_size=0, layer_norm_eps=1e-12,
+                has_pooler=False, pretrained_with_nsp=False,
             )
         id2label = {int(k): v for k, v in (raw.get("id2label") or {}).items()}
         raw["id2label"] = id2label
@@ -66,6 +72,11 @@ class BertConfig:
     @property
     def head_size(self) -> int:
         return self.hidden_size // self.num_attention_heads
+
+    @property
+    def max_tokens(self) -> int:
+        """The longest input the position table covers, special tokens included."""
+        return self.max_position_embeddings - self.position_offset
 
 
 ACTIVATIONS = {
@@ -211,6 +222,22 @@ class BertOutput(nn.Module):
         return self.LayerNorm(residual + self.dense(hidden))  # (B, T, H)
 
 
+@dataclass
+class BlockParts:
+    """One post-norm encoder layer's submodules in the order its forward pass calls them, whatever the family names
+    them: what the Transformer tab's walk (core/transformer.py) runs one at a time."""
+
+    query: nn.Linear
+    key: nn.Linear
+    value: nn.Linear
+    attention_output: nn.Linear  # W_O
+    attention_norm: nn.LayerNorm
+    ffn_in: nn.Linear  # W₁: H → 4H
+    activation: Any  # a function of a tensor
+    ffn_out: nn.Linear  # W₂: 4H → H
+    ffn_norm: nn.LayerNorm
+
+
 class BertLayer(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -221,6 +248,11 @@ class BertLayer(nn.Module):
     def forward(self, x, additive_mask, need_probs):
         x, probs = self.attention(x, additive_mask, need_probs)
         return self.output(self.intermediate(x), x), probs
+
+    def block_parts(self) -> BlockParts:
+        s, o = self.attention.self, self.attention.output
+        return BlockParts(s.query, s.key, s.value, o.dense, o.LayerNorm, self.intermediate.dense,
+                          self.intermediate.act, self.output.dense, self.output.LayerNorm)
 
 
 class BertEncoder(nn.Module):
@@ -250,12 +282,18 @@ def additive_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dt
 
 
 class BertModel(nn.Module):
+    embeddings_class: type[nn.Module] = BertEmbeddings  # RoBERTa's model is this one with its own embeddings
+
     def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
         super().__init__()
         self.config = config
-        self.embeddings = BertEmbeddings(config)
+        self.embeddings = self.embeddings_class(config)
         self.encoder = BertEncoder(config)
         self.pooler = BertPooler(config) if add_pooling_layer else None
+
+    @property
+    def layers(self) -> nn.ModuleList:
+        return self.encoder.layer
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
                 output_hidden_states=True) -> EncoderOutput:
@@ -275,3 +313,95 @@ class BertModel(nn.Module):
                 attentions.append(probs)
         pooled = self.pooler(x) if self.pooler is not None else None
         return EncoderOutput(x, tuple(hidden_states), tuple(attentions), pooled)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# What every model of the family has, whatever its head
+
+
+class PretrainedMixin:
+    """The encoder under its checkpoint prefix (``bert``, ``distilbert``, ``roberta``), the tied decoder, and what a
+    tab may ask of the head (declared here for every class, so a tab never inspects a head's submodules)."""
+
+    base_prefix = "bert"
+    config: BertConfig
+    needs_pooler = False  # the head reads the pooled [CLS] vector (NSP, BERT's sequence classification)
+    has_next_sentence_head = False  # next_sentence_logits() exists (BertForPreTraining)
+
+    @property
+    def base(self) -> nn.Module:
+        """The bare encoder inside: a BertModel, DistilBertModel or RobertaModel."""
+        return getattr(self, self.base_prefix)
+
+    def tie_weights(self) -> None:
+        decoder = self.output_embeddings()
+        if decoder is not None and self.config.tie_word_embeddings:
+            decoder.weight = self.input_embeddings().weight
+
+    def input_embeddings(self) -> nn.Embedding:
+        return self.base.embeddings.word_embeddings
+
+    def output_embeddings(self) -> nn.Linear | None:
+        return None
+
+
+class Encoder(PretrainedMixin, nn.Module):
+    """A bare encoder under its checkpoint prefix, for the views that need no head (attention, the block walk).
+
+    It reads the encoder out of any of the family's files: a bare model's (the prefix is added) or a head model's
+    (whose head weights are the only keys left unused). Each family names its own: ``bert.BertOnlyEncoder``, ..."""
+
+    base_class: type[nn.Module] = BertModel
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        setattr(self, self.base_prefix, self.base_class(config))
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
+                output_hidden_states=True) -> EncoderOutput:
+        return self.base(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Loading: normalise the few ways checkpoints differ, then load strictly.
+
+
+def normalize_state_dict(state: dict[str, torch.Tensor], model: nn.Module) -> dict[str, torch.Tensor]:
+    """Map checkpoint keys onto ``model``'s parameter names (any model of the BERT family).
+
+    Handles: a missing or extra ``bert.``/``distilbert.``/``roberta.`` prefix (bare-model files vs head-model files),
+    legacy ``LayerNorm.gamma``/``beta`` names, ``position_ids`` buffers, and the decoder weight that tied checkpoints
+    leave out (or keep as a copy of the embeddings). Whatever remains must match exactly, or loading fails.
+    """
+    prefix = getattr(model, "base_prefix", "bert")
+    expected = set(model.state_dict()) | {f"{prefix}.pooler.dense.weight", f"{prefix}.pooler.dense.bias"}
+    out: dict[str, torch.Tensor] = {}
+    for key, tensor in state.items():
+        key = key.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+        if key.endswith("position_ids"):
+            continue  # a buffer (0..511) that older transformers versions saved; we compute positions on the fly
+        if key not in expected and f"{prefix}.{key}" in expected:
+            key = f"{prefix}.{key}"  # file saved from the bare BertModel/DistilBertModel/RobertaModel
+        elif key not in expected and key.startswith(f"{prefix}.") and key[len(prefix) + 1:] in expected:
+            key = key[len(prefix) + 1:]  # file from a head model, loaded into a bare model
+        out[key] = tensor
+    if isinstance(model, Encoder):  # a bare encoder may be read out of any head model's file
+        out = {k: v for k, v in out.items() if k.startswith(f"{prefix}.")}
+    base = getattr(model, prefix, None)
+    if isinstance(base, BertModel):
+        # The pooler is optional in files: token-level heads are often saved with one (unused) or without one.
+        # Build or drop it so that every tensor in the file has a home and nothing the model needs is absent.
+        has_pooler = f"{prefix}.pooler.dense.weight" in out
+        if has_pooler and base.pooler is None:
+            base.pooler = BertPooler(model.config)
+        elif not has_pooler and base.pooler is not None and not model.needs_pooler:
+            base.pooler = None
+    decoder = model.output_embeddings() if isinstance(model, PretrainedMixin) else None
+    if decoder is not None and model.config.tie_word_embeddings:
+        decoder_key = next(k for k, p in model.named_parameters(remove_duplicate=False) if p is decoder.weight
+                           and not k.startswith(prefix))
+        out.pop(decoder_key, None)  # tied: the embeddings are the decoder
+        if decoder.bias is None:  # old files keep a copy of the head's own bias under the decoder's name
+            out.pop(decoder_key.removesuffix("weight") + "bias", None)
+    return out

@@ -1,6 +1,6 @@
 """DistilBERT (names follow modeling_distilbert.py): 6 layers, no segment embeddings, no pooler.
 
-Same equations as BERT (core/nets/bert.py), different checkpoint names: ``q_lin``/``k_lin``/``v_lin``/``out_lin``,
+Same equations as BERT (core/nets/bert_encoder.py, whose shared parts it uses), different checkpoint names: ``q_lin``/``k_lin``/``v_lin``/``out_lin``,
 ``sa_layer_norm``, ``ffn.lin1``/``lin2``, ``output_layer_norm``. Positions may be the fixed sinusoids of
 "Attention Is All You Need" (§11) when the config says ``sinusoidal_pos_embds``.
 """
@@ -9,10 +9,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from core.nets.bert import (ACTIVATIONS, BertConfig, EncoderOutput, HeadOutput, PretrainedMixin, SpanOutput,
-                            additive_attention_mask, attention)
-
-
+from core.nets.bert_encoder import (ACTIVATIONS, BertConfig, BlockParts, Encoder, EncoderOutput, HeadOutput,
+                                    PretrainedMixin, SpanOutput, additive_attention_mask, attention)
 
 def sinusoidal_table(num_positions: int, dim: int) -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))  (seed §11)."""
@@ -87,6 +85,11 @@ class TransformerBlock(nn.Module):
         x = self.sa_layer_norm(attended + x)
         return self.output_layer_norm(self.ffn(x) + x), probs
 
+    def block_parts(self) -> BlockParts:
+        a, f = self.attention, self.ffn
+        return BlockParts(a.q_lin, a.k_lin, a.v_lin, a.out_lin, self.sa_layer_norm, f.lin1, f.act, f.lin2,
+                          self.output_layer_norm)
+
 
 class Transformer(nn.Module):
     def __init__(self, config: BertConfig):
@@ -95,11 +98,17 @@ class Transformer(nn.Module):
 
 
 class DistilBertModel(nn.Module):
+    pooler = None  # no pooler: DistilBERT was trained without next-sentence prediction
+
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
         self.embeddings = DistilBertEmbeddings(config)
         self.transformer = Transformer(config)
+
+    @property
+    def layers(self) -> nn.ModuleList:
+        return self.transformer.layer
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
                 output_hidden_states=True) -> EncoderOutput:
@@ -113,6 +122,13 @@ class DistilBertModel(nn.Module):
             if output_attentions:
                 attentions.append(probs)
         return EncoderOutput(x, tuple(hidden_states), tuple(attentions), None)
+
+
+class DistilBertOnlyEncoder(Encoder):
+    """DistilBERT's bare encoder (``distilbert.*`` keys), read from any DistilBERT file."""
+
+    base_prefix = "distilbert"
+    base_class = DistilBertModel
 
 
 class DistilBertForMaskedLM(PretrainedMixin, nn.Module):
@@ -131,11 +147,14 @@ class DistilBertForMaskedLM(PretrainedMixin, nn.Module):
     def output_embeddings(self):
         return self.vocab_projector
 
+    def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The masked-LM head on some positions' final vectors: (..., H) → (..., V)."""
+        return self.vocab_projector(self.vocab_layer_norm(self.act(self.vocab_transform(hidden))))
+
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
                 output_hidden_states=True) -> HeadOutput:
         encoded = self.distilbert(input_ids, attention_mask, None, output_attentions, output_hidden_states)
-        x = self.vocab_layer_norm(self.act(self.vocab_transform(encoded.last_hidden_state)))
-        return HeadOutput(self.vocab_projector(x), encoded)  # (B, T, V)
+        return HeadOutput(self.mlm_logits(encoded.last_hidden_state), encoded)  # (B, T, V)
 
 
 class DistilBertForTokenClassification(PretrainedMixin, nn.Module):
@@ -157,6 +176,7 @@ class DistilBertForSequenceClassification(PretrainedMixin, nn.Module):
     """h_[CLS] → ReLU(pre_classifier) → classifier: DistilBERT has no pooler, so its head adds one hidden layer."""
 
     base_prefix = "distilbert"
+    sentence_vector_equation = "ReLU(W_pre h_[CLS] + b_pre)"
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -168,6 +188,11 @@ class DistilBertForSequenceClassification(PretrainedMixin, nn.Module):
     def sentence_vector(self, encoded: EncoderOutput) -> torch.Tensor:
         """The vector the classifier's W reads: ReLU(W_pre h_[CLS] + b_pre)."""
         return torch.relu(self.pre_classifier(encoded.last_hidden_state[:, 0]))  # (B, H)
+
+    @property
+    def sentence_classifier(self) -> nn.Linear:
+        """W v + b: the layer that turns the sentence vector into one logit per label."""
+        return self.classifier
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=True,
                 output_hidden_states=True) -> HeadOutput:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 import torch.nn as nn
 
@@ -234,17 +233,16 @@ def consistent(i, f, a, o, cells, h_last, c_last, atol: float = 1e-5) -> bool:
 def cell_scan(f: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
     """C_t = C_{t-1} ⊙ f_t + update_t from C_0 = 0, for time-major (T, B, H) inputs; returns every C_t, (T, B, H).
 
-    On the CPU a numpy loop over rows: ~0.7 µs a step, and small numpy operations keep the GIL (each torch call
-    would give it up and wait to get it back on a busy server)."""
+    On the CPU a loop over rows of numpy views of the tensors (``Tensor.numpy()``, no copy): ~1 µs a step, and small
+    numpy operations keep the GIL (each torch call would give it up and wait to get it back on a busy server)."""
     if f.device.type != "cpu":
         # On a GPU, T tiny kernels cost ~15 µs each (5.8× nn.LSTM on an H100 for 300 steps); the same scan on a
         # CPU copy of two (T, B, H) tensors takes well under a millisecond, transfers included.
         return cell_scan(f.cpu(), update.cpu()).to(f.device)
     T = len(f)
-    forget = np.ascontiguousarray(f.numpy()).reshape(T, -1)  # (T, B·H): a copy only if f is a strided view
+    forget = f.contiguous().view(T, -1).numpy()  # (T, B·H): a copy only if f is a strided view
     cells = update.view(T, -1).numpy()  # update is a fresh tensor: overwritten in place with C_t
-    carried = np.empty_like(cells[0])  # one scratch row: no allocation per step
     rows, forget_rows = list(cells), list(forget)  # the row views made once, not twice per step
     for before, f_t, c_t in zip(rows, forget_rows[1:], rows[1:]):
-        np.add(c_t, np.multiply(before, f_t, out=carried), out=c_t)
+        c_t += before * f_t
     return update

@@ -1,11 +1,10 @@
 """word2vec with negative sampling (Mikolov et al., 2013), as an nn.Module: the two embedding tables, the loss, and
-the sparse SGD step that trains them; plus word2vec's noise table.
+the sparse SGD step that trains them (its noise table is core/embeddings.unigram_table).
 
     loss per pair   −log σ(u_o·v_c) − Σ_k log σ(−u_k·v_c),   k noise words drawn ∝ count^¾
 """
 from __future__ import annotations
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -66,11 +65,3 @@ class SkipGramNS(nn.Module):
             self.inp.weight.index_add_(0, inputs.reshape(-1), share.reshape(-1, h.shape[1]))
             self.inp.weight[self.pad].zero_()
         return loss
-
-
-def unigram_table(counts: np.ndarray, size: int = 1_000_000) -> np.ndarray:
-    """word2vec's noise table: word i fills a share count_i^¾ / Σ count^¾ of the slots, so a uniform slot is a
-    draw from the unigram^¾ distribution (one array lookup per noise word instead of a multinomial)."""
-    weights = counts**0.75
-    slots = np.maximum(1, np.round(weights / weights.sum() * size)).astype(np.int64)  # (V,) every word can be drawn
-    return np.repeat(np.arange(len(counts), dtype=np.int64), slots)  # (≈size,)

@@ -6,28 +6,10 @@ show the ModelUnavailableError note (it names `hf download <id>`) instead: those
 """
 from __future__ import annotations
 
+import functools
+
 VIEWPORT = {"width": 1440, "height": 900}
 
-# Top-level tab → its sub-tabs in order ([] when the tab has none). Opening a trainer's sub-tab shows its untrained
-# model (issue #31); a training run is never started by opening a tab (it takes up to two minutes).
-SUBTABS = {
-    "Overview": ["The path", "Every model on your text"],
-    "N-gram": ["Counts", "Score a sentence", "Generate"],
-    "Word embeddings": ["One-hot vs dense", "Neural LM (NNLM)", "GloVe: neighbours & analogies", "Projection",
-                        "One vector per word", "Train word2vec"],
-    "RNN & LSTM": ["Gates & predictions", "Vanishing gradients", "Generate", "ELMo: both directions",
-                   "ELMo: three layers", "Train"],
-    "Attention": ["Step by step", "Multi-head", "Positions", "Real model"],
-    "Transformer & GPT": ["Inside a block", "Transformer-base numbers", "GPT: next token", "GPT: generate",
-                          "GPT: causal attention", "GPT vs BERT", "Tokenizer lab"],
-    "BERT masked LM": ["Fill in the blank", "Both sides vs left only", "Input representation", "Masking procedure",
-                       "Next sentence", "Model card", "Contextual vs static"],
-    "NER": ["BIO · IOBES · entities", "Per-token probabilities", "Aggregation on split words",
-            "Tokenisation & windows", "BIO → IOBES (seed §14)"],
-    "QA": [],
-    "Classification & fine-tuning": ["Classify with a fine-tuned checkpoint", "Fine-tune MiniLM yourself",
-                                     "What fine-tuning changed"],
-}
 # (tab, sub-tab) whose predictions need a checkpoint the offline app cannot have: they show the "hf download" note;
 # their other plots and tables (tokenisation, input layout) must still be full.
 OFFLINE_NOTE = {("BERT masked LM", "Fill in the blank"), ("BERT masked LM", "Both sides vs left only"),
@@ -89,9 +71,32 @@ def open_tab(page, name: str) -> None:
     visible(page.locator(".overflow-dropdown").get_by_role("button", name=name, exact=True)).click()
 
 
+@functools.cache
+def subtabs() -> dict[str, list[str]]:
+    """Top-level tab title -> its sub-tab titles in order ([] when it has none), in English, read from the app that
+    app.py builds from app.TABS. Opening a trainer's sub-tab shows its untrained model (issue #31); a training run is
+    never started by opening a tab (it takes up to two minutes)."""
+    import gradio as gr
+
+    import app
+    from core import i18n
+
+    def tabs_in(block) -> list:  # the nearest gr.Tab below block, not those inside them
+        found = []
+        for child in getattr(block, "children", None) or []:
+            found += [child] if isinstance(child, gr.Tab) else tabs_in(child)
+        return found
+
+    def title(tab) -> str:
+        return i18n.text(tab.label.key, "en")
+
+    top = tabs_in(app.build_app())  # builds the layout only: no model, no network
+    return {title(tab): [title(sub) for sub in tabs_in(tab)] for tab in top}
+
+
 def views():
     """Every (tab, sub-tab) in the order a learner meets them; sub-tab "" is a tab without sub-tabs."""
-    for tab, subs in SUBTABS.items():
+    for tab, subs in subtabs().items():
         for sub in subs or [""]:
             yield tab, sub
 

@@ -202,8 +202,11 @@ def save_screenshot(page, name: str) -> Path:
 
 @pytest.mark.parametrize("module", app.TABS, ids=slug)
 def test_tab_runs_its_example_and_renders(page, module):
-    scenario = SCENARIOS.get(slug(module))
-    assert scenario is not None, f"no browser scenario for the '{module.TITLE}' tab: add one to SCENARIOS"
+    """Every tab of app.TABS: its scenario (a seed example, and what it must show) or, for a tab without one, what
+    it shows when opened, which must be full (tests/e2e/first_open.py's FULL_JS)."""
+    from tests.e2e.first_open import FULL_JS
+
+    scenario = SCENARIOS.get(slug(module)) or Scenario(lambda page: page.wait_for_function(FULL_JS), plots=0)
     open_tab(page, module.TITLE)
     if scenario.opens_with_result:
         # Let the default result land first: a preset clicked while it is still computing would be overwritten by it.

@@ -42,6 +42,7 @@ import gradio as gr
 import plotly
 import plotly.graph_objects as go
 import pytest
+from core import resolve
 
 pytestmark = pytest.mark.e2e
 
@@ -125,10 +126,9 @@ def shown_width(block) -> float:
 def shown_figures() -> list[Shown]:
     """Every plotly figure of every runnable preset of every view, offline."""
     import app
-    from core import registry
     from demo.figures import TEMPLATE_MARGINS
 
-    registry.set_offline(True)
+    resolve.set_offline(True)
     reg = app.build_app().preset_registry
     base = TEMPLATE_MARGINS["base_margin"]
     shown = []

@@ -17,8 +17,6 @@ titles, labels, info texts, placeholders, accordion titles). Then one error mess
   not use itself (tests/test_i18n_literals.english_words: "Count", "Smoothing"; not "BERT", "top-k", a model id).
   The explanation must be mostly 中文: 20+ CJK characters and no run of four English words outside brackets.
 
-Tabs whose modules other branches are still converting (tests/test_i18n_literals.NOT_YET_CONVERTED) are expected
-to fail in 中文 (xfail, not strict); the header, the tab titles, the status panel and every English check pass now.
 Screenshots go to PLM_SCREENSHOTS (scripts/refresh_screenshots.py refreshes the README's on purpose), or with
 PLM_I18N_SHOTS=1 to tests/e2e/_artifacts/i18n/<lang>-<tab>.png (git-ignored).
 """
@@ -34,7 +32,7 @@ import pytest
 import app
 from core import i18n
 from tests.e2e.conftest import VIEWPORT
-from tests.test_i18n_literals import NOT_YET_CONVERTED, english_words
+from tests.test_i18n_literals import english_words
 
 pytestmark = pytest.mark.e2e
 
@@ -43,34 +41,10 @@ SCREENSHOTS = Path(os.environ.get("PLM_SCREENSHOTS") or Path(__file__).resolve()
 # or PLM_I18N_SHOTS=1 to look at a failure; test_browser.py keeps one screenshot per tab in every run.
 SCREENSHOTS_ASKED = bool(os.environ.get("PLM_SCREENSHOTS") or os.environ.get("PLM_I18N_SHOTS"))
 LOCALES = {"zh": "zh-CN", "en": "en-US"}
-TABS = [module.__name__.rsplit(".", 1)[-1] for module in app.TABS]
-# The files whose strings a tab shows (besides demo/presets.py, which builds every tab's presets and lesson).
-TAB_FILES = {
-    "overview": ["demo/overview.py", "core/ladder.py"],
-    "ngram": ["demo/ngram.py", "core/ngram.py"],
-    "embeddings": ["demo/embeddings.py", "demo/embeddings_nnlm.py", "core/embeddings.py", "core/nnlm.py"],
-    "lstm": ["demo/lstm.py", "core/lstm.py"],
-    "attention": ["demo/attention.py", "core/attention.py"],
-    "transformer": ["demo/transformer.py", "demo/gpt.py", "core/transformer.py", "core/gpt.py"],
-    "mlm": ["demo/mlm.py", "core/mlm.py", "core/tokenizer.py"],
-    "ner": ["demo/ner.py", "core/ner.py"],
-    "qa": ["demo/qa.py", "core/qa.py"],
-    "classify": ["demo/classify.py", "core/classify.py", "core/finetune.py", "core/finetune_train.py"],
-}
+TABS = [app.tab_id(module) for module in app.TABS]
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 _MARKUP = re.compile(r"[*_`#>|]+|\$[^$]*\$|<[^>]*>|\]\([^)]*\)|\[")
-
-
-def pending(tab: str) -> list[str]:
-    return [path for path in [*TAB_FILES[tab], "demo/presets.py"] if path in NOT_YET_CONVERTED]
-
-
-def expect_converted(request, tab: str, lang: str) -> None:
-    """Mark the 中文 check of a tab another branch is still converting as an expected failure."""
-    waiting = pending(tab)
-    if lang == "zh" and waiting:
-        request.applymarker(pytest.mark.xfail(reason=f"not yet converted: {', '.join(waiting)}", strict=False))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -237,8 +211,7 @@ def test_header_tab_titles_and_status_in_the_browser_language(pages, lang):
 
 @pytest.mark.parametrize("tab", TABS)
 @pytest.mark.parametrize("lang", ["zh", "en"])
-def test_each_tab_speaks_the_browser_language(pages, request, lang, tab):
-    expect_converted(request, tab, lang)
+def test_each_tab_speaks_the_browser_language(pages, lang, tab):
     page = pages(lang)
     open_tab(page, tab, lang)
     if SCREENSHOTS_ASKED:
@@ -283,10 +256,8 @@ def test_figure_toolbar_in_the_browser_language(pages, lang):
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
-def test_an_error_message_in_the_browser_language(pages, request, lang):
+def test_an_error_message_in_the_browser_language(pages, lang):
     """N-gram with "My own text" chosen and no text: the learner is told the corpus is empty, in their language."""
-    if lang == "zh" and "demo/ngram.py" in NOT_YET_CONVERTED:
-        request.applymarker(pytest.mark.xfail(reason="not yet converted: demo/ngram.py", strict=False))
     page = pages(lang)
     open_tab(page, "ngram", lang)
     panel = page.locator(".tabitem").filter(visible=True).first
