@@ -7,6 +7,7 @@ repos that only ship ``vocab.txt``, from the vocabulary plus ``tokenizer_config.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -166,16 +167,18 @@ class WordPieceTokenizer:
             if second is not None:
                 second.truncate(keep_second)
         merged: Encoding = self.backend.post_process(first, second, add_special_tokens=True)
+        # Which text each token came from: post_process on separately encoded segments loses the first segment's
+        # sequence id, and type ids cannot stand in (RoBERTa gives both texts type id 0); the first len(first)
+        # non-special tokens are the first text's, the rest the second's.
+        content = itertools.accumulate(not special for special in merged.special_tokens_mask)
         return WordPieceEncoding(
             ids=list(merged.ids),
             tokens=list(merged.tokens),
             offsets=[tuple(o) for o in merged.offsets],
             word_ids=list(merged.word_ids),
             segment_ids=list(merged.type_ids),
-            # Derived rather than read from merged.sequence_ids: post_process on separately encoded segments
-            # loses the first segment's sequence id, while type ids and the special mask stay right.
-            sequence_ids=[None if special else type_id
-                          for special, type_id in zip(merged.special_tokens_mask, merged.type_ids)],
+            sequence_ids=[None if special else int(count > len(first))
+                          for special, count in zip(merged.special_tokens_mask, content)],
             special_tokens_mask=list(merged.special_tokens_mask),
             truncation=truncation,
         )
