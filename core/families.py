@@ -9,6 +9,7 @@ does not import torch. Adding a family is one file in core/nets/, one ``Family``
     model_type   nets file                        tasks                                      tokenizer
     bert         core/nets/bert.py                encoder, mlm (+ NSP), ner, qa, classify    WordPiece
     distilbert   core/nets/distilbert.py          encoder, mlm, ner, qa, classify            WordPiece
+    roberta      core/nets/roberta.py             encoder, mlm, ner, qa, classify            byte-level BPE
     gpt2         core/nets/gpt.py                 causal-lm                                  byte-level BPE, or a BERT vocab.txt
 
 A class is picked from the keys the file holds: bert-base-uncased's file carries the NSP head, so its masked LM
@@ -30,6 +31,7 @@ from core.tokenizer import ByteBPETokenizer, WordPieceGPTTokenizer, WordPieceTok
 bert_encoder = lazy_import("core.nets.bert_encoder")
 bert = lazy_import("core.nets.bert")
 distilbert = lazy_import("core.nets.distilbert")
+roberta = lazy_import("core.nets.roberta")
 gpt = lazy_import("core.nets.gpt")
 
 Pick = Callable[[Any, set[str]], type]  # (parsed config, keys in the file) -> the nn.Module class to build
@@ -101,6 +103,42 @@ DISTILBERT = Family(
 )
 
 
+def _roberta_tokenizer(directory: Path) -> WordPieceTokenizer:
+    """RoBERTa's byte-level BPE with its specials ("<s> A </s></s> B </s>", <mask>, <pad>): from tokenizer.json, or
+    built from vocab.json + merges.txt as RobertaTokenizerFast builds it."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+
+    if (directory / "tokenizer.json").is_file():
+        backend = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    elif (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file():
+        backend = Tokenizer(models.BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt")))
+        backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        backend.decoder = decoders.ByteLevel()
+        backend.post_processor = processors.RobertaProcessing(("</s>", backend.token_to_id("</s>")),
+                                                              ("<s>", backend.token_to_id("<s>")))
+        backend.add_special_tokens(["<s>", "<pad>", "</s>", "<unk>", AddedToken("<mask>", lstrip=True)])
+    else:
+        raise FileNotFoundError("neither tokenizer.json nor vocab.json + merges.txt")
+    config = json.loads((directory / "tokenizer_config.json").read_text(encoding="utf-8")) \
+        if (directory / "tokenizer_config.json").is_file() else {}
+    longest = int(config.get("model_max_length") or 0)  # HF writes 1e30 for "unset"
+    return WordPieceTokenizer(backend, cls_token="<s>", sep_token="</s>", pad_token="<pad>", mask_token="<mask>",
+                              unk_token="<unk>", do_lower_case=False,
+                              **({"model_max_length": longest} if 0 < longest <= 100_000 else {}))
+
+
+ROBERTA = Family(
+    parse_config=lambda raw: roberta.config_from_dict(raw), normalize_keys=BERT.normalize_keys,
+    classes={"encoder": lambda config, keys: roberta.RobertaOnlyEncoder,
+             "mlm": head(lambda: roberta.RobertaForMaskedLM, "lm_head.dense.", "registry.no_mlm_head"),
+             "ner": head(lambda: roberta.RobertaForTokenClassification, "classifier.", "registry.no_token_head"),
+             "qa": head(lambda: roberta.RobertaForQuestionAnswering, "qa_outputs.", "registry.no_qa_head"),
+             "classify": sequence_head(lambda: roberta.RobertaForSequenceClassification)},
+    base=lambda config: roberta.RobertaOnlyEncoder(config), tokenizer=_roberta_tokenizer,
+    tokenizer_files=("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"),
+)
+
+
 def _gpt_config(raw: dict):
     try:
         return gpt.GPTConfig.from_dict(raw)
@@ -125,7 +163,7 @@ GPT2 = Family(
     tokenizer=_gpt_tokenizer, tokenizer_files=BERT_TOKENIZER_FILES,
 )
 
-FAMILIES: dict[str, Family] = {"bert": BERT, "distilbert": DISTILBERT, "gpt2": GPT2}
+FAMILIES: dict[str, Family] = {"bert": BERT, "distilbert": DISTILBERT, "roberta": ROBERTA, "gpt2": GPT2}
 
 
 def family_of(config: dict, model_id: str) -> Family:
