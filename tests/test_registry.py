@@ -117,6 +117,24 @@ def test_config_and_tokenizer_fetch_only_their_files(server, mlm_folder):
     assert server.count("model.safetensors") == 0
 
 
+def test_a_model_from_a_config_dict_and_a_safetensors_file(mlm_folder):
+    """from_state_dict: what a checkpoint shipped in assets/ needs (it is not an id a learner types, so it is not
+    resolved): the same strict load as from_pretrained, a mismatch refused with the key names."""
+    from core.weights import CheckpointMismatchError, load_state_dict
+
+    config = json.loads((mlm_folder / "config.json").read_text())
+    state = load_state_dict(mlm_folder / "model.safetensors")
+    built = registry.from_state_dict(config, state, bert.BertForMaskedLM)
+    loaded = registry.from_pretrained(str(mlm_folder), bert.BertForMaskedLM, device="cpu")
+    assert not built.training and built.cls.predictions.decoder.weight is built.bert.embeddings.word_embeddings.weight
+    ids = torch.tensor([[101, 2023, 103, 102]])
+    with torch.inference_mode():
+        torch.testing.assert_close(built(ids).logits, loaded(ids).logits, atol=0, rtol=0)
+    with pytest.raises(CheckpointMismatchError, match="cls.predictions.bias"):
+        registry.from_state_dict(config, {k: v for k, v in state.items() if k != "cls.predictions.bias"},
+                                 bert.BertForMaskedLM)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Pickles
 
