@@ -7,8 +7,8 @@
 - ``compare_contexts``: the same blank from the whole sentence and from its left context only (GPT's view, §13.1).
 
 The offline-capable views run on the picked checkpoint or, when it cannot be had, on MiniLM-L6's encoder
-(``registry.load_or_fallback``). What goes into the encoder, the masking procedure, contextual vectors and the model card are in
-core/mlm_pretraining.py. Every message for the learner is a key into the ``mlm`` section of assets/i18n/*.yaml.
+(``registry.load_or_fallback``). What goes into the encoder, the masking procedure, contextual vectors and the model
+card are in core/mlm_pretraining.py. Every message for the learner is a key into the ``mlm`` section of assets/i18n/*.yaml.
 """
 from __future__ import annotations
 

@@ -42,7 +42,8 @@ def link(tab: str, preset: str | None) -> str:
 def milestones(tabs) -> list[tuple[str, str, str, str, str | None]]:
     """Every step of the tabs' HISTORY, as (when, name, what, tab, preset), by place (then in the tabs' order)."""
     steps = [(place, number, when, name, what, module.__name__.rsplit(".", 1)[-1], preset)
-             for number, module in enumerate(tabs) for place, when, name, what, preset in getattr(module, "HISTORY", [])]
+             for number, module in enumerate(tabs)
+             for place, when, name, what, preset in getattr(module, "HISTORY", [])]
     return [step[2:] for step in sorted(steps, key=lambda step: step[:2])]
 
 

@@ -1,5 +1,5 @@
 """BERT's encoder, written out, returning every hidden state and every attention probability: the parts the BERT
-family shares (core/nets/bert.py, distilbert.py and roberta.py build on this module and never on each other).
+family shares (core/nets/bert.py, distilbert.py and roberta.py build on this module, never on each other).
 
 Built bottom-up like nanoGPT: config → embeddings → self-attention → feed-forward → layer → encoder → BertModel,
 then what every head model has (``PretrainedMixin``: its encoder, tied decoder, and what the tabs may ask of it),
