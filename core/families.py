@@ -10,7 +10,7 @@ does not import torch. Adding a family is one file in core/nets/, one ``Family``
     bert         core/nets/bert.py          encoder, mlm (+ NSP), ner, qa, classify   WordPiece
     distilbert   core/nets/distilbert.py    encoder, mlm, ner, qa, classify           WordPiece
     roberta      core/nets/roberta.py       encoder, mlm, ner, qa, classify           byte-level BPE
-    gpt2         core/nets/gpt.py           causal-lm                                 byte-level BPE, or a BERT vocab.txt
+    gpt2         core/nets/gpt.py           causal-lm                                 byte-level BPE, or vocab.txt
 
 A class is picked from the keys the file holds: bert-base-uncased's file carries the NSP head, so its masked LM
 loads as BertForPreTraining; a file without the task's head is refused with a message that says so.
