@@ -20,12 +20,16 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-from core import bpe, i18n, registry
+from core import bpe, i18n, resolve
 from core.cache import BoundedCache
+from core.checkpoints import MINILM_ID
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError, UserInputError
+from core.lazy import lazy_import
 from core.limits import MAX_SHORT_TEXT_CHARS
 from core.textio import normalize_text, read_text_upload
+
+registry = lazy_import("core.registry")  # torch-backed: loaded when a WordPiece vocabulary is first asked for
 
 CORPORA = ("moby_dick", "tang_poems", "toy_zh")  # the bundled corpora the live BPE can learn from
 MIN_VOCAB, MAX_VOCAB = 260, 5000  # the 256 byte symbols, then merges
@@ -129,7 +133,7 @@ def from_byte_level(text: str, tokens: list[str]) -> list[Piece]:
 def wordpiece(text: str, model_id: str) -> Segmentation:
     key = "wordpiece_zh" if model_id == WORDPIECE_ZH else "wordpiece"
     try:
-        with registry.downloads_elsewhere():  # only a vocabulary already here: the lab never downloads
+        with resolve.downloads_elsewhere():  # only a vocabulary already here: the lab never downloads
             tokenizer, _ = registry.tokenizer(model_id)
     except ModelUnavailableError as exc:
         return Segmentation(key, model_id, None, missing=exc)
@@ -142,7 +146,7 @@ def wordpiece(text: str, model_id: str) -> Segmentation:
 
 def gpt2_bpe(text: str, model_id: str = GPT2) -> Segmentation:
     try:
-        with registry.downloads_elsewhere():
+        with resolve.downloads_elsewhere():
             tokenizer, _ = registry.tokenizer(model_id)
     except ModelUnavailableError as exc:
         return Segmentation("gpt2", model_id, None, missing=exc)
@@ -267,6 +271,6 @@ def cut(text: str, corpus: str = "moby_dick", vocab_size: int = 1000, upload: st
     text = prepare(text)
     key, corpus_string = corpus_text(corpus, upload)
     trained = train_bpe(key, corpus_string, int(vocab_size), progress)
-    cuts = [characters(text), utf8_bytes(text), wordpiece(text, registry.MINILM_ID), wordpiece(text, WORDPIECE_ZH),
+    cuts = [characters(text), utf8_bytes(text), wordpiece(text, MINILM_ID), wordpiece(text, WORDPIECE_ZH),
             gpt2_bpe(text), trained_bpe(text, trained)]
     return Lab(text, len(text), len(text.encode("utf-8")), cuts, trained)

@@ -1,7 +1,7 @@
 """The sampling controls and the next-token figure, the same in every tab that generates (issue #36): the N-gram
 tab's Generate view, the RNN & LSTM tab's, and the Transformer & GPT tab's next-token and generation views (the
 char-GPT and GPT-2). core/sampling.py draws; this module builds the four controls (temperature, top-k, top-p, seed),
-reads them, and turns a ``Cut`` into the figure (demo/figures.next_token_figure), its table and its sentences.
+reads them, and turns a ``Cut`` into the figure (demo/token_figures.next_token_figure), its table and its sentences.
 
 What the controls accept, and what a learner gets at their ends:
 - temperature 0: greedy, the limit τ → 0 (all the mass on the most probable token; shared if several tie);
@@ -17,7 +17,7 @@ import pandas as pd
 
 from core.lazy import lazy_import
 from demo.common import TABLE_BUTTONS, sig4
-from demo.figures import next_token_figure
+from demo.token_figures import next_token_figure
 from demo.i18n import label, t
 
 # torch-backed: loaded on the first draw, not when the app is built (core/lazy.py)

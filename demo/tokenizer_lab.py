@@ -16,7 +16,8 @@ from core.limits import MAX_SHORT_TEXT_CHARS
 from demo import presets
 from demo.common import TABLE_BUTTONS, friendly_errors, number_in_range, sig4
 from demo.downloads import missing_model_card, needs_download
-from demo.figures import bar, token_strips
+from demo.figures import bar
+from demo.token_figures import token_strips
 from demo.i18n import label, t
 
 CORPORA = {"moby_dick": "ngram.corpus_moby", "tang_poems": "ngram.corpus_tang", "toy_zh": "ngram.corpus_toy"}

@@ -7,7 +7,7 @@ import pytest
 
 from core.i18n import using_language
 from demo import gpt, lstm_generate, ngram, presets, sampling
-from demo.figures import next_token_figure
+from demo.token_figures import next_token_figure
 
 
 def test_the_kept_set_is_not_told_by_colour_alone():

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-from core import bpe, registry
+from core import bpe, resolve
 from core import tokenizer_lab as lab
 from core.corpora import load_corpus
 from core.errors import UserInputError
@@ -148,8 +148,8 @@ def test_gpt2_and_bert_base_chinese_when_they_are_in_the_cache(monkeypatch, tmp_
         text = "我很喜欢你, the weather"
         assert lab.gpt2_bpe(text).missing.key == "registry.not_downloaded"  # online, not cached: the lab waits
         assert server.count("tokenizer.json") == 0  # it downloaded nothing
-        registry.fetch("causal-lm", "gpt2")
-        registry.fetch("mlm", "bert-base-chinese")
+        resolve.fetch("causal-lm", "gpt2")
+        resolve.fetch("mlm", "bert-base-chinese")
         gpt2 = lab.gpt2_bpe(text)
         reference_tokens = Tokenizer.from_file(str(tiny_gpt2_checkpoint("bpe") / "tokenizer.json")).encode(text).tokens
         assert [p.token for p in gpt2.pieces] == reference_tokens

@@ -6,7 +6,7 @@ import gradio as gr
 import pytest
 
 from core.i18n import using_language
-from demo import figures, tokenizer_lab
+from demo import token_figures, tokenizer_lab
 
 
 def run(slug: str):
@@ -37,7 +37,7 @@ def test_chinese_preset_marks_the_byte_fragments():
     assert rows["UTF-8 bytes"][2:6] == [12, 3, 0.3333, 12] and rows["Unicode characters"][5] == 0
     byte_row = strips.data[1]
     assert list(byte_row.marker.pattern.shape) == ["/"] * 12 and all(text.startswith("�") for text in byte_row.text)
-    assert set(byte_row.marker.line.color) == {figures.FRAGMENT_LINE}  # hatched and outlined: not told by colour alone
+    assert set(byte_row.marker.line.color) == {token_figures.FRAGMENT_LINE}  # hatched and outlined: not told by colour alone
     learned = strips.data[3]  # the BPE learned on the Tang poems: fragments hatched, whole characters not
     hatched = [shape == "/" for shape in learned.marker.pattern.shape]
     assert sum(hatched) == rows["BPE learned here"][5] > 0
