@@ -17,11 +17,11 @@ from core.embeddings import GLOVE_NAME, cosine_matrix, load_glove
 from core.errors import ModelUnavailableError, UserInputError
 from core.limits import MAX_DRAWS, MAX_MODEL_TOKENS
 from core.mlm import clean_text, encode, with_mask_tokens
+from core.mlm_masking import KEEP, MASK, RANDOM, UNCHANGED, chosen_count, choose_positions, draw_actions
 from core.nets.bert_encoder import BertConfig
 from core.param_count import parameter_breakdown, seed_hand_count
 from core.tokenizer import WordPieceEncoding, WordPieceTokenizer
 
-MASK_RATE, MASK_SHARE, RANDOM_SHARE = 0.15, 0.8, 0.1  # BERT's corruption: 15% chosen; 80/10/10 of those
 DRAW_CHUNK = 2048  # draws simulated at once in bert_masking: bounds its memory
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -62,9 +62,9 @@ def input_representation(loaded: registry.LoadedModel, text: str, pair: str | No
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# The masking procedure (create_pretraining_data.py in Google's BERT repository)
+# The masking procedure (create_pretraining_data.py in Google's BERT repository; the recipe is core/mlm_masking.py,
+# which also pre-trains the char-BERT)
 
-KEEP, MASK, RANDOM, UNCHANGED = 0, 1, 2, 3  # what happened to a token in one draw
 ACTION_NAMES = {KEEP: "not chosen", MASK: "[MASK]", RANDOM: "random token", UNCHANGED: "chosen, unchanged"}
 
 
@@ -98,7 +98,7 @@ def bert_masking(tokenizer: WordPieceTokenizer, text: str, seed: int = 0, draws:
     draws, seed = int(draws), int(seed)
     encoding = encode(tokenizer, with_mask_tokens(clean_text(text), tokenizer.mask_token))
     candidates = np.array([i for i, special in enumerate(encoding.special_tokens_mask) if not special])
-    n_chosen = max(1, round(len(candidates) * MASK_RATE))
+    n_chosen = chosen_count(len(candidates))
     # Counted chunk by chunk, so memory stays O(tokens) (DRAW_CHUNK rows at a time) at any number of draws. The
     # generator is read in the same order as one (draws, candidates) array, then one (draws, n) array, would read
     # it, so a seed gives the same result as drawing everything at once (tests/test_mlm.py checks this).
@@ -107,7 +107,7 @@ def bert_masking(tokenizer: WordPieceTokenizer, text: str, seed: int = 0, draws:
     first_chosen = None
     for start in range(0, draws, DRAW_CHUNK):
         rows = min(DRAW_CHUNK, draws - start)
-        order = np.argpartition(rng.random((rows, len(candidates))), n_chosen - 1, axis=1)[:, :n_chosen]
+        order = choose_positions(rng, rows, len(candidates), n_chosen)
         chosen = candidates[order]  # (rows, n) token positions
         by_position += np.bincount(chosen.ravel(), minlength=len(encoding))
         first_chosen = chosen[0] if first_chosen is None else first_chosen
@@ -115,8 +115,7 @@ def bert_masking(tokenizer: WordPieceTokenizer, text: str, seed: int = 0, draws:
     first_action = None
     for start in range(0, draws, DRAW_CHUNK):
         rows = min(DRAW_CHUNK, draws - start)
-        u = rng.random((rows, n_chosen))  # (rows, n) decides 80 / 10 / 10
-        action = np.where(u < MASK_SHARE, MASK, np.where(u < MASK_SHARE + RANDOM_SHARE, RANDOM, UNCHANGED))
+        action = draw_actions(rng, rows, n_chosen)  # (rows, n) decides 80 / 10 / 10
         action_counts += [(action == a).sum() for a in (MASK, RANDOM, UNCHANGED)]
         first_action = action[0] if first_action is None else first_action
     vocabulary = replacement_ids(tokenizer)
