@@ -25,6 +25,10 @@ NNLM_MAX_SECONDS = 120
 # Masked LM (core/mlm.py, core/mlm_pretraining.py)
 FILL_BATCH = 16  # fill-mask requests per forward pass when Gradio batches them
 MAX_DRAWS = 100_000  # draws of BERT's masking procedure, to count what happens to each token
+# The char-BERT (core/mlm_char.py): a blank is one [MASK] per character, filled one character per forward pass
+DEFAULT_BLANK_CHARS = 4  # characters a blank stands for when the caller does not say
+MAX_BLANK_CHARS = 20
+MAX_FILLED_CHARS = 40  # [MASK]s in one text, all blanks together: the iterative fill runs the model once per character
 
 # NER (core/ner.py): how word labels are made from WordPiece labels (the pipeline's aggregation strategies)
 NER_STRATEGIES = ("simple", "first", "average", "max")
