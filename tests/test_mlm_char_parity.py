@@ -12,7 +12,7 @@ import transformers
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from core import gpt
+from core import gpt, registry
 from core.device import get_device
 from core.mlm_char import (CHAR_BERT_ASSETS, DECODER_KEY, EMBEDDINGS_KEY, FIRST_CHAR_ID, MASK_ID, WEIGHTS,
                            char_bert_config, load_char_bert)
@@ -79,7 +79,7 @@ def test_transformers_loads_the_file_strictly(reference):
 
 
 def test_our_registry_loads_the_folder_too():
-    model = BertForMaskedLM.from_pretrained(str(CHAR_BERT_ASSETS), device="cpu")
+    model = registry.from_pretrained(str(CHAR_BERT_ASSETS), BertForMaskedLM, device="cpu")
     assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
     reference = load_char_bert(CHAR_BERT_ASSETS, "cpu").model
     for (name, mine), theirs in zip(model.state_dict().items(), reference.state_dict().values()):
