@@ -17,7 +17,7 @@ import re
 import plotly.colors
 import pytest
 
-from core import registry
+from core import resolve
 from core.i18n import using_language
 from demo import figures, static_html
 
@@ -110,7 +110,7 @@ def figures_in(value):
 def preset_figures():
     import app
 
-    registry.set_offline(True)
+    resolve.set_offline(True)
     try:
         built = app.build_app()
         drawn = []
@@ -124,7 +124,7 @@ def preset_figures():
                     drawn += [(f"{tab_id}/{view.key}/{slug}", figure) for figure in figures_in(results)]
         return drawn
     finally:
-        registry.set_offline(False)
+        resolve.set_offline(False)
 
 
 # Presets whose figures are the same kinds as their view's other presets, at several times the cost: a one-minute
@@ -158,10 +158,11 @@ def test_highlights_and_series_are_marked_without_colour():
 
 
 def test_the_drawn_figures_use_the_same_colours():
+    import app
     from demo import overview
 
     for lang in ("en", "zh"):
-        page = overview.path_html(lang)
+        page = overview.path_html(lang, app.TABS)
         fills = set(re.findall(r'(?:fill|stroke)="(#[0-9a-fA-F]{6})"', page))
         assert fills and all(c.lower() in ALLOWED or is_grey(c) for c in fills), fills
         assert 'class="hatch"' in page  # the best rung is hatched as well as coloured

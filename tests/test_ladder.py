@@ -197,7 +197,7 @@ def test_text_no_rung_knows_is_an_error_that_names_its_characters(rungs):
 def test_bits_per_byte_in_the_file_and_on_a_text(rungs, split):
     """Per byte (issue #36): bits/byte = bits/char × chars/bytes of the scored text in UTF-8, recomputed here from the
     held-out text itself; on a text with 3-byte characters the two measures part by exactly that factor."""
-    facts, rows = ladder.load_held_out()
+    facts, rows = ladder_heldout.load_held_out()
     scored = split[1][1:]  # characters 2..T are scored
     assert facts["held_out_bytes"] == len(split[1].encode("utf-8"))
     for row in rows:

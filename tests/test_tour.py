@@ -119,7 +119,7 @@ def test_the_overview_and_the_header_start_the_tour(built):
     from demo import overview
 
     for lang in ("en", "zh"):
-        assert 'href="?tour=1"' in overview.path_html(lang)
+        assert 'href="?tour=1"' in overview.path_html(lang, app_module.TABS)
     boxes = [block for block in built.blocks.values() if getattr(block, "tour_stops", None)]
     assert len(boxes) == 1 and boxes[0].tour_stops == tour.STOPS
     stops = boxes[0].props["stops"]
