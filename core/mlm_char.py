@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -29,6 +30,7 @@ from pathlib import Path
 import torch
 
 from core import i18n
+from core.checkpoints import CHAR_BERT_ID
 from core.device import get_device
 from core.errors import UserInputError
 from core.limits import DEFAULT_BLANK_CHARS, MAX_BLANK_CHARS, MAX_FILLED_CHARS, MAX_MASKS, MAX_TEXT_CHARS
@@ -38,7 +40,6 @@ from core.nets.bert import BertConfig, BertForMaskedLM
 from core.paths import ASSETS_DIR
 from core.weights import load_state_dict
 
-CHAR_BERT_ID = "char-bert"
 CHAR_BERT_ASSETS = ASSETS_DIR / "char_bert"
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = range(len(SPECIAL_TOKENS))
@@ -47,6 +48,9 @@ WEIGHTS = "model.safetensors"
 EMBEDDINGS_KEY = "bert.embeddings.word_embeddings.weight"
 DECODER_KEY = "cls.predictions.decoder.weight"  # tied to the embeddings: save_pretrained leaves it out of the file
 MAX_TOP_K = 20
+# A word blank as the learner writes it: a run of underscores, one per character, or [MASK]s side by side, one per
+# character. (A Hub BERT reads either as one blank: core.mlm.BLANK.)
+WORD_BLANK = re.compile(r"(?:\[mask\])+|_+", re.IGNORECASE)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -222,6 +226,19 @@ def prepare(loaded: LoadedCharBert, text: str | None, blank_chars=None) -> Prepa
     return Prepared(text, ids, spans, starts[:-1], lengths, unknown)
 
 
+def written_blanks(text: str | None) -> tuple[str, list[int]]:
+    """The text with each word blank written as underscores, and each blank's length as written: "_____" is five
+    characters, "[MASK][MASK]" two, a lone [MASK] or "_" one."""
+    lengths: list[int] = []
+
+    def as_underscores(match: re.Match) -> str:
+        written = match.group()
+        lengths.append(len(written) if written.startswith("_") else len(written) // len("[MASK]"))
+        return "_" * lengths[-1]
+
+    return WORD_BLANK.sub(as_underscores, text if isinstance(text, str) else ""), lengths
+
+
 def unknown_note(unknown: list[str]) -> str | None:
     return i18n.text("mlm_char.unknown_note", count=len(unknown), chars=name_tokens(unknown)) if unknown else None
 
@@ -344,6 +361,12 @@ def fill_prepared(loaded: LoadedCharBert, prepared: Prepared, top_k: int = 5) ->
                     with_blanks_filled(prepared, [b.independent for b in blanks]),
                     with_blanks_filled(prepared, [b.iterative for b in blanks]), prepared.unknown,
                     unknown_note(prepared.unknown))
+
+
+def fill_as_written(text: str, top_k: int = 5) -> CharFill:
+    """``fill`` with every blank as long as it is written (``written_blanks``)."""
+    text, lengths = written_blanks(text)
+    return fill(text, lengths or None, top_k)
 
 
 def fill(text: str, blank_chars=None, top_k: int = 5) -> CharFill:

@@ -19,7 +19,8 @@ import torch
 from core import gpt
 from core.errors import UserInputError
 from core.i18n import text as translate
-from core.mlm_char import CharCandidate, CharFill, check_top_k, fill_prepared, prepare, shipped_char_bert
+from core.mlm_char import (CharCandidate, CharFill, check_top_k, fill_prepared, prepare, shipped_char_bert,
+                           written_blanks)
 
 
 @dataclass
@@ -86,3 +87,9 @@ def both_sides_vs_left(text: str, blank_chars: int | None = None, top_k: int = 5
     word = gpt_word(left, length, top_k)
     notes = [both.note, translate("mlm_char.gpt_context_cut", context=len(word.left)) if word.cut else None]
     return SidesComparison(prepared.text, left, length, word, both, left_only, " ".join(filter(None, notes)) or None)
+
+
+def compare_as_written(text: str, top_k: int = 5) -> SidesComparison:
+    """``both_sides_vs_left`` with the blank as long as it is written ("___": three characters)."""
+    text, lengths = written_blanks(text)
+    return both_sides_vs_left(text, lengths or None, top_k)

@@ -43,7 +43,7 @@ def thinking_machines(d_k: int = 64) -> dict[str, np.ndarray]:
 # §12 vs §13.1: the seed's example and its English twin: (sentence, causal LM online, masked LM).
 GPT_VS_BERT = {
     "zh": ("今天天气很__，我们不得不取消户外运动", CHINESE_GPT2_ID, "bert-base-chinese"),
-    "en": ("The weather today is very __, so we had to cancel the outdoor game.", "gpt2", "bert-base-uncased"),
+    "en": ("The weather today is very ___, so we had to cancel the outdoor game.", "gpt2", "bert-base-uncased"),
 }
 
 # §14.1: "[CLS]我很喜欢你[SEP]我很中意你" → [0.02, 0.98], "similar". The numbers are the post's illustration,

@@ -285,15 +285,16 @@ def whole_number(value: object, name: str, minimum: int = 0) -> int:
     return number
 
 
-def model_picker(task: str, label: str = "common.checkpoint") -> gr.Dropdown:
+def model_picker(task: str, label: str = "common.checkpoint", first: tuple[str, ...] = ()) -> gr.Dropdown:
     """A dropdown of the task's known checkpoints that also accepts any Hub id or local folder. ``label`` is a
-    table key (or an already made gr.I18n label)."""
+    table key (or an already made gr.I18n label); ``first``: ids offered before them (a model bundled with the app),
+    not the default."""
     from demo.i18n import label as i18n_label
 
     shown = i18n_label(label) if isinstance(label, str) and label in table(DEFAULT_LANGUAGE) else label
     # min_width: wide enough for the longest id offered (distilbert-base-uncased-finetuned-sst-2-english); a row too
     # narrow for it puts the picker on a line of its own instead of cutting the id.
-    return gr.Dropdown(choices=CHECKPOINTS[task], value=CHECKPOINTS[task][0], label=shown, allow_custom_value=True,
+    return gr.Dropdown(choices=[*first, *CHECKPOINTS[task]], value=CHECKPOINTS[task][0], label=shown, allow_custom_value=True,
                        info=i18n_label("common.checkpoint_info"), min_width=400, elem_classes=["checkpoint-picker"])
 
 

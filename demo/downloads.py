@@ -25,7 +25,7 @@ from collections.abc import Callable
 import gradio as gr
 
 from core import resolve
-from core.checkpoints import CHAR_GPT_ID
+from core.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID
 from core.errors import LearnerError, ModelUnavailableError
 from core.i18n import text
 from demo.common import friendly_errors, log
@@ -35,8 +35,9 @@ from demo.common import friendly_errors, log
 DOWNLOAD_QUEUE = dict(concurrency_id="download", concurrency_limit=8)
 BERT_QUEUE = dict(concurrency_id="bert", concurrency_limit=4)
 TRIGGER_OPTIONS = ("trigger_mode", "js")  # options of the trigger (the first step), not of the model step
-# Ids a task runs without the registry: the GPT views' bundled char-GPT (also what an empty picker means there).
-BUNDLED = {"causal-lm": ("", CHAR_GPT_ID)}
+# Ids a task runs without the registry: the GPT views' bundled char-GPT (also what an empty picker means there), the
+# masked-LM views' char-BERT.
+BUNDLED = {"causal-lm": ("", CHAR_GPT_ID), "mlm": (CHAR_BERT_ID,)}
 
 
 def byte_progress(progress: gr.Progress) -> resolve.Progress:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from core import ladder_heldout
-from core.checkpoints import CHAR_GPT_ID, CHECKPOINTS, CHINESE_GPT2_ID
+from core.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, CHECKPOINTS, CHINESE_GPT2_ID
 from core.errors import UserInputError
 from core.lazy import lazy_import
 from core.limits import MAX_GENERATE, MAX_TEXT_CHARS
@@ -22,6 +22,7 @@ from demo.i18n import label, t
 
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
 gpt = lazy_import("core.gpt")
+char_sides = lazy_import("core.mlm_char_compare")  # the char-BERT's side of GPT vs BERT
 
 MODEL_CHOICES = (CHAR_GPT_ID, *CHECKPOINTS["causal-lm"])  # the bundled char-GPT first
 
@@ -53,6 +54,10 @@ VS_EXAMPLES = [
     [GPT_VS_BERT["zh"][0], GPT_VS_BERT["zh"][1], GPT_VS_BERT["zh"][2]],
     ["Call me Ishmael. Some years ago, never mind how long precisely, having little or no __ in my purse.", CHAR_GPT_ID,
      "bert-base-uncased"],
+    # the two models trained here, same size, same text; "___" is a blank of three characters for the char-BERT
+    ["The weather today is very ___, so we had to cancel the outdoor game.", CHAR_GPT_ID, CHAR_BERT_ID],
+    ["Call me Ishmael. Some years ago, never mind how long precisely, having little or no _____ in my purse.",
+     CHAR_GPT_ID, CHAR_BERT_ID],
 ]
 
 
@@ -148,7 +153,15 @@ def attention(model_id: str, text: str, layer: float, head: float):
 def gpt_vs_bert(text: str, gpt_id: str, bert_id: str):
     """The causal LM's next-token distribution from the left context, beside the masked LM's at the blank."""
     bert_id = str(bert_id or "").strip() or "bert-base-uncased"
-    result = gpt.gpt_vs_bert(text, gpt_id, bert_id)
+    char_bert = bert_id.lower() == CHAR_BERT_ID
+    result = gpt.gpt_vs_bert(text, gpt_id, None if char_bert else bert_id)
+    if result.bert_error is not None and needs_download(result.bert_error):  # offline: the char-BERT stands in
+        try:
+            return _with_char_bert(result, text, t("gpt.char_bert_stands_in", model=bert_id[:100]))
+        except UserInputError:  # a text it cannot read (Chinese): the checkpoint's card, as before
+            pass
+    if char_bert:
+        return _with_char_bert(result, text)
     if result.gpt:
         cut = result.gpt.cut  # τ = 1, no cut: the model's own distribution
         gpt_fig = bar([_shown(tok) for tok in cut.tokens], cut.original, t("gpt.fig_vs_gpt", model=result.gpt.model_id),
@@ -171,6 +184,24 @@ def gpt_vs_bert(text: str, gpt_id: str, bert_id: str):
         notes.append(t("gpt.zh_numbers_differ"))
     return ("\n\n".join(notes), gpt_fig, bert_fig, results_visible(bool(result.gpt)),
             results_visible(bool(result.bert)))
+
+
+def _with_char_bert(result, text: str, stands_in: str | None = None) -> tuple:
+    """GPT vs BERT with the char-BERT on the masked side: its first character at the blank (both sides read) beside
+    the causal LM's next token, and the word each of the two models trained here fills in."""
+    sides = char_sides.compare_as_written(text, 10)
+    first = sides.both.masked[0].candidates
+    bert_fig = bar([_shown(c.char) for c in first], [c.probability for c in first],
+                   t("gpt.fig_vs_bert", model=CHAR_BERT_ID), highlight=[i == 0 for i in range(len(first))])
+    gpt_fig = None
+    if result.gpt:
+        cut = result.gpt.cut
+        gpt_fig = bar([_shown(tok) for tok in cut.tokens], cut.original, t("gpt.fig_vs_gpt", model=result.gpt.model_id),
+                      highlight=[i == 0 for i in range(len(cut.tokens))])
+    notes = [t("gpt.gpt_reads", left=result.left), t("gpt.bert_reads", text=sides.text),
+             t("gpt.char_words", chars=sides.blank_chars, gpt=sides.gpt.word, bert=sides.both.blanks[0].iterative)]
+    notes += ["⚠️ " + note for note in (stands_in, result.gpt_note, result.gpt and result.gpt.note, sides.note) if note]
+    return "\n\n".join(notes), gpt_fig, bert_fig, results_visible(bool(result.gpt)), results_visible(True)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -231,6 +262,8 @@ VS_PRESETS = [
     P("gpt-vs-bert-weather", label("gpt.preset_vs_en"), tuple(VS_EXAMPLES[0]), "§13.1"),
     P("jintian-tianqi-hen", label("gpt.preset_vs_zh"), tuple(VS_EXAMPLES[1]), "§13.1"),
     P("gpt-vs-bert-ishmael", label("gpt.preset_vs_char"), tuple(VS_EXAMPLES[2]), "§13.1"),
+    P("char-gpt-vs-char-bert", label("gpt.preset_vs_char_bert"), tuple(VS_EXAMPLES[3]), "§13.1"),
+    P("char-gpt-vs-char-bert-ishmael", label("gpt.preset_vs_char_bert_ishmael"), tuple(VS_EXAMPLES[4]), "§13.1"),
 ]
 
 
@@ -322,7 +355,7 @@ def build() -> dict[str, presets.View]:
                                  max_length=MAX_TEXT_CHARS)
             gpt_id = gr.Dropdown(list(MODEL_CHOICES), value=VS_EXAMPLES[0][1], label=label("gpt.causal_lm"),
                                  allow_custom_value=True)
-            bert_id = gr.Dropdown(["bert-base-uncased", "bert-base-chinese", "distilbert-base-uncased"],
+            bert_id = gr.Dropdown([CHAR_BERT_ID, "bert-base-uncased", "bert-base-chinese", "distilbert-base-uncased"],
                                   value=VS_EXAMPLES[0][2], label=label("gpt.masked_lm"), allow_custom_value=True)
         vs_button = gr.Button(label("gpt.compare"), variant="primary")
         vs_bar = gr.Column()

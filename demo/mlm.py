@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from core.checkpoints import CHECKPOINTS
+from core.checkpoints import CHAR_BERT_ID, CHECKPOINTS
 from core.limits import FILL_BATCH, MAX_DRAWS, MAX_TEXT_CHARS, MAX_WORD_CHARS
 from demo import lessons, presets
 from demo.common import TABLE_BUTTONS, LATEX, model_picker
@@ -20,17 +20,26 @@ from demo.mlm_handlers import (bank, card, compare, fill, fill_batch, inputs, ma
 TITLE = "BERT masked LM"
 HISTORY = [(13, "2018", "BERT", "pretrain", "my-dog-is")]  # the Overview's timeline
 
+# A blank written as underscores is one [MASK] for a Hub BERT and one [MASK] per underscore for the char-BERT, which
+# answers offline: "_____" asks it for five characters (seed §6's "my dog is hairy").
 FILL_EXAMPLES = [
-    ["my dog is [MASK] ."],
+    ["my dog is _____ ."],
     ["The capital of France is [MASK]."],
     ["The man went to the _ and bought a gallon of [mask]."],
     ["今天天气很[MASK]，我们不得不取消户外运动。"],
     ["今天天气很[MASK]。"],  # seed §13.1 on bert-base-chinese
 ]
 COMPARE_EXAMPLES = [
-    ["The weather today is very [MASK], so we had to cancel the outdoor game."],
+    ["The weather today is very ___, so we had to cancel the outdoor game."],
     ["今天天气很[MASK]，我们不得不取消户外运动。"],
-    ["She opened the [MASK] and let the cat out of the house."],
+    ["She opened the ____ and let the cat out of the house."],
+]
+# The seed's English examples on the char-BERT (Moby-Dick's characters, so English only): each blank as long as the
+# word it hides.
+CHAR_FILL_EXAMPLES = [
+    "Call me _______. Some years ago, never mind how long precisely, having little or no money in my purse.",
+    "the man went to ___ store. he bought a gallon __ milk.",  # seed §6's NSP pair: "the", "of"
+    "The weather today is very ___, so we had to cancel the outdoor game.",  # seed §13.1: "bad"
 ]
 INPUT_EXAMPLES = [
     ["my dog is cute", "he likes playing"],
@@ -60,13 +69,24 @@ P = presets.Preset
 FILL_PRESETS = [P("my-dog-is", label("mlm.preset_my_dog_is"), (MLM_ID, FILL_EXAMPLES[0][0], 5), "§13"),
                 P("capital-of-france", label("mlm.preset_capital"), (MLM_ID, FILL_EXAMPLES[1][0], 5), "§13"),
                 P("gallon-of-milk", label("mlm.preset_gallon"), (MLM_ID, FILL_EXAMPLES[2][0], 5), "§13"),
+                P("char-bert-hairy", label("mlm.preset_char_hairy"), (CHAR_BERT_ID, FILL_EXAMPLES[0][0], 5), "§13"),
+                P("char-bert-ishmael", label("mlm.preset_char_ishmael"), (CHAR_BERT_ID, CHAR_FILL_EXAMPLES[0], 5),
+                  "§13"),
+                P("char-bert-gallon", label("mlm.preset_char_gallon"), (CHAR_BERT_ID, CHAR_FILL_EXAMPLES[1], 5),
+                  "§13"),
+                P("char-bert-weather", label("mlm.preset_char_weather"), (CHAR_BERT_ID, CHAR_FILL_EXAMPLES[2], 5),
+                  "§13.1"),
                 P("weather-zh", label("mlm.preset_weather_zh"), (ZH_ID, FILL_EXAMPLES[3][0], 5), "§13.1"),
                 P("weather-zh-short", label("mlm.preset_weather_zh_short"), (ZH_ID, FILL_EXAMPLES[4][0], 5),
                   "§13.1")]
 COMPARE_PRESETS = [P("gpt-vs-bert", label("mlm.preset_gpt_vs_bert"), (MLM_ID, COMPARE_EXAMPLES[0][0], 8), "§13.1"),
                    P("gpt-vs-bert-zh", label("mlm.preset_gpt_vs_bert_zh"), (ZH_ID, COMPARE_EXAMPLES[1][0], 8),
                      "§13.1"),
-                   P("opened-the", label("mlm.preset_opened_the"), (MLM_ID, COMPARE_EXAMPLES[2][0], 8), "§13.1")]
+                   P("opened-the", label("mlm.preset_opened_the"), (MLM_ID, COMPARE_EXAMPLES[2][0], 8), "§13.1"),
+                   P("char-gpt-vs-char-bert", label("mlm.preset_char_sides"), (CHAR_BERT_ID, COMPARE_EXAMPLES[0][0], 8),
+                     "§13.1"),
+                   P("char-sides-opened", label("mlm.preset_char_opened"), (CHAR_BERT_ID, COMPARE_EXAMPLES[2][0], 8),
+                     "§13.1")]
 INPUT_PRESETS = [P("bert-input", label("mlm.preset_bert_input"), (MLM_ID, *INPUT_EXAMPLES[0]), "§13"),
                  P("wordpiece", label("mlm.preset_wordpiece"), (MLM_ID, *INPUT_EXAMPLES[1]), "§13"),
                  P("single-sentence", label("mlm.preset_single_sentence"), (MLM_ID, *INPUT_EXAMPLES[2]), "§13"),
@@ -96,13 +116,13 @@ def build() -> None:
     gr.Markdown(label("mlm.intro"), latex_delimiters=LATEX)
     lesson_slot = gr.Column()
     with gr.Row():
-        model_id = model_picker("mlm")
+        model_id = model_picker("mlm", first=(CHAR_BERT_ID,))  # the char-BERT: trained here, always offline
         notice = gr.Markdown(label("mlm.notice_start"))
     gr.Markdown(label("mlm.checkpoints"))
     with gr.Tabs():
         with gr.Tab(label("mlm.tab_fill"), id="fill") as fill_tab:
             with gr.Row():
-                text = gr.Textbox(value="my dog is [MASK] .", label=label("mlm.fill_text_label"), scale=4,
+                text = gr.Textbox(value=FILL_EXAMPLES[0][0], label=label("mlm.fill_text_label"), scale=4,
                                   max_length=MAX_TEXT_CHARS)
                 top_k = gr.Slider(1, 20, value=5, step=1, label=label("mlm.top_k"), scale=1)
             with gr.Row():

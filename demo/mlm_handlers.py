@@ -15,8 +15,10 @@ from core.errors import LearnerError, ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
 from core.param_count import PART_KEYS
 from demo.common import friendly_errors, gpu_handler, log, sig4, whole_number
-from demo.downloads import byte_progress, missing_model_card, needs_download, results_visible
-from demo.figures import COLORWAY, DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, styled, subplot_grid
+from demo import mlm_char_views as char_views
+from demo.downloads import SHORT_REASONS, byte_progress, missing_model_card, needs_download, results_visible
+from demo.figures import COLORWAY, DIVERGING_SCALE, bar, empty_figure, heatmap
+from demo.mlm_figures import candidates_figure, table
 from demo.i18n import language_of, t, using_language
 
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
@@ -56,6 +58,32 @@ def no_model(exc: ModelUnavailableError, model_id: str | None, shows_key: str, *
     return (notice, *empty, results_visible(False))
 
 
+def stand_in(exc: ModelUnavailableError, model_id: str | None, shows_key: str, view, text: str, top_k,
+             *empty) -> tuple:
+    """A Hub checkpoint that is not on this machine: the char-BERT answers in its place (``view``: a function of
+    demo/mlm_char_views.py), with a note naming the checkpoint and its `hf download`. When a download would not
+    help, or the char-BERT cannot read the text (Chinese: it knows Moby-Dick's characters), the card or the reason
+    alone, as before."""
+    if not needs_download(exc):
+        return no_model(exc, model_id, shows_key, *empty)
+    model = model_id_or_default("mlm", model_id)
+    key = getattr(exc, "key", None)
+    why = t(SHORT_REASONS[key]) if key in SHORT_REASONS else str(exc)
+    try:
+        return view(text, top_k, t("mlm.char_bert.stands_in", model=model[:100], why=why))
+    except UserInputError as refused:
+        card = missing_model_card(model, shows_key, exc)
+        return (card + "\n\n" + t("mlm.char_bert.cannot", message=str(refused)), *empty, results_visible(False))
+
+
+def encoder_for(model_id: str | None, progress=None) -> tuple[registry.LoadedModel, LearnerError | None]:
+    """registry.load_or_fallback for the views that need WordPiece and an encoder; the char-BERT (characters, no
+    WordPiece) has MiniLM-L6 answer, with why."""
+    if char_views.is_char_bert(model_id):
+        return registry.load("encoder", MINILM_ID), UserInputError("mlm.char_bert.wordpiece_only")
+    return registry.load_or_fallback("mlm", model_id, progress)
+
+
 def badge(loaded: registry.LoadedModel, missing: LearnerError | None = None) -> str:
     """The model's badge; when MiniLM-L6 stands in for the picked checkpoint, why (``missing``)."""
     line = f"<span class='badge'>{loaded.badge}</span>"
@@ -70,36 +98,14 @@ def badge(loaded: registry.LoadedModel, missing: LearnerError | None = None) -> 
 
 def blank_figure(blanks: list[fm.Blank], title: str) -> go.Figure:
     """One horizontal bar chart of the top-k per blank (side by side, three per row)."""
-    if len(blanks) == 1:
-        candidates = blanks[0].candidates
-        return bar([c.token for c in candidates], [c.probability for c in candidates], title,
-                   value_title=t("mlm.axis_probability"), highlight=[i == 0 for i in range(len(candidates))])
-    cols = min(3, len(blanks))
-    rows = -(-len(blanks) // cols)
-    layout, axes = subplot_grid([t("mlm.blank_n", n=i + 1) for i in range(len(blanks))], cols,
-                                horizontal_spacing=0.12,
-                                vertical_spacing=0.25 if rows > 1 else 0.12,  # room for the ticks above a title
-                                yaxis=dict(autorange="reversed", type="category"))
-    traces = [go.Bar(x=[x.probability for x in blank.candidates], y=[x.token for x in blank.candidates],
-                     xaxis=x_axis, yaxis=y_axis, orientation="h", showlegend=False,
-                     marker_color=[HIGHLIGHT] + [COLORWAY[0]] * (len(blank.candidates) - 1),
-                     text=[f"{x.probability:.3f}" for x in blank.candidates], textposition="auto",
-                     hovertemplate="%{y}: %{x:.4f}<extra></extra>")
-              for blank, (x_axis, y_axis) in zip(blanks, axes)]
-    return styled(go.Figure(traces, layout=dict(layout, title_text=title,
-                                                height=max(360, rows * (120 + 30 * len(blanks[0].candidates))))))
+    return candidates_figure([(t("mlm.blank_n", n=i + 1), [(c.token, c.probability) for c in blank.candidates])
+                              for i, blank in enumerate(blanks)], title)
 
 
 def candidate_table(blanks: list[fm.Blank]) -> gr.Dataframe:
     rows = [[number, rank, c.token, sig4(c.probability)]
             for number, blank in enumerate(blanks, 1) for rank, c in enumerate(blank.candidates, 1)]
     return table(rows, "mlm.col_blank", "mlm.col_rank", "mlm.col_token", "mlm.col_probability")
-
-
-def table(rows: list[list], *header_keys: str) -> dict:
-    """Rows with their headers in the learner's language (the headers built into the layout are English). A
-    gr.Dataframe takes {"headers", "data"} as its value, and API clients get the same dict back."""
-    return {"headers": [t(key) for key in header_keys], "data": rows}
 
 
 def rows_of(value) -> list[list]:
@@ -112,10 +118,12 @@ def rows_of(value) -> list[list]:
 def fill(model_id: str, text: str, top_k: float, progress=gr.Progress()):
     """→ notice, filled sentence, figure, table, the results' column (hidden while the checkpoint is missing)."""
     fm.clean_text(text)  # empty text: say so before any loading
+    if char_views.is_char_bert(model_id):
+        return char_views.fill(text, top_k)
     try:
         loaded = load_mlm(model_id, progress)
     except ModelUnavailableError as exc:
-        return no_model(exc, model_id, "downloads.shows_mlm_fill", "", None, [])
+        return stand_in(exc, model_id, "downloads.shows_mlm_fill", char_views.fill, text, top_k, "", None, [])
     result = fm.fill_mask(loaded, text, int(top_k))
     return _fill_outputs(loaded, result, int(top_k))
 
@@ -149,19 +157,27 @@ def fill_batch(model_id: list, text: list, top_k: list, request: gr.Request = No
         groups.setdefault(model_id_or_default("mlm", model_id), []).append(index)
     for model_id, indices in groups.items():
         try:
-            loaded = registry.load("mlm", model_id)
-            results = fm.fill_mask_batch(loaded, [(texts[i], top_ks[i]) for i in indices])
+            if char_views.is_char_bert(model_id):  # one text at a time: the iterative fill runs per text
+                results, loaded = [None] * len(indices), None
+            else:
+                loaded = registry.load("mlm", model_id)
+                results = fm.fill_mask_batch(loaded, [(texts[i], top_ks[i]) for i in indices])
         except Exception as exc:  # noqa: BLE001 - shown per request, never as a traceback
             results, loaded = [exc] * len(indices), None
         for i, result in zip(indices, results):
             with using_language(languages[i]):
-                outputs[i] = _batch_output(loaded, result, model_id, top_ks[i])
+                outputs[i] = _batch_output(loaded, result, model_id, texts[i], top_ks[i])
     return tuple(list(column) for column in zip(*outputs))
 
 
-def _batch_output(loaded, result, model_id: str, top_k) -> tuple:
-    if isinstance(result, ModelUnavailableError):
-        return no_model(result, model_id, "downloads.shows_mlm_fill", "", None, [])
+def _batch_output(loaded, result, model_id: str, text: str, top_k) -> tuple:
+    if result is None or isinstance(result, ModelUnavailableError):
+        try:
+            if result is None:
+                return char_views.fill(text, top_k)
+            return stand_in(result, model_id, "downloads.shows_mlm_fill", char_views.fill, text, top_k, "", None, [])
+        except UserInputError as exc:
+            result = exc
     if isinstance(result, Exception):
         if not isinstance(result, UserInputError):
             log.error("fill-mask batch failed", exc_info=result)
@@ -190,10 +206,12 @@ def word_choices(text: str, chosen: int | None = None):
 
 @friendly_errors
 def mask_chosen_word(text: str, index):
+    """The chosen word hidden as one "_" per character: one blank for a Hub BERT, a word of that many characters for
+    the char-BERT."""
     if index is None:
         raise UserInputError("mlm.pick_word")
     tokenizer, _ = registry.tokenizer(MINILM_ID)
-    return fm.mask_word(tokenizer, text, int(index))
+    return fm.mask_word(tokenizer, text, int(index), per_character=True)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -205,10 +223,12 @@ def mask_chosen_word(text: str, index):
 def compare(model_id: str, text: str, top_k: float, progress=gr.Progress()):
     """→ notice, explanation, bidirectional figure, left-only figure, the results' column."""
     fm.clean_text(text)
+    if char_views.is_char_bert(model_id):
+        return char_views.compare(text, top_k)
     try:
         loaded = load_mlm(model_id, progress)
     except ModelUnavailableError as exc:
-        return no_model(exc, model_id, "downloads.shows_mlm_compare", "", None, None)
+        return stand_in(exc, model_id, "downloads.shows_mlm_compare", char_views.compare, text, top_k, "", None, None)
     result = fm.compare_contexts(loaded, text, int(top_k))
     best_full, best_left = result.full.candidates[0], result.left.candidates[0]
     summary = t("mlm.compare_summary", full_text=result.full_text, full_token=best_full.token,
@@ -227,7 +247,7 @@ def compare(model_id: str, text: str, top_k: float, progress=gr.Progress()):
 def inputs(model_id: str, text: str, pair: str, progress=gr.Progress()):
     """→ notice, highlighted tokens, token table, 4 heatmaps."""
     fm.clean_text(text)
-    loaded, missing = registry.load_or_fallback("mlm", model_id, byte_progress(progress))
+    loaded, missing = encoder_for(model_id, byte_progress(progress))
     rep = pretraining.input_representation(loaded, text, pair or None)
     segment_names = {0: t("mlm.segment_a"), 1: t("mlm.segment_b")}
     highlighted = gr.HighlightedText(
@@ -269,8 +289,12 @@ def _is_cjk(ch: str) -> bool:
 def masking(model_id: str, text: str, seed: float, draws: float):
     """→ highlighted draw, table, counts figure, per-position figure, summary."""
     fm.clean_text(text)
-    tokenizer, _, missing = registry.tokenizer_or_fallback(model_id)  # MiniLM-L6: bert-base-uncased's vocabulary
-    note = "\n\n" + t("mlm.masking_fallback", model=str(model_id)[:100]) if missing else ""
+    if char_views.is_char_bert(model_id):  # its masking is this very code, on characters (core/mlm_masking.py)
+        (tokenizer, _), missing = registry.tokenizer(MINILM_ID), None
+        note = "\n\n" + t("mlm.char_bert.masking_note")
+    else:
+        tokenizer, _, missing = registry.tokenizer_or_fallback(model_id)  # MiniLM-L6: bert-base-uncased's vocabulary
+        note = "\n\n" + t("mlm.masking_fallback", model=str(model_id)[:100]) if missing else ""
     result = pretraining.bert_masking(tokenizer, text, whole_number(seed, t("mlm.seed_name")),
                                       whole_number(draws, t("mlm.draws_name"), 1))
     highlighted = [(token + " ", None if action == pretraining.KEEP else action_name(action))
@@ -302,6 +326,8 @@ def nsp(model_id: str, first: str, second: str, progress=gr.Progress()):
     """→ notice, figure, filled pair, the results' column."""
     fm.clean_text(first, "mlm.empty_first")
     fm.clean_text(second, "mlm.empty_second")
+    if char_views.is_char_bert(model_id):
+        raise UserInputError("mlm.char_bert.no_nsp")
     try:
         loaded = load_mlm(model_id, progress)
     except ModelUnavailableError as exc:
@@ -323,6 +349,8 @@ def nsp(model_id: str, first: str, second: str, progress=gr.Progress()):
 @friendly_errors
 def card(model_id: str):
     """→ table, explanation."""
+    if char_views.is_char_bert(model_id):
+        return char_views.card()
     c = pretraining.model_card(model_id)
     cfg = c.config
     total_name = t("mlm.card_total_bert") if c.pooler else t("mlm.card_total_distil")
@@ -373,7 +401,7 @@ def _seed_sizes() -> str:
 def bank(model_id: str, word: str, first: str, second: str, third: str, progress=gr.Progress()):
     """→ notice, contextual figure, static figure, explanation."""
     progress(0.1, desc=t("mlm.bank_progress"))
-    loaded, missing = registry.load_or_fallback("mlm", model_id)
+    loaded, missing = encoder_for(model_id)
     result = pretraining.contextual_vs_static(loaded, word, [first, second, third])
     labels = [f"{i + 1}: {s[:28]}{'…' if len(s) > 28 else ''}" for i, s in enumerate(result.sentences)]
     contextual = heatmap(result.contextual, labels, labels,

@@ -73,9 +73,9 @@ def test_gpt_vs_bert_offline():
                                                                      "bert-base-uncased")
     assert "The weather today is very" in note and "download gpt2" in note
     assert len(gpt_fig.data[0].x) == 10 and gpt_shown["visible"]  # the char-GPT's next characters
-    # No BERT here: its side is hidden, and the note leads with the card that names the command.
-    assert bert_fig is None and not bert_shown["visible"] and note.startswith("## 📦")
-    assert "hf download bert-base-uncased\n" in note
+    # No bert-base-uncased here: the char-BERT reads both sides in its place, and the note names the download.
+    assert len(bert_fig.data[0].x) == 10 and bert_shown["visible"] and "char-bert" in bert_fig.layout.title.text
+    assert "`hf download bert-base-uncased`" in note
 
 
 @pytest.mark.parametrize("call, message", [

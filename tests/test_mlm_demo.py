@@ -46,9 +46,11 @@ def test_demo_fill_compare_nsp_handlers(pretraining_folder):
 
 
 def test_demo_offline_views(pretraining_folder):
-    notice, _, figure, table, shown = mlm.fill("bert-base-uncased", "my dog is [MASK] .", 5, progress=noop_progress)
-    assert "hf download bert-base-uncased\n" in notice and table == [] and figure is None  # the card, no traceback
-    assert shown == {"__type__": "update", "visible": False}  # and the empty results hidden
+    # Offline the char-BERT answers in bert-base-uncased's place (tests/test_mlm_char_demo.py), naming the download.
+    notice, _, figure, table, shown = mlm.fill("bert-base-uncased", "my dog is _____ .", 5, progress=noop_progress)
+    assert "`hf download bert-base-uncased`" in notice and "char-BERT" in notice
+    assert len(mlm_handlers.rows_of(table)) == 5 and len(figure.data) == 5  # one row and one chart per character
+    assert shown == {"__type__": "update", "visible": True}
     note, highlighted, table, *figures = mlm.inputs("bert-base-uncased", "my dog is cute", "he likes playing",
                                                      progress=noop_progress)
     assert "MiniLM" in note and len(mlm_handlers.rows_of(table)) == 10
@@ -69,7 +71,7 @@ def test_demo_bad_input_becomes_gr_error(pretraining_folder):
         mlm.masking("bert-base-uncased", "", 0, 1000)
     with pytest.raises(gr.Error, match="Pick a word"):
         mlm.mask_chosen_word("my dog", None)
-    assert mlm.mask_chosen_word("my dog is hairy", 3) == "my dog is [MASK]"
+    assert mlm.mask_chosen_word("my dog is hairy", 3) == "my dog is _____"  # one "_" per character
 
 
 def test_tab_builds_with_its_api_names():

@@ -12,10 +12,9 @@ VIEWPORT = {"width": 1440, "height": 900}
 
 # (tab, sub-tab) whose predictions need a checkpoint the offline app cannot have: they show the "hf download" note;
 # their other plots and tables (tokenisation, input layout) must still be full.
-OFFLINE_NOTE = {("BERT masked LM", "Fill in the blank"), ("BERT masked LM", "Both sides vs left only"),
-                ("BERT masked LM", "Next sentence"), ("NER", "BIO · IOBES · entities"),
+# ("Fill in the blank", "Both sides vs left only" and "GPT vs BERT" run on the char-GPT and char-BERT offline.)
+OFFLINE_NOTE = {("BERT masked LM", "Next sentence"), ("NER", "BIO · IOBES · entities"),
                 ("NER", "Per-token probabilities"), ("NER", "Aggregation on split words"), ("QA", ""),
-                ("Transformer & GPT", "GPT vs BERT"),  # the char-GPT answers; BERT's side names its checkpoint
                 ("Classification & fine-tuning", "Classify with a fine-tuned checkpoint")}
 # Views that compare a learner's own training run with what came before: before any run they show the "before"
 # half (a plot with data) and, in place of the other, a figure that says to train first.
