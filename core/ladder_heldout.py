@@ -72,6 +72,14 @@ def char_gpt_scores(path=HELDOUT_PATH) -> CharGPTScores:
     return CharGPTScores(held["windows"], held["seq_len"], held["loss_nats"], stream.bits_per_char, gpt_context())
 
 
+def char_bert_rows() -> dict[str, dict]:
+    """The char-BERT's comparison with the char-GPT (assets/char_bert/heldout.json, by scripts/char_bert_heldout.py):
+    row name → its accuracy and bits per masked character, and "positions" → how many were hidden. Not a rung: a
+    masked LM's bits are a pseudo-log-likelihood, not a probability of the text."""
+    held = json.loads((ASSETS_DIR / "char_bert" / "heldout.json").read_text(encoding="utf-8"))
+    return {"positions": held["protocol"]["positions"], **{row["model"]: row for row in held["rows"]}}
+
+
 def bits_per_byte(bits_per_char: float, text: str) -> float:
     """bits/byte = bits/char × chars/bytes of the scored text in UTF-8. Per character, Chinese (3 bytes a character)
     and English (1) are not on one scale: a model of Chinese spends more bits on each of its richer characters. Per

@@ -143,6 +143,15 @@ def char_gpt_protocols() -> str:
              bits=f"{scores.window_bits:.3f}", covered=f"{scores.windows * scores.length:,}")
 
 
+def masked_lm_apart() -> str:
+    """Why the char-BERT is not a rung: its bits per masked character beside the char-GPT's, and what they are not."""
+    rows = ladder_heldout.char_bert_rows()
+    both, left = rows["char-BERT, both sides"], rows["char-GPT, left only"]
+    return t("overview.masked_lm_apart", positions=f"{rows['positions']:,}", both=f"{both['bits_per_char']:.4g}",
+             both_accuracy=f"{both['accuracy']:.2%}", left=f"{left['bits_per_char']:.4g}",
+             left_accuracy=f"{left['accuracy']:.2%}")
+
+
 def held_out_ladder():
     """The held-out ladder, as scripts/ladder_heldout.py computed it: (note, headers, rows, names, bits/char, best)."""
     facts, rows = ladder_heldout.load_held_out()
@@ -164,6 +173,7 @@ def held_out_ladder():
                            largest=f"{max(row.parameters for row in rows if row.family != 'n-gram'):,}")
     if any(row.key == "gpt" for row in rows):
         note += "\n\n" + char_gpt_protocols()
+    note += "\n\n" + masked_lm_apart()
     note += "\n\n" + t("overview.bytes_note", chars=f"{rows[0].characters:,}", bytes=f"{rows[0].bytes:,}",
                         ratio=f"{rows[0].characters / rows[0].bytes:.4f}")
     return note, held_out_headers(), table, names, values, best

@@ -168,3 +168,19 @@ def test_the_seed_examples_are_one_click_char_bert_presets():
     assert gpt_demo.VS_PRESETS[-1].resolved()[1:] == ("char-gpt", CHAR_BERT_ID)
     notice, filled, figure, table, shown = mlm_handlers.fill(*ids["char-bert-gallon"].resolved())
     assert len(figure.data) == 5 and shown == SHOWN  # "___" and "__": the, of
+
+
+def test_the_overview_keeps_the_masked_lm_apart_from_the_ladder():
+    """Issue #34 item 4: where the ladder's bits/char and the char-BERT's bits per masked character both appear, the
+    Overview says that a pseudo-log-likelihood is not a probability of the text (en + zh)."""
+    import app
+    from demo import overview
+
+    rows = {row["model"]: row for row in json.loads((CHAR_BERT_ASSETS / "heldout.json").read_text())["rows"]}
+    both, left = rows["char-BERT, both sides"], rows["char-GPT, left only"]
+    for lang, words in (("en", ("not a probability of the text", "pseudo-log-likelihood", "bits/char")),
+                        ("zh", ("不是这段文本的概率", "伪对数似然", "每字符"))):
+        page = overview.path_html(lang, app.TABS)
+        assert f"{both['bits_per_char']:.4g}" in page and f"{left['bits_per_char']:.4g}" in page, lang
+        assert f"{both['accuracy']:.2%}" in page and "8,913" in page
+        assert all(word in page for word in words), lang

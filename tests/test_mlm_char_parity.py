@@ -183,3 +183,19 @@ def test_held_out_comparison_recomputed_from_the_shipped_weights(ours):
         assert summary["accuracy"] == pytest.approx(rows[name]["subset_accuracy"],
                                                     abs=1e-9 if on_cpu else 1 / SUBSET_POSITIONS)
     assert "pseudo-log-likelihood" in stored["note"]
+
+
+def test_the_readmes_quote_the_stored_held_out_figures():
+    """README.md and assets/README.md state heldout.json's three rows (the test above recomputes them from the
+    shipped weights), and say that the masked LM's bits are not a probability of the text."""
+    rows = {row["model"]: row for row in load_held_out()["rows"]}
+    figures = [f"{rows[name]['accuracy']:.1%} / {rows[name]['bits_per_char']:.3f}" for name in
+               ("char-GPT, left only", "char-BERT, left only")]
+    both = rows["char-BERT, both sides"]
+    root = CHAR_BERT_ASSETS.parent.parent
+    for path in (root / "README.md", root / "assets" / "README.md"):
+        text = " ".join(path.read_text(encoding="utf-8").split())
+        assert all(figure in text for figure in figures), path
+        assert f"{both['accuracy']:.1%}" in text and f"{both['bits_per_char']:.3f} bits per masked character" in text
+        assert f"{load_held_out()['protocol']['positions']:,} held-out" in text, path
+        assert "pseudo-log-likelihood, not a probability of the text" in text, path
