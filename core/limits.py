@@ -28,6 +28,7 @@ MAX_DRAWS = 100_000  # draws of BERT's masking procedure, to count what happens 
 # The char-BERT (core/mlm_char.py): a blank is one [MASK] per character, filled one character per forward pass
 DEFAULT_BLANK_CHARS = 4  # characters a blank stands for when the caller does not say
 MAX_BLANK_CHARS = 20
+MAX_CHAR_BERT_STEPS = 3000  # a char-BERT run in the tab (core/mlm_char_retrain.py); the time budget ends it first
 MAX_FILLED_CHARS = 40  # [MASK]s in one text, all blanks together: the iterative fill runs the model once per character
 
 # NER (core/ner.py): how word labels are made from WordPiece labels (the pipeline's aggregation strategies)

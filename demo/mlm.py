@@ -9,7 +9,7 @@ import gradio as gr
 
 from core.checkpoints import CHAR_BERT_ID, CHECKPOINTS
 from core.limits import FILL_BATCH, MAX_DRAWS, MAX_TEXT_CHARS, MAX_WORD_CHARS
-from demo import lessons, presets
+from demo import lessons, mlm_train, presets
 from demo.common import TABLE_BUTTONS, LATEX, model_picker
 from demo.downloads import model_event
 from demo.figures import COLORWAY
@@ -266,6 +266,8 @@ def build() -> None:
                         [notice, contextual_plot, static_plot, bank_md], api_name="mlm_bank")
             presets.View("mlm", "bank", [model_id, bank_word, bank_1, bank_2, bank_3],
                          [notice, contextual_plot, static_plot, bank_md], bank, BANK_PRESETS, where=bank_tab).buttons()
+
+        mlm_train.build()  # retrain the char-BERT: a short run in the session's training slot
 
     views = {"card": card_view, "inputs": inputs_view, "masking": masking_view, "fill": fill_view}
     with lesson_slot:

@@ -60,10 +60,11 @@ def test_the_page_stays_light_for_the_browser():
     """Gradio's front end pays for every component and event when the page opens: it matches each component
     against each event (find_attached_events) and mounts every component. One Gradio button and event per preset
     made it 1,360 components and 336 events (page open to the Overview's content: 5.5 s); a preset bar and a lesson
-    are one gr.HTML and one event each (demo/presets.py, demo/lessons.py)."""
+    are one gr.HTML and one event each (demo/presets.py, demo/lessons.py). The BERT tab's "Retrain the char-BERT"
+    sub-tab (issue #34) added 14 components and 3 events."""
     config = app.build_app().get_config_file()
-    assert len(config["components"]) < 900, len(config["components"])
-    assert len(config["dependencies"]) < 240, len(config["dependencies"])
+    assert len(config["components"]) < 914, len(config["components"])
+    assert len(config["dependencies"]) < 243, len(config["dependencies"])
 
 
 def test_every_tab_bar_holds_only_tabs():
