@@ -6,6 +6,8 @@ from: its held-out loss at step 0, next to what a uniform guess scores.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import gradio as gr
 
 from core import jobs
@@ -51,15 +53,22 @@ def _figure(steps: list[int], losses: list[float], uniform: float, held: tuple[i
                  y_title=t("mlm.train.axis_loss"))
 
 
+@lru_cache(maxsize=1)  # seeded: a run on this corpus always starts from the same model
+def _start(source: str) -> tuple[int, float, float, int]:
+    """(characters, held-out loss at step 0 in windows of 8, ln V, training characters) of a run's starting model."""
+    short = retrain.prepare_run(corpus_text(source, None), DEFAULT_STEPS)
+    return (len(short.loaded.tokenizer.characters), retrain.held_out(short, 8)["loss_nats"], short.uniform_nats,
+            short.loaded.info["corpus_chars"])
+
+
 @friendly_errors
 @gpu_handler
 def before_training(source: str, steps):
     """The model a run starts from: its held-out masked-LM loss at step 0 (windows of 8 characters)."""
-    short = retrain.prepare_run(corpus_text(source, None), _steps(steps))
-    scores = retrain.held_out(short, 8)
-    note = t("mlm.train.before", vocab=len(short.loaded.tokenizer.characters), loss=f"{scores['loss_nats']:.4g}",
-             uniform=f"{short.uniform_nats:.4g}", chars=f"{short.loaded.info['corpus_chars']:,}")
-    return _figure([], [], short.uniform_nats, (0, scores["loss_nats"])), note
+    _steps(steps)
+    vocab, loss, uniform, chars = _start(str(source))  # a failure (no text) is raised, never cached
+    note = t("mlm.train.before", vocab=vocab, loss=f"{loss:.4g}", uniform=f"{uniform:.4g}", chars=f"{chars:,}")
+    return _figure([], [], uniform, (0, loss)), note
 
 
 @friendly_errors
