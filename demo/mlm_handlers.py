@@ -176,7 +176,7 @@ def _batch_output(loaded, result, model_id: str, text: str, top_k) -> tuple:
             if result is None:
                 return char_views.fill(text, top_k)
             return stand_in(result, model_id, "downloads.shows_mlm_fill", char_views.fill, text, top_k, "", None, [])
-        except UserInputError as exc:
+        except Exception as exc:  # noqa: BLE001 - shown in this request's notice, never as a traceback
             result = exc
     if isinstance(result, Exception):
         if not isinstance(result, UserInputError):
