@@ -1,0 +1,162 @@
+"""Why this answer: which input tokens a prediction leans on (gradient × input, integrated gradients, rollout).
+
+Every method here reads one function of the input token embeddings, f: (B, T, E) → (B,), the score of one answer
+(the probability of the masked word, of the next token, of a tag, a class, a span start or end). A model family
+plugs in by naming its token-embedding module and a scoring function of the ids (``embedding_function``): a forward
+hook swaps that module's output for the embeddings under study, so the model code itself is never changed, and
+positions, segments and LayerNorm still apply on top, as in the real forward pass.
+
+    gradient × input      a_i = x_i ⊙ ∂f/∂x_i(x)                                     (Shrikumar et al., 2016)
+    integrated gradients  a_i = (x_i − x'_i) ⊙ ∫₀¹ ∂f/∂x_i(x' + α(x − x')) dα       (Sundararajan et al., 2017)
+                          ≈ (x_i − x'_i) ⊙ Σ_k w_k ∂f/∂x_i(x' + α_k(x − x'))
+    completeness          Σ_i Σ_e a_ie = f(x) − f(x')  for the exact integral; the gap is what the n steps miss
+    per token             ‖a_i‖₂ (how much) and Σ_e a_ie (which way: for or against the answer)
+    attention rollout     Â_l = rownorm(½ mean_h A_l,h + ½ I),  R = Â_L ⋯ Â_1         (Abnar & Zuidema, 2020)
+
+Conventions. The baseline x' is the [PAD] embedding at every text position of a BERT-like model ([CLS], [SEP] and
+[MASK] keep their own), and the zero vector everywhere for the character models (char-GPT, char-BERT, LSTM). The
+integral uses captum's default rule, Gauss–Legendre: α_k = (1 + t_k)/2, w_k = u_k/2 for the n Legendre nodes t_k and
+weights u_k, all n steps in one batch, so captum's ``IntegratedGradients(method="gausslegendre")`` gives the same
+numbers (tested). Rollout adds the residual stream as the identity, averages the heads, renormalises each row, and
+multiplies the layers; the row of the predicting position says how much of it each input token reaches. Attention
+is not explanation (Jain & Wallace, 2019): rollout shows where information can flow, not what the answer needs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+EmbeddingFunction = Callable[[torch.Tensor], torch.Tensor]  # (B, T, E) → (B,)
+METHODS = ("integrated_gradients", "gradient_x_input")
+DEFAULT_STEPS = 32
+MAX_STEPS = 256
+
+
+def embedding_function(embedding: nn.Module, ids: torch.Tensor, score: Callable[[torch.Tensor], torch.Tensor]
+                       ) -> EmbeddingFunction:
+    """f(embeds) for a model whose token embeddings come out of ``embedding``: ``score(ids (B, T)) → (B,)`` runs the
+    model, and while it runs the module's output is replaced by ``embeds`` (B, T, E), the rows under study."""
+
+    def f(embeds: torch.Tensor) -> torch.Tensor:
+        handle = embedding.register_forward_hook(lambda module, args, output: embeds.to(output.dtype))
+        try:
+            return score(ids.expand(embeds.shape[0], -1))  # (B,)
+        finally:
+            handle.remove()
+
+    return f
+
+
+def token_embeddings(embedding: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
+    """The embeddings x that the ids (T,) look up: (T, E), detached (the point the attribution is taken at)."""
+    with torch.no_grad():
+        return embedding(ids[None])[0].detach()
+
+
+def gauss_legendre(steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Nodes α_k in (0, 1) and weights w_k (summing to 1) of the n-point Gauss–Legendre rule, captum's default."""
+    nodes, weights = np.polynomial.legendre.leggauss(steps)
+    return torch.tensor(0.5 * (nodes + 1)), torch.tensor(0.5 * weights)
+
+
+def gradient(f: EmbeddingFunction, points: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """∂f/∂x at a batch of points (S, T, E), all in one forward and one backward pass; returns (f, gradients)."""
+    with torch.enable_grad():
+        points = points.detach().requires_grad_(True)
+        scores = f(points)  # (S,)
+        (grads,) = torch.autograd.grad(scores.sum(), points)  # rows are independent, so ∂Σf/∂x_s = ∂f_s/∂x_s
+    return scores.detach(), grads  # (S,), (S, T, E)
+
+
+def gradient_x_input(f: EmbeddingFunction, x: torch.Tensor) -> torch.Tensor:
+    """a = x ⊙ ∂f/∂x(x): (T, E)."""
+    _, grads = gradient(f, x[None])
+    return x * grads[0]
+
+
+def integrated_gradients(f: EmbeddingFunction, x: torch.Tensor, baseline: torch.Tensor,
+                         steps: int = DEFAULT_STEPS) -> torch.Tensor:
+    """(x − x') ⊙ Σ_k w_k ∂f/∂x(x' + α_k (x − x')) with Gauss–Legendre α, w; the n steps are one batch: (T, E)."""
+    alphas, weights = gauss_legendre(steps)
+    delta = x - baseline  # (T, E)
+    points = baseline[None] + alphas.to(x)[:, None, None] * delta[None]  # (S, T, E)
+    _, grads = gradient(f, points)
+    return delta * torch.einsum("s,ste->te", weights.to(grads), grads)  # (T, E)
+
+
+@dataclass
+class Attribution:
+    """One method's attributions to the input tokens, with the numbers that say how far to trust them."""
+
+    method: str  # one of METHODS
+    tokens: list[str]  # the input as the model reads it
+    values: torch.Tensor  # (T, E) per token, per embedding dimension
+    score: float  # f(x): the answer's score on the real input
+    baseline_score: float  # f(x'): on the baseline (integrated gradients; nan for gradient × input)
+    steps: int  # integration steps (0 for gradient × input)
+
+    @property
+    def l2(self) -> list[float]:
+        return self.values.norm(dim=-1).tolist()  # ‖a_i‖₂
+
+    @property
+    def signed(self) -> list[float]:
+        return self.values.sum(dim=-1).tolist()  # Σ_e a_ie
+
+    @property
+    def total(self) -> float:
+        return float(self.values.sum())
+
+    @property
+    def gap(self) -> float:
+        """Σ a − (f(x) − f(x')): zero for exact integrated gradients; gradient × input promises nothing."""
+        return self.total - (self.score - self.baseline_score)
+
+
+def attribute(f: EmbeddingFunction, x: torch.Tensor, baseline: torch.Tensor, tokens: Sequence[str],
+              method: str = "integrated_gradients", steps: int = DEFAULT_STEPS) -> Attribution:
+    """Run one method and score the input and the baseline (one extra forward pass of two rows, no gradient)."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}")
+    if method == "integrated_gradients" and not 1 <= steps <= MAX_STEPS:
+        raise ValueError(f"steps must lie in 1..{MAX_STEPS}")
+    if method == "integrated_gradients":
+        values = integrated_gradients(f, x, baseline, steps)
+    else:
+        values, steps = gradient_x_input(f, x), 0
+    with torch.no_grad():
+        ends = f(torch.stack([x, baseline])).float()  # (2,)
+    baseline_score = float(ends[1]) if method == "integrated_gradients" else float("nan")
+    return Attribution(method, list(tokens), values.detach().float().cpu(), float(ends[0]), baseline_score, steps)
+
+
+def attention_rollout(attentions: Sequence[torch.Tensor]) -> np.ndarray:
+    """R = Â_L ⋯ Â_1 with Â_l = rownorm(½ mean_h A_l + ½ I), from L maps (nh, T, T) (or (1, nh, T, T)): (T, T).
+    Row i is how much the last layer's position i reads of each input position."""
+    rollout = None
+    for probs in attentions:
+        probs = probs.detach().double().cpu()
+        mixed = probs.reshape(-1, *probs.shape[-2:]).mean(dim=0)  # (T, T) averaged over heads
+        mixed = 0.5 * mixed + 0.5 * torch.eye(mixed.shape[-1], dtype=mixed.dtype)  # the residual stream
+        mixed = mixed / mixed.sum(dim=-1, keepdim=True)
+        rollout = mixed if rollout is None else mixed @ rollout
+    return rollout.numpy()
+
+
+@dataclass
+class Why:
+    """What the view shows for one answer: the prediction, both methods' attributions, the rollout row."""
+
+    model_id: str
+    target: str  # what is explained, in words (translated by the caller's key)
+    answer: str  # the predicted token / tag / class / span end
+    probability: float
+    tokens: list[str]
+    attributions: list[Attribution]
+    rollout: list[float] | None  # the predicting position's row of the rollout; None for the LSTM
+    baseline: str  # which baseline was used: "zeros" or "[PAD]"
+    notes: list[str] = field(default_factory=list)

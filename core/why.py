@@ -1,0 +1,177 @@
+"""Why this answer, per model family: the answer each predicting view explains, as a function of the input token
+embeddings (core/attribution.py computes the attributions; this module says what f is for each model).
+
+    char-GPT / GPT-2   f = p(x_{T+1} = ŵ | x_{≤T})          ŵ: the most probable next token (banned tokens aside)
+    char-BERT          f = p(c_i = ĉ | text)                 i: the first [MASK] of the first blank; ĉ its best character
+    BERT-likes         f = softmax(logits)[ŷ] at one place   the masked word, a token's tag, a span start or end, a class
+    LSTM               f = p(x_{T+1} = ĉ | x_{≤T})           the next character
+
+The score is a probability, so f(x) − f(x') reads as "the input raised the answer's probability from … to …".
+Baselines: zeros for the character models; [PAD] at every text position for BERT-likes (specials kept).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+from core import attribution, gpt, lstm, mlm_char
+from core.attribution import Attribution, Why
+
+Score = Callable[[torch.Tensor], torch.Tensor]  # ids (B, T) → (B,)
+
+
+def both_methods(embedding: nn.Embedding, ids: torch.Tensor, score: Score, baseline: torch.Tensor,
+                 tokens: list[str], steps: int) -> list[Attribution]:
+    """Integrated gradients and gradient × input of one answer, at the embeddings that ``ids`` (T,) look up."""
+    f = attribution.embedding_function(embedding, ids, score)
+    x = attribution.token_embeddings(embedding, ids)
+    return [attribution.attribute(f, x, baseline, tokens, "integrated_gradients", steps),
+            attribution.attribute(f, x, baseline, tokens, "gradient_x_input")]
+
+
+def zeros_like_embeddings(embedding: nn.Embedding, length: int) -> torch.Tensor:
+    return torch.zeros(length, embedding.embedding_dim, device=embedding.weight.device)
+
+
+def pad_baseline(embedding: nn.Embedding, ids: torch.Tensor, pad_id: int, keep: set[int]) -> torch.Tensor:
+    """x': the [PAD] embedding at every position whose id is not in ``keep`` ([CLS], [SEP], [MASK] keep theirs)."""
+    kept = torch.tensor([int(i) in keep for i in ids], device=ids.device)
+    return attribution.token_embeddings(embedding, torch.where(kept, ids, torch.full_like(ids, pad_id)))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# char-GPT and GPT-2: the next token
+
+
+def next_token_score(model, target: int) -> Score:
+    return lambda ids: model(ids).logits[:, -1].float().softmax(dim=-1)[:, target]  # (B,)
+
+
+def explain_gpt(text: str, model_id: str | None = None, steps: int = attribution.DEFAULT_STEPS) -> Why:
+    """Why the GPT's most probable next token follows the text."""
+    loaded = gpt.load(model_id)
+    encoded = gpt.encode_text(loaded, text)
+    model, device = loaded.model, loaded.model.lm_head.weight.device
+    ids = torch.tensor(encoded.ids, device=device)
+    with torch.no_grad():
+        out = model(ids[None])
+    target = int(gpt.banned_scores(loaded, out.logits[0, -1]).argmax())  # never <unk> (or GPT-2's specials)
+    probs = out.logits[0, -1].float().softmax(dim=-1)  # (V,) the full softmax, as f reads it
+    embedding = model.transformer.wte
+    methods = both_methods(embedding, ids, next_token_score(model, target),
+                           zeros_like_embeddings(embedding, len(ids)), encoded.pieces, steps)
+    rollout = attribution.attention_rollout([a[0] for a in out.attentions])[-1].tolist()
+    notes = [n for n in [gpt.unknown_note(loaded, encoded.unknown)] if n]
+    return Why(loaded.model_id, "next_token", loaded.tokenizer.piece(target), float(probs[target]), encoded.pieces,
+               methods, rollout, "zeros", notes)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# char-BERT: the first masked character
+
+
+def masked_score(model, position: int, target: int) -> Score:
+    def score(ids: torch.Tensor) -> torch.Tensor:
+        hidden = model.bert(ids, None, None, output_attentions=False, output_hidden_states=False).last_hidden_state
+        return model.mlm_logits(hidden[:, position]).float().softmax(dim=-1)[:, target]  # (B,)
+
+    return score
+
+
+def explain_char_bert(text: str, steps: int = attribution.DEFAULT_STEPS) -> Why:
+    """Why the char-BERT puts its best character into the first [MASK] of the first blank."""
+    loaded = mlm_char.shipped_char_bert()
+    prepared = mlm_char.prepare(loaded, text, 1)
+    model, tokenizer = loaded.model, loaded.tokenizer
+    ids = torch.tensor(prepared.ids, device=loaded.device)
+    position = prepared.starts[0]
+    with torch.no_grad():
+        encoded = model.bert(ids[None], None, None, output_attentions=True, output_hidden_states=False)
+        probs = model.mlm_logits(encoded.last_hidden_state[0, position]).float().softmax(dim=-1)  # (V,)
+    target = mlm_char.FIRST_CHAR_ID + int(probs[mlm_char.FIRST_CHAR_ID:].argmax())  # characters only
+    tokens = [tokenizer.tokens[i] for i in prepared.ids]
+    embedding = model.input_embeddings()
+    methods = both_methods(embedding, ids, masked_score(model, position, target),
+                           zeros_like_embeddings(embedding, len(ids)), tokens, steps)
+    rollout = attribution.attention_rollout([a[0] for a in encoded.attentions])[position].tolist()
+    notes = [n for n in [mlm_char.unknown_note(prepared.unknown)] if n]
+    return Why(mlm_char.CHAR_BERT_ID, "masked_char", tokenizer.tokens[target], float(probs[target]), tokens,
+               methods, rollout, "zeros", notes)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# BERT-likes (core/nets): one softmax read at one place of the encoder's output
+
+
+def explain_encoder(model: nn.Module, model_id: str, ids: list[int], tokens: list[str], read: Callable,
+                    target: int, position: int, pad_id: int, keep: set[int], target_kind: str,
+                    answer: str, token_type_ids: list[int] | None = None,
+                    steps: int = attribution.DEFAULT_STEPS) -> Why:
+    """A BERT-like head model's answer: ``read(model, ids (B, T), token_type_ids (B, T)) → logits (B, C)`` (the
+    masked word's vocabulary row, a token's tag row, the start or end logits over positions, the class logits);
+    f is softmax of that row at ``target``; rollout is read at ``position``."""
+    device = model.input_embeddings().weight.device
+    id_tensor = torch.tensor(ids, device=device)
+    segments = torch.tensor([token_type_ids or [0] * len(ids)], device=device)
+
+    def score(batch: torch.Tensor) -> torch.Tensor:
+        return read(model, batch, segments.expand_as(batch)).float().softmax(dim=-1)[:, target]  # (B,)
+
+    with torch.no_grad():
+        probability = float(score(id_tensor[None])[0])
+        attentions = model.base(id_tensor[None], None, segments, output_attentions=True,
+                                output_hidden_states=False).attentions
+    embedding = model.input_embeddings()
+    methods = both_methods(embedding, id_tensor, score, pad_baseline(embedding, id_tensor, pad_id, keep), tokens,
+                           steps)
+    rollout = attribution.attention_rollout([a[0] for a in attentions])[position].tolist()
+    return Why(model_id, target_kind, answer, probability, tokens, methods, rollout, "[PAD]")
+
+
+def read_masked_word(position: int) -> Callable:
+    def read(model, ids, segments):
+        hidden = model.base(ids, None, segments, output_attentions=False, output_hidden_states=False)
+        return model.mlm_logits(hidden.last_hidden_state[:, position])  # (B, V)
+
+    return read
+
+
+def read_token_tag(position: int) -> Callable:
+    return lambda model, ids, segments: model(ids, None, segments, output_attentions=False,
+                                              output_hidden_states=False).logits[:, position]  # (B, C)
+
+
+def read_span(end: bool) -> Callable:
+    def read(model, ids, segments):
+        out = model(ids, None, segments, output_attentions=False, output_hidden_states=False)
+        return out.end_logits if end else out.start_logits  # (B, T)
+
+    return read
+
+
+def read_class(model, ids, segments):
+    return model(ids, None, segments, output_attentions=False, output_hidden_states=False).logits  # (B, C)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# LSTM: the next character
+
+
+def explain_lstm(text: str, steps: int = attribution.DEFAULT_STEPS, kind: str = "lstm") -> Why:
+    """Why the shipped LSTM (or RNN) predicts its most probable next character after the text."""
+    models = lstm.shipped_models()
+    model = getattr(models, kind)
+    ids_list, pieces, unknown = lstm.encode_prompt(models.vocab, text)
+    device = model.head.weight.device
+    ids = torch.tensor(ids_list, device=device)
+    with torch.no_grad():
+        probs = model(ids[None]).logits[0, -1].float().softmax(dim=-1)
+    probs[0] = 0.0  # never explain <unk>
+    target = int(probs.argmax())
+    score = lambda batch: model(batch).logits[:, -1].float().softmax(dim=-1)[:, target]  # noqa: E731
+    methods = both_methods(model.embed, ids, score, zeros_like_embeddings(model.embed, len(ids)), pieces, steps)
+    notes = [lstm.name_tokens(unknown)] if unknown else []
+    return Why(kind.upper(), "next_char", models.vocab.tokens[target], float(probs[target]), pieces, methods,
+               None, "zeros", notes)
