@@ -158,5 +158,5 @@ class Why:
     tokens: list[str]
     attributions: list[Attribution]
     rollout: list[float] | None  # the predicting position's row of the rollout; None for the LSTM
-    baseline: str  # which baseline was used: "zeros" or "[PAD]"
+    baseline: str  # which baseline was used: "zeros" or "pad" (the [PAD] embedding)
     notes: list[str] = field(default_factory=list)

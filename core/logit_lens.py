@@ -30,6 +30,7 @@ class LogitLens:
     answer: str  # the final layer's top token
     answer_ranks: list[int]  # (L + 1,) the answer's rank at each layer, 1 = top
     answer_probabilities: list[float]  # (L + 1,)
+    tracked_probabilities: list[list[float]]  # (L + 1) × k: each layer's probability of the last layer's top k
 
 
 def lens(probabilities: torch.Tensor, piece, model_id: str, layers: list[str], top_k: int,
@@ -42,7 +43,8 @@ def lens(probabilities: torch.Tensor, piece, model_id: str, layers: list[str], t
     answer = int(top.indices[-1, 0])
     ranks = (ranked > ranked[:, answer:answer + 1]).sum(dim=-1) + 1  # (L + 1,)
     return LogitLens(model_id, layers, [[piece(int(i)) for i in row] for row in top.indices],
-                     top.values.tolist(), piece(answer), ranks.tolist(), probabilities[:, answer].tolist())
+                     top.values.tolist(), piece(answer), ranks.tolist(), probabilities[:, answer].tolist(),
+                     probabilities[:, top.indices[-1]].tolist())
 
 
 @torch.no_grad()

@@ -127,7 +127,7 @@ def explain_encoder(model: nn.Module, model_id: str, ids: list[int], tokens: lis
     methods = both_methods(embedding, id_tensor, score, pad_baseline(embedding, id_tensor, pad_id, keep), tokens,
                            steps)
     rollout = attribution.attention_rollout([a[0] for a in attentions])[position].tolist()
-    return Why(model_id, target_kind, answer, probability, tokens, methods, rollout, "[PAD]")
+    return Why(model_id, target_kind, answer, probability, tokens, methods, rollout, "pad")
 
 
 def read_masked_word(position: int) -> Callable:

@@ -49,6 +49,14 @@ def tint(colour: str, white: float) -> str:
     return "#" + "".join(f"{round(c):02X}" for c in mixed)
 
 
+def diverging_colour(value: float, limit: float) -> str:
+    """The DIVERGING_SCALE colour of ``value`` on [−limit, limit] (0 white), as plotly's heatmaps would paint it."""
+    from plotly.colors import sample_colorscale
+
+    share = 0.5 if limit <= 0 else min(max(0.5 + 0.5 * value / limit, 0.0), 1.0)
+    return sample_colorscale(DIVERGING_SCALE, [share], colortype="rgb")[0]
+
+
 HIGHLIGHT_TINT = tint(HIGHLIGHT, 0.45)  # the inside of a highlighted span
 HIGHLIGHT_PATTERN = "/"  # the hatch a highlighted bar gets besides its colour
 SERIES_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]

@@ -27,7 +27,8 @@ from typing import Sequence
 from markdown_it import MarkdownIt
 
 from core.i18n import text
-from demo.figures import BASE_FONT_SIZE, COLORWAY, FONT_FAMILY, HIGHLIGHT, SLIDE_EXPORT, TITLE_FONT_SIZE
+from demo.figures import (BASE_FONT_SIZE, COLORWAY, FONT_FAMILY, HIGHLIGHT, SLIDE_EXPORT, TITLE_FONT_SIZE,
+                          diverging_colour)
 from demo.i18n import BROWSER_LANGUAGE_JS
 
 INK, AXIS, SUBDUED = "#1f2937", "#9ca3af", "#4b5563"  # demo/figures.py's text and axis colours
@@ -233,3 +234,34 @@ def table(headers: Sequence[str], rows: Sequence[Sequence], name: str, lang: str
               f'{escape(text("presets.csv", lang))}</button>')
     return (f'<div class="static-table" data-name="{escape(name)}"><div class="static-table-scroll"><table>'
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{button}</div>")
+
+
+def coloured_tokens(tokens: Sequence[str], values: Sequence[float], title: str, name: str, lang: str, *,
+                    legend: tuple[str, str], marked: int | None = None) -> str:
+    """Tokens in reading order, each on a box of the diverging scale (0 white, symmetric about 0), wrapped into
+    lines; each box carries its value (``data-value``) and a tooltip. The sign is also written under the box
+    (+ / −), so colour never carries it alone. ``marked`` (an index) is outlined: the position being predicted."""
+    size, pad, gap, line = BASE_FONT_SIZE, 8, 6, 58
+    limit = max((abs(v) for v in values), default=0.0) or 1.0
+    body, x, y = [], 24.0, 70.0
+    for i, (token, value) in enumerate(zip(tokens, values)):
+        width = max(text_width(token, size) + 2 * pad, 22)
+        if x + width > WIDTH - 24:
+            x, y = 24.0, y + line
+        dark = abs(value) / limit > 0.6
+        outline = f' stroke="{INK}" stroke-width="2.5"' if i == marked else f' stroke="{AXIS}" stroke-width="0.5"'
+        body.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{size + 14}" rx="4" '
+                    f'fill="{diverging_colour(value, limit)}"{outline} data-mark="{escape(token)}" '
+                    f'data-value="{value!r}"><title>{escape(token)}: {value:.4g}</title></rect>')
+        body.append(_text(x + width / 2, y + size + 3, token, size, "middle", "white" if dark else INK))
+        sign = "+" if value > 0 else "−" if value < 0 else ""
+        body.append(_text(x + width / 2, y + size + 30, sign, size - 3, "middle", SUBDUED))
+        x += width + gap
+    bottom = y + line + 10
+    for j in range(11):  # the scale: −limit … 0 … +limit
+        share = j / 10
+        body.append(f'<rect x="{24 + j * 40}" y="{bottom}" width="40" height="14" '
+                    f'fill="{diverging_colour((2 * share - 1) * limit, limit)}"/>')
+    body.append(_text(24, bottom + 34, f"−{limit:.3g}  {legend[0]}", size - 3, "start", SUBDUED))
+    body.append(_text(24 + 11 * 40, bottom + 34, f"{legend[1]}  +{limit:.3g}", size - 3, "end", SUBDUED))
+    return _figure(_svg(bottom + 50, title, body), name, lang)

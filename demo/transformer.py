@@ -13,7 +13,7 @@ from core.checkpoints import MINILM_ID, model_id_or_default
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
 from core.limits import MAX_TEXT_CHARS
-from demo import gpt, lessons, presets, tokenizer_lab
+from demo import gpt, lessons, presets, tokenizer_lab, why
 from demo.common import friendly_errors, gpu_handler, model_picker, sig4, whole_number
 from demo.downloads import model_event
 from demo.figures import bar, empty_figure, heatmap, lines
@@ -326,6 +326,7 @@ def build() -> None:
         block_view, picker = build_block_view()
         base_view = build_base_numbers_view(picker)
         views = {"block": block_view, "base": base_view, **gpt.build(),  # GPT: next token, generation, maps, vs BERT
+                 **why.build_gpt(),  # why this next token: attributions and the logit lens (issue #35)
                  "tokenizer_lab": tokenizer_lab.build_tab()}
     with lesson_slot:
         lessons.lesson_table(LESSON, views)

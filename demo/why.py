@@ -1,0 +1,222 @@
+"""Why this answer (issue #35): which input tokens the prediction leans on, and how the answer forms layer by layer.
+
+One view per predicting tab, each one call: ``build_gpt()`` inside the Transformer & GPT tab's sub-tabs (the char-GPT's
+or a GPT-2's next token), ``build_char_bert()`` inside the BERT masked LM tab's (the char-BERT's masked character).
+A view is ~11 components and 3 events: the text, the step count, a button, the preset bar, one Markdown (the
+answer, f(x) − f(x'), the completeness gap), one gr.HTML (the tokens coloured by each method, the numbers, the
+logit-lens table: PNG/SVG/CSV from demo/static_html.py) and one plot (the logit-lens heatmap, demo/figures.py).
+core/attribution.py, core/why.py and core/logit_lens.py compute; this module formats.
+"""
+from __future__ import annotations
+
+import gradio as gr
+import numpy as np
+
+from core.checkpoints import CHAR_GPT_ID, CHECKPOINTS, CHINESE_GPT2_ID
+from core.i18n import current_language
+from core.lazy import lazy_import
+from core.limits import MAX_TEXT_CHARS
+from demo import presets
+from demo.common import friendly_errors, gpu_handler, number_in_range, sig4, sig4_text
+from demo.downloads import card_when_missing, model_event, results_visible
+from demo.figures import empty_figure, heatmap
+from demo.i18n import label, t
+from demo.static_html import EXPORT_JS, coloured_tokens, table
+
+# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
+why_core = lazy_import("core.why")
+logit_lens = lazy_import("core.logit_lens")
+
+DEFAULT_STEPS = 32
+MAX_STEPS = 128
+GPT_CHOICES = (CHAR_GPT_ID, *CHECKPOINTS["causal-lm"])
+
+
+def _shown(piece: str) -> str:
+    """Spaces and newlines made visible (a character model reads them as tokens)."""
+    return piece.replace(" ", "␣").replace("\n", "↵") or "∅"
+
+
+def _steps(steps) -> int:
+    return int(number_in_range(steps, t("why.steps_name"), 2, MAX_STEPS))
+
+
+def summary(result, lens) -> str:
+    """The answer, what integrated gradients promise (Σ a = f(x) − f(x')) and how close they came."""
+    ig = next(a for a in result.attributions if a.method == "integrated_gradients")
+    change = ig.score - ig.baseline_score
+    lines = [t("why.answer", model=result.model_id, target=t(f"why.target_{result.target}"),
+               answer=_shown(result.answer), probability=sig4_text(result.probability)),
+             t("why.completeness", steps=ig.steps, baseline=t(f"why.baseline_{result.baseline}"),
+               f_x=sig4_text(ig.score), f_base=sig4_text(ig.baseline_score), change=sig4_text(change),
+               total=sig4_text(ig.total), gap=sig4_text(ig.gap),
+               share=sig4_text(100 * abs(ig.gap) / abs(change)) if change else "—"),
+             t("why.lens_summary", answer=_shown(lens.answer), first=_first_top(lens), layers=len(lens.layers) - 1)]
+    if result.rollout is not None:
+        lines.append(t("why.rollout_note"))
+    lines += ["⚠️ " + note for note in result.notes]
+    return "\n\n".join(lines)
+
+
+def _first_top(lens) -> str:
+    """The first layer from which the final answer is the lens's top token and stays so."""
+    layer = len(lens.layers) - 1
+    while layer > 0 and lens.answer_ranks[layer - 1] == 1:
+        layer -= 1
+    return lens.layers[layer]
+
+
+def details(result, lens, name: str) -> str:
+    """The coloured tokens (one strip per method), the numbers per token, and the logit-lens table, as HTML."""
+    lang = current_language()
+    tokens = [_shown(token) for token in result.tokens]
+    marked = len(tokens) - 1 if result.target in ("next_token", "next_char") else (
+        result.tokens.index("[MASK]") if "[MASK]" in result.tokens else None)
+    legend = (t("why.legend_against"), t("why.legend_for"))
+    parts = []
+    for attribution in result.attributions:
+        title = t(f"why.strip_{attribution.method}", answer=_shown(result.answer))
+        parts.append(coloured_tokens(tokens, attribution.signed, title, f"{name}-{attribution.method}", lang,
+                                     legend=legend, marked=marked))
+    if result.rollout is not None:
+        parts.append(coloured_tokens(tokens, result.rollout, t("why.strip_rollout"), f"{name}-rollout", lang,
+                                     legend=legend, marked=marked))
+    ig, gxi = result.attributions
+    headers = [t("why.col_position"), t("why.col_token"), t("why.col_ig_sum"), t("why.col_ig_l2"),
+               t("why.col_gxi_sum"), t("why.col_gxi_l2")] + ([t("why.col_rollout")] if result.rollout else [])
+    rows = [[i, token, sig4(ig.signed[i]), sig4(ig.l2[i]), sig4(gxi.signed[i]), sig4(gxi.l2[i])]
+            + ([sig4(result.rollout[i])] if result.rollout else []) for i, token in enumerate(tokens)]
+    parts.append(table(headers, rows, f"{name}-numbers", lang))
+    lens_headers = [t("why.col_layer"), t("why.col_top"), t("why.col_rank"), t("why.col_probability")]
+    lens_rows = [[_layer(layer), ", ".join(f"{_shown(tok)} {sig4_text(p)}" for tok, p in zip(top, probs)), rank, sig4(p)]
+                 for layer, top, probs, rank, p in zip(lens.layers, lens.top_tokens, lens.top_probabilities,
+                                                       lens.answer_ranks, lens.answer_probabilities)]
+    parts.append(table(lens_headers, lens_rows, f"{name}-logit-lens", lang))
+    return "".join(parts)
+
+
+def _layer(layer: str) -> str:
+    return t("why.layer_embeddings") if layer == "embeddings" else layer
+
+
+def lens_figure(lens):
+    """Layers (rows) × the last layer's top k (columns): each layer's probability of each, read through the head."""
+    tokens = [_shown(token) for token in lens.top_tokens[-1]]
+    return heatmap(np.array(lens.tracked_probabilities), tokens, [_layer(layer) for layer in lens.layers],
+                   t("why.lens_title", answer=_shown(lens.answer)), zmin=0.0, zmax=1.0,
+                   x_title=t("why.lens_x"), y_title=t("why.lens_y"), value_format=".3f")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Handlers
+
+
+@friendly_errors
+@gpu_handler
+@card_when_missing("why.shows", outputs=3)
+def explain_gpt(model_id: str, text: str, steps: float):
+    """Integrated gradients, gradient × input and rollout for the GPT's next token, and its logit lens."""
+    result = why_core.explain_gpt(text, model_id, _steps(steps))
+    lens = logit_lens.gpt_lens(text, model_id)
+    return summary(result, lens), details(result, lens, "why-gpt"), lens_figure(lens)
+
+
+@friendly_errors
+@gpu_handler
+def explain_char_bert(text: str, steps: float):
+    """The same for the char-BERT's guess at the first [MASK]."""
+    result = why_core.explain_char_bert(text, _steps(steps))
+    lens = logit_lens.char_bert_lens(text)
+    return summary(result, lens), details(result, lens, "why-char-bert"), lens_figure(lens)
+
+
+def _or_message(fn, results: int):
+    """fn for a preset: its result, or the message with a blank figure when it cannot run here."""
+    def run(*values):
+        try:
+            return fn(*values)
+        except gr.Error as exc:
+            return ("⚠️ " + str(exc.message), "", empty_figure(t("why.see_message")),
+                    *[results_visible(False)] * results)
+    return run
+
+
+P = presets.Preset
+ANIMAL = "The animal didn't cross the street because it was too tired"
+GPT_PRESETS = [
+    P("why-weather", label("why.preset_weather"), (CHAR_GPT_ID, "The weather today is very goo", DEFAULT_STEPS),
+      "§12"),
+    P("why-it-animal", label("why.preset_animal"), (CHAR_GPT_ID, ANIMAL[:-1], DEFAULT_STEPS), "§9"),
+    P("why-bank", label("why.preset_bank"), (CHAR_GPT_ID, "We had a picnic on the river ban", DEFAULT_STEPS),
+      "§3"),
+    P("why-thinking-machines", label("why.preset_thinking"), (CHAR_GPT_ID, "Thinking Machine", DEFAULT_STEPS),
+      "§9"),
+    P("why-gpt2-animal", label("why.preset_gpt2_animal"),
+      ("gpt2", "The animal didn't cross the street because it was too", DEFAULT_STEPS), "§12"),
+    P("why-jintian-tianqi-hen", label("why.preset_zh_weather"), (CHINESE_GPT2_ID, "今天天气很", DEFAULT_STEPS),
+      "§13.1"),
+]
+CHAR_BERT_PRESETS = [
+    P("why-char-bert-weather", label("why.preset_weather"),
+      ("The weather today is very goo[MASK], so we had to cancel the outdoor game.", DEFAULT_STEPS), "§13.1"),
+    P("why-char-bert-it-animal", label("why.preset_animal"), (ANIMAL[:-1] + "[MASK].", DEFAULT_STEPS), "§9"),
+    P("why-char-bert-bank", label("why.preset_bank"), ("We had a picnic on the river ba[MASK]k.", DEFAULT_STEPS),
+      "§3"),
+    P("why-char-bert-thinking-machines", label("why.preset_thinking"),
+      ("Thinking Machine[MASK] can read both sides.", DEFAULT_STEPS), "§9"),
+]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Layout: one sub-tab per call
+
+
+def _steps_slider() -> gr.Slider:
+    return gr.Slider(2, MAX_STEPS, value=DEFAULT_STEPS, step=1, label=label("why.steps"), info=label("why.steps_info"))
+
+
+def _outputs():
+    note = gr.Markdown()
+    result = gr.HTML("", js_on_load=EXPORT_JS, elem_classes=["static-view"])
+    plot = gr.Plot(show_label=False)
+    return note, result, plot
+
+
+def build_gpt() -> dict[str, presets.View]:
+    """The "Why this answer" sub-tab of the Transformer & GPT tab (call inside its gr.Tabs())."""
+    with gr.Tab(label("why.tab"), id="why-gpt") as tab:
+        gr.Markdown(label("why.intro_gpt"))
+        model = gr.Dropdown(list(GPT_CHOICES), value=CHAR_GPT_ID, label=label("why.model"), allow_custom_value=True)
+        text = gr.Textbox(label=label("why.text_gpt"), value=GPT_PRESETS[0].values[1], max_length=MAX_TEXT_CHARS)
+        steps = _steps_slider()
+        button = gr.Button(label("why.explain"), variant="primary")
+        bar = gr.Column()
+        with gr.Column() as results:  # hidden while the checkpoint is missing: the note shows its card
+            note, result, plot = _outputs()
+        inputs, outputs = [model, text, steps], [note, result, plot, results]
+        model_event(button.click, {"causal-lm": model}, explain_gpt, inputs, outputs, api_name="transformer_why",
+                    queue={})
+        view = presets.View("transformer", "why_gpt", inputs, outputs, _or_message(explain_gpt, 1), GPT_PRESETS,
+                            where=tab)
+        with bar:
+            view.buttons()
+    return {"why_gpt": view}
+
+
+def build_char_bert() -> dict[str, presets.View]:
+    """The "Why this answer" sub-tab of the BERT masked LM tab, on the char-BERT (call inside its gr.Tabs())."""
+    with gr.Tab(label("why.tab"), id="why-char-bert") as tab:
+        gr.Markdown(label("why.intro_char_bert"))
+        text = gr.Textbox(label=label("why.text_char_bert"), value=CHAR_BERT_PRESETS[0].values[0],
+                          max_length=MAX_TEXT_CHARS)
+        steps = _steps_slider()
+        button = gr.Button(label("why.explain"), variant="primary")
+        bar = gr.Column()
+        note, result, plot = _outputs()
+        inputs, outputs = [text, steps], [note, result, plot]
+        button.click(explain_char_bert, inputs, outputs, api_name="mlm_why", queue={}, show_progress_on=[note, plot])
+        view = presets.View("mlm", "why_char_bert", inputs, outputs, _or_message(explain_char_bert, 0),
+                            CHAR_BERT_PRESETS, where=tab)
+        with bar:
+            view.buttons()
+    return {"why_char_bert": view}
