@@ -13,7 +13,7 @@ from core import jobs
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
 from core.limits import MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
-from demo import lessons, lstm_generate, lstm_train, presets
+from demo import lessons, lstm_generate, lstm_train, presets, why
 from demo import elmo as elmo_layers  # the ELMo sub-tab with two layers and the weighted sum (§7)
 from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, number_in_range, sig4,
                          stopped_error, stopped_note, training_run)
@@ -389,6 +389,7 @@ def build() -> None:
                                   lstm_train.before_training, lstm_train.PRESETS, where=train_tab)
             with before_bar:
                 before.buttons()
+        why.build_lstm()  # why this next character: attributions on the shipped LSTM (issue #35)
 
     views = {"inspect": inspect_view, "gradients": gradients_view, "elmo": elmo_view}
     with lesson_slot:

@@ -1,7 +1,8 @@
 """Why this answer (issue #35): which input tokens the prediction leans on, and how the answer forms layer by layer.
 
 One view per predicting tab, each one call: ``build_gpt()`` inside the Transformer & GPT tab's sub-tabs (the char-GPT's
-or a GPT-2's next token), ``build_char_bert()`` inside the BERT masked LM tab's (the char-BERT's masked character).
+or a GPT-2's next token), ``build_char_bert()`` inside the BERT masked LM tab's (the char-BERT's masked character),
+``build_lstm()`` inside the RNN & LSTM tab's (the shipped LSTM's next character; no rollout, no logit lens).
 A view is ~11 components and 3 events: the text, the step count, a button, the preset bar, one Markdown (the
 answer, f(x) − f(x'), the completeness gap), one gr.HTML (the tokens coloured by each method, the numbers, the
 logit-lens table: PNG/SVG/CSV from demo/static_html.py) and one plot (the logit-lens heatmap, demo/figures.py).
@@ -50,8 +51,10 @@ def summary(result, lens) -> str:
              t("why.completeness", steps=ig.steps, baseline=t(f"why.baseline_{result.baseline}"),
                f_x=sig4_text(ig.score), f_base=sig4_text(ig.baseline_score), change=sig4_text(change),
                total=sig4_text(ig.total), gap=sig4_text(ig.gap),
-               share=sig4_text(100 * abs(ig.gap) / abs(change)) if change else "—"),
-             t("why.lens_summary", answer=_shown(lens.answer), first=_first_top(lens), layers=len(lens.layers) - 1)]
+               share=sig4_text(100 * abs(ig.gap) / abs(change)) if change else "—")]
+    if lens is not None:
+        lines.append(t("why.lens_summary", answer=_shown(lens.answer), first=_first_top(lens),
+                       layers=len(lens.layers) - 1))
     if result.rollout is not None:
         lines.append(t("why.rollout_note"))
     lines += ["⚠️ " + note for note in result.notes]
@@ -87,6 +90,8 @@ def details(result, lens, name: str) -> str:
     rows = [[i, token, sig4(ig.signed[i]), sig4(ig.l2[i]), sig4(gxi.signed[i]), sig4(gxi.l2[i])]
             + ([sig4(result.rollout[i])] if result.rollout else []) for i, token in enumerate(tokens)]
     parts.append(table(headers, rows, f"{name}-numbers", lang))
+    if lens is None:  # the LSTM: one recurrent layer, no stack of layers to read
+        return "".join(parts)
     lens_headers = [t("why.col_layer"), t("why.col_top"), t("why.col_rank"), t("why.col_probability")]
     lens_rows = [[_layer(layer), ", ".join(f"{_shown(tok)} {sig4_text(p)}" for tok, p in zip(top, probs)), rank, sig4(p)]
                  for layer, top, probs, rank, p in zip(lens.layers, lens.top_tokens, lens.top_probabilities,
@@ -130,14 +135,22 @@ def explain_char_bert(text: str, steps: float):
     return summary(result, lens), details(result, lens, "why-char-bert"), lens_figure(lens)
 
 
+@friendly_errors
+@gpu_handler
+def explain_lstm(text: str, steps: float):
+    """The shipped LSTM's next character: integrated gradients and gradient × input (no attention, no layers)."""
+    result = why_core.explain_lstm(text, _steps(steps))
+    return summary(result, None), details(result, None, "why-lstm")
+
+
 def _or_message(fn, results: int):
     """fn for a preset: its result, or the message with a blank figure when it cannot run here."""
     def run(*values):
         try:
             return fn(*values)
         except gr.Error as exc:
-            return ("⚠️ " + str(exc.message), "", empty_figure(t("why.see_message")),
-                    *[results_visible(False)] * results)
+            blank = (empty_figure(t("why.see_message")),) if fn is not explain_lstm else ()
+            return ("⚠️ " + str(exc.message), "", *blank, *[results_visible(False)] * results)
     return run
 
 
@@ -164,6 +177,12 @@ CHAR_BERT_PRESETS = [
       "§3"),
     P("why-char-bert-thinking-machines", label("why.preset_thinking"),
       ("Thinking Machine[MASK] can read both sides.", DEFAULT_STEPS), "§9"),
+]
+LSTM_PRESETS = [
+    P("why-lstm-weather", label("why.preset_weather"), ("The weather today is very goo", DEFAULT_STEPS), "§6"),
+    P("why-lstm-it-animal", label("why.preset_animal"), (ANIMAL[:-1], DEFAULT_STEPS), "§6"),
+    P("why-lstm-bank", label("why.preset_bank"), ("We had a picnic on the river ban", DEFAULT_STEPS), "§6"),
+    P("why-lstm-ishmael", label("why.preset_ishmael"), ("Call me Ishmae", DEFAULT_STEPS), "§6"),
 ]
 
 
@@ -220,3 +239,22 @@ def build_char_bert() -> dict[str, presets.View]:
         with bar:
             view.buttons()
     return {"why_char_bert": view}
+
+
+def build_lstm() -> dict[str, presets.View]:
+    """The "Why this answer" sub-tab of the RNN & LSTM tab, on the shipped LSTM (call inside its gr.Tabs())."""
+    with gr.Tab(label("why.tab"), id="why-lstm") as tab:
+        gr.Markdown(label("why.intro_lstm"))
+        text = gr.Textbox(label=label("why.text_lstm"), value=LSTM_PRESETS[0].values[0], max_length=MAX_TEXT_CHARS)
+        steps = _steps_slider()
+        button = gr.Button(label("why.explain"), variant="primary")
+        bar = gr.Column()
+        note = gr.Markdown()
+        result = gr.HTML("", js_on_load=EXPORT_JS, elem_classes=["static-view"])
+        inputs, outputs = [text, steps], [note, result]
+        button.click(explain_lstm, inputs, outputs, api_name="lstm_why", queue={}, show_progress_on=[note])
+        view = presets.View("lstm", "why_lstm", inputs, outputs, _or_message(explain_lstm, 0), LSTM_PRESETS,
+                            where=tab)
+        with bar:
+            view.buttons()
+    return {"why_lstm": view}

@@ -87,3 +87,15 @@ def test_presets_run_and_are_from_the_seed():
         assert "f(x) =" in note and "data-value" in html
     note, *_ = why.explain_gpt(*why.GPT_PRESETS[1].values)  # "it" and the animal, on the char-GPT
     assert "char-gpt" in note
+
+
+def test_lstm_view_has_no_rollout_and_no_lens():
+    note, html = why.explain_lstm("Call me Ishmae", 16)
+    expected = core_why.explain_lstm("Call me Ishmae", 16)
+    assert "**LSTM** — the next character: **l**" in note and "Logit lens" not in note
+    assert strip_values(html, "why-lstm-integrated_gradients") == pytest.approx(expected.attributions[0].signed,
+                                                                               rel=1e-6)
+    assert "why-lstm-rollout" not in html and "why-lstm-logit-lens" not in html
+    with pytest.raises(gr.Error) as caught:
+        why.explain_lstm("今天天气很", 16)
+    assert "今" in str(caught.value.message)  # the characters the LSTM never saw are named
