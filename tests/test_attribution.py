@@ -70,6 +70,33 @@ def test_char_gpt_next_token_equals_captum_on_transformers(hf_char_gpt):
     assert result.probability == pytest.approx(float(forward(x[None])), rel=1e-5)
 
 
+def test_gpt2_next_token_equals_captum_on_transformers(tiny_gpt2_checkpoint):
+    """A GPT-2 checkpoint (tiny, random, byte-level BPE) through core/gpt.load by folder, as the tab loads GPT-2."""
+    import transformers
+
+    from core import gpt
+
+    folder = tiny_gpt2_checkpoint("bpe")
+    hf = transformers.GPT2LMHeadModel.from_pretrained(str(folder), attn_implementation="eager").eval()
+    text = "The weather today is very"
+    result = why.explain_gpt(text, str(folder), steps=STEPS)
+    loaded = gpt.load(str(folder))
+    ids = torch.tensor(loaded.tokenizer.encode(text).ids)
+    with torch.no_grad():
+        logits = hf(ids[None]).logits[0, -1]
+    logits[loaded.tokenizer.banned] = float("-inf")
+    target = int(logits.argmax())
+    assert result.answer == loaded.tokenizer.piece(target)
+
+    def forward(embeds):
+        return hf(inputs_embeds=embeds).logits[:, -1].softmax(dim=-1)[:, target]
+
+    x = hf.transformer.wte(ids).detach()
+    ig, ixg = captum_both(forward, x, torch.zeros_like(x))
+    assert_close(result.attributions[0].values, ig)
+    assert_close(result.attributions[1].values, ixg)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # char-BERT: ours vs captum on transformers' BertForMaskedLM loaded from assets/char_bert
 
