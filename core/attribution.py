@@ -23,6 +23,7 @@ is not explanation (Jain & Wallace, 2019): rollout shows where information can f
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -34,15 +35,24 @@ EmbeddingFunction = Callable[[torch.Tensor], torch.Tensor]  # (B, T, E) → (B,)
 METHODS = ("integrated_gradients", "gradient_x_input")
 DEFAULT_STEPS = 32
 MAX_STEPS = 256
+BATCH_TOKENS = 4096  # interpolation points per forward pass, in tokens: steps × T above this run in chunks
 
 
 def embedding_function(embedding: nn.Module, ids: torch.Tensor, score: Callable[[torch.Tensor], torch.Tensor]
                        ) -> EmbeddingFunction:
     """f(embeds) for a model whose token embeddings come out of ``embedding``: ``score(ids (B, T)) → (B,)`` runs the
-    model, and while it runs the module's output is replaced by ``embeds`` (B, T, E), the rows under study."""
+    model, and while it runs the module's output is replaced by ``embeds`` (B, T, E), the rows under study.
+
+    The model is shared by every session, so the hook replaces the output only in the thread that registered it: a
+    view running the same model in another thread meanwhile reads its own embeddings."""
 
     def f(embeds: torch.Tensor) -> torch.Tensor:
-        handle = embedding.register_forward_hook(lambda module, args, output: embeds.to(output.dtype))
+        owner = threading.get_ident()
+
+        def swap(module, args, output):
+            return embeds.to(output.dtype) if threading.get_ident() == owner else None
+
+        handle = embedding.register_forward_hook(swap)
         try:
             return score(ids.expand(embeds.shape[0], -1))  # (B,)
         finally:
@@ -80,12 +90,18 @@ def gradient_x_input(f: EmbeddingFunction, x: torch.Tensor) -> torch.Tensor:
 
 def integrated_gradients(f: EmbeddingFunction, x: torch.Tensor, baseline: torch.Tensor,
                          steps: int = DEFAULT_STEPS) -> torch.Tensor:
-    """(x − x') ⊙ Σ_k w_k ∂f/∂x(x' + α_k (x − x')) with Gauss–Legendre α, w; the n steps are one batch: (T, E)."""
+    """(x − x') ⊙ Σ_k w_k ∂f/∂x(x' + α_k (x − x')) with Gauss–Legendre α, w: (T, E). The n steps are one batch,
+    or a few of at most BATCH_TOKENS tokens each for long inputs (memory grows with steps × T)."""
     alphas, weights = gauss_legendre(steps)
     delta = x - baseline  # (T, E)
-    points = baseline[None] + alphas.to(x)[:, None, None] * delta[None]  # (S, T, E)
-    _, grads = gradient(f, points)
-    return delta * torch.einsum("s,ste->te", weights.to(grads), grads)  # (T, E)
+    chunk = max(1, BATCH_TOKENS // x.shape[0])
+    total = torch.zeros_like(x)
+    for start in range(0, steps, chunk):
+        a, w = alphas[start:start + chunk].to(x), weights[start:start + chunk].to(x)
+        points = baseline[None] + a[:, None, None] * delta[None]  # (S, T, E)
+        _, grads = gradient(f, points)
+        total += torch.einsum("s,ste->te", w, grads)
+    return delta * total  # (T, E)
 
 
 @dataclass

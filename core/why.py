@@ -18,13 +18,18 @@ from torch import nn
 
 from core import attribution, gpt, lstm, mlm_char
 from core.attribution import Attribution, Why
+from core.errors import UserInputError
 
 Score = Callable[[torch.Tensor], torch.Tensor]  # ids (B, T) → (B,)
+MAX_TOKEN_STEPS = 16_384  # steps × tokens of one explanation (512 tokens × 32 steps, 128 characters × 128 steps)
 
 
 def both_methods(embedding: nn.Embedding, ids: torch.Tensor, score: Score, baseline: torch.Tensor,
                  tokens: list[str], steps: int) -> list[Attribution]:
     """Integrated gradients and gradient × input of one answer, at the embeddings that ``ids`` (T,) look up."""
+    if len(ids) * steps > MAX_TOKEN_STEPS:
+        raise UserInputError("why.too_much_work", tokens=len(ids), steps=steps, limit=f"{MAX_TOKEN_STEPS:,}",
+                             most=max(1, MAX_TOKEN_STEPS // len(ids)))
     f = attribution.embedding_function(embedding, ids, score)
     x = attribution.token_embeddings(embedding, ids)
     return [attribution.attribute(f, x, baseline, tokens, "integrated_gradients", steps),
@@ -45,8 +50,18 @@ def pad_baseline(embedding: nn.Embedding, ids: torch.Tensor, pad_id: int, keep: 
 # char-GPT and GPT-2: the next token
 
 
+def last_position_logits(model, ids: torch.Tensor) -> torch.Tensor:
+    """GPT.forward's logits at the last position only: (B, V). The head on every position would hold
+    steps × T × V floats (GPT-2: 32 × 512 × 50,257, 3.3 GB) for one row each."""
+    pos = torch.arange(ids.shape[1], device=ids.device)  # (T,)
+    x = model.transformer.wte(ids) + model.transformer.wpe(pos)  # (B, T, C); the hook swaps wte's output
+    for block in model.transformer.h:
+        x = block(x)[0]  # (B, T, C)
+    return model.lm_head(model.transformer.ln_f(x[:, -1]))  # (B, V)
+
+
 def next_token_score(model, target: int) -> Score:
-    return lambda ids: model(ids).logits[:, -1].float().softmax(dim=-1)[:, target]  # (B,)
+    return lambda ids: last_position_logits(model, ids).float().softmax(dim=-1)[:, target]  # (B,)
 
 
 def explain_gpt(text: str, model_id: str | None = None, steps: int = attribution.DEFAULT_STEPS) -> Why:

@@ -4,6 +4,7 @@ has not (the LSTM); completeness; attention rollout against a numpy recomputatio
 from __future__ import annotations
 
 import shutil
+import threading
 
 import numpy as np
 import pytest
@@ -266,3 +267,41 @@ def test_bad_arguments_are_refused():
         attribution.attribute(f, x, x * 0, ["a", "b"], "saliency")
     with pytest.raises(ValueError):
         attribution.attribute(f, x, x * 0, ["a", "b"], steps=0)
+
+
+def test_the_swap_applies_only_in_its_own_thread():
+    """The models are shared: while one session's attribution runs, another thread's forward pass through the same
+    embedding table reads the real embeddings, not the attribution's."""
+    table = torch.nn.Embedding(5, 3)
+    ids = torch.tensor([1, 2])
+    seen = {}
+
+    def score(batch):
+        other = threading.Thread(target=lambda: seen.update(other=table(batch)))
+        other.start()
+        other.join()
+        seen["own"] = table(batch)
+        return seen["own"].sum(dim=(1, 2))
+
+    embeds = torch.full((1, 2, 3), 7.0)
+    attribution.embedding_function(table, ids, score)(embeds)
+    assert torch.equal(seen["own"], embeds)
+    assert torch.equal(seen["other"], table.weight[ids][None])
+
+
+def test_long_inputs_run_in_chunks_with_the_same_result(monkeypatch):
+    torch.manual_seed(1)
+    w = torch.randn(6, 4, dtype=torch.float64)
+    f = lambda e: torch.tanh(e * w).sum(dim=(1, 2)) ** 2  # noqa: E731
+    x, baseline = torch.randn(6, 4, dtype=torch.float64), torch.zeros(6, 4, dtype=torch.float64)
+    whole = attribution.integrated_gradients(f, x, baseline, 10)
+    monkeypatch.setattr(attribution, "BATCH_TOKENS", 13)  # 2 steps of 6 tokens per pass: 5 passes
+    torch.testing.assert_close(attribution.integrated_gradients(f, x, baseline, 10), whole)
+
+
+def test_too_much_work_is_refused_with_a_message():
+    from core.errors import UserInputError
+
+    with pytest.raises(UserInputError) as caught:
+        why.explain_gpt("Call me Ishmael. " * 7, steps=256)
+    assert "steps" in str(caught.value)
