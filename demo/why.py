@@ -53,7 +53,7 @@ def summary(result, lens) -> str:
                total=sig4_text(ig.total), gap=sig4_text(ig.gap),
                share=sig4_text(100 * abs(ig.gap) / abs(change)) if change else "—")]
     if lens is not None:
-        lines.append(t("why.lens_summary", answer=_shown(lens.answer), first=_first_top(lens),
+        lines.append(t("why.lens_summary", answer=_shown(lens.answer), first=_layer(_first_top(lens)),
                        layers=len(lens.layers) - 1))
     if result.rollout is not None:
         lines.append(t("why.rollout_note"))
