@@ -52,8 +52,8 @@ from demo.common import loaded_models  # noqa: E402
 from core import resolve  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, choose_device, device_label
 from core.limits import MAX_UPLOAD_BYTES
-from demo import (attention, classify, embeddings, figure_head, lstm, mlm, ner, ngram, overview, presets, qa,
-                  serving, tour, transformer)
+from demo import (admission, attention, classify, embeddings, figure_head, lstm, mlm, ner, ngram, overview,
+                  presets, qa, serving, tour, transformer)
 from demo.i18n import I18N, TOGGLE_JS, LanguageMiddleware, label, language_of, text
 
 # The overview first (timeline and ladder), then the history in order: statistics → static vectors → recurrence →
@@ -101,8 +101,9 @@ def page_language(request: gr.Request = None) -> tuple[str, str, str]:
     return text("app.intro", lang), f"<span class='badge'>{badge}</span>", LANGUAGE_CHOICES[lang == "zh"]
 
 
-def build_app() -> gr.Blocks:
-    """The whole UI: one gr.Tab per demo module. Importing this builds nothing; call it."""
+def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
+    """The whole UI: one gr.Tab per demo module. Importing this builds nothing; call it. ``per_address``: the
+    events one client address may have waiting or running (demo/admission.py)."""
     # delete_cache: uploads and generated files are removed once an hour old (checked every 10 minutes).
     with gr.Blocks(title="PLM Explorer", delete_cache=serving.DELETE_CACHE) as app:
         with gr.Row(equal_height=True):
@@ -135,7 +136,7 @@ def build_app() -> gr.Blocks:
     # budget, and the queue bounds how much work can pile up; serving caps each session at 8 waiting events, so
     # one client cannot fill the queue, and turns malformed API calls into short messages.
     app.queue(default_concurrency_limit=4, max_size=serving.QUEUE_MAX_SIZE)
-    return serving.serve(app)
+    return serving.serve(app, per_address)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -157,6 +158,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--allow-local-models", action="store_true",
                         help="accept any server folder as a model id on a public host (on a loopback host, and "
                              "without a SPACE_ID, they are accepted anyway)")
+    parser.add_argument("--max-events-per-address", type=int,
+                        default=int(os.environ.get("PLM_MAX_EVENTS_PER_ADDRESS", admission.MAX_EVENTS_PER_ADDRESS)),
+                        help="events one client address may have waiting or running; beyond it HTTP 429 (default "
+                             f"{admission.MAX_EVENTS_PER_ADDRESS}; raise it for a class behind one NAT address)")
+    parser.add_argument("--trusted-proxy", default=os.environ.get("PLM_TRUSTED_PROXY", ""),
+                        help="comma-separated addresses of reverse proxies whose X-Forwarded-For is believed "
+                             "(e.g. 127.0.0.1 behind a local nginx); without it the header is ignored")
     return parser.parse_args(argv)
 
 
@@ -174,7 +182,8 @@ def main(argv: list[str] | None = None) -> None:
         resolve.set_offline(True)
     configure_registry(args)
     choose_device(args.device)
-    app = build_app()
+    admission.trust_proxies(args.trusted_proxy)  # read by uvicorn when launch() builds the server
+    app = build_app(args.max_events_per_address)
     app.launch(
         server_name=args.host,
         server_port=args.port,

@@ -6,6 +6,7 @@ MAX_TEXT_CHARS = 20_000  # free text in the BERT tabs; longer text is refused wi
 MAX_MODEL_TOKENS = 512  # BERT's learned position table has 512 rows
 MAX_MASKS = 10
 MAX_GENERATE = 500  # tokens one generation may add (the LSTM and GPT tabs)
+MAX_SCORED_TOKENS = 200  # tokens of one sentence the n-gram tab scores: each is a factor, a table row and a bar
 
 # Free-text boxes. Each gr.Textbox declares one of these as its max_length (the browser stops typing there), and the
 # server refuses a longer value from any client with a message naming the box and the cap (demo/input_caps.py).

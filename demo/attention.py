@@ -62,9 +62,22 @@ def _frame(matrix: np.ndarray, prefix: str) -> pd.DataFrame:
     return pd.DataFrame(matrix, columns=[f"{prefix}{j + 1}" for j in range(matrix.shape[1])])
 
 
-def _labels(tokens_text: str, count: int, fallback: str) -> list[str]:
+def _labels(tokens_text: str, n: int, m: int) -> tuple[list[str], list[str]]:
+    """Names of the n query rows and m key rows: the typed token names when there is one per row (of Q, or of K when
+    their counts differ), q1…/k1… when the box is empty. Any other count is refused with how many are needed: names
+    that silently fell back to numbers looked like a result about the tokens the learner typed."""
     tokens = (tokens_text or "").split()
-    return tokens if len(tokens) == count else [f"{fallback}{i + 1}" for i in range(count)]
+
+    def numbered(count: int, prefix: str) -> list[str]:
+        return [f"{prefix}{i + 1}" for i in range(count)]
+
+    if not tokens:
+        return numbered(n, "q"), numbered(m, "k")
+    if len(tokens) == n:
+        return tokens, tokens if n == m else numbered(m, "k")
+    if len(tokens) == m:
+        return numbered(n, "q"), tokens
+    raise UserInputError("attention.token_count", given=len(tokens), n=n, m=m)
 
 
 def _matrix_figure(values: np.ndarray, x: list[str], y: list[str], title: str, **kwargs):
@@ -173,8 +186,7 @@ def step_through(tokens_text: str, mode: str, Q, K, V, x, W_Q, W_K, W_V, score_n
         Q, K, V = att.project(x, W_Q, W_K, W_V)
     steps = att.scaled_dot_product_attention(Q, K, V, causal=bool(causal), kind=kind)
     n, m = steps.scores.shape
-    q_labels = _labels(tokens_text, n, "q")
-    k_labels = q_labels if n == m and q_labels[0] != "q1" else _labels(tokens_text, m, "k")
+    q_labels, k_labels = _labels(tokens_text, n, m)
     score_title = (t("attention.fig_qk") if kind in ("dot", "scaled_dot")
                    else t("attention.fig_scores", name=t(f"attention.score_{kind}")))
     figs = [_matrix_figure(steps.scores, k_labels, q_labels, score_title, colorscale=DIVERGING_SCALE, zmid=0)]

@@ -10,8 +10,8 @@ import plotly.graph_objects as go
 from core.cache import bounded_cache
 from core.corpora import load_corpus
 from core.errors import UserInputError
-from core.limits import (MAX_LIST_CHARS, MAX_LONG_TEXT_CHARS, MAX_SHORT_TEXT_CHARS, MAX_UPLOAD_BYTES,
-                         MAX_WORD_CHARS)
+from core.limits import (MAX_LIST_CHARS, MAX_LONG_TEXT_CHARS, MAX_SCORED_TOKENS, MAX_SHORT_TEXT_CHARS,
+                         MAX_UPLOAD_BYTES, MAX_WORD_CHARS)
 from core.ngram import (
     EOS,
     KN_DISCOUNT,
@@ -226,8 +226,12 @@ def score_sentences(corpus, own_text, upload, unit, lowercase, n, boundaries, sm
     tokens_a = query_tokens(sentence_a, unit, lowercase)
     if not tokens_a:
         raise UserInputError("ngram.err.sentence_a_empty")
-    a = model.score(tokens_a, smoothing, as_k(k))
     tokens_b = query_tokens(sentence_b, unit, lowercase)
+    for name, tokens in (("A", tokens_a), ("B", tokens_b)):  # one factor, row and bar each: keep the answer small
+        if len(tokens) > MAX_SCORED_TOKENS:
+            raise UserInputError("ngram.err.sentence_too_long", name=name, tokens=f"{len(tokens):,}",
+                                 limit=MAX_SCORED_TOKENS)
+    a = model.score(tokens_a, smoothing, as_k(k))
     b = model.score(tokens_b, smoothing, as_k(k)) if tokens_b else None
     lines = [score_line("A", a)] + ([score_line("B", b)] if b else [])
     if b:

@@ -10,6 +10,7 @@
   running at MAX_EVENTS_PER_SESSION; beyond it the request is refused at once with SESSION_BUSY, so one client cannot
   fill the shared queue and other users are always admitted (Gradio's queue itself only has a global ``max_size``).
   A new training run from a session replaces that session's queued and running ones (``replace_training``).
+  A client that invents sessions is bounded per address instead (demo/admission.py: HTTP 429 beyond 16 events).
 * **Uploads.** DELETE_CACHE goes to gr.Blocks(delete_cache=...): Gradio deletes cached uploads once that old.
 * **Start on a busy machine.** ``launch()`` asks its own server once whether it answers (``networking.url_ok``: a 3 s
   timeout, then it gives up and raises "When localhost is not accessible…"). With other processes holding both
@@ -31,6 +32,7 @@ from gradio.utils import get_function_params
 from core import jobs
 from core.errors import UserInputError, echo
 from core.i18n import text, using_language
+from demo import admission
 from demo.common import TRAIN_QUEUE, UnreadableValue
 from demo.input_caps import check_caps
 
@@ -96,8 +98,33 @@ def _wrong_type(component, payload) -> bool:
     if isinstance(component, gr.Textbox):
         return not isinstance(payload, str)
     if isinstance(component, gr.Radio) or isinstance(component, gr.Dropdown) and not component.multiselect:
+        if numeric_choices(component):  # its schema says number (typed_choices): "512" is not 512
+            return isinstance(payload, bool) or not isinstance(payload, (int, float))
         return not isinstance(payload, (str, int, float))  # choices may be numbers
     return False
+
+
+def numeric_choices(component) -> list | None:
+    """A single-choice Dropdown's or Radio's values when every one is a number, else None."""
+    if not isinstance(component, (gr.Dropdown, gr.Radio)) or getattr(component, "multiselect", False):
+        return None
+    values = [value for _, value in component.choices]
+    numbers = values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    return values if numbers else None
+
+
+def typed_choices(app: gr.Blocks) -> None:
+    """Make the API schema of a choice of numbers say numbers.
+
+    Gradio's Dropdown and Radio advertise {"type": "string", "enum": [64, 128, …]} whatever the choices are, and then
+    refuse "512" because the choice is 512. A choice of numbers says {"type": "integer", "oneOf": [{"const": 64}, …]}
+    instead (gradio_client reads that as ``int``; an "enum" would read as the strings '64', '128')."""
+    for block in app.blocks.values():
+        values = numeric_choices(block)
+        if values:
+            kind = "integer" if all(isinstance(v, int) for v in values) else "number"
+            schema = {"type": kind, "oneOf": [{"const": v} for v in values]}
+            block.api_info = block.api_info_as_input = block.api_info_as_output = lambda schema=schema: dict(schema)
 
 
 def _readable(message: str, payload: object = None) -> str:
@@ -254,9 +281,12 @@ def patient_url_ok(url: str, seconds: float | None = None) -> bool:
         time.sleep(0.2)
 
 
-def serve(app: gr.Blocks) -> gr.Blocks:
-    """Everything above, applied to the built app (call after ``app.queue(...)``)."""
+def serve(app: gr.Blocks, per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
+    """Everything above, applied to the built app (call after ``app.queue(...)``), and the per-address cap
+    (demo/admission.py), checked before the per-session one."""
     guard_api(app)
+    typed_choices(app)
     limit_sessions(app)
+    admission.limit_addresses(app, per_address)
     networking.url_ok = patient_url_ok  # read by Blocks.launch at call time
     return app
