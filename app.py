@@ -162,6 +162,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         default=int(os.environ.get("PLM_MAX_EVENTS_PER_ADDRESS", admission.MAX_EVENTS_PER_ADDRESS)),
                         help="events one client address may have waiting or running; beyond it HTTP 429 (default "
                              f"{admission.MAX_EVENTS_PER_ADDRESS}; raise it for a class behind one NAT address)")
+    parser.add_argument("--root-path", default=os.environ.get("GRADIO_ROOT_PATH", ""),
+                        help="the sub-path a reverse proxy serves the app under, e.g. /plm (README: nginx)")
     parser.add_argument("--trusted-proxy", default=os.environ.get("PLM_TRUSTED_PROXY", ""),
                         help="comma-separated addresses of reverse proxies whose X-Forwarded-For is believed "
                              "(e.g. 127.0.0.1 behind a local nginx); without it the header is ignored")
@@ -187,6 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     app.launch(
         server_name=args.host,
         server_port=args.port,
+        root_path=args.root_path.rstrip("/"),  # behind a proxy's sub-path: the page asks for /plm/config, …
         share=args.share,
         theme=THEME,
         css_paths=[CSS_PATH],
