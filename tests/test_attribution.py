@@ -19,7 +19,7 @@ STEPS = 16
 
 def assert_close(ours: torch.Tensor, reference: torch.Tensor, rtol: float = 1e-4) -> None:
     """Equal within rtol of the largest attribution (the issue's tolerance)."""
-    reference = reference.detach().reshape(ours.shape).double()
+    ours, reference = ours.detach().cpu(), reference.detach().cpu().reshape(ours.shape).double()
     scale = float(reference.abs().max())
     assert scale > 0
     assert float((ours.double() - reference).abs().max()) <= rtol * scale
@@ -190,7 +190,7 @@ def test_lstm_next_char_equals_captum_on_the_same_function():
     text = "Call me Ishmae"
     result = why.explain_lstm(text, steps=STEPS)
     models = lstm.shipped_models()
-    ids = torch.tensor(lstm.encode_prompt(models.vocab, text)[0])
+    ids = torch.tensor(lstm.encode_prompt(models.vocab, text)[0], device=models.lstm.embed.weight.device)
     target = models.vocab.tokens.index(result.answer)
     f = attribution.embedding_function(models.lstm.embed, ids, lambda batch: models.lstm(batch).logits[:, -1]
                                        .softmax(dim=-1)[:, target])
@@ -251,9 +251,9 @@ def test_char_gpt_rollout_is_causal_and_matches_numpy():
 
     loaded = gpt.load(None)
     text = "Call me Ishmael."
-    ids = torch.tensor([loaded.tokenizer.encode(text).ids])
+    ids = torch.tensor([loaded.tokenizer.encode(text).ids], device=loaded.model.lm_head.weight.device)
     with torch.no_grad():
-        maps = [a[0].double().numpy() for a in loaded.model(ids).attentions]
+        maps = [a[0].double().cpu().numpy() for a in loaded.model(ids).attentions]
     expected = numpy_rollout(maps)
     result = why.explain_gpt(text, steps=4)
     np.testing.assert_allclose(result.rollout, expected[-1], rtol=1e-6)

@@ -142,7 +142,8 @@ def test_both_sides_vs_left_only_on_one_blank():
     # the char-GPT's first character is its next-character softmax after the left side
     model, vocab, _ = gpt.shipped_char_gpt()
     with torch.inference_mode():
-        probs = model(torch.tensor([vocab.encode(left)[0]])).logits[0, -1].softmax(-1)
+        ids = torch.tensor([vocab.encode(left)[0]], device=model.lm_head.weight.device)  # the model's device
+        probs = model(ids).logits[0, -1].softmax(-1).cpu()
     top = probs[1:].topk(4)
     assert [c.char for c in result.gpt.first] == [vocab.tokens[i + 1] for i in top.indices.tolist()]
     assert [c.probability for c in result.gpt.first] == pytest.approx(top.values.tolist(), abs=1e-6)
