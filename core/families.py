@@ -175,6 +175,53 @@ def family_of(config: dict, model_id: str) -> Family:
     return family
 
 
+# ------------------------------------------------------------------------------------------------------------------
+# What a checkpoint is for, read from config.json alone (before any tokenizer or weights are fetched)
+
+# An architecture name's ending -> the task whose tab runs it. Checked in this order ("LMHeadModel" before "Model").
+ARCHITECTURE_TASKS = (("LMHeadModel", "causal-lm"), ("ForCausalLM", "causal-lm"), ("ForMaskedLM", "mlm"),
+                      ("ForPreTraining", "mlm"), ("ForTokenClassification", "ner"), ("ForQuestionAnswering", "qa"),
+                      ("ForSequenceClassification", "classify"), ("Model", "encoder"))
+TAG_PREFIXES = ("B-", "I-", "E-", "S-", "L-", "U-")  # BIO / IOBES / BILOU tags: a label map that tags tokens
+
+
+def kind_of(config: dict) -> tuple[str, str] | None:
+    """(the task a checkpoint was trained for, the evidence: an architecture name, a model type or a label), from
+    config.json's ``architectures``, ``model_type`` and label map; None when the config does not say."""
+    architectures = config.get("architectures")
+    for name in architectures if isinstance(architectures, list) else ():
+        for ending, task in ARCHITECTURE_TASKS:
+            if isinstance(name, str) and name.endswith(ending):
+                return task, name[:60]
+    if config.get("model_type") == "gpt2":
+        return "causal-lm", "model_type gpt2"
+    labels = config.get("id2label")
+    labels = [str(label) for label in labels.values()] if isinstance(labels, dict) else []
+    tags = [label for label in labels if label.startswith(TAG_PREFIXES)]
+    if len(labels) >= 3 and tags and all(label == "O" or label.startswith(TAG_PREFIXES) for label in labels):
+        return "ner", tags[0][:30]
+    return None
+
+
+def check_task(config: dict, task: str, model_id: str) -> Family:
+    """The family, if a checkpoint of this config can run ``task``; else UserInputError("registry.wrong_kind_<its
+    task>") naming what the checkpoint is and the tab that runs it. A config that does not say lets the weights
+    decide (the family's head picks, after the download)."""
+    family = family_of(config, model_id)
+    kind = kind_of(config)
+    if task == "encoder" and task in family.classes:
+        return family  # every encoder checkpoint, whatever its head, has the encoder the views read
+    if task in family.classes and (kind is None or kind[0] == task):
+        return family
+    runs, evidence = kind if kind is not None else (next(iter(family.classes)), f"model_type {config.get('model_type')}")
+    raise UserInputError(WRONG_KIND[runs], model=model_id, evidence=evidence)
+
+
+WRONG_KIND = {"causal-lm": "registry.wrong_kind_causal_lm", "mlm": "registry.wrong_kind_mlm",
+              "ner": "registry.wrong_kind_ner", "qa": "registry.wrong_kind_qa", "classify": "registry.wrong_kind_classify",
+              "encoder": "registry.wrong_kind_encoder"}  # what a checkpoint is -> the message naming its tab
+
+
 def estimated_bytes(config: dict, model_id: str) -> int:
     """fp32 bytes of the family's base model, counted on the meta device (nothing is allocated)."""
     return _counted_bytes(json.dumps(config, sort_keys=True, default=str), model_id)

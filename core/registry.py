@@ -32,6 +32,7 @@ from core.device import get_device
 from core.errors import LearnerError, ModelUnavailableError, UserInputError
 from core.i18n import text
 from core.resolve import CheckpointFiles, Progress
+from core.weight_files import find_weights_file
 from core.weights import CheckpointMismatchError, load_state_dict, raise_if_mismatched, weight_shapes
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -93,7 +94,7 @@ def build(files: CheckpointFiles, pick: Callable[[Any, set[str]], type[nn.Module
     core/device.py's choice), in eval mode."""
     family, shown = files.family, files.name
     config = family.parse_config(files.config)
-    weights = resolve.find_weights_file(files.directory, shown)
+    weights = find_weights_file(files.directory, shown)
     shapes = weight_shapes(weights, shown)
     model_class = pick(config, set(shapes))
     try:
@@ -197,7 +198,7 @@ def load(task: str, model_id: str | None = None, progress: Progress | None = Non
     tasks = sorted({t for family in families.FAMILIES.values() for t in family.classes})
     if task not in tasks:
         raise ValueError(f"unknown task {task!r}; one of {tasks}")
-    files = resolve.resolve(model_id_or_default(task, model_id), "model", progress)  # may download: no lock held
+    files = resolve.resolve(model_id_or_default(task, model_id), "model", progress, task)  # may download: no lock
 
     def make() -> LoadedModel:  # CPU work only; other checkpoints build in parallel
         model = build(files, lambda config, keys: model_class_for(task, config, keys, files.family))

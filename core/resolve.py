@@ -32,7 +32,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlparse
 
@@ -41,6 +41,7 @@ from core.cache import BoundedCache
 from core.checkpoints import PACKAGED_MODELS, model_id_or_default
 from core.errors import LearnerError, ModelUnavailableError, UserInputError
 from core.i18n import text
+from core.weight_files import WEIGHT_FILES, find_weights_file, shard_names, shard_paths
 
 NETWORK_PROBE_SECONDS = 2.0
 _PROBE_CACHE_SECONDS = 30.0
@@ -199,45 +200,7 @@ def _remember(model_id: str, error: LearnerError | None) -> None:
 
 def fetch(task: str, model_id: str | None, progress: Progress | None = None) -> CheckpointFiles:
     """Make ``task``'s checkpoint local (download it when online), without loading it: the app's download step."""
-    return resolve(model_id_or_default(task, model_id), "model", progress)
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Which files are a checkpoint's weights: safetensors first, an index standing for a sharded set
-
-SAFETENSORS = "model.safetensors"
-SAFETENSORS_INDEX = "model.safetensors.index.json"
-PYTORCH_BIN = "pytorch_model.bin"
-PYTORCH_BIN_INDEX = "pytorch_model.bin.index.json"
-WEIGHT_FILES = (SAFETENSORS, SAFETENSORS_INDEX, PYTORCH_BIN, PYTORCH_BIN_INDEX)  # in order of preference
-
-
-def find_weights_file(directory: Path, model_id: str | None = None) -> Path:
-    """The checkpoint's weights in this folder, safetensors first (an index file stands for a sharded set)."""
-    for name in WEIGHT_FILES:
-        if (directory / name).is_file():
-            return directory / name
-    raise ModelUnavailableError("registry.no_weights", model=model_id or directory.name)
-
-
-def shard_names(index: Path, model_id: str) -> list[str]:
-    """The shard files an index names; each must be a plain relative name inside the index's folder."""
-    try:
-        names = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ModelUnavailableError("registry.shard_index_unreadable", model=model_id) from exc
-    for name in names:
-        path = PurePosixPath(name) if isinstance(name, str) else None
-        if (path is None or path.is_absolute() or ".." in path.parts or "\\" in name or "\x00" in name
-                or not name.endswith((".safetensors", ".bin"))):
-            raise ModelUnavailableError("registry.shard_outside", model=model_id)
-    return names
-
-
-def shard_paths(weights: Path, model_id: str) -> list[Path]:
-    if weights.name.endswith(".index.json"):
-        return [weights.parent / name for name in shard_names(weights, model_id)]
-    return [weights]
+    return resolve(model_id_or_default(task, model_id), "model", progress, task)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -269,9 +232,12 @@ class CheckpointFiles:
         return find_weights_file(self.directory)
 
 
-def resolve(model_id: str, need: str = "model", progress: Progress | None = None) -> CheckpointFiles:
+def resolve(model_id: str, need: str = "model", progress: Progress | None = None,
+            task: str | None = None) -> CheckpointFiles:
     """Find the files ``need`` asks for locally, or download them when online. Raises ModelUnavailableError
-    (not here, offline, Hub trouble) or UserInputError (an id or checkpoint this app refuses)."""
+    (not here, offline, Hub trouble) or UserInputError (an id or checkpoint this app refuses). With a ``task``, a
+    checkpoint of another kind (its config.json's architectures, model type, label map) is refused from the config
+    alone: on the Hub after two requests (the listing and config.json), before any tokenizer or weights."""
     if need not in NEEDS:
         raise ValueError(f"need is one of {NEEDS}, not {need!r}")
     typed = str(model_id or "").strip()
@@ -280,7 +246,7 @@ def resolve(model_id: str, need: str = "model", progress: Progress | None = None
     shown = typed[:100]
     local = _local_folder(typed)
     if local is not None:
-        return _checked(typed, local, "local folder", need)
+        return _checked(typed, local, "local folder", need, task)
     if not hub.HUB_ID.fullmatch(typed):  # unavailable, so the views that can fall back to MiniLM-L6 still do
         if local_models_allowed():
             raise ModelUnavailableError("registry.not_hub_id", model=shown)
@@ -289,10 +255,10 @@ def resolve(model_id: str, need: str = "model", progress: Progress | None = None
     if packaged and importlib.util.find_spec(packaged[0]) is not None:
         directory = Path(importlib.util.find_spec(packaged[0]).origin).parent / packaged[1]
         if directory.is_dir():
-            return _checked(typed, directory, f"{PACKAGE_SOURCE}{packaged[2]}", need)
+            return _checked(typed, directory, f"{PACKAGE_SOURCE}{packaged[2]}", need, task)
     snapshot = _cached(typed, need)
     if snapshot is not None:
-        return _checked(typed, snapshot, "Hugging Face cache", need)
+        return _checked(typed, snapshot, "Hugging Face cache", need, task)
     downloads_here = _downloads_here.get()
     failure = None if downloads_here else _recent_failure(typed)
     if failure is not None:
@@ -303,7 +269,7 @@ def resolve(model_id: str, need: str = "model", progress: Progress | None = None
         raise not_here(typed, "unreachable")
     if not downloads_here:
         raise ModelUnavailableError("registry.not_downloaded", model=typed)
-    return _checked(typed, _fetch_shared(typed, need, progress), "Hub download", need)
+    return _checked(typed, _fetch_shared(typed, need, progress, task), "Hub download", need, task)
 
 
 def _local_folder(typed: str) -> Path | None:
@@ -351,11 +317,15 @@ def source_label(source: str, lang: str | None = None) -> str:
     return text(SOURCE_KEYS[source], lang) if source in SOURCE_KEYS else source
 
 
-def _checked(model_id: str, directory: Path, source: str, need: str) -> CheckpointFiles:
-    """Config first: the family is known and the size under the cap before anything heavier is touched."""
+def _checked(model_id: str, directory: Path, source: str, need: str, task: str | None = None) -> CheckpointFiles:
+    """Config first: the family (and the task's kind) is known and the size under the cap before anything heavier
+    is touched."""
     shown = directory.name if source == "local folder" else model_id
     config = _read_config(directory, shown)
-    families.family_of(config, shown)
+    if task:
+        families.check_task(config, task, shown)
+    else:
+        families.family_of(config, shown)
     if need == "model":
         _check_cap(shown, families.estimated_bytes(config, shown))
         find_weights_file(directory, shown)
@@ -387,7 +357,7 @@ def _cached(model_id: str, need: str) -> Path | None:
 
 
 
-def _fetch_shared(model_id: str, need: str, progress: Progress | None) -> Path:
+def _fetch_shared(model_id: str, need: str, progress: Progress | None, task: str | None = None) -> Path:
     """One download per model id at a time (hub.shared); its progress goes to ``progress`` as MB of MB."""
 
     def listener(done: int, total: int) -> None:
@@ -395,7 +365,7 @@ def _fetch_shared(model_id: str, need: str, progress: Progress | None) -> Path:
         progress(min(done / total, 1.0) if total else 0.0, message)
 
     try:
-        folder = hub.shared(model_id, lambda: _cached(model_id, need), lambda report: _fetch(model_id, need, report),
+        folder = hub.shared(model_id, lambda: _cached(model_id, need), lambda report: _fetch(model_id, need, report, task),
                             listener if progress is not None else None)
     except LearnerError as exc:
         _remember(model_id, exc)
@@ -404,8 +374,8 @@ def _fetch_shared(model_id: str, need: str, progress: Progress | None) -> Path:
     return folder
 
 
-def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path:
-    """List once, fetch config.json, check family and size, then the tokenizer and (for a model) the weights."""
+def _fetch(model_id: str, need: str, report: Callable[[int, int], None], task: str | None = None) -> Path:
+    """List once, fetch config.json, check family, task and size, then the tokenizer and (for a model) the weights."""
     listing = hub.list_repo(model_id)
     if "config.json" not in listing.sizes:
         raise ModelUnavailableError("registry.hub_no_config", model=model_id)
@@ -419,7 +389,8 @@ def _fetch(model_id: str, need: str, report: Callable[[int, int], None]) -> Path
         _check_cap(model_id, weight_bytes, download=True)
     config_path = hub.download(listing, "config.json")
     config = _read_config(config_path.parent, model_id)
-    family = families.family_of(config, model_id)  # an unsupported model_type stops here, before any weights
+    # an unsupported model_type, or a checkpoint of another kind than the task's, stops here: two requests made
+    family = families.check_task(config, task, model_id) if task else families.family_of(config, model_id)
     if need == "model":
         _check_cap(model_id, families.estimated_bytes(config, model_id))
     files = [] if need == "config" else [name for name in family.tokenizer_files if name in listing.sizes]

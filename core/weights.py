@@ -1,6 +1,6 @@
 """Checkpoint weights on disk: shapes from the safetensors headers (nothing allocated), tensors read safely, and
 the key/shape comparison with a model. Which files hold the weights (and shard indexes confined to their folder)
-is core/resolve.py's.
+is core/weight_files.py's.
 
 Safetensors first. ``pytorch_model.bin`` is read only with ``torch.load(weights_only=True)``, which refuses
 pickled code; nothing else is ever unpickled.
@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from core.errors import ModelUnavailableError
-from core.resolve import shard_paths
+from core.weight_files import shard_paths
 
 
 def weight_shapes(path: Path, model_id: str | None = None) -> dict[str, torch.Size]:

@@ -215,6 +215,8 @@ def test_every_learner_message_of_the_loading_path_is_a_key():
     for name in LOADING_MODULES:
         tree = ast.parse((root / name).read_text(encoding="utf-8"))
         functions = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+        tables = {target.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+                  for target in node.targets if isinstance(target, ast.Name) and isinstance(node.value, ast.Dict)}
         for function in functions.values():
             params = [a.arg for a in function.args.args]
             for node in ast.walk(function):
@@ -232,6 +234,9 @@ def test_every_learner_message_of_the_loading_path_is_a_key():
                             passed = call.args[index] if len(call.args) > index else next(
                                 k.value for k in call.keywords if k.arg == key.id)
                             check(passed, f"{name}:{call.lineno}")
+                    elif isinstance(key, ast.Subscript) and isinstance(key.value, ast.Name) and key.value.id in tables:
+                        for value in tables[key.value.id].values:  # a module-level table of keys: every one
+                            check(value, f"{name}:{value.lineno}")
                     else:
                         check(key, f"{name}:{node.lineno}")
     assert found >= 40 and sentences == []
