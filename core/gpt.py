@@ -136,6 +136,7 @@ class LoadedGPT:
     tokenizer: CharTokenizer | ByteBPETokenizer | WordPieceGPTTokenizer
     source: str  # where the weights came from, for the badge
     info: dict = field(default_factory=dict)
+    downloaded_bytes: int = 0  # a GPT-2 this server just downloaded: "downloaded now (N MB)"
 
     @property
     def context(self) -> int:
@@ -149,7 +150,7 @@ class LoadedGPT:
                          tokenizer=i18n.text("gpt.tokens_characters") if self.tokenizer.kind == CharTokenizer.kind
                          else self.tokenizer.kind,
                          source=i18n.text("gpt.source_shipped") if self.source == SHIPPED_SOURCE
-                         else resolve.source_label(self.source),
+                         else resolve.source_label(self.source, None, self.downloaded_bytes),
                          device=self.model.lm_head.weight.device.type)
 
 
@@ -161,7 +162,8 @@ def load(model_id: str | None = None) -> LoadedGPT:
         model, vocab, info = shipped_char_gpt()
         return LoadedGPT(model_id, model, CharTokenizer(vocab), SHIPPED_SOURCE, info)
     loaded = registry.load("causal-lm", model_id)
-    return LoadedGPT(model_id, loaded.model, loaded.tokenizer, loaded.files.source)
+    return LoadedGPT(model_id, loaded.model, loaded.tokenizer, loaded.files.source,
+                     downloaded_bytes=loaded.files.downloaded_bytes)
 
 
 # ----------------------------------------------------------------------------------------------------------------

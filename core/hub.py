@@ -3,8 +3,10 @@
 Why not huggingface_hub's downloader (installed, 2.4): its API calls use an httpx client built with
 ``timeout=None`` (a listing that never answers waits forever), a stalled body is retried five times, and a body that
 trickles one byte at a time never times out. Here every request has a deadline (``timeout()``, default 20 s, env
-``PLM_HUB_TIMEOUT``): connecting, the headers, and each read. A body must also keep moving: fewer than
-``MIN_PROGRESS_BYTES`` in a window of ``timeout()`` seconds ends it as stalled. Bytes are reported to a
+``PLM_HUB_TIMEOUT``): connecting, the headers, and each read. A body must also keep moving: averaging less than
+RATE_FLOOR_BYTES_PER_SECOND over RATE_WINDOW_SECONDS ends it as too slow, and a checkpoint's files must all arrive
+before its ``Deadline`` (DEADLINE_BASE_SECONDS plus its size at DEADLINE_BYTES_PER_SECOND); the message says which
+limit ended it. A full disk (ENOSPC) ends it too, the partial file removed. Bytes are reported to a
 ``progress(done, total)`` callable as they arrive.
 
 The cache is huggingface_hub's own layout, so ``hf download <id>`` and this module fill and read the same folders:
@@ -19,10 +21,12 @@ Endpoints used (``HF_ENDPOINT``, default https://huggingface.co):
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
+import shutil
 import socket
 import threading
 import time
@@ -39,7 +43,12 @@ from core.errors import LearnerError, ModelUnavailableError
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
 
 DEFAULT_TIMEOUT_SECONDS = 20.0  # the issue's bound is 30 s of no progress
-MIN_PROGRESS_BYTES = 16 * 1024  # a body slower than this per deadline window counts as stalled
+RATE_FLOOR_BYTES_PER_SECOND = 50_000  # a body averaging less than this ...
+RATE_WINDOW_SECONDS = 60.0  # ... over this long is ended as too slow (a classroom cannot wait for it)
+DEADLINE_BASE_SECONDS = 120.0  # a checkpoint's files must all arrive within this ...
+DEADLINE_BYTES_PER_SECOND = 250_000  # ... plus their size at this rate (bert-base-uncased, 440 MB: 31 min)
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+SPACE_MARGIN_BYTES = 50_000_000  # left free beside a download: the server writes logs and uploads too
 CHUNK_BYTES = 1 << 20
 # A Hub model id: "name" or "org/name"; letters, digits, '.', '_', '-'; no "..", no leading punctuation.
 HUB_ID = re.compile(r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
@@ -91,6 +100,21 @@ def cached_snapshot(model_id: str, revision: str = "main") -> Path | None:
         commit = ref.read_text(encoding="utf-8").strip()
     snapshot = folder / "snapshots" / commit
     return snapshot if re.fullmatch(r"[0-9a-f]{40}", commit) and snapshot.is_dir() else None
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When all of a checkpoint's files must have arrived: DEADLINE_BASE_SECONDS plus ``nbytes`` at
+    DEADLINE_BYTES_PER_SECOND, counted from ``for_bytes``."""
+
+    at: float  # time.monotonic()
+    seconds: float
+    nbytes: int
+
+    @classmethod
+    def for_bytes(cls, nbytes: int) -> "Deadline":
+        seconds = DEADLINE_BASE_SECONDS + nbytes / DEADLINE_BYTES_PER_SECOND
+        return cls(time.monotonic() + seconds, seconds, nbytes)
 
 
 @dataclass(frozen=True)
@@ -148,8 +172,9 @@ def _read_all(response, model_id: str, what: str) -> bytes:
     return b"".join(parts)
 
 
-def _chunks(response, model_id: str, what: str):
-    """The body in chunks; a read that times out, or a window with too few bytes, ends it as stalled."""
+def _chunks(response, model_id: str, what: str, deadline: Deadline | None = None):
+    """The body in chunks; a read that times out ends it as stalled, an average under the floor over a window as
+    too slow, and the ``deadline`` passing as too long."""
     window_start, window_bytes = time.monotonic(), 0
     while True:
         try:
@@ -161,16 +186,32 @@ def _chunks(response, model_id: str, what: str):
         yield chunk
         window_bytes += len(chunk)
         now = time.monotonic()
-        if now - window_start >= timeout():
-            if window_bytes < MIN_PROGRESS_BYTES:
-                raise HubError("registry.stalled_slow", model=model_id, what=what, received=window_bytes,
-                               seconds=timeout())
+        if deadline is not None and now > deadline.at:
+            raise HubError("registry.past_deadline", model=model_id, seconds=deadline.seconds,
+                           mb=deadline.nbytes / 1e6, rate=DEADLINE_BYTES_PER_SECOND / 1e3)
+        elapsed = now - window_start
+        if elapsed >= RATE_WINDOW_SECONDS:
+            if window_bytes / elapsed < RATE_FLOOR_BYTES_PER_SECOND:
+                raise HubError("registry.too_slow", model=model_id, what=what, rate=window_bytes / elapsed / 1e3,
+                               seconds=elapsed, floor=RATE_FLOOR_BYTES_PER_SECOND / 1e3)
             window_start, window_bytes = now, 0
 
 
 def download(listing: RepoListing, filename: str, progress: Progress | None = None, done_before: int = 0,
-             total: int = 0) -> Path:
-    """Fetch one file of ``listing``'s commit into the cache (skipped when already there); its snapshot path."""
+             total: int = 0, deadline: Deadline | None = None) -> Path:
+    """Fetch one file of ``listing``'s commit into the cache (skipped when already there); its snapshot path. A full
+    disk raises HubError("registry.disk_full") with the partial file removed; nothing else in the cache is touched."""
+    try:
+        return _download(listing, filename, progress, done_before, total, deadline)
+    except OSError as exc:
+        if exc.errno in DISK_FULL:
+            raise HubError("registry.disk_full", model=listing.model_id, what=filename,
+                           mb=listing.sizes.get(filename, 0) / 1e6) from None
+        raise
+
+
+def _download(listing: RepoListing, filename: str, progress: Progress | None, done_before: int, total: int,
+              deadline: Deadline | None) -> Path:
     model_id = listing.model_id
     folder = repo_folder(model_id)
     target = folder / "snapshots" / listing.commit / filename
@@ -183,7 +224,7 @@ def download(listing: RepoListing, filename: str, progress: Progress | None = No
     digest, size = hashlib.sha256(), 0
     try:
         with _request(url, filename, model_id) as response, open(partial, "wb") as out:
-            for chunk in _chunks(response, model_id, filename):
+            for chunk in _chunks(response, model_id, filename, deadline):
                 out.write(chunk)
                 digest.update(chunk)
                 size += len(chunk)
@@ -206,6 +247,19 @@ def download(listing: RepoListing, filename: str, progress: Progress | None = No
     except OSError:  # no symlinks here (Windows without developer mode): a copy, as huggingface_hub does
         target.write_bytes(blob.read_bytes())
     return target
+
+
+def check_space(model_id: str, nbytes: int) -> None:
+    """Refuse a download that the disk holding the cache has no room for (ENOSPC mid-way is handled too)."""
+    folder = cache_dir()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return  # cannot tell: the write itself will say
+    if free < nbytes + SPACE_MARGIN_BYTES:
+        raise HubError("registry.disk_too_small", model=model_id, mb=nbytes / 1e6, free=free / 1e6)
 
 
 def set_ref(listing: RepoListing, revision: str = "main") -> None:

@@ -19,7 +19,7 @@ is locked across a download, which happens in ``resolve`` before.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -134,8 +134,9 @@ class Badge(str):
     English line (logs, ``in`` checks); formatted (``f"{badge}"``, ``text(key, badge=badge)``) it renders in the
     language of the call being handled."""
 
-    def __new__(cls, model: str, kind: str, source: str, device: str, dtype: str):
-        fields = dict(model=model, kind=kind, source=source, device=device, dtype=dtype)
+    def __new__(cls, model: str, kind: str, source: str, device: str, dtype: str, downloaded_bytes: int = 0):
+        fields = dict(model=model, kind=kind, source=source, device=device, dtype=dtype,
+                      downloaded_bytes=downloaded_bytes)
         badge = super().__new__(cls, cls._render(fields, "en"))
         badge.fields = fields
         return badge
@@ -143,8 +144,8 @@ class Badge(str):
     @staticmethod
     def _render(fields: dict, lang: str | None) -> str:
         kind = text("registry.kind_encoder", lang) if fields["kind"] == "Encoder" else fields["kind"]  # a class name
-        return text("registry.badge", lang, **dict(fields, kind=kind,
-                                                    source=resolve.source_label(fields["source"], lang)))
+        source = resolve.source_label(fields["source"], lang, fields["downloaded_bytes"])
+        return text("registry.badge", lang, **dict(fields, kind=kind, source=source))
 
     def __getnewargs__(self):  # copy and pickle rebuild it from its fields
         return tuple(self.fields.values())
@@ -175,7 +176,8 @@ class LoadedModel:
         """One line for the UI: model, class, source, device, dtype. Path-free: local folders show only their name."""
         dtype = next(self.model.parameters()).dtype
         kind = "Encoder" if self.task == "encoder" else type(self.model).__name__
-        return Badge(self.files.name, kind, self.files.source, self.device.type, str(dtype).removeprefix("torch."))
+        return Badge(self.files.name, kind, self.files.source, self.device.type, str(dtype).removeprefix("torch."),
+                     self.files.downloaded_bytes)
 
 
 TOKENIZER_CACHE = 16
@@ -207,7 +209,9 @@ def load(task: str, model_id: str | None = None, progress: Progress | None = Non
 
     # the bounds are the app's flags (resolve.configure), read at every load
     _models.max_entries, _models.max_weight = resolve.settings.cache_models, resolve.settings.cache_bytes
-    return _models.get_or_compute((task, str(files.directory)), make)
+    loaded = _models.get_or_compute((task, str(files.directory)), make)
+    # one model per folder, shown as this caller typed it and found it ("/x" and "/x/", cache or just downloaded)
+    return loaded if loaded.files == files else replace(loaded, files=files)
 
 
 def config(model_id: str, progress: Progress | None = None):

@@ -39,7 +39,7 @@ from urllib.parse import urlparse
 from core import families, hub
 from core.cache import BoundedCache
 from core.checkpoints import PACKAGED_MODELS, model_id_or_default
-from core.errors import LearnerError, ModelUnavailableError, UserInputError
+from core.errors import LearnerError, ModelUnavailableError, UserInputError, echo
 from core.i18n import text
 from core.weight_files import WEIGHT_FILES, find_weights_file, shard_names, shard_paths
 
@@ -90,6 +90,7 @@ def forget_network() -> None:
     global _probe_result
     _probe_result = None
     _failures.clear()
+    _downloaded.clear()
 
 
 def local_models_allowed() -> bool:
@@ -172,6 +173,7 @@ def _check_cap(model_id: str, nbytes: float, download: bool = False) -> None:
 _downloads_here = contextvars.ContextVar("plm_downloads_here", default=True)
 FAILURE_MEMORY_SECONDS = 300.0
 _failures = BoundedCache(64)  # model id -> (when, why)
+_downloaded = BoundedCache(64)  # model id -> (commit, bytes) this server fetched: "downloaded now (N MB)"
 
 
 @contextlib.contextmanager
@@ -217,11 +219,13 @@ class CheckpointFiles:
     directory: Path
     source: str
     config: dict = field(hash=False, compare=False)
+    downloaded_bytes: int = field(default=0, compare=False)  # "Hub download": what this server fetched for it
 
     @property
     def name(self) -> str:
-        """The id to show anyone: a local folder's own name, never its server path."""
-        return self.directory.name if self.source == "local folder" else self.model_id
+        """The id to show anyone: what the learner typed (cut to MAX_ECHO_CHARS), never what a path resolves to
+        (``~`` stays ``~``, ``/proc/self`` is not the server's process id)."""
+        return echo(self.model_id)
 
     @property
     def family(self) -> families.Family:
@@ -258,6 +262,9 @@ def resolve(model_id: str, need: str = "model", progress: Progress | None = None
             return _checked(typed, directory, f"{PACKAGE_SOURCE}{packaged[2]}", need, task)
     snapshot = _cached(typed, need)
     if snapshot is not None:
+        commit, fetched = _downloaded.get(typed, ("", 0))  # fetched by this server: "downloaded now (N MB)"
+        if commit == snapshot.name:
+            return _checked(typed, snapshot, "Hub download", need, task, fetched)
         return _checked(typed, snapshot, "Hugging Face cache", need, task)
     downloads_here = _downloads_here.get()
     failure = None if downloads_here else _recent_failure(typed)
@@ -269,7 +276,21 @@ def resolve(model_id: str, need: str = "model", progress: Progress | None = None
         raise not_here(typed, "unreachable")
     if not downloads_here:
         raise ModelUnavailableError("registry.not_downloaded", model=typed)
-    return _checked(typed, _fetch_shared(typed, need, progress, task), "Hub download", need, task)
+    folder = _fetch_shared(typed, need, progress, task)
+    return _checked(typed, folder, "Hub download", need, task, _downloaded.get(typed, ("", 0))[1])
+
+
+def answers_here(model_id: object, need: str = "model") -> bool:
+    """Whether ``resolve(model_id, need)`` answers without the network: a local folder, an installed package, the
+    HF cache, or an id refused at once (empty, not a Hub id), or offline. The app's download step asks this first,
+    so a click on a checkpoint that is here never waits for a download slot."""
+    typed = str(model_id or "").strip()
+    if not typed or is_offline() or _local_folder(typed) is not None or not hub.HUB_ID.fullmatch(typed):
+        return True
+    packaged = PACKAGED_MODELS.get(typed)
+    if packaged and importlib.util.find_spec(packaged[0]) is not None:
+        return True
+    return _cached(typed, need) is not None
 
 
 def _local_folder(typed: str) -> Path | None:
@@ -306,21 +327,24 @@ def _read_config(directory: Path, model_id: str) -> dict:
 
 
 PACKAGE_SOURCE = "installed package "  # + the package's name: CheckpointFiles.source of a packaged model
-SOURCE_KEYS = {"local folder": "registry.source_local", "Hugging Face cache": "registry.source_cache",
-               "Hub download": "registry.source_hub"}
+SOURCE_KEYS = {"local folder": "registry.source_local", "Hugging Face cache": "registry.source_cache"}
 
 
-def source_label(source: str, lang: str | None = None) -> str:
-    """Where a checkpoint came from (CheckpointFiles.source), in ``lang`` (default: the learner's), for the badge."""
+def source_label(source: str, lang: str | None = None, downloaded_bytes: int = 0) -> str:
+    """Where a checkpoint came from (CheckpointFiles.source), in ``lang`` (default: the learner's), for the badge:
+    "downloaded now (N MB)" for a download this server made, "from Hugging Face cache" for one it found."""
     if source.startswith(PACKAGE_SOURCE):
         return text("registry.source_package", lang, package=source.removeprefix(PACKAGE_SOURCE))
+    if source == "Hub download":
+        return text("registry.source_hub", lang, mb=downloaded_bytes / 1e6)
     return text(SOURCE_KEYS[source], lang) if source in SOURCE_KEYS else source
 
 
-def _checked(model_id: str, directory: Path, source: str, need: str, task: str | None = None) -> CheckpointFiles:
+def _checked(model_id: str, directory: Path, source: str, need: str, task: str | None = None,
+             downloaded_bytes: int = 0) -> CheckpointFiles:
     """Config first: the family (and the task's kind) is known and the size under the cap before anything heavier
-    is touched."""
-    shown = directory.name if source == "local folder" else model_id
+    is touched. Messages name the checkpoint as typed."""
+    shown = model_id
     config = _read_config(directory, shown)
     if task:
         families.check_task(config, task, shown)
@@ -331,7 +355,8 @@ def _checked(model_id: str, directory: Path, source: str, need: str, task: str |
         find_weights_file(directory, shown)
     elif need == "tokenizer" and not _has_tokenizer(directory, config, shown):
         raise ModelUnavailableError("registry.no_tokenizer", model=shown)
-    return CheckpointFiles(model_id=model_id, directory=directory, source=source, config=config)
+    return CheckpointFiles(model_id=model_id, directory=directory, source=source, config=config,
+                           downloaded_bytes=downloaded_bytes)
 
 
 def _has_tokenizer(directory: Path, config: dict, model_id: str) -> bool:
@@ -397,8 +422,14 @@ def _fetch(model_id: str, need: str, report: Callable[[int, int], None], task: s
     if need == "model":
         files.append(weights_name)
     total, done = sum(listing.sizes.get(name, 0) for name in files), 0
+    sharded = need == "model" and weights_name.endswith(".index.json")
+    expected = total + (weight_bytes if sharded else 0)  # the shards, which the index names
+    hub.check_space(model_id, expected)
+    deadline = hub.Deadline.for_bytes(expected)
+    snapshot = hub.repo_folder(model_id) / "snapshots" / listing.commit
+    fresh = sum(listing.sizes.get(name, 0) for name in files if not (snapshot / name).is_file())
     for name in files:
-        path = hub.download(listing, name, report, done, total)
+        path = hub.download(listing, name, report, done, total, deadline)
         done += listing.sizes.get(name, 0)
         if name.endswith(".index.json"):
             shards = shard_names(path, model_id)
@@ -407,9 +438,11 @@ def _fetch(model_id: str, need: str, report: Callable[[int, int], None], task: s
                 raise ModelUnavailableError("registry.shard_index_missing", model=model_id)
             total += sum(listing.sizes[shard] for shard in shards)
             for shard in shards:
-                hub.download(listing, shard, report, done, total)
+                fresh += 0 if (snapshot / shard).is_file() else listing.sizes[shard]
+                hub.download(listing, shard, report, done, total, deadline)
                 done += listing.sizes[shard]
     hub.set_ref(listing)
-    return hub.repo_folder(model_id) / "snapshots" / listing.commit
+    _downloaded.put(model_id, (listing.commit, fresh))
+    return snapshot
 
 

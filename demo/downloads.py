@@ -24,9 +24,9 @@ from collections.abc import Callable
 
 import gradio as gr
 
-from core import resolve
+from core import hub, resolve
 from core.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID
-from core.errors import LearnerError, ModelUnavailableError
+from core.errors import LearnerError, ModelUnavailableError, echo
 from core.i18n import text
 from demo.common import friendly_errors, log
 
@@ -135,7 +135,7 @@ def model_event(trigger: Callable, models: dict[str, object], fn: Callable, inpu
 # large) keep their own message: downloading would not help.
 MISSING_KEYS = frozenset(f"registry.{key}" for key in (
     "offline", "unreachable", "not_downloaded", "hub_timeout", "hub_unreachable", "hub_http", "stalled_silent",
-    "stalled_slow", "ended_early", "corrupt"))
+    "too_slow", "past_deadline", "ended_early", "corrupt"))
 
 
 def needs_download(exc: BaseException) -> bool:
@@ -153,7 +153,9 @@ def missing_model_card(model_id: str, shows_key: str, reason: BaseException | st
     """The one card a view shows in place of results it cannot compute, in the learner's language: what the view
     would show (``shows_key``), the exact command that fetches the checkpoint, and why it is not here."""
     model = str(model_id or "").strip()[:100]
-    card = text("downloads.card", model=model, shows=text(shows_key))
+    # `hf download` only for what is a Hub id: a typed folder or an odd string gets no command that cannot work
+    card = text("downloads.card" if hub.HUB_ID.fullmatch(model) else "downloads.card_no_command", model=echo(model),
+                shows=text(shows_key))
     key = getattr(reason, "key", None)
     why = text(SHORT_REASONS[key]) if key in SHORT_REASONS else str(reason)
     return card + ("\n\n" + text("downloads.card_reason", reason=why) if why else "")

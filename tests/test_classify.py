@@ -340,7 +340,7 @@ def test_chinese_checkpoints_load_through_the_registry_with_their_label_sets(chi
 
     review = classify.classify(seeds.DIANPING_REVIEW, None, checkpoints.DIANPING_ID)
     assert review.labels == ["negative (stars 1, 2 and 3)", "positive (stars 4 and 5)"]
-    assert "id2label" in review.label_note and "from Hub download" in review.badge
+    assert "id2label" in review.label_note and "downloaded now (" in review.badge
     assert review.encoding.tokens[:3] == ["[CLS]", "菜", "很"]  # one token per character
     expected, ids = reference_logits(str(chinese_hub[checkpoints.DIANPING_ID]), seeds.DIANPING_REVIEW, None)
     assert review.encoding.ids == ids

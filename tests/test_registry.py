@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from core import mlm_pretraining, registry, resolve
-from core.errors import ModelUnavailableError, UserInputError
+from core.errors import ModelUnavailableError, UserInputError, echo
 from core.nets import bert
 from tests.local_hub import REPO
 
@@ -166,8 +166,9 @@ def test_one_entry_per_folder_however_it_is_spelled(mlm_folder, monkeypatch):
     registry.clear_cache()
     spellings = [str(mlm_folder), str(mlm_folder) + "/", str(mlm_folder) + "/.",
                  str(mlm_folder / ".." / mlm_folder.name)]
-    loaded = {id(registry.load("mlm", spelling)) for spelling in spellings}
-    assert len(loaded) == 1 and len(registry.loaded_models()) == 1
+    loaded = [registry.load("mlm", spelling) for spelling in spellings]
+    assert len({id(one.model) for one in loaded}) == 1 and len(registry.loaded_models()) == 1
+    assert [one.badge.split(" · ")[0] for one in loaded] == [echo(spelling) for spelling in spellings]  # as typed
     registry.clear_cache()
 
 
