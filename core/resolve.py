@@ -40,7 +40,7 @@ from core import families, hub
 from core.cache import BoundedCache
 from core.checkpoints import PACKAGED_MODELS, model_id_or_default
 from core.errors import LearnerError, ModelUnavailableError, UserInputError, echo
-from core.i18n import text
+from core.i18n import current_language, text
 from core.weight_files import WEIGHT_FILES, find_weights_file, shard_names, shard_paths
 
 NETWORK_PROBE_SECONDS = 2.0
@@ -383,10 +383,12 @@ def _cached(model_id: str, need: str) -> Path | None:
 
 
 def _fetch_shared(model_id: str, need: str, progress: Progress | None, task: str | None = None) -> Path:
-    """One download per model id at a time (hub.shared); its progress goes to ``progress`` as MB of MB."""
+    """One download per model id at a time (hub.shared); its progress goes to ``progress`` as MB of MB, in this
+    caller's language (the thread that reports may be another learner's)."""
+    lang = current_language()
 
     def listener(done: int, total: int) -> None:
-        message = text("registry.downloading", model=model_id, done=done / 1e6, total=total / 1e6)
+        message = text("registry.downloading", lang, model=model_id, done=done / 1e6, total=total / 1e6)
         progress(min(done / total, 1.0) if total else 0.0, message)
 
     try:

@@ -2,85 +2,197 @@
 
 A model view's event is two chained steps (``model_event``):
 
-1. ``<api_name>_download``, on the "download" concurrency group: makes the view's checkpoint(s) local
-   (``resolve.fetch``), showing gr.Progress in MB of MB while bytes arrive (``byte_progress``). For a checkpoint that
-   is already here it returns at once, so its slots are rarely all busy; a download that fails or stalls is
-   remembered by core/resolve.py and reported by step 2, in the view's own way (a view with an offline fallback falls
-   back).
+1. ``<api_name>_download``, on the "download" concurrency group, which has no Gradio limit: it first asks
+   ``resolve.answers_here`` whether the view's checkpoints are on this machine (or refused at once, or offline); if
+   so it returns at once, so a click on a checkpoint that is here never waits behind downloads. Otherwise it waits,
+   holding no worker thread, for a slot of ``SLOTS`` (DOWNLOAD_SLOTS at once for the server, SESSION_DOWNLOAD_SLOTS
+   of them per browser session, in arrival order), then makes them local (``resolve.fetch``) with gr.Progress in MB
+   of MB (``byte_progress``). core/hub.py ends a download that crawls (a rate floor, a deadline scaled to its size)
+   or fills the disk; core/resolve.py remembers why, and step 2 reports it in the view's own way (a view with an
+   offline fallback falls back).
 2. ``<api_name>``, on the "bert" group (or the queue the view asks for), with Gradio's batching when asked: the
    handler runs inside ``resolve.downloads_elsewhere()``, where a checkpoint that is still not local fails at once
    instead of downloading. So the "bert" slots only ever run models, and another user's loaded model answers while
    a download crawls. An API client calling ``<api_name>`` for a checkpoint not yet here is told so; calling
    ``<api_name>_download`` first fetches it.
 
-The tab-open and preset events run the handlers directly (their own concurrency groups, not "bert"), and may
-download there with the same byte progress.
+A view that needs only a checkpoint's tokenizer (the masked LM's Masking procedure) names ``TOKENIZER`` instead of a
+task, and its tokenizer comes through the same step. The tab-open and preset events run the handlers directly (their
+own concurrency groups, not "bert"), and may download there through the same resolver, with the same limits.
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
 import functools
 import inspect
+import threading
 from collections.abc import Callable
 
+import anyio
 import gradio as gr
 
 from core import hub, resolve
-from core.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID
+from core.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, model_id_or_default
 from core.errors import LearnerError, ModelUnavailableError, echo
-from core.i18n import text
-from demo.common import friendly_errors, log
+from core.i18n import text, using_language
+from demo.common import log
+from demo.i18n import language_of
 
-# Downloads are I/O-bound and deduplicated per model id (core/hub.py), so the group is wide; the limit bounds the
-# worker threads a crowd of different ids can hold (each download is bounded by the Hub client's deadlines).
-DOWNLOAD_QUEUE = dict(concurrency_id="download", concurrency_limit=8)
+# The step's Gradio group has no limit: what bounds the downloads is SLOTS, which only real downloads wait for.
+DOWNLOAD_QUEUE = dict(concurrency_id="download", concurrency_limit=None)
+DOWNLOAD_SLOTS = 8  # downloads running at once (I/O-bound; each bounded by core/hub.py's floor and deadline)
+SESSION_DOWNLOAD_SLOTS = 2  # of which one browser session may hold this many
+SLOT_POLL_SECONDS = 0.2  # how often a waiting download looks for a free slot (it holds no thread meanwhile)
 BERT_QUEUE = dict(concurrency_id="bert", concurrency_limit=4)
 TRIGGER_OPTIONS = ("trigger_mode", "js")  # options of the trigger (the first step), not of the model step
 # Ids a task runs without the registry: the GPT views' bundled char-GPT (also what an empty picker means there), the
 # masked-LM views' char-BERT.
 BUNDLED = {"causal-lm": ("", CHAR_GPT_ID), "mlm": (CHAR_BERT_ID,)}
+TOKENIZER = "tokenizer"  # a ``models`` key: the view needs only this checkpoint's tokenizer (no task, no weights)
+
+
+class DownloadSlots:
+    """At most ``total`` downloads at once, at most ``per_session`` of them one session's. Requests wait in arrival
+    order; one whose session is at its cap lets the next one by. A lock guards the counts only (never held while
+    anything downloads), so the tab-open and test threads can read ``state()``."""
+
+    def __init__(self, total: int = DOWNLOAD_SLOTS, per_session: int = SESSION_DOWNLOAD_SLOTS):
+        self.total, self.per_session = total, per_session
+        self.held: dict[str, int] = {}  # session -> slots it holds
+        self.waiting: list[tuple[str, object]] = []  # (session, ticket) in arrival order
+        self._lock = threading.Lock()
+
+    def state(self) -> dict:
+        """{"running": downloads holding a slot, "waiting": requests waiting, "sessions": session -> slots held}."""
+        with self._lock:
+            return {"running": sum(self.held.values()), "waiting": len(self.waiting), "sessions": dict(self.held)}
+
+    def _take(self, ticket: tuple[str, object]) -> bool:
+        """Give ``ticket`` a slot if one is free and no earlier request that may take one is waiting (lock held)."""
+        if sum(self.held.values()) >= self.total:
+            return False
+        first = next((other for other in self.waiting if self.held.get(other[0], 0) < self.per_session), None)
+        if first is not ticket:
+            return False
+        self.waiting.remove(ticket)
+        self.held[ticket[0]] = self.held.get(ticket[0], 0) + 1
+        return True
+
+    @contextlib.asynccontextmanager
+    async def hold(self, session: str, waiting: Callable[[int], None] | None = None):
+        """A slot for ``session`` while the block runs; ``waiting(requests ahead)`` is told while it waits."""
+        ticket = (session, object())
+        with self._lock:
+            self.waiting.append(ticket)
+        try:
+            while True:
+                with self._lock:
+                    if self._take(ticket):
+                        break
+                    ahead = self.waiting.index(ticket)
+                if waiting is not None:
+                    waiting(ahead)
+                await asyncio.sleep(SLOT_POLL_SECONDS)
+        except BaseException:  # cancelled while waiting (the learner left): out of the line
+            with self._lock:
+                if ticket in self.waiting:
+                    self.waiting.remove(ticket)
+            raise
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.held[session] -= 1
+                if not self.held[session]:
+                    del self.held[session]
+
+
+SLOTS = DownloadSlots()
 
 
 def byte_progress(progress: gr.Progress) -> resolve.Progress:
     """The registry's ``progress(fraction, message)`` -> gr.Progress: "Downloading bert-base-uncased: 12.0 of
-    440.5 MB", with the true fraction, while a checkpoint downloads. The one helper every model view uses."""
-    return lambda fraction, message: progress(fraction, desc=message)
+    440.5 MB", with the true fraction, while a checkpoint downloads. The one helper every model view uses. Calls
+    may come from another learner's download thread (one download per id, shared): they run in this event's
+    context, so the bar shows on this learner's page."""
+    context = contextvars.copy_context()
+    return lambda fraction, message: context.copy().run(progress, fraction, desc=message)
+
+
+def _wanted(task: str, model_id: object) -> tuple[str, str | None, str] | None:
+    """(id, task or None, what it needs) for one of a view's checkpoints; None when nothing is to be fetched."""
+    typed = str(model_id or "").strip()
+    if task == TOKENIZER:  # a bundled model (the char-BERT) has its own vocabulary: nothing to fetch
+        return (typed, None, "tokenizer") if typed and not any(typed in ids for ids in BUNDLED.values()) else None
+    if typed in BUNDLED.get(task, ()):
+        return None
+    return model_id_or_default(task, typed), task, "model"
 
 
 def fetch_models(models: list[tuple[str, object]], progress: resolve.Progress | None = None) -> None:
-    """Make each ``(task, model id)`` local. A learner's error (offline, stalled, refused) is not raised here: the
-    resolver remembers it and the model step reports it, or falls back where the view can."""
+    """Make each ``(task, model id)`` local (``(TOKENIZER, id)``: its tokenizer). A learner's error (offline,
+    stalled, refused) is not raised here: the resolver remembers it and the model step reports it, or falls back
+    where the view can."""
     for task, model_id in models:
-        if str(model_id or "").strip() in BUNDLED.get(task, ()):
+        wanted = _wanted(task, model_id)
+        if wanted is None:
             continue
         try:
-            resolve.fetch(task, model_id, progress)
+            resolve.resolve(wanted[0], wanted[2], progress, wanted[1])
         except LearnerError as exc:
             log.info("download step: %s", exc.key)
+
+
+def not_here(models: list[tuple[str, object]]) -> list[tuple[str, object]]:
+    """The ``(task, id)`` pairs that need the network (``resolve.answers_here`` says no): no network asked."""
+    return [(task, model_id) for task, model_id in models
+            if (wanted := _wanted(task, model_id)) is not None and not resolve.answers_here(wanted[0], wanted[2])]
 
 
 def _download_step(models: dict[str, object], outputs: int) -> Callable:
     """The first step's handler: one parameter per model component (a str in ``models`` is a fixed id)."""
     unchanged = gr.skip() if outputs == 1 else tuple(gr.skip() for _ in range(outputs))
 
-    def fetch(values, progress):
+    async def fetch(values, request: gr.Request | None, progress: gr.Progress):
         given = iter(values)
-        fetch_models([(task, source if isinstance(source, str) else next(given)) for task, source in models.items()],
-                     byte_progress(progress))
+        pairs = [(task, source if isinstance(source, str) else next(given)) for task, source in models.items()]
+        missing = await anyio.to_thread.run_sync(not_here, pairs)
+        if not missing:
+            return unchanged  # here (or refused at once): no slot, no wait
+        lang = language_of(request)
+        report = byte_progress(progress)
+
+        def waiting(ahead: int) -> None:
+            progress(0.0, desc=text("downloads.waiting_slot", lang, ahead=ahead + 1, slots=SLOTS.total,
+                                   per=SLOTS.per_session))
+
+        def run() -> None:
+            with using_language(lang):
+                fetch_models(missing, report)
+
+        session = getattr(request, "session_hash", None) or "-"
+        try:
+            async with SLOTS.hold(session, waiting):
+                await anyio.to_thread.run_sync(run)
+        except Exception:  # noqa: BLE001 - never a traceback here: the model step says what is wrong
+            log.exception("download step")
         return unchanged
 
     inputs = sum(not isinstance(source, str) for source in models.values())
     if inputs == 0:
-        def download(progress=gr.Progress()):
-            return fetch((), progress)
+        async def download(request: gr.Request, progress=gr.Progress()):
+            return await fetch((), request, progress)
     elif inputs == 1:
-        def download(model_id, progress=gr.Progress()):
-            return fetch((model_id,), progress)
+        async def download(model_id, request: gr.Request, progress=gr.Progress()):
+            return await fetch((model_id,), request, progress)
     elif inputs == 2:
-        def download(first_id, second_id, progress=gr.Progress()):
-            return fetch((first_id, second_id), progress)
+        async def download(first_id, second_id, request: gr.Request, progress=gr.Progress()):
+            return await fetch((first_id, second_id), request, progress)
     else:
         raise ValueError("a view downloads at most two checkpoints")
-    return friendly_errors(download)
+    return download
 
 
 def local_only(fn: Callable) -> Callable:

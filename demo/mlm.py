@@ -11,7 +11,7 @@ from core.checkpoints import CHAR_BERT_ID, CHECKPOINTS
 from core.limits import FILL_BATCH, MAX_DRAWS, MAX_TEXT_CHARS, MAX_WORD_CHARS
 from demo import lessons, mlm_train, presets, why
 from demo.common import TABLE_BUTTONS, LATEX, model_picker
-from demo.downloads import model_event
+from demo.downloads import TOKENIZER, model_event
 from demo.figures import COLORWAY
 from demo.i18n import label
 from demo.mlm_handlers import (bank, card, compare, fill, fill_batch, inputs, mask_chosen_word, masking, nsp,
@@ -213,9 +213,10 @@ def build() -> None:
             masking_md = gr.Markdown()
             with gr.Row():
                 counts_plot, positions_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
-            masking_button.click(masking, [model_id, masking_text, seed, draws],
-                                 [draw_view, draw_table, counts_plot, positions_plot, masking_md],
-                                 api_name="mlm_masking")
+            # its tokenizer comes through the download step; the handler runs on the view's own slots
+            model_event(masking_button.click, {TOKENIZER: model_id}, masking, [model_id, masking_text, seed, draws],
+                        [draw_view, draw_table, counts_plot, positions_plot, masking_md], api_name="mlm_masking",
+                        queue={})
             masking_view = presets.View("mlm", "masking", [model_id, masking_text, seed, draws],
                                         [draw_view, draw_table, counts_plot, positions_plot, masking_md], masking,
                                         MASKING_PRESETS, where=masking_tab)

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from core import hub, registry
+from core import families, hub, registry
 from core import ner as core_ner
 from core.errors import ModelUnavailableError
 from demo import downloads
@@ -139,7 +139,12 @@ def test_fetch_models_reports_bytes_in_the_learners_language(server, ner_folder)
         downloads.fetch_models([("ner", REPO)], lambda fraction, message: seen.append((fraction, message)))
     assert seen[-1][0] == pytest.approx(1.0) and seen[-1][1].startswith(f"正在下载 {REPO}：")
     with resolve.downloads_elsewhere():
-        assert resolve.resolve(REPO).source == "Hugging Face cache"
+        files = resolve.resolve(REPO)
+    fetched = [name for name in (*families.BERT_TOKENIZER_FILES, "model.safetensors") if (ner_folder / name).is_file()]
+    assert files.source == "Hub download"  # "downloaded now (N MB)": the bytes of what came after config.json
+    assert files.downloaded_bytes == sum((ner_folder / name).stat().st_size for name in fetched)
+    registry.clear_cache()  # a restart: the same snapshot is now "from Hugging Face cache"
+    assert resolve.resolve(REPO).source == "Hugging Face cache"
 
 
 def test_local_only_refuses_downloads_inside_and_allows_them_after(server, ner_folder):
