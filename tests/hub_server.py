@@ -9,8 +9,8 @@
                                                 X-Linked-Size, as the Hub redirects to its CDN
     GET  /lfs/{sha256}                           the LFS bytes
 
-Knobs for the failure modes: ``stall`` (send half a file, then nothing until ``release()``), ``trickle`` (a few
-bytes at a time), ``hang_listing`` (never answer repo info), ``fake_sizes`` (a listing that claims huge files),
+Knobs for the failure modes: ``stall`` (send half a file, then nothing until ``release()``), ``trickle`` (64 bytes
+every 0.25 s, 256 B/s, until ``release()`` cuts the body short and closes the connection), ``hang_listing`` (never answer repo info), ``fake_sizes`` (a listing that claims huge files),
 ``down()`` / ``up()`` (the port refuses connections). ``requests`` logs (method, path) of every request.
 """
 from __future__ import annotations
@@ -208,6 +208,7 @@ def _handler_for(hub: HubServer):
             elif name in hub.trickle:
                 for start in range(0, len(data), 64):
                     if hub._release.is_set():
+                        self.close_connection = True  # released: the body ends short, the client hears it at once
                         break
                     self.wfile.write(data[start:start + 64])
                     self.wfile.flush()
