@@ -166,3 +166,20 @@ def test_every_model_event_downloads_in_its_own_step(blocks):
         before = fns.get(fn.trigger_after)
         assert before is not None and before.api_name == f"{fn.api_name}_download", fn.api_name
         assert before.concurrency_id == "download"
+
+
+def test_a_checkpoint_of_another_kind_is_refused_in_the_view_after_two_requests(server, client, ner_folder,
+                                                                                 tiny_gpt2_checkpoint):
+    """Issue #33 §2 through the app: the MLM tab's Fill (download step, then model step) with a causal LM and with a
+    token tagger: the notice names what each is and the tab that runs it; the Hub saw the listing and config.json."""
+    server.add_repo("tiny-org/tiny-gpt2", tiny_gpt2_checkpoint("bpe"))
+    server.add_repo(REPO, ner_folder)
+    for model, says in (("tiny-org/tiny-gpt2", "is a causal LM (GPT2LMHeadModel), not the kind of model this view "
+                                               "runs: use it in Transformer & GPT."),
+                        (REPO, "tags tokens (BertForTokenClassification), not the kind of model this view runs: use "
+                               "it in NER.")):
+        client.predict(model, api_name="/mlm_fill_download")
+        notice = client.predict(model, "the man went to the [MASK] .", 5, api_name="/mlm_fill")[0]
+        assert f"'{model}' {says}" in notice, notice
+        asked = [path for _, path in server.requests if model in path]
+        assert len(asked) == 2 and asked[1].endswith("/config.json"), asked
