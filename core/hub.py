@@ -21,6 +21,8 @@ Endpoints used (``HF_ENDPOINT``, default https://huggingface.co):
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
 import hashlib
 import json
@@ -284,6 +286,25 @@ class _Flight:
 
 _inflight: dict[str, _Flight] = {}
 _inflight_lock = threading.Lock()  # held only to look up or register a flight, never across I/O
+_gate: Callable[[], contextlib.AbstractContextManager] | None = None  # the app's download slots (set_download_gate)
+_gate_passed = contextvars.ContextVar("plm_download_gate_passed", default=False)
+
+
+def set_download_gate(gate: Callable[[], contextlib.AbstractContextManager] | None) -> None:
+    """What a download waits for before it starts (the app's slots, demo/downloads.py). Only the caller that runs a
+    download enters it; whoever asks for the same key meanwhile waits for that download, not for the gate."""
+    global _gate
+    _gate = gate
+
+
+@contextlib.contextmanager
+def gate_passed():
+    """Inside this block the caller already holds a download slot (the app's download step): no second one."""
+    token = _gate_passed.set(True)
+    try:
+        yield
+    finally:
+        _gate_passed.reset(token)
 
 
 def shared(key: str, ready: Callable[[], Path | None], work: Callable[[Progress], Path],
@@ -315,7 +336,10 @@ def shared(key: str, ready: Callable[[], Path | None], work: Callable[[Progress]
                 listener(done, total)
 
         try:
-            return work(report)
+            if _gate is None or _gate_passed.get():
+                return work(report)
+            with _gate():
+                return work(report)
         except BaseException as exc:
             flight.error = exc
             raise

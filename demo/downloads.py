@@ -18,7 +18,8 @@ A model view's event is two chained steps (``model_event``):
 
 A view that needs only a checkpoint's tokenizer (the masked LM's Masking procedure) names ``TOKENIZER`` instead of a
 task, and its tokenizer comes through the same step. The tab-open and preset events run the handlers directly (their
-own concurrency groups, not "bert"), and may download there through the same resolver, with the same limits.
+own concurrency groups, not "bert"), and may download there through the same resolver, with the same limits, after
+waiting (in their worker thread) for a slot of the same ``SLOTS``: core/hub.py's gate, set below.
 """
 from __future__ import annotations
 
@@ -28,10 +29,12 @@ import contextvars
 import functools
 import inspect
 import threading
+import time
 from collections.abc import Callable
 
 import anyio
 import gradio as gr
+from gradio.context import LocalContext
 
 from core import hub, resolve
 from core.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, model_id_or_default
@@ -80,36 +83,66 @@ class DownloadSlots:
         self.held[ticket[0]] = self.held.get(ticket[0], 0) + 1
         return True
 
-    @contextlib.asynccontextmanager
-    async def hold(self, session: str, waiting: Callable[[int], None] | None = None):
-        """A slot for ``session`` while the block runs; ``waiting(requests ahead)`` is told while it waits."""
+    def _try(self, ticket: tuple[str, object]) -> int | None:
+        """None once ``ticket`` holds a slot; else how many requests wait ahead of it."""
+        with self._lock:
+            return None if self._take(ticket) else self.waiting.index(ticket)
+
+    def _join(self, session: str) -> tuple[str, object]:
         ticket = (session, object())
         with self._lock:
             self.waiting.append(ticket)
+        return ticket
+
+    def _leave(self, ticket: tuple[str, object], held: bool) -> None:
+        with self._lock:
+            if not held:  # cancelled while waiting (the learner left): out of the line
+                if ticket in self.waiting:
+                    self.waiting.remove(ticket)
+                return
+            self.held[ticket[0]] -= 1
+            if not self.held[ticket[0]]:
+                del self.held[ticket[0]]
+
+    @contextlib.asynccontextmanager
+    async def hold(self, session: str, waiting: Callable[[int], None] | None = None):
+        """A slot for ``session`` while the block runs, waited for without a thread; ``waiting(requests ahead)`` is
+        told while it waits."""
+        ticket, held = self._join(session), False
         try:
-            while True:
-                with self._lock:
-                    if self._take(ticket):
-                        break
-                    ahead = self.waiting.index(ticket)
+            while (ahead := self._try(ticket)) is not None:
                 if waiting is not None:
                     waiting(ahead)
                 await asyncio.sleep(SLOT_POLL_SECONDS)
-        except BaseException:  # cancelled while waiting (the learner left): out of the line
-            with self._lock:
-                if ticket in self.waiting:
-                    self.waiting.remove(ticket)
-            raise
-        try:
+            held = True
             yield
         finally:
-            with self._lock:
-                self.held[session] -= 1
-                if not self.held[session]:
-                    del self.held[session]
+            self._leave(ticket, held)
+
+    @contextlib.contextmanager
+    def hold_here(self, session: str):
+        """``hold`` for a download that starts in a worker thread (a tab-open or preset event runs its view's
+        handler, which may download): waited for in that thread."""
+        ticket, held = self._join(session), False
+        try:
+            while self._try(ticket) is not None:
+                time.sleep(SLOT_POLL_SECONDS)
+            held = True
+            yield
+        finally:
+            self._leave(ticket, held)
 
 
 SLOTS = DownloadSlots()
+
+
+def _slot_for_this_event() -> contextlib.AbstractContextManager:
+    """core/hub.py's gate for a download that starts outside the download step: a slot of the event's session."""
+    request = LocalContext.request.get(None)
+    return SLOTS.hold_here(getattr(request, "session_hash", None) or "-")
+
+
+hub.set_download_gate(_slot_for_this_event)  # every download in this app waits for SLOTS
 
 
 def byte_progress(progress: gr.Progress) -> resolve.Progress:
@@ -169,7 +202,7 @@ def _download_step(models: dict[str, object], outputs: int) -> Callable:
                                    per=SLOTS.per_session))
 
         def run() -> None:
-            with using_language(lang):
+            with using_language(lang), hub.gate_passed():  # this step holds its slot already
                 fetch_models(missing, report)
 
         session = getattr(request, "session_hash", None) or "-"

@@ -130,3 +130,25 @@ def test_masking_reads_a_tokenizer_that_is_here_while_4_masking_downloads_crawl(
     server.release()
     wait_for(lambda: all(job.done() for job in crawling))
     registry.clear_cache()
+
+
+def test_a_preset_that_downloads_takes_a_slot_of_its_session_too(server, blocks, conll_ner_checkpoint):
+    """A preset (or a tab's first open) runs its view's handler directly, which may download its default checkpoint:
+    that download waits for the same slots, so a session with 2 downloads running waits, asking nothing of the Hub,
+    until one of them ends."""
+    from core.checkpoints import CHECKPOINTS
+
+    for repo in [*CRAWLING[:2], CHECKPOINTS["ner"][0]]:
+        server.add_repo(repo, conll_ner_checkpoint)
+    server.trickle.add("model.safetensors")
+    learner = session(blocks)
+    clicks = [learner.submit(repo, api_name="/ner_tag_download") for repo in CRAWLING[:2]]
+    wait_for(lambda: downloads.SLOTS.state()["running"] == 2 and weight_requests(server) == 2)
+    preset = learner.submit("wolfgang-berlin", api_name="/ner_tag_preset")  # dslim/bert-base-NER's download
+    wait_for(lambda: downloads.SLOTS.state()["waiting"] == 1)
+    assert downloads.SLOTS.state()["sessions"] == {learner.session_hash: 2} and weight_requests(server) == 2
+    ner_id = CHECKPOINTS["ner"][0]
+    assert not any(ner_id in path for _, path in server.requests)  # nothing asked of the Hub before its slot
+    server.release()
+    wait_for(lambda: all(job.done() for job in [*clicks, preset]))
+    wait_for(lambda: downloads.SLOTS.state() == {"running": 0, "waiting": 0, "sessions": {}})
