@@ -215,13 +215,13 @@ def _download_step(models: dict[str, object], outputs: int) -> Callable:
 
     inputs = sum(not isinstance(source, str) for source in models.values())
     if inputs == 0:
-        async def download(request: gr.Request, progress=gr.Progress()):
+        async def download(request: gr.Request = None, progress=gr.Progress()):
             return await fetch((), request, progress)
     elif inputs == 1:
-        async def download(model_id, request: gr.Request, progress=gr.Progress()):
+        async def download(model_id, request: gr.Request = None, progress=gr.Progress()):
             return await fetch((model_id,), request, progress)
     elif inputs == 2:
-        async def download(first_id, second_id, request: gr.Request, progress=gr.Progress()):
+        async def download(first_id, second_id, request: gr.Request = None, progress=gr.Progress()):
             return await fetch((first_id, second_id), request, progress)
     else:
         raise ValueError("a view downloads at most two checkpoints")

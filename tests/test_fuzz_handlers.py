@@ -14,6 +14,7 @@ PLM_FUZZ_EXAMPLES (default 6) sets the examples per handler; raise it for a long
 """
 from __future__ import annotations
 
+import asyncio
 import copy
 import inspect
 import logging
@@ -126,6 +127,8 @@ def file_payload(path: str) -> dict:
 def check_outcome(call) -> None:
     try:
         result = call()
+        if inspect.iscoroutine(result):  # an async handler (the download steps): run it as Gradio would
+            result = asyncio.run(result)
         if inspect.isgenerator(result):
             for _ in result:
                 pass
