@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import httpx
 import pytest
@@ -30,12 +31,21 @@ def served():
 
 
 def nnlm_body(i: int) -> dict:
-    # a distinct step count per request, so no two share a trained model (core/nnlm.trained caches per setting)
-    return {"data": ["moby_dick", 4, 128, 256, 10 * (i + 1), 5, "the white"]}
+    # a distinct step count per request, so no two share a trained model (core/nnlm.trained caches per setting);
+    # 2,010-5,000 steps of the widest model: each run ends at its 5 s budget, not before
+    return {"data": ["moby_dick", 4, 128, 256, 5000 - 10 * i, 5, "the white"]}
 
 
-async def flood(url: str, local_address: str, forwarded_for=None) -> list[httpx.Response]:
-    """FLOOD joins at once from one client address (forwarded_for(i): the X-Forwarded-For header it sends)."""
+def flood(url: str, local_address: str, forwarded_for=None) -> tuple[list[httpx.Response], int]:
+    """FLOOD joins at once from one client address (forwarded_for(i): the X-Forwarded-For header it sends); the
+    answers, and how many admitted runs may have ended while the burst lasted (one at a time, 5 s each, plus the
+    one running when it began): on a loaded machine the burst itself can take tens of seconds."""
+    started = time.monotonic()
+    answers = asyncio.run(_flood(url, local_address, forwarded_for))
+    return answers, 1 + int((time.monotonic() - started) // 5)
+
+
+async def _flood(url: str, local_address: str, forwarded_for=None) -> list[httpx.Response]:
     transport = httpx.AsyncHTTPTransport(local_address=local_address)
     limits = httpx.Limits(max_connections=64)
     async with httpx.AsyncClient(transport=transport, limits=limits, timeout=120) as client:
@@ -59,13 +69,13 @@ def call(url: str, api: str, data: list, local_address: str = "127.0.0.1", heade
 
 def test_one_address_flooding_the_queue_is_refused_while_other_learners_are_answered(served):
     # A script on 127.0.0.3, each join claiming another address: the header is not believed (127.0.0.3 is no proxy).
-    answers = asyncio.run(flood(served.url, "127.0.0.3", forwarded_for=lambda i: f"10.1.{i // 250}.{i % 250 + 1}"))
+    answers, ended = flood(served.url, "127.0.0.3", forwarded_for=lambda i: f"10.1.{i // 250}.{i % 250 + 1}")
     statuses = [answer.status_code for answer in answers]
     admitted, refused = statuses.count(200), statuses.count(429)
     assert admitted + refused == FLOOD, set(statuses)
     # at most the cap is held at once; one run takes its 5 s budget, so a few may have ended during the burst
-    assert 1 <= admitted <= MAX_EVENTS_PER_ADDRESS + 4, admitted
-    assert refused >= FLOOD - MAX_EVENTS_PER_ADDRESS - 4
+    assert 1 <= admitted <= MAX_EVENTS_PER_ADDRESS + ended, (admitted, ended)
+    assert refused >= FLOOD - MAX_EVENTS_PER_ADDRESS - ended
     message = next(answer for answer in answers if answer.status_code == 429).json()["detail"]
     assert message.startswith("Too many requests from your address:") and "waiting or running" in message
     assert next(a for a in answers if a.status_code == 429).headers["Retry-After"] == "5"
@@ -83,9 +93,9 @@ def test_one_address_flooding_the_queue_is_refused_while_other_learners_are_answ
 
 def test_behind_the_trusted_proxy_each_forwarded_address_has_its_own_share(served):
     # Through the proxy (127.0.0.1), one learner floods as 10.0.0.66 ...
-    answers = asyncio.run(flood(served.url, "127.0.0.1", forwarded_for=lambda i: "10.0.0.66"))
+    answers, ended = flood(served.url, "127.0.0.1", forwarded_for=lambda i: "10.0.0.66")
     statuses = [answer.status_code for answer in answers]
-    assert statuses.count(429) >= FLOOD - MAX_EVENTS_PER_ADDRESS - 4 and statuses.count(200) >= 1
+    assert statuses.count(429) >= FLOOD - MAX_EVENTS_PER_ADDRESS - ended and statuses.count(200) >= 1
     # ... while a classmate behind the same proxy (10.0.0.7) is answered, and so is the proxy's own address.
     kind, data = call(served.url, "ngram_score", NGRAM, headers={"X-Forwarded-For": "10.0.0.7"})
     assert kind == "complete", data

@@ -44,7 +44,7 @@ import plotly.graph_objects as go
 import pytest
 from core import resolve
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]  # computing every preset: ~60 s idle, >300 s at load 12
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 VIEWPORT = {"width": 1440, "height": 900}  # tests/e2e/first_open.py's window
