@@ -20,10 +20,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import paired_median_seconds, print_table, row  # noqa: E402
 from core import gpt  # noqa: E402
+from core.sampling import Settings  # noqa: E402
 from core.nets.gpt import GPTConfig, from_state_dict  # noqa: E402
 
 PROMPT = "Call me Ishmael. "
 TOKENS = 200
+SETTINGS = Settings(temperature=0.8, seed=0)  # core/sampling.py: seeded, so every repeat draws the same text
 
 
 def gpt2_pair():
@@ -42,14 +44,14 @@ def run(quick: bool = False) -> list[dict]:
     repeats = 3 if quick else 7
     rows = []
     gpt.load()
-    cached, uncached = paired_median_seconds(lambda: gpt.generate(None, PROMPT, TOKENS, 0.8, seed=0),
-                                             lambda: gpt.generate(None, PROMPT, TOKENS, 0.8, seed=0, use_cache=False),
+    cached, uncached = paired_median_seconds(lambda: gpt.generate(None, PROMPT, TOKENS, SETTINGS),
+                                             lambda: gpt.generate(None, PROMPT, TOKENS, SETTINGS, use_cache=False),
                                              repeats, warmup=1)
     rows.append(row(f"char-GPT generate {TOKENS} chars: KV cache / no cache", cached, uncached, "s", "≤ 0.5 s cached"))
     # CPU time of this process: on a shared, busy machine, wall time mostly measures waiting for a core
     cpu = [time.process_time()]
     for use_cache in (True, False):
-        gpt.generate(None, PROMPT, TOKENS, 0.8, seed=0, use_cache=use_cache)
+        gpt.generate(None, PROMPT, TOKENS, SETTINGS, use_cache=use_cache)
         cpu.append(time.process_time())
     rows.append(row(f"char-GPT generate {TOKENS} chars, CPU seconds: cache / no cache", cpu[1] - cpu[0],
                     cpu[2] - cpu[1], "CPU s", "≤ 0.5 s cached"))

@@ -21,10 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import alternating_medians, paired_median_seconds, row  # noqa: E402
 from core import lstm  # noqa: E402
+from core.sampling import Settings  # noqa: E402
 from core.device import one_cpu_thread  # noqa: E402
 
 PROMPT = "Call me Ishmael. "
 TOKENS = 200
+SETTINGS = Settings(temperature=0.8, seed=0)  # core/sampling.py: seeded, so every repeat draws the same text
 
 
 def torch_twin(model: lstm.RecurrentLM) -> torch.nn.Module:
@@ -64,7 +66,7 @@ def run(quick: bool = False) -> list[dict]:
     for name in ("rnn", "lstm"):  # the LSTM's twin is reused below
         model = getattr(models, name)
         twin = torch_twin(model)
-        ours, ref = paired_median_seconds(lambda: lstm.generate(model, models.vocab, PROMPT, TOKENS, seed=0),
+        ours, ref = paired_median_seconds(lambda: lstm.generate(model, models.vocab, PROMPT, TOKENS, SETTINGS),
                                           lambda: reference_generate(model, twin, models.vocab, PROMPT, TOKENS),
                                           repeats, warmup=1)
         rows.append({"benchmark": f"generate {TOKENS} chars, {name.upper()}", "ours": ours, "reference": ref,
