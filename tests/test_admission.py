@@ -18,6 +18,7 @@ import pytest
 
 from demo.admission import MAX_EVENTS_PER_ADDRESS
 from tests.live_app import app_env, running_app
+from tests.conftest import run_async
 
 FLOOD = 300
 NGRAM = ["toy_zh", "", None, "words", False, 2, False, "mle", 1, "判断 单词 的 词性", "判断 单词 的 磁性"]
@@ -41,7 +42,7 @@ def flood(url: str, local_address: str, forwarded_for=None) -> tuple[list[httpx.
     answers, and how many admitted runs may have ended while the burst lasted (one at a time, 5 s each, plus the
     one running when it began): on a loaded machine the burst itself can take tens of seconds."""
     started = time.monotonic()
-    answers = asyncio.run(_flood(url, local_address, forwarded_for))
+    answers = run_async(_flood(url, local_address, forwarded_for))
     return answers, 1 + int((time.monotonic() - started) // 5)
 
 

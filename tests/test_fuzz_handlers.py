@@ -14,7 +14,6 @@ PLM_FUZZ_EXAMPLES (default 6) sets the examples per handler; raise it for a long
 """
 from __future__ import annotations
 
-import asyncio
 import copy
 import inspect
 import logging
@@ -30,6 +29,7 @@ from core.errors import ModelUnavailableError, UserInputError
 from demo.common import preprocess_payload
 from demo.i18n import text
 from core import resolve
+from tests.conftest import run_async
 
 EXAMPLES = int(os.environ.get("PLM_FUZZ_EXAMPLES", "6"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -128,7 +128,7 @@ def check_outcome(call) -> None:
     try:
         result = call()
         if inspect.iscoroutine(result):  # an async handler (the download steps): run it as Gradio would
-            result = asyncio.run(result)
+            result = run_async(result)
         if inspect.isgenerator(result):
             for _ in result:
                 pass

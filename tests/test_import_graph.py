@@ -173,3 +173,18 @@ def test_no_file_over_450_lines(root):
     long = {str(file.relative_to(ROOT)): count for file in source_files((root,)).values()
             if (count := len(file.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert long == {}, "split these along a natural seam"
+
+
+def test_tests_run_coroutines_through_run_async():
+    """The browser tests' Playwright keeps an event loop running in the xdist worker's main thread; a later test on
+    that worker that calls asyncio.run fails with "cannot be called from a running event loop" (25 tests failed in CI
+    that way). tests/conftest.run_async runs the coroutine in a thread of its own."""
+    calls = []
+    for module, file in source_files(("tests",)).items():
+        if module == "tests.conftest":
+            continue
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "run"
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "asyncio"):
+                calls.append(f"{file.relative_to(ROOT)}:{node.lineno}")
+    assert not calls, f"use tests.conftest.run_async instead of asyncio.run: {calls}"
