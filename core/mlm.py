@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from core import registry
+from core.checkpoints import MINILM_ID
 from core.errors import UserInputError
 from core.limits import FILL_BATCH, MAX_MASKS, MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.textio import normalize_text
@@ -74,6 +75,12 @@ def words_of(tokenizer: WordPieceTokenizer, text: str) -> list[Word]:
             spans.setdefault(word_id, [start, end])[1] = end
     return [Word(start, end, text[start:end]) for start, end in spans.values()
             if text[start:end] != tokenizer.mask_token and any(ch.isalnum() for ch in text[start:end])]
+
+
+def bert_word_tokenizer() -> WordPieceTokenizer:
+    """Where BERT cuts words, whatever checkpoint is picked: MiniLM-L6's tokenizer (bert-base-uncased's vocabulary;
+    the cuts depend only on spaces, punctuation and Chinese characters). Used with words_of and mask_word."""
+    return registry.tokenizer(MINILM_ID)[0]
 
 
 def mask_word(tokenizer: WordPieceTokenizer, text: str, index: int, per_character: bool = False) -> str:

@@ -27,7 +27,7 @@ from torch import nn
 
 from core import families, resolve
 from core.cache import BoundedCache
-from core.checkpoints import MINILM_ID, model_id_or_default
+from core.checkpoints import CHAR_BERT_ID, MINILM_ID, model_id_or_default
 from core.device import get_device
 from core.errors import LearnerError, ModelUnavailableError, UserInputError
 from core.i18n import text
@@ -240,10 +240,20 @@ def _tokenizer_for(files: CheckpointFiles):
 # MiniLM-L6 for the views that need only a vocabulary or an encoder (the one fallback of the app)
 
 
+def _no_wordpiece(model_id: str | None) -> UserInputError | None:
+    """Why the char-BERT cannot serve a WordPiece view (it reads characters, with no segment pairs or next-sentence
+    head): those views show MiniLM-L6 in its place and say so."""
+    if str(model_id or "").strip().lower() == CHAR_BERT_ID:
+        return UserInputError("mlm.char_bert.wordpiece_only")
+    return None
+
+
 def tokenizer_or_fallback(model_id: str) -> tuple[Any, CheckpointFiles, LearnerError | None]:
     """The checkpoint's tokenizer, or MiniLM-L6's (bert-base-uncased's WordPiece vocabulary) when the checkpoint
     cannot be had. Returns the tokenizer, the files it came from, and why the checkpoint's own was not used."""
     try:
+        if (reads_characters := _no_wordpiece(model_id)) is not None:
+            raise reads_characters
         found, files = tokenizer(model_id)
         return found, files, None
     except (ModelUnavailableError, UserInputError) as exc:
@@ -259,9 +269,11 @@ def tokens_line(model_id: str, missing: LearnerError | None) -> str:
 
 
 def load_or_fallback(task: str, model_id: str | None, progress: Progress | None = None
-                     ) -> tuple[LoadedModel, ModelUnavailableError | None]:
+                     ) -> tuple[LoadedModel, LearnerError | None]:
     """``task``'s checkpoint if it can be had, else MiniLM-L6's encoder and the reason: tokenisation, embeddings and
     contextual vectors need only an encoder, so these views keep working offline."""
+    if (reads_characters := _no_wordpiece(model_id)) is not None:
+        return load("encoder", MINILM_ID), reads_characters
     try:
         return load(task, model_id, progress), None
     except ModelUnavailableError as exc:

@@ -10,7 +10,7 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from core.checkpoints import MINILM_ID, model_id_or_default
+from core.checkpoints import model_id_or_default
 from core.errors import LearnerError, ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
 from core.param_count import PART_KEYS
@@ -74,14 +74,6 @@ def stand_in(exc: ModelUnavailableError, model_id: str | None, shows_key: str, v
     except UserInputError as refused:
         card = missing_model_card(model, shows_key, exc)
         return (card + "\n\n" + t("mlm.char_bert.cannot", message=str(refused)), *empty, results_visible(False))
-
-
-def encoder_for(model_id: str | None, progress=None) -> tuple[registry.LoadedModel, LearnerError | None]:
-    """registry.load_or_fallback for the views that need WordPiece and an encoder; the char-BERT (characters, no
-    WordPiece) has MiniLM-L6 answer, with why."""
-    if char_views.is_char_bert(model_id):
-        return registry.load("encoder", MINILM_ID), UserInputError("mlm.char_bert.wordpiece_only")
-    return registry.load_or_fallback("mlm", model_id, progress)
 
 
 def badge(loaded: registry.LoadedModel, missing: LearnerError | None = None) -> str:
@@ -191,7 +183,7 @@ def word_list(text: str) -> list[tuple[str, int]]:
     """(label, index) for each word of the text; the word boundaries are BERT's, whatever the vocabulary."""
     if not (text or "").strip():
         return []
-    tokenizer, _ = registry.tokenizer(MINILM_ID)
+    tokenizer = fm.bert_word_tokenizer()
     return [(t("mlm.word_choice", word=w.text, n=i + 1), i) for i, w in enumerate(fm.words_of(tokenizer, text))]
 
 
@@ -210,8 +202,7 @@ def mask_chosen_word(text: str, index):
     the char-BERT."""
     if index is None:
         raise UserInputError("mlm.pick_word")
-    tokenizer, _ = registry.tokenizer(MINILM_ID)
-    return fm.mask_word(tokenizer, text, int(index), per_character=True)
+    return fm.mask_word(fm.bert_word_tokenizer(), text, int(index), per_character=True)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -247,7 +238,7 @@ def compare(model_id: str, text: str, top_k: float, progress=gr.Progress()):
 def inputs(model_id: str, text: str, pair: str, progress=gr.Progress()):
     """→ notice, highlighted tokens, token table, 4 heatmaps."""
     fm.clean_text(text)
-    loaded, missing = encoder_for(model_id, byte_progress(progress))
+    loaded, missing = registry.load_or_fallback("mlm", model_id, byte_progress(progress))
     rep = pretraining.input_representation(loaded, text, pair or None)
     segment_names = {0: t("mlm.segment_a"), 1: t("mlm.segment_b")}
     highlighted = gr.HighlightedText(
@@ -289,11 +280,10 @@ def _is_cjk(ch: str) -> bool:
 def masking(model_id: str, text: str, seed: float, draws: float):
     """→ highlighted draw, table, counts figure, per-position figure, summary."""
     fm.clean_text(text)
+    tokenizer, _, missing = registry.tokenizer_or_fallback(model_id)  # MiniLM-L6: bert-base-uncased's vocabulary
     if char_views.is_char_bert(model_id):  # its masking is this very code, on characters (core/mlm_masking.py)
-        (tokenizer, _), missing = registry.tokenizer(MINILM_ID), None
         note = "\n\n" + t("mlm.char_bert.masking_note")
     else:
-        tokenizer, _, missing = registry.tokenizer_or_fallback(model_id)  # MiniLM-L6: bert-base-uncased's vocabulary
         note = "\n\n" + t("mlm.masking_fallback", model=str(model_id)[:100]) if missing else ""
     result = pretraining.bert_masking(tokenizer, text, whole_number(seed, t("mlm.seed_name")),
                                       whole_number(draws, t("mlm.draws_name"), 1))
@@ -401,7 +391,7 @@ def _seed_sizes() -> str:
 def bank(model_id: str, word: str, first: str, second: str, third: str, progress=gr.Progress()):
     """→ notice, contextual figure, static figure, explanation."""
     progress(0.1, desc=t("mlm.bank_progress"))
-    loaded, missing = encoder_for(model_id)
+    loaded, missing = registry.load_or_fallback("mlm", model_id)
     result = pretraining.contextual_vs_static(loaded, word, [first, second, third])
     labels = [f"{i + 1}: {s[:28]}{'…' if len(s) > 28 else ''}" for i, s in enumerate(result.sentences)]
     contextual = heatmap(result.contextual, labels, labels,

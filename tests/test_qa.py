@@ -220,21 +220,6 @@ def test_stride_that_would_need_thousands_of_windows_is_refused(bert_folder):
         qa.answer(QUESTION, context_of(3000), bert_folder, max_seq_len=64, doc_stride=64 - 3 - question_len - 1)
 
 
-def test_qa_sliders_cannot_make_a_refused_combination_for_ordinary_questions():
-    import gradio as gr
-
-    from demo import qa as qa_demo
-
-    with gr.Blocks() as blocks:
-        qa_demo.build()
-    sliders = {getattr(c.label, "key", c.label): c for c in blocks.blocks.values() if isinstance(c, gr.Slider)}
-    stride = sliders["qa.doc_stride"]  # labels are translation keys (gr.I18n)
-    window = sliders["qa.max_seq_len"]
-    # the largest stride beside the shortest window still leaves room for a 40-token question and a step of 20
-    assert window.minimum - 3 - 40 - stride.maximum >= 20
-    qa.default_lengths(_NoTokenizing(), int(window.minimum), int(stride.maximum))  # no error
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # The Chinese QA checkpoint (issue #19): through the registry, parity, offsets in the learner's own text
 

@@ -175,3 +175,14 @@ def test_chinese_preset_offline_says_which_checkpoint_to_fetch():
     assert "shown above" not in summary  # nothing is
     assert "0.80" in summary and "illustrate" in summary
     assert len(rows_of(outputs[-1])) > 10  # the input layout still works (MiniLM's tokenizer)
+
+
+def test_qa_sliders_cannot_make_a_refused_combination_for_ordinary_questions():
+    with gr.Blocks() as blocks:
+        qa.build()
+    sliders = {getattr(c.label, "key", c.label): c for c in blocks.blocks.values() if isinstance(c, gr.Slider)}
+    stride = sliders["qa.doc_stride"]  # labels are translation keys (gr.I18n)
+    window = sliders["qa.max_seq_len"]
+    # the largest stride beside the shortest window still leaves room for a 40-token question and a step of 20
+    assert window.minimum - 3 - 40 - stride.maximum >= 20
+    core_qa.default_lengths(SimpleNamespace(model_max_length=512), int(window.minimum), int(stride.maximum))  # no error

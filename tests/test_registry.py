@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from core import mlm_pretraining, registry, resolve
+from core.checkpoints import CHAR_BERT_ID, MINILM_ID
 from core.errors import ModelUnavailableError, UserInputError, echo
 from core.nets import bert
 from tests.local_hub import REPO
@@ -110,11 +111,22 @@ def test_config_and_tokenizer_fetch_only_their_files(server, mlm_folder):
     assert server.count("model.safetensors") == 0
     card = mlm_pretraining.model_card(REPO)  # the masked-LM tab's Model card view
     assert card.source == mlm_pretraining.CONFIG_FILE and card.config.hidden_size == 32
-    from demo import mlm as mlm_demo
-
-    summary = mlm_demo.masking(REPO, "the cat sat on the mat", 0, 20)[-1]  # the Masking view, on its tokenizer
-    assert "not on this machine" not in summary and summary.startswith("6 tokens may be chosen")
+    masking_tokenizer, files, missing = registry.tokenizer_or_fallback(REPO)  # what the Masking view reads
+    assert missing is None and files.model_id == REPO
+    masked = mlm_pretraining.bert_masking(masking_tokenizer, "the cat sat on the mat", 0, 20)
+    assert masked.tokens == ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]"] and masked.candidates == 6
     assert server.count("model.safetensors") == 0
+
+
+def test_the_char_bert_has_minilm_stand_in_for_wordpiece_views_and_says_why():
+    """The char-BERT reads characters: views that need WordPiece and an encoder (tokens, embeddings, contextual
+    vectors, masking) get MiniLM-L6 and the reason, from core, not from each handler."""
+    loaded, why = registry.load_or_fallback("mlm", CHAR_BERT_ID)
+    assert loaded.files.model_id == MINILM_ID and loaded.task == "encoder"
+    assert isinstance(why, UserInputError) and why.key == "mlm.char_bert.wordpiece_only"
+    tokenizer, files, why = registry.tokenizer_or_fallback(" Char-BERT ")
+    assert files.model_id == MINILM_ID and tokenizer.encode("hello world").tokens[1:3] == ["hello", "world"]
+    assert why.key == "mlm.char_bert.wordpiece_only"
 
 
 def test_a_model_from_a_config_dict_and_a_safetensors_file(mlm_folder):

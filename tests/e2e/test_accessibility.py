@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from app import TABS
 from tests.e2e import learner_path
 
 pytestmark = pytest.mark.e2e
@@ -61,7 +62,7 @@ def test_no_critical_or_serious_violation_of_ours_on_any_tab(browser, served_app
             page.get_by_role("tab").first.wait_for()
             tabs = page.evaluate("() => [...document.querySelector('[role=tablist]')"
                                  ".querySelectorAll('button[role=tab]')].map(b => b.dataset.tabId)")
-            assert len(tabs) == 10
+            assert len(tabs) == len(TABS)
             for tab in [*tabs, "tour"]:
                 if tab == "tour":  # last, the tour's panel at a stop, and a figure's Data table opened
                     page.evaluate("() => window.plmTour.go(14)")
