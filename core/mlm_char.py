@@ -9,7 +9,8 @@ only in what they read: the char-GPT the left side of a position, the char-BERT 
                 independent  one forward pass; every position takes its own argmax (each blind to the others' choice)
                 iterative    fill the position whose best character is most probable, run the model again with it
                              filled in, repeat until none is left (confidence-ordered decoding, as in Mask-Predict,
-                             Ghazvininejad et al., 2019): later characters see earlier choices
+                             Ghazvininejad et al., 2019): later characters see earlier choices. What is written there
+                             is drawn by core/sampling.py's Sampler (τ, top-k, top-p, seed; τ = 0: the argmax)
 Candidates are ranked over the characters only (a special token is never proposed); their probabilities are the full
 softmax's, not renormalised, so what a special token took is simply missing from the column.
 
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from core import i18n
+from core import i18n, sampling
 from core.checkpoints import CHAR_BERT_ID
 from core.device import get_device
 from core.errors import UserInputError
@@ -151,12 +152,17 @@ def shipped_char_bert() -> LoadedCharBert:
 
 
 @torch.inference_mode()
+def logits_at(model: BertForMaskedLM, ids: torch.Tensor, rows: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """The scores over the vocabulary at (rows[m], positions[m]) of a (B, T) batch: (M, V), float32. The head runs
+    on those M vectors only; no attention maps or hidden states are kept."""
+    hidden = model.bert(ids, None, None, output_attentions=False, output_hidden_states=False).last_hidden_state
+    return model.cls.predictions(hidden[rows, positions]).float()  # (M, V)
+
+
 def probabilities_at(model: BertForMaskedLM, ids: torch.Tensor, rows: torch.Tensor,
                      positions: torch.Tensor) -> torch.Tensor:
-    """softmax over the vocabulary at (rows[m], positions[m]) of a (B, T) batch: (M, V). The head runs on those
-    M vectors only; no attention maps or hidden states are kept."""
-    hidden = model.bert(ids, None, None, output_attentions=False, output_hidden_states=False).last_hidden_state
-    return model.cls.predictions(hidden[rows, positions]).float().softmax(dim=-1)  # (M, V)
+    """softmax of ``logits_at``: (M, V)."""
+    return logits_at(model, ids, rows, positions).softmax(dim=-1)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -277,9 +283,10 @@ class FillStep:
     blank: int
     offset: int
     char: str  # written here at this step
-    probability: float  # its probability at this step (the highest among the positions still masked)
+    probability: float  # its probability at this step (at τ = 0, the highest among the positions still masked)
     candidates: list[CharCandidate]  # top-k at this position at this step
     confidences: list[tuple[int, str, float]]  # every position still masked: (position, best char, its probability)
+    draw: sampling.Draw  # the draw that wrote ``char``: its q and this step's cut (what the figure shows)
 
 
 @dataclass
@@ -303,6 +310,7 @@ class CharFill:
     iterative: str  # the text with each blank's iterative fill
     unknown: list[str]
     note: str | None  # the characters read as [UNK], named
+    settings: sampling.Settings = sampling.Settings(0.0)  # what drew the iterative fill's characters
 
 
 def check_top_k(top_k) -> int:
@@ -323,15 +331,27 @@ def top_characters(tokenizer: CharBertTokenizer, probs: torch.Tensor, k: int) ->
 
 
 @torch.inference_mode()
-def fill_prepared(loaded: LoadedCharBert, prepared: Prepared, top_k: int = 5) -> CharFill:
-    """The first pass (top-k at every [MASK], the independent argmaxes), then the iterative fill from it."""
+def fill_prepared(loaded: LoadedCharBert, prepared: Prepared, top_k: int = 5,
+                  settings: sampling.Settings | None = None) -> CharFill:
+    """The first pass (top-k at every [MASK], the independent argmaxes), then the iterative fill from it.
+
+    Each step fills the most confident position still masked (the one whose best character is most probable at
+    τ = 1), whatever the settings: the settings decide what is written, not where. Ordering by confidence is what
+    makes the iterative fill better than the independent one (the model writes first where it is surest, and the
+    uncertain positions read those characters); a sampled order would fill an uncertain position first, blind. The
+    character written there is drawn by one core.sampling.Sampler, seeded once per fill (a seed reproduces the whole
+    fill), from that position's logits over the characters (special tokens at −∞: never drawn). No settings, or
+    τ = 0: the argmax, as the fill always was (the leftmost character on a tie)."""
+    settings = (settings or sampling.Settings(0.0)).checked()
+    sampler = None if settings.greedy else sampling.Sampler(settings)
     model, tokenizer = loaded.model, loaded.tokenizer
     where = [(start + offset, blank, offset) for blank, (start, length) in
              enumerate(zip(prepared.starts, prepared.lengths)) for offset in range(length)]
     ids = torch.tensor([prepared.ids], device=loaded.device)  # (1, T)
     remaining = [position for position, _, _ in where]
-    probs = probabilities_at(model, ids, torch.zeros(len(remaining), dtype=torch.long, device=loaded.device),
-                             torch.tensor(remaining, device=loaded.device))  # (M, V)
+    logits = logits_at(model, ids, torch.zeros(len(remaining), dtype=torch.long, device=loaded.device),
+                       torch.tensor(remaining, device=loaded.device))  # (M, V)
+    probs = logits.softmax(dim=-1)  # (M, V)
     first = top_characters(tokenizer, probs, top_k)
     masked = [MaskedChar(position, blank, offset, candidates)
               for (position, blank, offset), candidates in zip(where, first)]
@@ -341,18 +361,28 @@ def fill_prepared(loaded: LoadedCharBert, prepared: Prepared, top_k: int = 5) ->
     while remaining:
         best, best_ids = probs[:, FIRST_CHAR_ID:].max(dim=-1)  # (M,) each position's confidence and argmax
         pick = int(best.argmax())  # the most confident position; the leftmost on a tie
-        position, char_id = remaining[pick], int(best_ids[pick]) + FIRST_CHAR_ID
-        blank, offset = blank_of[position]
-        steps.append(FillStep(len(steps) + 1, position, blank, offset, tokenizer.tokens[char_id], float(best[pick]),
-                              top_characters(tokenizer, probs[pick:pick + 1], top_k)[0],
+        position, blank_offset = remaining[pick], blank_of[remaining[pick]]
+        scores = logits[pick].cpu().clone()  # (V,) the characters' logits: a special token is never written
+        scores[:FIRST_CHAR_ID] = -math.inf
+        if sampler is None:  # the argmax; the cut says so (τ = 0: all the mass on it, shared with any tie)
+            char_id = int(best_ids[pick]) + FIRST_CHAR_ID
+            processed = sampling.warp(scores, settings)
+            draw = sampling.Draw(char_id, float(processed.softmax(-1)[char_id]),
+                                 sampling.cut(scores, settings, tokenizer.tokens.__getitem__, processed=processed))
+        else:
+            draw = sampler.draw(scores, tokenizer.tokens.__getitem__)
+            char_id = draw.token
+        steps.append(FillStep(len(steps) + 1, position, *blank_offset, tokenizer.tokens[char_id],
+                              float(probs[pick, char_id]), top_characters(tokenizer, probs[pick:pick + 1], top_k)[0],
                               [(p, tokenizer.tokens[int(i) + FIRST_CHAR_ID], float(c))
-                               for p, c, i in zip(remaining, best.tolist(), best_ids.tolist())]))
+                               for p, c, i in zip(remaining, best.tolist(), best_ids.tolist())], draw))
         written[position] = tokenizer.tokens[char_id]
         ids[0, position] = char_id
         remaining.pop(pick)
         if remaining:
-            probs = probabilities_at(model, ids, torch.zeros(len(remaining), dtype=torch.long, device=loaded.device),
-                                     torch.tensor(remaining, device=loaded.device))  # (M', V)
+            logits = logits_at(model, ids, torch.zeros(len(remaining), dtype=torch.long, device=loaded.device),
+                               torch.tensor(remaining, device=loaded.device))  # (M', V)
+            probs = logits.softmax(dim=-1)
     blanks = [FilledBlank(start, length, "".join(independent[start + o] for o in range(length)),
                           "".join(written[start + o] for o in range(length)),
                           [s.offset for s in steps if s.blank == b])
@@ -360,18 +390,20 @@ def fill_prepared(loaded: LoadedCharBert, prepared: Prepared, top_k: int = 5) ->
     return CharFill(CHAR_BERT_ID, prepared.text, [tokenizer.tokens[i] for i in prepared.ids], masked, steps, blanks,
                     with_blanks_filled(prepared, [b.independent for b in blanks]),
                     with_blanks_filled(prepared, [b.iterative for b in blanks]), prepared.unknown,
-                    unknown_note(prepared.unknown))
+                    unknown_note(prepared.unknown), settings)
 
 
-def fill_as_written(text: str, top_k: int = 5) -> CharFill:
+def fill_as_written(text: str, top_k: int = 5, settings: sampling.Settings | None = None) -> CharFill:
     """``fill`` with every blank as long as it is written (``written_blanks``)."""
     text, lengths = written_blanks(text)
-    return fill(text, lengths or None, top_k)
+    return fill(text, lengths or None, top_k, settings)
 
 
-def fill(text: str, blank_chars=None, top_k: int = 5) -> CharFill:
+def fill(text: str, blank_chars=None, top_k: int = 5, settings: sampling.Settings | None = None) -> CharFill:
     """Fill every blank of ``text`` with the shipped char-BERT. ``blank_chars``: the number of characters of every
-    blank, or one number per blank (default DEFAULT_BLANK_CHARS)."""
+    blank, or one number per blank (default DEFAULT_BLANK_CHARS); ``settings``: how each character of the iterative
+    fill is drawn (None: the argmax)."""
     top_k = check_top_k(top_k)
+    settings = (settings or sampling.Settings(0.0)).checked()  # a bad setting is refused before the model loads
     loaded = shipped_char_bert()
-    return fill_prepared(loaded, prepare(loaded, text, blank_chars), top_k)
+    return fill_prepared(loaded, prepare(loaded, text, blank_chars), top_k, settings)

@@ -9,7 +9,8 @@ import gradio as gr
 
 from core.checkpoints import CHAR_BERT_ID, CHECKPOINTS
 from core.limits import FILL_BATCH, MAX_DRAWS, MAX_TEXT_CHARS, MAX_WORD_CHARS
-from demo import lessons, mlm_train, presets, why
+from demo import lessons, mlm_train, presets, sampling, why
+from demo import mlm_char_views as char_views
 from demo.common import TABLE_BUTTONS, LATEX, model_picker
 from demo.downloads import TOKENIZER, model_event
 from demo.figures import COLORWAY
@@ -23,7 +24,7 @@ HISTORY = [(13, "2018", "BERT", "pretrain", "my-dog-is")]  # the Overview's time
 # A blank written as underscores is one [MASK] for a Hub BERT and one [MASK] per underscore for the char-BERT, which
 # answers offline: "_____" asks it for five characters (seed §6's "my dog is hairy").
 FILL_EXAMPLES = [
-    ["my dog is _____ ."],
+    [char_views.HAIRY],
     ["The capital of France is [MASK]."],
     ["The man went to the _ and bought a gallon of [mask]."],
     ["今天天气很[MASK]，我们不得不取消户外运动。"],
@@ -33,13 +34,6 @@ COMPARE_EXAMPLES = [
     ["The weather today is very ___, so we had to cancel the outdoor game."],
     ["今天天气很[MASK]，我们不得不取消户外运动。"],
     ["She opened the ____ and let the cat out of the house."],
-]
-# The seed's English examples on the char-BERT (Moby-Dick's characters, so English only): each blank as long as the
-# word it hides.
-CHAR_FILL_EXAMPLES = [
-    "Call me _______. Some years ago, never mind how long precisely, having little or no money in my purse.",
-    "the man went to ___ store. he bought a gallon __ milk.",  # seed §6's NSP pair: "the", "of"
-    "The weather today is very ___, so we had to cancel the outdoor game.",  # seed §13.1: "bad"
 ]
 INPUT_EXAMPLES = [
     ["my dog is cute", "he likes playing"],
@@ -66,18 +60,14 @@ BANK_EXAMPLES = [
 MLM_ID = CHECKPOINTS["mlm"][0]  # bert-base-uncased: the seed's model; offline, views fall back to MiniLM
 ZH_ID = "bert-base-chinese"  # 21,128 entries, one per Chinese character (and some English pieces)
 P = presets.Preset
-FILL_PRESETS = [P("my-dog-is", label("mlm.preset_my_dog_is"), (MLM_ID, FILL_EXAMPLES[0][0], 5), "§13"),
-                P("capital-of-france", label("mlm.preset_capital"), (MLM_ID, FILL_EXAMPLES[1][0], 5), "§13"),
-                P("gallon-of-milk", label("mlm.preset_gallon"), (MLM_ID, FILL_EXAMPLES[2][0], 5), "§13"),
-                P("char-bert-hairy", label("mlm.preset_char_hairy"), (CHAR_BERT_ID, FILL_EXAMPLES[0][0], 5), "§13"),
-                P("char-bert-ishmael", label("mlm.preset_char_ishmael"), (CHAR_BERT_ID, CHAR_FILL_EXAMPLES[0], 5),
-                  "§13"),
-                P("char-bert-gallon", label("mlm.preset_char_gallon"), (CHAR_BERT_ID, CHAR_FILL_EXAMPLES[1], 5),
-                  "§13"),
-                P("char-bert-weather", label("mlm.preset_char_weather"), (CHAR_BERT_ID, CHAR_FILL_EXAMPLES[2], 5),
-                  "§13.1"),
-                P("weather-zh", label("mlm.preset_weather_zh"), (ZH_ID, FILL_EXAMPLES[3][0], 5), "§13.1"),
-                P("weather-zh-short", label("mlm.preset_weather_zh_short"), (ZH_ID, FILL_EXAMPLES[4][0], 5),
+GREEDY = char_views.GREEDY  # a Hub checkpoint fills in one pass: the sampling controls stay at their default
+# model, text, top-k shown, temperature, top-k cut, top-p, seed; the char-BERT's presets are demo/mlm_char_views.py's
+FILL_PRESETS = [P("my-dog-is", label("mlm.preset_my_dog_is"), (MLM_ID, FILL_EXAMPLES[0][0], 5, *GREEDY), "§13"),
+                P("capital-of-france", label("mlm.preset_capital"), (MLM_ID, FILL_EXAMPLES[1][0], 5, *GREEDY), "§13"),
+                P("gallon-of-milk", label("mlm.preset_gallon"), (MLM_ID, FILL_EXAMPLES[2][0], 5, *GREEDY), "§13"),
+                *char_views.FILL_PRESETS,
+                P("weather-zh", label("mlm.preset_weather_zh"), (ZH_ID, FILL_EXAMPLES[3][0], 5, *GREEDY), "§13.1"),
+                P("weather-zh-short", label("mlm.preset_weather_zh_short"), (ZH_ID, FILL_EXAMPLES[4][0], 5, *GREEDY),
                   "§13.1")]
 COMPARE_PRESETS = [P("gpt-vs-bert", label("mlm.preset_gpt_vs_bert"), (MLM_ID, COMPARE_EXAMPLES[0][0], 8), "§13.1"),
                    P("gpt-vs-bert-zh", label("mlm.preset_gpt_vs_bert_zh"), (ZH_ID, COMPARE_EXAMPLES[1][0], 8),
@@ -125,6 +115,10 @@ def build() -> None:
                 text = gr.Textbox(value=FILL_EXAMPLES[0][0], label=label("mlm.fill_text_label"), scale=4,
                                   max_length=MAX_TEXT_CHARS)
                 top_k = gr.Slider(1, 20, value=5, step=1, label=label("mlm.top_k"), scale=1)
+            # issue #36: the char-BERT's iterative fill draws each character with the controls of every tab that
+            # generates; open, as they are there (a Hub checkpoint's one-shot fill says it draws nothing)
+            with gr.Accordion(label("mlm.char_bert.sampling_accordion"), open=True):
+                fill_controls = sampling.controls(*GREEDY, max_top_k=char_views.MAX_TOP_K)
             with gr.Row():
                 # The words come from the tokenizer when the list is opened or the text changes, not while the app
                 # is built (which would load the tokenizer, and torch with it: core/lazy.py).
@@ -138,17 +132,18 @@ def build() -> None:
                     fill_plot = gr.Plot(label=label("mlm.predictions"), scale=3, show_label=False)
                     fill_table = gr.Dataframe(headers=[""] * 4, interactive=False,
                                               label=label("mlm.fill_table"), scale=2, buttons=TABLE_BUTTONS)
+                next_char_plot = gr.Plot(show_label=False, visible=False)  # the char-BERT's first draw: its cut
+            fill_inputs = [model_id, text, top_k, *fill_controls]
+            fill_outputs = [notice, filled, fill_plot, fill_table, next_char_plot, fill_results]
             gr.on([text.change, word.focus], word_choices, [text, word], word, api_name="mlm_words")
             mask_button.click(mask_chosen_word, [text, word], text, api_name="mlm_mask_word")
             # batch=True: requests that arrive together (a class pressing Fill at once) share one forward pass;
             # benchmarks/batching.py measures the throughput against fill (unbatched).
-            model_event(fill_button.click, {"mlm": model_id}, fill_batch, [model_id, text, top_k],
-                        [notice, filled, fill_plot, fill_table, fill_results], api_name="mlm_fill", batch=True,
-                        max_batch_size=FILL_BATCH)
+            model_event(fill_button.click, {"mlm": model_id}, fill_batch, fill_inputs, fill_outputs,
+                        api_name="mlm_fill", batch=True, max_batch_size=FILL_BATCH)
             # The first sub-tab: shown (and computed) when the tab opens.
-            fill_view = presets.View("mlm", "fill", [model_id, text, top_k],
-                                     [notice, filled, fill_plot, fill_table, fill_results], fill, FILL_PRESETS,
-                                     where=fill_tab)
+            fill_view = presets.View("mlm", "fill", fill_inputs, fill_outputs, fill, FILL_PRESETS, where=fill_tab,
+                                     seed=fill_controls[3])
             with fill_bar:
                 fill_view.buttons()
 

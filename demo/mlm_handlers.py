@@ -6,6 +6,8 @@ is a key of the ``mlm`` section of assets/i18n/*.yaml, rendered in the learner's
 """
 from __future__ import annotations
 
+from functools import partial
+
 import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
@@ -16,6 +18,7 @@ from core.lazy import lazy_import
 from core.param_count import PART_KEYS
 from demo.common import friendly_errors, gpu_handler, log, sig4, whole_number
 from demo import mlm_char_views as char_views
+from demo import sampling
 from demo.downloads import SHORT_REASONS, byte_progress, missing_model_card, needs_download, results_visible
 from demo.figures import COLORWAY, DIVERGING_SCALE, bar, empty_figure, heatmap
 from demo.mlm_figures import candidates_figure, table
@@ -107,31 +110,41 @@ def rows_of(value) -> list[list]:
 
 @friendly_errors
 @gpu_handler
-def fill(model_id: str, text: str, top_k: float, progress=gr.Progress()):
-    """→ notice, filled sentence, figure, table, the results' column (hidden while the checkpoint is missing)."""
+def fill(model_id: str, text: str, top_k: float, temperature: float = 0.0, sampling_top_k: float = 0,
+         top_p: float = 1.0, seed: float = 0, progress=gr.Progress()):
+    """→ notice, filled sentence, figure, table, the char-BERT's first-step next-token figure, the results' column
+    (hidden while the checkpoint is missing). The sampling controls draw the char-BERT's characters; a Hub
+    checkpoint fills in one pass and draws nothing, and its note says so when the controls would sample."""
     fm.clean_text(text)  # empty text: say so before any loading
+    controls = (temperature, sampling_top_k, top_p, seed)
+    settings = sampling.settings(*controls)  # an impossible setting: its message, whichever the model
     if char_views.is_char_bert(model_id):
-        return char_views.fill(text, top_k)
+        return char_views.fill(text, top_k, settings=settings, link=(model_id, text, top_k, *controls))
     try:
         loaded = load_mlm(model_id, progress)
     except ModelUnavailableError as exc:
-        return stand_in(exc, model_id, "downloads.shows_mlm_fill", char_views.fill, text, top_k, "", None, [])
+        return stand_in(exc, model_id, "downloads.shows_mlm_fill", partial(char_views.fill, settings=settings), text,
+                        top_k, "", None, [], None)
     result = fm.fill_mask(loaded, text, int(top_k))
-    return _fill_outputs(loaded, result, int(top_k))
+    return _fill_outputs(loaded, result, int(top_k), settings)
 
 
-def _fill_outputs(loaded: registry.LoadedModel, result: fm.FillMaskResult, top_k: int):
+def _fill_outputs(loaded: registry.LoadedModel, result: fm.FillMaskResult, top_k: int, settings):
     filled = t("mlm.filled", text=result.filled)
     if len(result.blanks) > 1:
         filled += "\n\n" + t("mlm.filled_independently")
     if result.unknown:
         filled += "\n\n" + t("mlm.unknown_pieces", pieces=", ".join(result.unknown))
+    if not settings.greedy:  # the controls would draw: say why nothing was drawn
+        filled += "\n\n" + t("mlm.char_bert.one_shot", model=loaded.files.name, settings=sampling.describe(settings))
     title = t("mlm.fill_title", k=top_k, model=loaded.files.name)
     return (badge(loaded), filled, blank_figure(result.blanks, title), candidate_table(result.blanks),
-            results_visible(True))
+            char_views.plot_shown(None), results_visible(True))
 
 
-def fill_batch(model_id: list, text: list, top_k: list, request: gr.Request = None) -> tuple[list, ...]:
+def fill_batch(model_id: list, text: list, top_k: list, temperature: list | None = None,
+               sampling_top_k: list | None = None, top_p: list | None = None, seed: list | None = None,
+               request: gr.Request = None) -> tuple[list, ...]:
     """``fill`` for a batch of requests (wired with batch=True: Gradio gathers concurrent requests into one call,
     and the model reads them in one padded forward pass). Each request's own problem (no blank, too long, model not
     available) is shown in its notice instead of failing the other requests of the batch. The parameters keep
@@ -141,6 +154,8 @@ def fill_batch(model_id: list, text: list, top_k: list, request: gr.Request = No
     batch's order), a direct call one request or none; each sample's answer comes out in its own learner's
     language."""
     model_ids, texts, top_ks = model_id, text, top_k
+    controls = list(zip(*(column if column is not None else [default] * len(texts) for column, default
+                          in zip((temperature, sampling_top_k, top_p, seed), char_views.GREEDY))))
     requests = request if isinstance(request, (list, tuple)) else [request] * len(texts)
     languages = [language_of(r) for r in requests]
     outputs: list[tuple] = [None] * len(texts)  # type: ignore[list-item]
@@ -158,25 +173,27 @@ def fill_batch(model_id: list, text: list, top_k: list, request: gr.Request = No
             results, loaded = [exc] * len(indices), None
         for i, result in zip(indices, results):
             with using_language(languages[i]):
-                outputs[i] = _batch_output(loaded, result, model_id, texts[i], top_ks[i])
+                outputs[i] = _batch_output(loaded, result, model_id, texts[i], top_ks[i], controls[i])
     return tuple(list(column) for column in zip(*outputs))
 
 
-def _batch_output(loaded, result, model_id: str, text: str, top_k) -> tuple:
-    if result is None or isinstance(result, ModelUnavailableError):
-        try:
-            if result is None:
-                return char_views.fill(text, top_k)
-            return stand_in(result, model_id, "downloads.shows_mlm_fill", char_views.fill, text, top_k, "", None, [])
-        except Exception as exc:  # noqa: BLE001 - shown in this request's notice, never as a traceback
-            result = exc
+def _batch_output(loaded, result, model_id: str, text: str, top_k, controls: tuple) -> tuple:
+    try:
+        settings = sampling.settings(*controls)
+        if result is None:
+            return char_views.fill(text, top_k, settings=settings, link=(model_id, text, top_k, *controls))
+        if isinstance(result, ModelUnavailableError):
+            return stand_in(result, model_id, "downloads.shows_mlm_fill", partial(char_views.fill, settings=settings),
+                            text, top_k, "", None, [], None)
+    except Exception as exc:  # noqa: BLE001 - shown in this request's notice, never as a traceback
+        result = exc
     if isinstance(result, Exception):
         if not isinstance(result, UserInputError):
             log.error("fill-mask batch failed", exc_info=result)
         message = str(result) if isinstance(result, UserInputError) else t("errors.internal",
                                                                              name=type(result).__name__)
-        return t("mlm.fill_refused", message=message), "", None, [], results_visible(False)
-    return _fill_outputs(loaded, result, int(top_k))
+        return t("mlm.fill_refused", message=message), "", None, [], None, results_visible(False)
+    return _fill_outputs(loaded, result, int(top_k), settings)
 
 
 def word_list(text: str) -> list[tuple[str, int]]:

@@ -1,6 +1,7 @@
 """The sampling controls and the next-token figure, the same in every tab that generates (issue #36): the N-gram
-tab's Generate view, the RNN & LSTM tab's, and the Transformer & GPT tab's next-token and generation views (the
-char-GPT and GPT-2). core/sampling.py draws; this module builds the four controls (temperature, top-k, top-p, seed),
+tab's Generate view, the RNN & LSTM tab's, the Transformer & GPT tab's next-token and generation views (the
+char-GPT and GPT-2), and the BERT masked LM tab's Fill view on the char-BERT (demo/mlm_char_views.py: each character
+of its iterative fill is drawn). core/sampling.py draws; this module builds the four controls (temperature, top-k, top-p, seed),
 reads them, and turns a ``Cut`` into the figure (demo/token_figures.next_token_figure), its table and its sentences.
 
 What the controls accept, and what a learner gets at their ends:

@@ -83,7 +83,8 @@ def test_the_bert_events_are_batched_with_their_parameter_names():
 
     blocks = app.build_app()
     by_name = {fn.api_name: fn for fn in blocks.fns.values()}
-    expected = {"ner_tag": ["text", "model_id", "strategy"], "mlm_fill": ["model_id", "text", "top_k"],
+    expected = {"ner_tag": ["text", "model_id", "strategy"],
+                "mlm_fill": ["model_id", "text", "top_k", "temperature", "sampling_top_k", "top_p", "seed"],  # #36
                 "qa_answer": ["model_id", "question", "context", "max_answer_len", "top_k", "doc_stride",
                               "max_seq_len", "no_answer"]}
     info = blocks.get_api_info()["named_endpoints"]

@@ -66,7 +66,7 @@ def test_a_blank_is_as_long_as_it_is_written():
 
 
 def test_fill_on_the_char_bert_shows_top_k_per_character_and_both_words(reference):
-    notice, filled, figure, table, shown = mlm_handlers.fill(CHAR_BERT_ID, "my dog is _____ .", 4)
+    notice, filled, figure, table, _, shown = mlm_handlers.fill(CHAR_BERT_ID, "my dog is _____ .", 4)
     assert shown == SHOWN and "char-BERT" in notice and "hf download" not in notice
     expected = first_pass(reference, "my dog is \0\0\0\0\0 .", 4)
     assert len(figure.data) == 5  # one bar chart per hidden character
@@ -100,12 +100,12 @@ def test_offline_a_hub_checkpoint_gives_way_to_the_char_bert(offline, reference)
     for call in (lambda: mlm_handlers.fill("bert-base-uncased", "the man went to ___ store.", 3),
                  lambda: tuple(column[0] for column in mlm_handlers.fill_batch(
                      ["bert-base-uncased"], ["the man went to ___ store."], [3]))):
-        notice, filled, figure, table, shown = call()
+        notice, filled, figure, table, _, shown = call()
         assert shown == SHOWN and notice.count("hf download bert-base-uncased") == 1 and "char-BERT" in notice
         assert [list(trace.y) for trace in figure.data] == [[c for c, _ in want] for want in
                                                             first_pass(reference, "the man went to \0\0\0 store.", 3)]
     # A batch mixing the char-BERT, an offline Hub id and a bad text: each request its own answer.
-    notices, filled, _, tables, shown = mlm_handlers.fill_batch(
+    notices, filled, _, tables, _, shown = mlm_handlers.fill_batch(
         [CHAR_BERT_ID, "bert-base-uncased", CHAR_BERT_ID], ["Call me ___.", "Call me ___.", "no blank here"], [2, 2, 2])
     assert filled[0] == filled[1] and "hf download" in notices[1] and "hf download" not in notices[0]
     assert shown[:2] == [SHOWN, SHOWN] and shown[2] == HIDDEN and "no blank" in notices[2].lower()
@@ -113,7 +113,7 @@ def test_offline_a_hub_checkpoint_gives_way_to_the_char_bert(offline, reference)
 
 def test_chinese_text_offline_keeps_the_card_and_says_why():
     with using_language("zh"):
-        notice, _, figure, table, shown = mlm_handlers.fill("bert-base-chinese", "今天天气很[MASK]。", 5)
+        notice, _, figure, table, _, shown = mlm_handlers.fill("bert-base-chinese", "今天天气很[MASK]。", 5)
     assert "hf download bert-base-chinese" in notice and "char-BERT 在这里无法代替它" in notice
     assert shown == HIDDEN and figure is None
 
@@ -166,7 +166,7 @@ def test_the_seed_examples_are_one_click_char_bert_presets():
     assert ids["char-gpt-vs-char-bert"].resolved()[1:] == (mlm.COMPARE_EXAMPLES[0][0], 8)
     assert gpt_demo.VS_PRESETS[-2].slug == "char-gpt-vs-char-bert"  # the same slug in the GPT tab
     assert gpt_demo.VS_PRESETS[-1].resolved()[1:] == ("char-gpt", CHAR_BERT_ID)
-    notice, filled, figure, table, shown = mlm_handlers.fill(*ids["char-bert-gallon"].resolved())
+    notice, filled, figure, table, _, shown = mlm_handlers.fill(*ids["char-bert-gallon"].resolved())
     assert len(figure.data) == 5 and shown == SHOWN  # "___" and "__": the, of
 
 

@@ -32,7 +32,7 @@ def chinese_mlm_folder(tmp_path_factory):
 
 
 def test_demo_fill_compare_nsp_handlers(pretraining_folder):
-    notice, filled, figure, table, shown = mlm.fill(pretraining_folder, "my _ is [MASK] .", 4,
+    notice, filled, figure, table, _, shown = mlm.fill(pretraining_folder, "my _ is [MASK] .", 4,
                                                     progress=noop_progress)
     assert shown == {"__type__": "update", "visible": True}
     assert "BertForPreTraining" in notice and filled.startswith("**Filled in:**")
@@ -47,7 +47,7 @@ def test_demo_fill_compare_nsp_handlers(pretraining_folder):
 
 def test_demo_offline_views(pretraining_folder):
     # Offline the char-BERT answers in bert-base-uncased's place (tests/test_mlm_char_demo.py), naming the download.
-    notice, _, figure, table, shown = mlm.fill("bert-base-uncased", "my dog is _____ .", 5, progress=noop_progress)
+    notice, _, figure, table, _, shown = mlm.fill("bert-base-uncased", "my dog is _____ .", 5, progress=noop_progress)
     assert "`hf download bert-base-uncased`" in notice and "char-BERT" in notice
     assert len(mlm_handlers.rows_of(table)) == 5 and len(figure.data) == 5  # one row and one chart per character
     assert shown == {"__type__": "update", "visible": True}
@@ -83,7 +83,7 @@ def test_tab_builds_with_its_api_names():
 
 
 def test_batched_handler_gives_each_request_its_own_answer(pretraining_folder):
-    notices, filled, figures, tables, shown = mlm.fill_batch([pretraining_folder] * 3,
+    notices, filled, figures, tables, _, shown = mlm.fill_batch([pretraining_folder] * 3,
                                                              [BATCH_TEXTS[0], "no blank here", BATCH_TEXTS[1]],
                                                              [4, 4, 3])
     assert len(notices) == len(filled) == len(figures) == len(tables) == len(shown) == 3
@@ -102,7 +102,7 @@ def zh_request():
 
 
 def test_fill_answers_in_chinese_and_refuses_in_chinese(chinese_mlm_folder):
-    notice, filled, figure, table, _ = mlm.fill(chinese_mlm_folder, ZH_TEXTS[0], 3, progress=noop_progress,
+    notice, filled, figure, table, _, _ = mlm.fill(chinese_mlm_folder, ZH_TEXTS[0], 3, progress=noop_progress,
                                              request=zh_request())
     assert filled.startswith("**填空结果：**") and "每个空格的前 3 个候选" in figure.layout.title.text
     assert table["headers"] == ["空格", "名次", "词元", "概率"] and len(table["data"]) == 3
@@ -117,8 +117,8 @@ def test_fill_answers_in_chinese_and_refuses_in_chinese(chinese_mlm_folder):
 
 def test_offline_chinese_preset_says_what_to_fetch_in_the_learners_language():
     preset = next(p for p in mlm.FILL_PRESETS if p.slug == "weather-zh-short")
-    model_id, text, top_k = preset.values
-    notice, filled, figure, table, _ = mlm.fill(model_id, text, top_k, progress=noop_progress, request=zh_request())
+    model_id, text, top_k, *_ = preset.values  # then the sampling controls (issue #36)
+    notice, filled, figure, table, _, _ = mlm.fill(model_id, text, top_k, progress=noop_progress, request=zh_request())
     assert "hf download bert-base-chinese\n" in notice and "本机还没有这个模型" in notice and table == []
     notice, *_ = mlm.fill(model_id, text, top_k, progress=noop_progress)
     assert "hf download bert-base-chinese\n" in notice and "is not on this machine" in notice
@@ -127,7 +127,7 @@ def test_offline_chinese_preset_says_what_to_fetch_in_the_learners_language():
 def test_batched_fill_answers_each_request_in_its_own_language(chinese_mlm_folder):
     """Gradio 6 gives a batched function one gr.Request per sample (queueing.py); each gets its own language."""
     english = SimpleNamespace(headers={"accept-language": "en-US"})
-    notices, filled, figures, tables, _ = mlm.fill_batch([chinese_mlm_folder] * 3, ["没有空格", "没有空格", ZH_TEXTS[0]],
+    notices, filled, figures, tables, _, _ = mlm.fill_batch([chinese_mlm_folder] * 3, ["没有空格", "没有空格", ZH_TEXTS[0]],
                                                       [3, 3, 3], request=[zh_request(), english, zh_request()])
     assert notices[0].startswith("**这句话无法填空。** 没有可填的空格")
     assert notices[1].startswith("**This sentence cannot be filled in.** There is no blank")
