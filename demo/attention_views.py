@@ -45,6 +45,9 @@ def _hover(weight_format: str = ".3f") -> str:
     return t("attention.hover", fmt=weight_format)
 
 
+MAX_PE_CELLS = 256 * 512  # the PE heatmap draws every step-th position beyond this many cells
+
+
 def _big_heatmap(values: np.ndarray, title: str, x_title: str, y_title: str, colorscale=DIVERGING_SCALE,
                  height: int = 420, **kwargs):
     """A heatmap with numeric axes, for matrices too wide to label every column (PE, concatenated heads)."""
@@ -128,9 +131,12 @@ def positional(positions: float, d_model: float, dims_text: str):
         if bad:
             raise UserInputError("attention.dims_out_of_range", last=d_model - 1, bad=", ".join(map(str, bad)))
         raise UserInputError("attention.dims_missing", last=d_model - 1)
-    heat = _big_heatmap(pe, t("attention.fig_pe", positions=positions, d_model=d_model), t("attention.axis_dimension"),
-                        t("attention.axis_position"),
-                        zmin=-1, zmax=1, height=460)
+    # 512 × 512 values made a 2.0 MB answer; a 460-px-tall heatmap cannot show more than 256 rows anyway.
+    step = -(-positions * d_model // MAX_PE_CELLS)
+    title = t("attention.fig_pe", positions=positions, d_model=d_model) + (
+        t("attention.fig_pe_every", step=step) if step > 1 else "")
+    heat = _big_heatmap(pe[::step], title, t("attention.axis_dimension"), t("attention.axis_position"),
+                        y=list(range(0, positions, step)), zmin=-1, zmax=1, height=460)
 
     def name(d: int) -> str:
         wavelength = 2 * math.pi * 10000 ** ((d - d % 2) / d_model)
