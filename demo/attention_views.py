@@ -38,6 +38,10 @@ MODEL_EXAMPLES = [
 SHAPE_HEADERS = ["step", "equation", "shape"]  # as first drawn; handlers return translated headers
 PERMUTATION_HEADERS = ["slot", "word", "was at", "change without PE", "change with PE"]
 GRID_MAX_TOKENS = 48  # the layer × head grid stays readable (and light in the browser) up to about this many tokens
+GRID_MAX_CELLS = 100_000  # and draws at most this many cells: 48 tokens × 144 heads (BERT-base) would be 2 MB
+# The two large maps draw the first 256 tokens: 512 × 512 (BERT's longest input) made a 4.3 MB answer; a 620-px map
+# has no pixel for more rows anyway.
+MAP_MAX_TOKENS = 256
 
 
 def _hover(weight_format: str = ".3f") -> str:
@@ -209,13 +213,17 @@ def _notice(maps: att.AttentionMaps, hide_special: bool) -> str:
         parts.append(t("attention.one_piece"))
     if hide_special:
         parts.append(t("attention.hidden_note"))
-    if len(maps.tokens) > GRID_MAX_TOKENS:
-        parts.append(t("attention.grid_first", count=GRID_MAX_TOKENS))
+    if len(maps.tokens) > MAP_MAX_TOKENS:
+        parts.append(t("attention.maps_first", count=_grid_tokens(maps), maps=MAP_MAX_TOKENS))
+    elif len(maps.tokens) > _grid_tokens(maps):
+        parts.append(t("attention.grid_first", count=_grid_tokens(maps)))
     return "\n\n".join(parts)
 
 
 def _head_figures(maps: att.AttentionMaps, layer: int, head: int, hide_special: bool):
     probs, labels, share = _views(maps, hide_special)
+    n = min(len(labels), MAP_MAX_TOKENS)
+    probs, labels, share = probs[..., :n, :n], labels[:n], None if share is None else share[..., :n].astype(np.float32)
     layer, head = min(max(layer, 1), maps.layers), min(max(head, 1), maps.heads)
     extra = {} if share is None else {"customdata": np.repeat(share[layer - 1, head - 1][:, None], len(labels), 1)}
     head_fig = _model_heatmap(probs[layer - 1, head - 1], labels, t("attention.fig_layer_head", layer=layer, head=head),
@@ -242,13 +250,18 @@ def _model_heatmap(values: np.ndarray, labels: list[str], title: str, customdata
     return styled(fig, title, size + 60)
 
 
+def _grid_tokens(maps: att.AttentionMaps) -> int:
+    """Tokens per tile of the layer × head grid: up to GRID_MAX_TOKENS, fewer for models with many heads."""
+    return min(GRID_MAX_TOKENS, math.isqrt(GRID_MAX_CELLS // (maps.layers * maps.heads)))
+
+
 def _grid_figure(maps: att.AttentionMaps, hide_special: bool):
     """bertviz's model view: one small map per (layer, head), layers down, heads across, one colour scale.
 
     Drawn as ONE heatmap of tiles separated by blank (NaN) gaps: 72–144 separate subplots take plotly seconds to
     build, one tiled trace takes milliseconds and looks the same. Hover names the layer, head and both tokens."""
     probs, labels, _ = _views(maps, hide_special)
-    n = min(len(labels), GRID_MAX_TOKENS)
+    n = min(len(labels), _grid_tokens(maps))
     probs, labels = probs[..., :n, :n], labels[:n]
     L, A = maps.layers, maps.heads
     step = n + 1  # one blank row/column between tiles
