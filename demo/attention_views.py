@@ -38,11 +38,18 @@ MODEL_EXAMPLES = [
 SHAPE_HEADERS = ["step", "equation", "shape"]  # as first drawn; handlers return translated headers
 PERMUTATION_HEADERS = ["slot", "word", "was at", "change without PE", "change with PE"]
 GRID_MAX_TOKENS = 48  # the layer × head grid stays readable (and light in the browser) up to about this many tokens
+GRID_MAX_CELLS = 100_000  # and draws at most this many cells: 48 tokens × 144 heads (BERT-base) would be 2 MB
+# The two large maps draw the first 256 tokens: 512 × 512 (BERT's longest input) made a 4.3 MB answer; a 620-px map
+# has no pixel for more rows anyway.
+MAP_MAX_TOKENS = 256
 
 
 def _hover(weight_format: str = ".3f") -> str:
     """Hover text of an attention map, in the learner's language (plotly fills %{y}, %{x}, %{z})."""
     return t("attention.hover", fmt=weight_format)
+
+
+MAX_PE_CELLS = 256 * 512  # the PE heatmap draws every step-th position beyond this many cells
 
 
 def _big_heatmap(values: np.ndarray, title: str, x_title: str, y_title: str, colorscale=DIVERGING_SCALE,
@@ -128,9 +135,12 @@ def positional(positions: float, d_model: float, dims_text: str):
         if bad:
             raise UserInputError("attention.dims_out_of_range", last=d_model - 1, bad=", ".join(map(str, bad)))
         raise UserInputError("attention.dims_missing", last=d_model - 1)
-    heat = _big_heatmap(pe, t("attention.fig_pe", positions=positions, d_model=d_model), t("attention.axis_dimension"),
-                        t("attention.axis_position"),
-                        zmin=-1, zmax=1, height=460)
+    # 512 × 512 values made a 2.0 MB answer; a 460-px-tall heatmap cannot show more than 256 rows anyway.
+    step = -(-positions * d_model // MAX_PE_CELLS)
+    title = t("attention.fig_pe", positions=positions, d_model=d_model) + (
+        t("attention.fig_pe_every", step=step) if step > 1 else "")
+    heat = _big_heatmap(pe[::step], title, t("attention.axis_dimension"), t("attention.axis_position"),
+                        y=list(range(0, positions, step)), zmin=-1, zmax=1, height=460)
 
     def name(d: int) -> str:
         wavelength = 2 * math.pi * 10000 ** ((d - d % 2) / d_model)
@@ -203,13 +213,17 @@ def _notice(maps: att.AttentionMaps, hide_special: bool) -> str:
         parts.append(t("attention.one_piece"))
     if hide_special:
         parts.append(t("attention.hidden_note"))
-    if len(maps.tokens) > GRID_MAX_TOKENS:
-        parts.append(t("attention.grid_first", count=GRID_MAX_TOKENS))
+    if len(maps.tokens) > MAP_MAX_TOKENS:
+        parts.append(t("attention.maps_first", count=_grid_tokens(maps), maps=MAP_MAX_TOKENS))
+    elif len(maps.tokens) > _grid_tokens(maps):
+        parts.append(t("attention.grid_first", count=_grid_tokens(maps)))
     return "\n\n".join(parts)
 
 
 def _head_figures(maps: att.AttentionMaps, layer: int, head: int, hide_special: bool):
     probs, labels, share = _views(maps, hide_special)
+    n = min(len(labels), MAP_MAX_TOKENS)
+    probs, labels, share = probs[..., :n, :n], labels[:n], None if share is None else share[..., :n].astype(np.float32)
     layer, head = min(max(layer, 1), maps.layers), min(max(head, 1), maps.heads)
     extra = {} if share is None else {"customdata": np.repeat(share[layer - 1, head - 1][:, None], len(labels), 1)}
     head_fig = _model_heatmap(probs[layer - 1, head - 1], labels, t("attention.fig_layer_head", layer=layer, head=head),
@@ -236,13 +250,18 @@ def _model_heatmap(values: np.ndarray, labels: list[str], title: str, customdata
     return styled(fig, title, size + 60)
 
 
+def _grid_tokens(maps: att.AttentionMaps) -> int:
+    """Tokens per tile of the layer × head grid: up to GRID_MAX_TOKENS, fewer for models with many heads."""
+    return min(GRID_MAX_TOKENS, math.isqrt(GRID_MAX_CELLS // (maps.layers * maps.heads)))
+
+
 def _grid_figure(maps: att.AttentionMaps, hide_special: bool):
     """bertviz's model view: one small map per (layer, head), layers down, heads across, one colour scale.
 
     Drawn as ONE heatmap of tiles separated by blank (NaN) gaps: 72–144 separate subplots take plotly seconds to
     build, one tiled trace takes milliseconds and looks the same. Hover names the layer, head and both tokens."""
     probs, labels, _ = _views(maps, hide_special)
-    n = min(len(labels), GRID_MAX_TOKENS)
+    n = min(len(labels), _grid_tokens(maps))
     probs, labels = probs[..., :n, :n], labels[:n]
     L, A = maps.layers, maps.heads
     step = n + 1  # one blank row/column between tiles

@@ -18,7 +18,7 @@ from demo import embeddings_nnlm, lessons, presets
 from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, sig4, sig4_text, stopped_error,
                          stopped_note, training_run, whole_number)
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
-from demo.i18n import label, t
+from demo.i18n import label, t, untitled_columns
 
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
 w2v = lazy_import("core.embeddings")
@@ -155,13 +155,6 @@ def static_vectors(word: str, first: str, second: str, progress=gr.Progress()):
                  value_title=t("embeddings.axis_cosine"))
     summary = t("embeddings.static_summary", word=result.word, cosine=f"{result.cosine[0, 1]:.3f}")
     return summary, vectors_fig, nb_fig
-
-
-def untitled_columns(examples: gr.Examples) -> gr.Examples:
-    """gr.Examples takes its column headers from its inputs' labels, and Gradio's front end shows a header that is a
-    gr.I18n key as the raw key: the examples' label (which it does translate) names the columns instead."""
-    examples.dataset.headers = []
-    return examples
 
 
 @friendly_errors

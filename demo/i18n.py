@@ -157,3 +157,14 @@ class LanguageMiddleware:
             await send({"type": "http.response.body", "body": page})
 
         await self.app(scope, receive, buffered_send)
+
+
+def untitled_columns(examples: gr.Examples) -> gr.Examples:
+    """gr.Examples takes its column headers from its inputs' labels, and Gradio's front end shows a header that is a
+    gr.I18n key as the raw key: the examples' label (which it does translate) names the columns instead. A click
+    sends back the inputs' props: a label is held as the "__i18n__{…}" string the page gets, which the API route's
+    json.dumps can write (an I18nData dropped /gradio_api/call/load_example's connection with no answer)."""
+    examples.dataset.headers = []
+    examples.input_component_props = [{key: str(value) if isinstance(value, I18nData) else value
+                                       for key, value in props.items()} for props in examples.input_component_props]
+    return examples
