@@ -4,7 +4,9 @@ The trainers: word2vec and the RNN/LSTM pair (tests/test_training_jobs.py), the 
 (classify_train), the char-BERT retrain (mlm_train) and the tokenizer lab's BPE learner. ELMo does not train in the
 app (scripts/train_elmo.py trained the shipped weights). Time is faked where a trainer checks a clock each step, as
 tests/test_training_jobs.py does: each reading of the clock advances it, so a run "takes" its whole budget in a few
-real seconds and nothing asserts on wall time. The BPE learner has no clock to fake: its bound is its input cap.
+real seconds and nothing asserts on wall time. The BPE learner has no clock: its bound is its input cap (core/bpe.py
+takes at most OURS_MAX_BYTES, measured at 2 s of CPU in README's Issue 36 section; larger corpora go to
+`tokenizers`, tests/test_tokenizer_lab.py).
 """
 from __future__ import annotations
 
@@ -13,8 +15,7 @@ import re
 import pytest
 
 from core import finetune, finetune_train, jobs, limits, nnlm
-from core import tokenizer_lab as lab
-from core.corpora import DEFAULT_LABELLED, load_corpus
+from core.corpora import DEFAULT_LABELLED
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 SLACK = 5.0  # seconds past its budget a run may end (the step under way and the held-out pass)
@@ -34,7 +35,7 @@ class FakeClock:
 def test_the_nnlm_at_its_sliders_maxima_stops_within_its_120_s_and_says_so(monkeypatch):
     from demo import embeddings_nnlm
 
-    monkeypatch.setattr(nnlm.time, "perf_counter", FakeClock(tick=4.0))  # ~25 steps: the held-out pass is foreseen
+    monkeypatch.setattr(nnlm.time, "perf_counter", FakeClock(tick=10.0))  # ~12 steps: the held-out pass is foreseen
     monkeypatch.setattr(nnlm, "_TRAINED", {})
     summary = embeddings_nnlm.train_and_predict("moby_dick", limits.NNLM_MAX_CONTEXT, 128, 256, 5000,
                                                 limits.NNLM_MAX_SECONDS, "the white", progress=lambda *a, **k: None)[0]
@@ -44,7 +45,7 @@ def test_the_nnlm_at_its_sliders_maxima_stops_within_its_120_s_and_says_so(monke
 
 
 def test_fine_tuning_at_its_sliders_maxima_stops_within_its_budget_and_says_so(monkeypatch):
-    clock = FakeClock(tick=2.0)  # one reading per batch: the 110 s budget is spent after ~55 batches
+    clock = FakeClock(tick=3.0)  # one reading per batch: the 110 s budget is spent after ~37 batches
     monkeypatch.setattr(finetune_train.time, "perf_counter", clock)
     examples = [e for e in finetune.load_bundled(DEFAULT_LABELLED) if e.group < 40]
     updates = list(finetune_train.train(finetune.split(examples, 0), head_steps=limits.MAX_HEAD_STEPS,
@@ -67,13 +68,3 @@ def test_the_char_bert_retrain_at_its_slider_maximum_stops_within_its_budget_and
     assert f"training-time budget ({jobs.TRAIN_SECONDS:.0f} s)" in note
     seconds = int(re.search(r"\*\*After \d+ steps\*\* \((\d+) s\)", note).group(1))
     assert seconds <= jobs.TRAIN_SECONDS + SLACK
-
-
-def test_the_bpe_learner_at_its_caps_ends_well_within_a_training_budget():
-    """The costliest input core/bpe.py itself takes: 3 MB (larger goes to `tokenizers`) with no spaces or line breaks
-    (one long word), at the largest vocabulary. Measured 2.3 s idle; the bound is the trainers' budget plus 5 s."""
-    poem = load_corpus("tang_poems").replace("\n", "").replace(" ", "")
-    text = (poem * (lab.OURS_MAX_BYTES // len(poem.encode()) + 1))[:lab.OURS_MAX_BYTES // 3]
-    trained = lab.train_bpe("upload", text, lab.MAX_VOCAB)
-    assert trained.trainer == "core/bpe.py" and trained.asked == lab.MAX_VOCAB
-    assert trained.seconds <= jobs.TRAIN_SECONDS + SLACK
