@@ -51,6 +51,9 @@ def as_matrix(values, name: str, max_rows: int = MAX_TOY_TOKENS, max_cols: int =
         raise UserInputError("attention.matrix_empty", name=name)
     if len({len(row) for row in rows}) != 1:
         raise UserInputError("attention.matrix_ragged", name=name)
+    if len(rows) > max_rows or len(rows[0]) > max_cols:  # before any cell is read: a huge paste costs nothing
+        raise UserInputError("attention.matrix_too_big", name=name, rows=len(rows), cols=len(rows[0]),
+                             max_rows=max_rows, max_cols=max_cols)
     out = np.empty((len(rows), len(rows[0])))
     for r, row in enumerate(rows):
         for c, cell in enumerate(row):
@@ -61,9 +64,6 @@ def as_matrix(values, name: str, max_rows: int = MAX_TOY_TOKENS, max_cols: int =
                                      cell=cell) from None
     if not np.isfinite(out).all() or np.abs(out).max() > MAX_ABS_VALUE:
         raise UserInputError("attention.matrix_not_finite", name=name, limit=f"{MAX_ABS_VALUE:g}")
-    if out.shape[0] > max_rows or out.shape[1] > max_cols:
-        raise UserInputError("attention.matrix_too_big", name=name, rows=out.shape[0], cols=out.shape[1],
-                             max_rows=max_rows, max_cols=max_cols)
     return out
 
 

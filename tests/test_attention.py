@@ -274,3 +274,11 @@ def test_drop_special_renormalises_rows_and_reports_the_hidden_share():
     # renormalising keeps the ratios between the remaining weights
     raw = content[..., ~maps.special]
     np.testing.assert_allclose(kept * raw.sum(-1, keepdims=True), raw, atol=1e-6)
+
+
+def test_a_huge_pasted_matrix_is_refused_by_its_size_before_any_cell_is_read():
+    rows = [[1.0, 2.0, 3.0]] * 9_999 + [["x", 2.0, 3.0]]  # a bad cell too: the size is named, not the cell
+    with pytest.raises(UserInputError, match=r"Q is 10000×3; the limit is \d+×\d+"):
+        att.as_matrix(rows, "Q")
+    with pytest.raises(UserInputError, match=r"row 1, column 1"):  # within the size, the cell is named
+        att.as_matrix([["x", 2.0], [1.0, 2.0]], "Q")
