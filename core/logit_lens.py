@@ -68,9 +68,10 @@ def gpt_lens(text: str, model_id: str | None = None, top_k: int = DEFAULT_TOP_K)
 
 
 @torch.no_grad()
-def mlm_layer_logits(model, ids: torch.Tensor, position: int) -> torch.Tensor:
-    """(L + 1, V) logits at ``position`` of ids (T,): the MLM head's transform and decoder on every hidden state."""
-    encoded = model.bert(ids[None], None, None, output_attentions=False, output_hidden_states=True)
+def mlm_layer_logits(model, ids: torch.Tensor, position: int, segments: torch.Tensor | None = None) -> torch.Tensor:
+    """(L + 1, V) logits at ``position`` of ids (T,) (segment ids (1, T), default all 0): the MLM head's transform
+    and decoder on every hidden state (BERT, DistilBERT, the char-BERT: any model with ``base`` and ``mlm_logits``)."""
+    encoded = model.base(ids[None], None, segments, output_attentions=False, output_hidden_states=True)
     return model.mlm_logits(torch.stack([h[0, position] for h in encoded.hidden_states]))  # (L + 1, V)
 
 

@@ -13,7 +13,7 @@ from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
 from core.limits import MAX_LONG_TEXT_CHARS, MAX_SHORT_TEXT_CHARS, MAX_TEXT_CHARS
 from core.checkpoints import COLA_ID, DIANPING_ID, MRPC_ID, SIMILARITY_ZH_ID, SST2_ID
-from demo import lessons, presets
+from demo import lessons, presets, why_encoders
 from demo.classify_finetune import (ACCURACY_COLUMNS, DATA_CHOICES, SAMPLE_COLUMNS, accuracy_table, baseline_rows,
                                     before_training, before_training_bundled, models_table, show_upload, split_data)
 from demo.classify_finetune import PRESETS as FINETUNE_PRESETS
@@ -351,6 +351,7 @@ def build() -> None:
             change_note = gr.Markdown()
             projection = gr.Plot(label=label("classify.projection_label"), show_label=False)
             weights = gr.Plot(label=label("classify.weights_label"), show_label=False)
+        why_encoders.build_classify()  # why this class, offline on the MiniLM fine-tuned here (issue #35)
 
     view1_outputs = [summary, probs, vector, logits, layout, layout_note, layout_table, classify_results]
     view1_inputs = [model_id, task, text_a, text_b, max_length]

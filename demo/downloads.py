@@ -37,7 +37,7 @@ import gradio as gr
 from gradio.context import LocalContext
 
 from core import hub, resolve
-from core.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, model_id_or_default
+from core.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, FINE_TUNED_MINILM_ID, model_id_or_default
 from core.errors import LearnerError, ModelUnavailableError, echo
 from core.i18n import text, using_language
 from demo.common import log
@@ -51,8 +51,8 @@ SLOT_POLL_SECONDS = 0.2  # how often a waiting download looks for a free slot (i
 BERT_QUEUE = dict(concurrency_id="bert", concurrency_limit=4)
 TRIGGER_OPTIONS = ("trigger_mode", "js")  # options of the trigger (the first step), not of the model step
 # Ids a task runs without the registry: the GPT views' bundled char-GPT (also what an empty picker means there), the
-# masked-LM views' char-BERT.
-BUNDLED = {"causal-lm": ("", CHAR_GPT_ID), "mlm": (CHAR_BERT_ID,)}
+# masked-LM views' char-BERT, the session's fine-tuned MiniLM (packaged weights) of the classification "Why" view.
+BUNDLED = {"causal-lm": ("", CHAR_GPT_ID), "mlm": (CHAR_BERT_ID,), "classify": (FINE_TUNED_MINILM_ID,)}
 TOKENIZER = "tokenizer"  # a ``models`` key: the view needs only this checkpoint's tokenizer (no task, no weights)
 
 

@@ -9,7 +9,7 @@ import gradio as gr
 
 from core.checkpoints import CHAR_BERT_ID, CHECKPOINTS
 from core.limits import FILL_BATCH, MAX_DRAWS, MAX_TEXT_CHARS, MAX_WORD_CHARS
-from demo import lessons, mlm_train, presets, sampling, why
+from demo import lessons, mlm_train, presets, sampling, why_encoders
 from demo import mlm_char_views as char_views
 from demo.common import TABLE_BUTTONS, LATEX, model_picker
 from demo.downloads import TOKENIZER, model_event
@@ -262,7 +262,7 @@ def build() -> None:
                         [notice, contextual_plot, static_plot, bank_md], api_name="mlm_bank")
             presets.View("mlm", "bank", [model_id, bank_word, bank_1, bank_2, bank_3],
                          [notice, contextual_plot, static_plot, bank_md], bank, BANK_PRESETS, where=bank_tab).buttons()
-        why.build_char_bert()  # why this character: attributions and the logit lens on the char-BERT (issue #35)
+        why_encoders.build_masked()  # why this word or character: attributions and the logit lens (issue #35)
 
         mlm_train.build()  # retrain the char-BERT: a short run in the session's training slot
 

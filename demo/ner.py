@@ -13,7 +13,7 @@ from core.errors import LearnerError, ModelUnavailableError
 from core.limits import MAX_SHORT_TEXT_CHARS, MAX_TEXT_CHARS, NER_STRATEGIES
 from core.lazy import lazy_import
 from core.seeds import SEED_WORD_TAGS
-from demo import lessons, presets
+from demo import lessons, presets, why_encoders
 from demo.batching import BATCH, by_checkpoint
 from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker, sig4
 from demo.downloads import missing_model_card, model_event, needs_download, results_visible
@@ -340,6 +340,7 @@ def build() -> None:
             convert_bar = gr.Column()
             converted_note = gr.Markdown()
             converted = gr.Dataframe(headers=headers(CONVERT_HEADERS), interactive=False, buttons=TABLE_BUTTONS)
+        why_encoders.build_ner()  # why one token gets its tag: attributions and rollout (issue #35)
 
     tag_inputs = [text, model_id, strategy]
     tag_outputs = [tagged, note, highlighted, entity_table, schemes, aggregation, heat, heat_first, tokens,

@@ -15,7 +15,7 @@ from core.limits import (MAX_LONG_TEXT_CHARS, MAX_TEXT_CHARS, QA_DEFAULT_MAX_ANS
                          QA_MAX_TOP_K)
 from core.checkpoints import CHECKPOINTS, CHINESE_QA_ID, SQUAD2_ID, model_id_or_default
 from core.seeds import PRECIPITATION, SEED_EN, SEED_ZH
-from demo import lessons, presets
+from demo import lessons, presets, why_encoders
 from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
 from demo.batching import BATCH, by_checkpoint
 from demo.downloads import missing_model_card, model_event, needs_download, results_visible
@@ -354,6 +354,8 @@ def build() -> None:
     layout = gr.HighlightedText(label=label("qa.layout_label"), show_legend=True, show_inline_category=False)
     layout_table = gr.Dataframe(headers=[label(key) for key in LAYOUT_COLUMNS], label=label("qa.layout_table_label"),
                                 interactive=False, max_height=320, buttons=TABLE_BUTTONS)
+    with gr.Tabs():  # one sub-tab: its view's default shows when the tab opens (a short sentence, cached per process)
+        why_encoders.build_qa()  # why the answer starts and ends where it does (issue #35)
 
     options = [max_answer_len, top_k, doc_stride, max_seq_len]
     answer_outputs = [highlight, summary, candidates, probs, window, chart_state, answer_results]

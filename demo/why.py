@@ -1,8 +1,8 @@
 """Why this answer (issue #35): which input tokens the prediction leans on, and how the answer forms layer by layer.
 
 One view per predicting tab, each one call: ``build_gpt()`` inside the Transformer & GPT tab's sub-tabs (the char-GPT's
-or a GPT-2's next token), ``build_char_bert()`` inside the BERT masked LM tab's (the char-BERT's masked character),
-``build_lstm()`` inside the RNN & LSTM tab's (the shipped LSTM's next character; no rollout, no logit lens).
+or a GPT-2's next token), ``build_lstm()`` inside the RNN & LSTM tab's (the shipped LSTM's next character; no rollout,
+no logit lens); the BERT tabs' views (masked LM, NER, QA, classification) are in demo/why_encoders.py.
 A view is ~11 components and 3 events: the text, the step count, a button, the preset bar, one Markdown (the
 answer, f(x) − f(x'), the completeness gap), one gr.HTML (the tokens coloured by each method, the numbers, the
 logit-lens table: PNG/SVG/CSV from demo/static_html.py) and one plot (the logit-lens heatmap, demo/figures.py).
@@ -69,12 +69,14 @@ def _first_top(lens) -> str:
     return lens.layers[layer]
 
 
-def details(result, lens, name: str) -> str:
-    """The coloured tokens (one strip per method), the numbers per token, and the logit-lens table, as HTML."""
+def details(result, lens, name: str, marked: int | None = None) -> str:
+    """The coloured tokens (one strip per method), the numbers per token, and the logit-lens table, as HTML.
+    ``marked``: the predicting position to outline (default: the last token of a next-token answer, else [MASK])."""
     lang = current_language()
     tokens = [_shown(token) for token in result.tokens]
-    marked = len(tokens) - 1 if result.target in ("next_token", "next_char") else (
-        result.tokens.index("[MASK]") if "[MASK]" in result.tokens else None)
+    if marked is None:
+        marked = len(tokens) - 1 if result.target in ("next_token", "next_char") else (
+            result.tokens.index("[MASK]") if "[MASK]" in result.tokens else None)
     legend = (t("why.legend_against"), t("why.legend_for"))
     parts = []
     for attribution in result.attributions:
@@ -143,13 +145,14 @@ def explain_lstm(text: str, steps: float):
     return summary(result, None), details(result, None, "why-lstm")
 
 
-def _or_message(fn, results: int):
-    """fn for a preset: its result, or the message with a blank figure when it cannot run here."""
+def _or_message(fn, results: int, figures: int = 1):
+    """fn for a preset: its result, or the message (with a blank figure for each of ``figures``) when it cannot run
+    here."""
     def run(*values):
         try:
             return fn(*values)
         except gr.Error as exc:
-            blank = (empty_figure(t("why.see_message")),) if fn is not explain_lstm else ()
+            blank = (empty_figure(t("why.see_message")),) * figures
             return ("⚠️ " + str(exc.message), "", *blank, *[results_visible(False)] * results)
     return run
 
@@ -194,11 +197,14 @@ def _steps_slider() -> gr.Slider:
     return gr.Slider(2, MAX_STEPS, value=DEFAULT_STEPS, step=1, label=label("why.steps"), info=label("why.steps_info"))
 
 
-def _outputs():
+def _outputs(plot: bool = True):
+    """The note (the answer and completeness, or the missing-model card), then the column of results that a card
+    stands in for (hidden while the checkpoint is missing, so the card itself stays outside it)."""
     note = gr.Markdown()
-    result = gr.HTML("", js_on_load=EXPORT_JS, elem_classes=["static-view"])
-    plot = gr.Plot(show_label=False)
-    return note, result, plot
+    with gr.Column() as results:
+        result = gr.HTML("", js_on_load=EXPORT_JS, elem_classes=["static-view"])
+        figure = gr.Plot(show_label=False) if plot else None
+    return note, result, figure, results
 
 
 def build_gpt() -> dict[str, presets.View]:
@@ -210,8 +216,7 @@ def build_gpt() -> dict[str, presets.View]:
         steps = _steps_slider()
         button = gr.Button(label("why.explain"), variant="primary")
         bar = gr.Column()
-        with gr.Column() as results:  # hidden while the checkpoint is missing: the note shows its card
-            note, result, plot = _outputs()
+        note, result, plot, results = _outputs()  # results hidden while the checkpoint is missing: note = card
         inputs, outputs = [model, text, steps], [note, result, plot, results]
         model_event(button.click, {"causal-lm": model}, explain_gpt, inputs, outputs, api_name="transformer_why",
                     queue={})
@@ -220,25 +225,6 @@ def build_gpt() -> dict[str, presets.View]:
         with bar:
             view.buttons()
     return {"why_gpt": view}
-
-
-def build_char_bert() -> dict[str, presets.View]:
-    """The "Why this answer" sub-tab of the BERT masked LM tab, on the char-BERT (call inside its gr.Tabs())."""
-    with gr.Tab(label("why.tab"), id="why-char-bert") as tab:
-        gr.Markdown(label("why.intro_char_bert"))
-        text = gr.Textbox(label=label("why.text_char_bert"), value=CHAR_BERT_PRESETS[0].values[0],
-                          max_length=MAX_TEXT_CHARS)
-        steps = _steps_slider()
-        button = gr.Button(label("why.explain"), variant="primary")
-        bar = gr.Column()
-        note, result, plot = _outputs()
-        inputs, outputs = [text, steps], [note, result, plot]
-        button.click(explain_char_bert, inputs, outputs, api_name="mlm_why", queue={}, show_progress_on=[note, plot])
-        view = presets.View("mlm", "why_char_bert", inputs, outputs, _or_message(explain_char_bert, 0),
-                            CHAR_BERT_PRESETS, where=tab)
-        with bar:
-            view.buttons()
-    return {"why_char_bert": view}
 
 
 def build_lstm() -> dict[str, presets.View]:
@@ -253,7 +239,7 @@ def build_lstm() -> dict[str, presets.View]:
         result = gr.HTML("", js_on_load=EXPORT_JS, elem_classes=["static-view"])
         inputs, outputs = [text, steps], [note, result]
         button.click(explain_lstm, inputs, outputs, api_name="lstm_why", queue={}, show_progress_on=[note])
-        view = presets.View("lstm", "why_lstm", inputs, outputs, _or_message(explain_lstm, 0), LSTM_PRESETS,
+        view = presets.View("lstm", "why_lstm", inputs, outputs, _or_message(explain_lstm, 0, 0), LSTM_PRESETS,
                             where=tab)
         with bar:
             view.buttons()

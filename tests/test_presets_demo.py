@@ -13,7 +13,7 @@ from demo import preset_records, presets
 from core import resolve
 
 OFFLINE_VIEWS = {("mlm", "fill"), ("mlm", "compare"), ("mlm", "nsp"), ("ner", "tag"), ("qa", "answer"),
-                 ("classify", "checkpoint"),
+                 ("classify", "checkpoint"), ("ner", "why"), ("qa", "why"),  # issue #35's Why on NER / QA checkpoints
                  ("transformer", "gpt_vs_bert")}  # GPT vs BERT: the BERT side needs bert-base-uncased
 
 
