@@ -3,7 +3,6 @@ directly on tiny random checkpoints written by transformers (and on the real Min
 What they show equals core's numbers and the tabs' own predictions; bad input and missing checkpoints get messages."""
 from __future__ import annotations
 
-import math
 import re
 from types import SimpleNamespace
 
