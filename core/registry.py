@@ -244,7 +244,7 @@ def _no_wordpiece(model_id: str | None) -> UserInputError | None:
     """Why the char-BERT cannot serve a WordPiece view (it reads characters, with no segment pairs or next-sentence
     head): those views show MiniLM-L6 in its place and say so."""
     if str(model_id or "").strip().lower() == CHAR_BERT_ID:
-        return UserInputError("mlm.char_bert.wordpiece_only")
+        return UserInputError("registry.char_bert_wordpiece_only")
     return None
 
 

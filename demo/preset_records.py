@@ -102,10 +102,21 @@ class Results:
             values = preset.resolved()
             return values, view.fn(*values)  # an error propagates and nothing is stored
 
-        return self._done.get_or_compute(self.key(view, preset), compute)
+        values, results = self._done.get_or_compute(self.key(view, preset), compute)
+        return values, fresh_updates(results)
 
     def clear(self) -> None:
         self._done.clear()
+
+
+def fresh_updates(results):
+    """A copy of a cached result's update dicts (gr.update(...)): Gradio pops "value" out of an update dict as it
+    sends it, so the second learner served from the cache would get a shown plot without its figure."""
+    if isinstance(results, dict):
+        return dict(results)
+    if isinstance(results, (tuple, list)):
+        return type(results)(dict(r) if isinstance(r, dict) else r for r in results)
+    return results
 
 
 RESULTS = Results()

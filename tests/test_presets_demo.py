@@ -184,6 +184,23 @@ def view_with_a_slot(label: str = "A", note: str = "its own issue"):
         return view, view.buttons()
 
 
+def test_a_cached_preset_result_keeps_its_shown_value_for_the_next_learner():
+    """Gradio pops "value" out of an update dict as it sends it (blocks.postprocess_update_dict): the cached result
+    must hand each learner its own copy, or the second one sees a shown plot with no figure (found in Chromium)."""
+    from gradio.blocks import postprocess_update_dict
+
+    with gr.Blocks():
+        shown = gr.Textbox(visible=False)
+        view = presets.View("x", "cached", [gr.Textbox()], [shown], lambda text: gr.update(value=text, visible=True),
+                            [presets.Preset("a", "A", ("hello",), "§1")])
+    sent = []
+    for _ in range(3):  # the first computes, the next two come from preset_records.RESULTS
+        update = view.run("a")[shown]
+        assert update["visible"] is True
+        sent.append(postprocess_update_dict(shown, update))
+    assert [s.get("value") for s in sent] == ["hello"] * 3
+
+
 def test_labels_and_notes_are_escaped_before_the_browser_renders_them():
     _, bar = view_with_a_slot("<img src=x onerror=alert(1)> & co", "<b>its own</b> issue")
     first, slot = bar.props["items"]

@@ -123,10 +123,10 @@ def test_the_char_bert_has_minilm_stand_in_for_wordpiece_views_and_says_why():
     vectors, masking) get MiniLM-L6 and the reason, from core, not from each handler."""
     loaded, why = registry.load_or_fallback("mlm", CHAR_BERT_ID)
     assert loaded.files.model_id == MINILM_ID and loaded.task == "encoder"
-    assert isinstance(why, UserInputError) and why.key == "mlm.char_bert.wordpiece_only"
+    assert isinstance(why, UserInputError) and why.key == "registry.char_bert_wordpiece_only"
     tokenizer, files, why = registry.tokenizer_or_fallback(" Char-BERT ")
     assert files.model_id == MINILM_ID and tokenizer.encode("hello world").tokens[1:3] == ["hello", "world"]
-    assert why.key == "mlm.char_bert.wordpiece_only"
+    assert why.key == "registry.char_bert_wordpiece_only"
 
 
 def test_a_model_from_a_config_dict_and_a_safetensors_file(mlm_folder):
