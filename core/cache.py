@@ -15,6 +15,13 @@ from collections import OrderedDict
 from typing import Any, Callable, Hashable
 
 
+class _Flight:
+    """A computation in progress: set when its caller has stored the value (or failed)."""
+
+    def __init__(self):
+        self.done = threading.Event()
+
+
 class BoundedCache:
     def __init__(self, max_entries: int, max_weight: float | None = None,
                  weight: Callable[[Hashable, Any], float] | None = None):
@@ -22,7 +29,7 @@ class BoundedCache:
         self.weight = weight or (lambda key, value: 1)
         self._entries: OrderedDict[Hashable, tuple[Any, float]] = OrderedDict()
         self._lock = threading.Lock()  # held for a moment only, never across a computation
-        self._key_locks: dict[Hashable, threading.Lock] = {}  # get_or_compute: one per key being computed
+        self._computing: dict[Hashable, _Flight] = {}  # keys being computed now: others wait for them
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -53,21 +60,46 @@ class BoundedCache:
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """The value for ``key``; a missing one is computed once. Callers that ask for the same key meanwhile wait for
-        that computation (a lock per key: other keys compute in parallel). An exception is not cached."""
-        missing = object()
-        value = self.get(key, missing)
-        if value is not missing:
-            return value
-        with self._lock:
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
-        try:
-            with key_lock:
-                value = self.get(key, missing)
-                return self.put(key, compute()) if value is missing else value
-        finally:
-            with self._lock:  # forget the key's lock once nobody holds it; it is made again when needed
-                if self._key_locks.get(key) is key_lock and not key_lock.locked():
-                    del self._key_locks[key]
+        that computation (other keys compute in parallel). An exception is not cached."""
+        return self.get_or_compute_many([key], lambda keys: [compute()])[0]
+
+    def get_or_compute_many(self, keys: list[Hashable], compute_many: Callable[[list], list]) -> list:
+        """The values for ``keys`` (in order, repeats allowed). The missing ones that no other caller is computing
+        are computed here in one ``compute_many(those keys)`` call (a batch: one forward pass for several requests);
+        the ones another caller is computing are waited for (single-flight: 64 identical clicks compute once). An
+        exception is not cached: it reaches this call's caller, and whoever waited for it computes the key again."""
+        missing, found = object(), {}
+        while True:
+            mine, theirs = [], {}
+            with self._lock:
+                for key in dict.fromkeys(keys):
+                    if key in found:
+                        continue
+                    if key in self._entries:
+                        self._entries.move_to_end(key)
+                        found[key] = self._entries[key][0]
+                    elif key in self._computing:
+                        theirs[key] = self._computing[key]
+                    else:
+                        self._computing[key] = _Flight()
+                        mine.append(key)
+            if mine:
+                flights = [self._computing[key] for key in mine]
+                try:
+                    values = compute_many(mine)
+                    with self._lock:
+                        for key, value in zip(mine, values, strict=True):
+                            found[key] = self._put(key, value)
+                finally:
+                    with self._lock:
+                        for key, flight in zip(mine, flights):
+                            del self._computing[key]
+                            flight.done.set()  # waiters read the entry, or compute it again after a failure
+            for flight in theirs.values():
+                flight.done.wait()
+            if all(found.get(key, missing) is not missing for key in keys):
+                return [found[key] for key in keys]
+            # a key another caller failed to compute (or one evicted at once): go round, this caller computes it
 
     def update(self, key: Hashable, change: Callable[[Any], Any], default: Any = None) -> Any:
         """Set ``key`` to ``change(its value, or default)`` in one step: no other thread reads or writes in between.

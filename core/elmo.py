@@ -88,6 +88,7 @@ def save_model(model: ElmoBiLM, vocab: ElmoVocab, info: dict, directory: Path) -
     (directory / "config.json").write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
+@torch.inference_mode(False)  # loaded inside an inference-mode view, its weights could never get gradients (Why)
 def load_model(directory: Path = ELMO_ASSETS) -> tuple[ElmoBiLM, ElmoVocab, dict]:
     """The model, loaded strictly (every checkpoint key used, none missing), in eval mode."""
     from core.weights import load_state_dict

@@ -58,6 +58,7 @@ def save_char_gpt(model: GPT, vocab: Vocab, info: dict, directory: Path = GPT_AS
     (directory / "config.json").write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
+@torch.inference_mode(False)  # loaded inside an inference-mode view, its weights could never get gradients (Why)
 def load_char_gpt(directory: Path = GPT_ASSETS) -> tuple[GPT, Vocab, dict]:
     config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
     model = from_state_dict(GPTConfig.from_dict(config), load_state_dict(directory / "char_gpt.safetensors"))

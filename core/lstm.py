@@ -113,6 +113,7 @@ def save_models(models: ModelSet, directory: Path) -> None:
     (directory / "config.json").write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
+@torch.inference_mode(False)  # loaded inside an inference-mode view, its weights could never get gradients (Why)
 def load_models(directory: Path = RNN_ASSETS) -> ModelSet:
     from core.weights import load_state_dict
 

@@ -133,6 +133,7 @@ class LoadedCharBert:
         return self.model.config.max_position_embeddings
 
 
+@torch.inference_mode(False)  # loaded inside an inference-mode view, its weights could never get gradients (Why)
 def load_char_bert(directory: Path = CHAR_BERT_ASSETS, device: torch.device | str | None = None) -> LoadedCharBert:
     """Build core/nets' BertForMaskedLM from config.json and load model.safetensors strictly (the tied decoder is
     the embedding table, so it is given that tensor: every key used, none missing)."""

@@ -88,6 +88,7 @@ def _allocate(model_class: type[nn.Module], config, shapes: dict[str, torch.Size
     return model
 
 
+@torch.inference_mode(False)  # loaded inside an inference-mode view, its weights could never get gradients (Why)
 def build(files: CheckpointFiles, pick: Callable[[Any, set[str]], type[nn.Module]],
           device: torch.device | str | None = None) -> nn.Module:
     """Build ``pick(config, keys in the file)`` and load the checkpoint's weights strictly, on ``device`` (default:

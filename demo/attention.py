@@ -373,11 +373,14 @@ def build() -> None:
             model_inputs = [picker, text, pair, layer, head, hide]
             model_outputs = [notice, head_plot, mean_plot, grid_plot, layer, head]
             encoder = {"encoder": picker}
-            model_event(run_button.click, encoder, explore, model_inputs, model_outputs, api_name="attention_model")
+            model_event(run_button.click, encoder, explore, model_inputs, model_outputs, api_name="attention_model",
+                        cache_results=True)
             model_event(hide.input, encoder, explore, model_inputs, model_outputs, api_name="attention_model_hide",
-                        api_visibility="undocumented")
-            model_event(layer.release, encoder, show_head, model_inputs, [head_plot, mean_plot], api_name="attention_layer")
-            model_event(head.release, encoder, show_head, model_inputs, [head_plot, mean_plot], api_name="attention_head")
+                        api_visibility="undocumented", cache_results=True)
+            model_event(layer.release, encoder, show_head, model_inputs, [head_plot, mean_plot],
+                        api_name="attention_layer", cache_results=True)
+            model_event(head.release, encoder, show_head, model_inputs, [head_plot, mean_plot],
+                        api_name="attention_head", cache_results=True)
             model_view = presets.View("attention", "model", model_inputs, model_outputs, explore, MODEL_PRESETS,
                                       where=model_tab)
             with model_bar:

@@ -356,7 +356,7 @@ def build() -> None:
     view1_outputs = [summary, probs, vector, logits, layout, layout_note, layout_table, classify_results]
     view1_inputs = [model_id, task, text_a, text_b, max_length]
     model_event(run_button.click, {"classify": model_id}, classify_text, view1_inputs, view1_outputs,
-                api_name="classify_run")
+                api_name="classify_run", cache_results=True)
     # Presets, content on first open (the tab or this sub-tab), deep links and the lesson: demo/presets.py.
     view = presets.View("classify", "checkpoint", [preset_index, *view1_inputs], view1_outputs, run_example,
                         VIEW_PRESETS, where=checkpoint_tab)

@@ -40,6 +40,7 @@ from core import hub, resolve
 from core.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, FINE_TUNED_MINILM_ID, model_id_or_default
 from core.errors import LearnerError, ModelUnavailableError, echo
 from core.i18n import text, using_language
+from demo import result_cache
 from demo.common import log
 from demo.i18n import language_of
 
@@ -253,11 +254,17 @@ def local_only(fn: Callable) -> Callable:
 
 
 def model_event(trigger: Callable, models: dict[str, object], fn: Callable, inputs, outputs, *, api_name: str,
-                queue: dict | None = None, **options):
+                queue: dict | None = None, cache_results: bool = False, **options):
     """``trigger`` (a bound event listener such as ``button.click``) runs the download step for ``models``
     ({task: the component holding its checkpoint id, or a fixed id}), then ``fn`` on ``queue`` (default: the
-    "bert" group) with ``options`` (batch=True, max_batch_size, api_visibility, ...). Returns the model step."""
+    "bert" group) with ``options`` (batch=True, max_batch_size, api_visibility, ...). Returns the model step.
+    ``cache_results``: fn gives the same answer to the same inputs and checkpoints (no sampling, no training), so
+    identical requests share one result (demo/result_cache.py)."""
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    if cache_results:
+        where = {task: inputs.index(source) if not isinstance(source, str) else source
+                 for task, source in models.items()}
+        fn = result_cache.cached(fn, api_name, where, batch=options.get("batch", False))
     first = {key: options.pop(key) for key in TRIGGER_OPTIONS if key in options}
     # A results column among the outputs (hidden while a card stands in) is no progress target: the browser would
     # walk and copy the whole column on every status message (tests/test_app.py: loading statuses stay small).

@@ -345,7 +345,8 @@ def build() -> None:
     tag_inputs = [text, model_id, strategy]
     tag_outputs = [tagged, note, highlighted, entity_table, schemes, aggregation, heat, heat_first, tokens,
                    entities_results, schemes_results, heat_results, aggregation_results]
-    model_event(run_button.click, {"ner": model_id}, tag_batch, tag_inputs, tag_outputs, api_name="ner_tag", **BATCH)
+    model_event(run_button.click, {"ner": model_id}, tag_batch, tag_inputs, tag_outputs, api_name="ner_tag", **BATCH,
+                cache_results=True)
     strategy.change(show, [tagged, strategy], [highlighted, entity_table, schemes, aggregation],
                     api_name="ner_show")
     heat_first.release(page_heatmap, [tagged, heat_first], [heat], api_name="ner_heatmap")

@@ -11,6 +11,7 @@ from core import resolve
 from core.cache import BoundedCache
 from core.i18n import current_language
 from demo.common import loaded_models
+from demo.result_cache import fresh_updates
 
 
 class ViewLike(Protocol):  # demo.presets.View: what a record needs of a view
@@ -107,16 +108,6 @@ class Results:
 
     def clear(self) -> None:
         self._done.clear()
-
-
-def fresh_updates(results):
-    """A copy of a cached result's update dicts (gr.update(...)): Gradio pops "value" out of an update dict as it
-    sends it, so the second learner served from the cache would get a shown plot without its figure."""
-    if isinstance(results, dict):
-        return dict(results)
-    if isinstance(results, (tuple, list)):
-        return type(results)(dict(r) if isinstance(r, dict) else r for r in results)
-    return results
 
 
 RESULTS = Results()

@@ -362,7 +362,7 @@ def build() -> None:
     layout_outputs = [layout, layout_note, layout_table]
     answer_inputs = [model_id, question, context, *options, no_answer]
     model_event(run_button.click, {"qa": model_id}, answer_batch, answer_inputs, answer_outputs, api_name="qa_answer",
-                **BATCH)
+                **BATCH, cache_results=True)
     layout_button.click(show_layout, [model_id, question, context, doc_stride, max_seq_len], layout_outputs,
                         api_name="qa_layout")
     window.release(show_window, [chart_state, window], [probs], api_name="qa_window")

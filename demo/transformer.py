@@ -357,12 +357,13 @@ def build_block_view():
     inputs = [picker, text, token, layer]
     outputs = [summary, token, layer, strip, residual, movement, attn, table]
     encoder = {"encoder": picker}
-    model_event(run_button.click, encoder, block, inputs, outputs, api_name="transformer_block")
+    model_event(run_button.click, encoder, block, inputs, outputs, api_name="transformer_block", cache_results=True)
     model_event(text.submit, encoder, block, inputs, outputs, api_name="transformer_block_submit",
-                api_visibility="undocumented")
+                api_visibility="undocumented", cache_results=True)
     model_event(token.input, encoder, block, inputs, outputs, api_name="transformer_block_token",
-                api_visibility="undocumented")
-    model_event(layer.release, encoder, block_layer, inputs, [strip, attn, table], api_name="transformer_block_layer")
+                api_visibility="undocumented", cache_results=True)
+    model_event(layer.release, encoder, block_layer, inputs, [strip, attn, table], api_name="transformer_block_layer",
+                cache_results=True)
     view = presets.View("transformer", "block", inputs, outputs, _block_for_preset, BLOCK_VIEW_PRESETS, where=tab)
     with bar_slot:
         view.buttons()

@@ -305,3 +305,25 @@ def test_too_much_work_is_refused_with_a_message():
     with pytest.raises(UserInputError) as caught:
         why.explain_gpt("Call me Ishmael. " * 7, steps=256)
     assert "steps" in str(caught.value)
+
+
+def test_models_first_loaded_inside_an_inference_mode_view_still_explain(tiny_checkpoint, monkeypatch):
+    """A learner who opens GPT's next token (an inference-mode view) before Why: the char-GPT, char-BERT, LSTM and a
+    registry checkpoint are loaded there first, and their weights must still take gradients (found by test order:
+    "Inference tensors cannot be saved for backward")."""
+    from core import gpt, lstm, mlm_char, registry
+
+    monkeypatch.setattr(registry, "_models", registry.BoundedCache(8))
+    for cached in (gpt.shipped_char_gpt, mlm_char.shipped_char_bert, lstm.shipped_models):
+        cached.cache_clear()
+    folder = tiny_checkpoint("BertForMaskedLM")
+    with torch.inference_mode():
+        gpt.load(None), mlm_char.shipped_char_bert(), lstm.shipped_models()
+        loaded = registry.load("mlm", str(folder))
+    params = [*gpt.shipped_char_gpt()[0].parameters(), *mlm_char.shipped_char_bert().model.parameters(),
+              *lstm.shipped_models().lstm.parameters(), *loaded.model.parameters()]
+    assert not any(p.is_inference() for p in params)
+    assert why.explain_gpt("Call me Ishmael", steps=4).target and why.explain_char_bert("Call me [MASK].", steps=4)
+    assert why.explain_lstm("Call me Ishmael", steps=4).target
+    for cached in (gpt.shipped_char_gpt, mlm_char.shipped_char_bert, lstm.shipped_models):
+        cached.cache_clear()  # the next test loads them afresh, outside inference mode
