@@ -76,7 +76,7 @@ def build(events: list[str]):
     import gradio as gr
 
     import app
-    from demo.downloads import BERT_QUEUE, local_only
+    from demo.downloads import BERT_QUEUE, in_bert_slot, local_only
 
     blocks = app.build_app()
     by_name = {fn.api_name: fn for fn in blocks.fns.values()}
@@ -84,8 +84,9 @@ def build(events: list[str]):
         for event in events:
             model_step = by_name[event]
             assert model_step.batch, f"{event} is not wired with batch=True"
-            gr.Button(visible=False).click(local_only(single_handler(event)), model_step.inputs, model_step.outputs,
-                                           api_name=f"{event}_single", **BERT_QUEUE)
+            single = local_only(in_bert_slot(single_handler(event)))  # as model_event wires the batched one
+            gr.Button(visible=False).click(single, model_step.inputs, model_step.outputs, api_name=f"{event}_single",
+                                           **BERT_QUEUE)
     return blocks
 
 

@@ -10,7 +10,8 @@ A model view's event is two chained steps (``model_event``):
    of MB (``byte_progress``). core/hub.py ends a download that crawls (a rate floor, a deadline scaled to its size)
    or fills the disk; core/resolve.py remembers why, and step 2 reports it in the view's own way (a view with an
    offline fallback falls back).
-2. ``<api_name>``, on the "bert" group (or the queue the view asks for), with Gradio's batching when asked: the
+2. ``<api_name>``, on the "bert" group (or the queue the view asks for; "bert" computes in BERT_SLOTS slots and
+   answers a cached result without one), with Gradio's batching when asked: the
    handler runs inside ``resolve.downloads_elsewhere()``, where a checkpoint that is still not local fails at once
    instead of downloading. So the "bert" slots only ever run models, and another user's loaded model answers while
    a download crawls. An API client calling ``<api_name>`` for a checkpoint not yet here is told so; calling
@@ -49,7 +50,13 @@ DOWNLOAD_QUEUE = dict(concurrency_id="download", concurrency_limit=None)
 DOWNLOAD_SLOTS = 8  # downloads running at once (I/O-bound; each bounded by core/hub.py's floor and deadline)
 SESSION_DOWNLOAD_SLOTS = 2  # of which one browser session may hold this many
 SLOT_POLL_SECONDS = 0.2  # how often a waiting download looks for a free slot (it holds no thread meanwhile)
-BERT_QUEUE = dict(concurrency_id="bert", concurrency_limit=4)
+# The "bert" group admits BERT_WAITING requests at once, and BERT_SLOTS of them compute at once (the model's share of
+# the CPU): a request the result cache answers (demo/result_cache.py) returns without waiting for a compute slot, so
+# a class pressing the preset of the moment is not queued behind the learners who typed their own text.
+BERT_SLOTS = 4
+BERT_WAITING = 16
+BERT_QUEUE = dict(concurrency_id="bert", concurrency_limit=BERT_WAITING)
+_bert_slots = threading.BoundedSemaphore(BERT_SLOTS)
 TRIGGER_OPTIONS = ("trigger_mode", "js")  # options of the trigger (the first step), not of the model step
 # Ids a task runs without the registry: the GPT views' bundled char-GPT (also what an empty picker means there), the
 # masked-LM views' char-BERT, the session's fine-tuned MiniLM (packaged weights) of the classification "Why" view.
@@ -253,15 +260,35 @@ def local_only(fn: Callable) -> Callable:
     return wrapper
 
 
+def in_bert_slot(fn: Callable) -> Callable:
+    """``fn`` run while holding one of the BERT_SLOTS compute slots (a generator: for all its steps)."""
+    if inspect.isgeneratorfunction(inspect.unwrap(fn)) or inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def steps(*args, **kwargs):
+            with _bert_slots:
+                yield from fn(*args, **kwargs)
+
+        return steps
+
+    @functools.wraps(fn)
+    def computed(*args, **kwargs):
+        with _bert_slots:
+            return fn(*args, **kwargs)
+
+    return computed
+
+
 def model_event(trigger: Callable, models: dict[str, object], fn: Callable, inputs, outputs, *, api_name: str,
                 queue: dict | None = None, cache_results: bool = False, **options):
     """``trigger`` (a bound event listener such as ``button.click``) runs the download step for ``models``
     ({task: the component holding its checkpoint id, or a fixed id}), then ``fn`` on ``queue`` (default: the
-    "bert" group) with ``options`` (batch=True, max_batch_size, api_visibility, ...). Returns the model step.
+    "bert" group, computing in one of its BERT_SLOTS) with ``options`` (batch=True, max_batch_size, api_visibility, ...). Returns the model step.
     ``cache_results``: fn gives the same answer to the same inputs and checkpoints (no sampling, no training), so
     identical requests share one result (demo/result_cache.py)."""
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-    if cache_results:
+    if queue is None:
+        fn = in_bert_slot(fn)
+    if cache_results:  # outside the slot: a cached answer takes no compute slot
         where = {task: inputs.index(source) if not isinstance(source, str) else source
                  for task, source in models.items()}
         fn = result_cache.cached(fn, api_name, where, batch=options.get("batch", False))

@@ -50,15 +50,16 @@ def serves(url: str, timeout: float = 2.0) -> bool:
 
 
 class AppProcess:
-    """`python app.py <args> --port P` in the background; `url` once it serves."""
+    """`python app.py <args> --port P` (or another ``script``) in the background; `url` once it serves."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None, log_path: Path | None = None):
+    def __init__(self, *args: str, env: dict[str, str] | None = None, log_path: Path | None = None,
+                 script: str = "app.py"):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log_path = log_path or Path(os.environ.get("TMPDIR", "/tmp")) / f"plm-explorer-{self.port}.log"
         self._log = open(self.log_path, "wb")
         self.started = time.monotonic()
-        self.process = subprocess.Popen([sys.executable, "app.py", *args, "--port", str(self.port)], cwd=ROOT,
+        self.process = subprocess.Popen([sys.executable, script, *args, "--port", str(self.port)], cwd=ROOT,
                                         env=env or app_env(), stdout=self._log, stderr=subprocess.STDOUT,
                                         start_new_session=True)
 

@@ -76,8 +76,7 @@ def test_stalled_downloads_leave_the_bert_slots_to_loaded_models(server, client,
     user's loaded model still answers through the same two-step event path, and the stalled ones then finish."""
     server.add_repo(REPO, ner_folder)
     server.stall.add("model.safetensors")
-    stalled = [client.submit(REPO, api_name="/ner_tag_download") for _ in range(downloads.BERT_QUEUE[
-        "concurrency_limit"])]
+    stalled = [client.submit(REPO, api_name="/ner_tag_download") for _ in range(downloads.BERT_SLOTS)]
     wait_for(lambda: server.count("model.safetensors", "GET") == 1)
     # Another user, a model that is here: both steps answer while the four downloads hang.
     client.predict(str(ner_folder), api_name="/ner_tag_download")

@@ -143,3 +143,25 @@ def test_only_views_that_answer_the_same_every_time_share_results(events):
     # sampling, training and the tour's generators are computed for each learner
     assert not shared & {"transformer_gpt_generate", "lstm_generate", "mlm_train", "classify_train", "mlm_masking"}
     assert all(name in events for name in ("transformer_gpt_generate", "mlm_masking"))
+
+
+def test_a_cached_answer_needs_no_compute_slot(events):
+    """With every BERT compute slot taken (four learners' own texts computing), the preset of the moment still
+    answers from the cache; a new text waits for a slot and computes once one is free."""
+    from demo import downloads
+
+    explore = events["attention_model"]
+    preset = (MINILM_ID, "The animal didn't cross the street because it was too tired.", "", 1, 1, False)
+    first = explore(*preset)
+    for _ in range(downloads.BERT_SLOTS):
+        downloads._bert_slots.acquire()
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            again, new = pool.submit(explore, *preset), pool.submit(explore, MINILM_ID, "a new text", "", 1, 1, False)
+            assert again.result(30)[0] == first[0]  # answered while no slot is free
+            assert not new.done()  # computing needs a slot
+            downloads._bert_slots.release()
+            assert "new" in str(new.result(60)[1].to_dict())  # the token appears on the map's axes
+    finally:
+        for _ in range(downloads.BERT_SLOTS - 1):
+            downloads._bert_slots.release()
