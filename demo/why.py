@@ -219,7 +219,7 @@ def build_gpt() -> dict[str, presets.View]:
         note, result, plot, results = _outputs()  # results hidden while the checkpoint is missing: note = card
         inputs, outputs = [model, text, steps], [note, result, plot, results]
         model_event(button.click, {"causal-lm": model}, explain_gpt, inputs, outputs, api_name="transformer_why",
-                    queue={})
+                    queue={}, cache_results=True)  # attributions at fixed steps: the same every time
         view = presets.View("transformer", "why_gpt", inputs, outputs, _or_message(explain_gpt, 1), GPT_PRESETS,
                             where=tab)
         with bar:

@@ -192,7 +192,8 @@ def _view(tab: str, key: str, sub_tab: gr.Tab, task: str, model, fields: list, f
     note, result, plot, results = _outputs(figure)  # results hidden while the checkpoint is missing: note = card
     inputs = [model, *fields, steps]
     outputs = [note, result, *([plot] if figure else []), results]
-    model_event(button.click, {task: model}, fn, inputs, outputs, api_name=api_name, queue={})
+    model_event(button.click, {task: model}, fn, inputs, outputs, api_name=api_name, queue={},
+                cache_results=True)  # a session's fine-tuned model has no revision: never shared
     view = presets.View(tab, key, inputs, outputs, _or_message(preset_fn, 1, int(figure)), preset_list,
                         where=sub_tab)
     with bar:

@@ -140,6 +140,7 @@ def test_a_session_model_and_an_unpicklable_input_are_never_shared():
 def test_only_views_that_answer_the_same_every_time_share_results(events):
     shared = {name for name, fn in events.items() if getattr(fn, "result_cache", None) is not None}
     assert {"attention_model", "transformer_block", "mlm_fill", "ner_tag", "qa_answer", "classify_run"} <= shared
+    assert {"transformer_why", "mlm_why", "ner_why", "qa_why", "classify_why"} <= shared  # attributions: 2.6–62 s
     # sampling, training and the tour's generators are computed for each learner
     assert not shared & {"transformer_gpt_generate", "lstm_generate", "mlm_train", "classify_train", "mlm_masking"}
     assert all(name in events for name in ("transformer_gpt_generate", "mlm_masking"))
