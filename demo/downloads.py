@@ -192,16 +192,18 @@ def not_here(models: list[tuple[str, object]]) -> list[tuple[str, object]]:
             if (wanted := _wanted(task, model_id)) is not None and not resolve.answers_here(wanted[0], wanted[2])]
 
 
-def _download_step(models: dict[str, object], outputs: int) -> Callable:
-    """The first step's handler: one parameter per model component (a str in ``models`` is a fixed id)."""
-    unchanged = gr.skip() if outputs == 1 else tuple(gr.skip() for _ in range(outputs))
+def _download_step(models: dict[str, object]) -> Callable:
+    """The first step's handler: one parameter per model component (a str in ``models`` is a fixed id). It has no
+    outputs: its progress is shown on the model step's (``show_progress_on``). Each output, even an unchanged one
+    (gr.skip()), would cost Gradio a new component and a config rebuild per click: 13 for NER, about a fifth of the
+    server's CPU under benchmarks/load_test.py's classroom profile (py-spy)."""
 
     async def fetch(values, request: gr.Request | None, progress: gr.Progress):
         given = iter(values)
         pairs = [(task, source if isinstance(source, str) else next(given)) for task, source in models.items()]
         missing = await anyio.to_thread.run_sync(not_here, pairs)
         if not missing:
-            return unchanged  # here (or refused at once): no slot, no wait
+            return  # here (or refused at once): no slot, no wait
         lang = language_of(request)
         report = byte_progress(progress)
 
@@ -219,7 +221,6 @@ def _download_step(models: dict[str, object], outputs: int) -> Callable:
                 await anyio.to_thread.run_sync(run)
         except Exception:  # noqa: BLE001 - never a traceback here: the model step says what is wrong
             log.exception("download step")
-        return unchanged
 
     inputs = sum(not isinstance(source, str) for source in models.values())
     if inputs == 0:
@@ -298,9 +299,9 @@ def model_event(trigger: Callable, models: dict[str, object], fn: Callable, inpu
     leaves = [output for output in outputs if not isinstance(output, gr.blocks.BlockContext)]
     if len(leaves) < len(outputs):
         options.setdefault("show_progress_on", leaves)
-        first.setdefault("show_progress_on", options["show_progress_on"])
+    first.setdefault("show_progress_on", options.get("show_progress_on", leaves))
     sources = [source for source in models.values() if not isinstance(source, str)]
-    download = trigger(_download_step(models, len(outputs)), sources, outputs,
+    download = trigger(_download_step(models), sources, None,
                        api_name=f"{api_name}_download", api_visibility="undocumented", **DOWNLOAD_QUEUE, **first)
     return download.then(local_only(fn), inputs, outputs, api_name=api_name,
                          **(BERT_QUEUE if queue is None else queue), **options)

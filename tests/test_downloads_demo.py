@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 
+import gradio as gr
 import pytest
 
 from core import families, hub, registry
@@ -165,6 +166,10 @@ def test_every_model_event_downloads_in_its_own_step(blocks):
         before = fns.get(fn.trigger_after)
         assert before is not None and before.api_name == f"{fn.api_name}_download", fn.api_name
         assert before.concurrency_id == "download"
+        # no outputs (each, even gr.skip(), costs Gradio a component and a config rebuild per click); its progress
+        # shows on the model step's leaves, the same components a browser watches for the answer
+        leaves = [block._id for block in fn.outputs if not isinstance(block, gr.blocks.BlockContext)]
+        assert before.outputs == [] and [block._id for block in before.show_progress_on] == leaves, fn.api_name
 
 
 def test_a_checkpoint_of_another_kind_is_refused_in_the_view_after_two_requests(server, client, ner_folder,
