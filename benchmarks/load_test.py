@@ -11,6 +11,11 @@ failed or an endpoint's p95 is over --p95 seconds.
 
     python benchmarks/load_test.py --profile classroom      # 64 users × 60 s over every tab (issues 21, 38)
     python benchmarks/load_test.py --profile classroom --no-result-cache   # the same, every click computed
+    python benchmarks/load_test.py --profile classroom --client gradio_client   # the clients of earlier runs
+
+Clients (--client): "browser" (default) speaks the queue protocol as a learner's page does, all users on one event
+loop (benchmarks/browser_client.py); "gradio_client" runs a gradio_client.Client per user in its own thread, which
+costs the shared 2 cores a third of a light call's time (issue #38).
 
 Target (issue #10): 32 users × 60 s, CPU, offline models, 0 errors, p95 ≤ 2 s. Classroom (issue #38): 64 users over
 all tabs, half the clicks the preset of the moment and half the learner's own text, 0 errors, p95 ≤ 2 s for every
@@ -19,6 +24,7 @@ endpoint.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import random
 import signal
@@ -33,6 +39,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run as a script: benchmarks.browser_client
 
 # One main endpoint per tab, with arguments that work offline (bundled models). Keyword names are the handlers'
 # parameter names, as gradio_client exposes them.
@@ -193,6 +200,53 @@ def user(index: int, client, endpoints: list[str], stop_at: float, latencies, er
             latencies[name].append(time.perf_counter() - start)
 
 
+async def browser_users(url: str, users: int, endpoints: list[str], seconds: float, latencies, errors,
+                        own_share: float) -> float:
+    """The same learners as ``user`` (same clicks in the same order), as browser pages on one event loop: connect
+    one after another (each opens its page: ``app_language``), then click until ``seconds`` are up. Returns the
+    timed window's length."""
+    import httpx
+
+    from benchmarks.browser_client import Api, Page
+
+    limits = httpx.Limits(max_connections=4 * users, max_keepalive_connections=4 * users)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(300.0), limits=limits) as http:
+        api = await Api.fetch(http, url)
+
+        async def click(page: Page, name: str, kwargs: dict) -> None:
+            if name in DOWNLOAD_FIRST:
+                await page.predict(f"{name}_download", *(kwargs[key] for key in DOWNLOAD_FIRST[name]))
+            await page.predict(name, **kwargs)
+
+        pages = []
+        for _ in range(users):
+            page = Page(http, api)
+            try:
+                await page.predict("app_language")
+                pages.append(page)
+            except Exception as exc:  # noqa: BLE001 - a user that cannot even connect is an error of every endpoint
+                errors["(connect)"].append(f"{type(exc).__name__}: {exc}")
+        stop_at = time.monotonic() + seconds
+
+        async def learner(index: int, page: Page) -> None:
+            turn, draw = index, random.Random(index)  # seeded per learner, as in ``user``
+            while time.monotonic() < stop_at:
+                name = endpoints[turn % len(endpoints)]
+                turn += 1
+                kwargs = arguments(name, index, turn, own=draw.random() < own_share)
+                start = time.perf_counter()
+                try:
+                    await click(page, name, kwargs)
+                except Exception as exc:  # noqa: BLE001 - every failure is counted and shown, never hidden
+                    errors[name].append(f"{type(exc).__name__}: {str(exc)[:200]}")
+                    continue
+                latencies[name].append(time.perf_counter() - start)
+
+        started = time.monotonic()
+        await asyncio.gather(*(learner(i, page) for i, page in enumerate(pages)))
+        return time.monotonic() - started
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="a running app; default: start `app.py --offline` on a free port")
@@ -204,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--p95", type=float, default=2.0, help="p95 goal per endpoint, seconds")
     parser.add_argument("--own-share", type=float, help="share of clicks with the learner's own text "
                         "(default: the profile's; classroom 0.5)")
+    parser.add_argument("--client", choices=("browser", "gradio_client"), default="browser",
+                        help="how the users call: as a browser page (default) or with gradio_client")
     parser.add_argument("--no-result-cache", action="store_true", help="start the server with its result cache "
                         "off (PLM_RESULT_CACHE_MB=0)")
     args = parser.parse_args(argv)
@@ -220,23 +276,27 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.endpoints:  # warm-up: first model loads are not what users wait for under load
             call(Client(url, verbose=False), name)
         latencies, errors, lock = defaultdict(list), defaultdict(list), threading.Lock()
-        clients = [connect(url, errors, lock) for _ in range(args.users)]
-        stop_at = time.monotonic() + args.seconds
-        threads = [threading.Thread(target=user, args=(i, clients[i], args.endpoints, stop_at, latencies, errors,
-                                                        lock, args.own_share)) for i in range(args.users)]
-        started = time.monotonic()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        elapsed = time.monotonic() - started
+        if args.client == "browser":
+            elapsed = asyncio.run(browser_users(url, args.users, args.endpoints, args.seconds, latencies, errors,
+                                                args.own_share))
+        else:
+            clients = [connect(url, errors, lock) for _ in range(args.users)]
+            stop_at = time.monotonic() + args.seconds
+            threads = [threading.Thread(target=user, args=(i, clients[i], args.endpoints, stop_at, latencies,
+                                                            errors, lock, args.own_share)) for i in range(args.users)]
+            started = time.monotonic()
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            elapsed = time.monotonic() - started
     finally:
         if server is not None:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(10)
 
     print(f"{args.users} users × {args.seconds:g} s against {url} ({elapsed:.0f} s incl. the last calls); "
-          f"{args.own_share:.0%} of clicks with the learner's own text; result cache "
+          f"{args.own_share:.0%} of clicks with the learner's own text; {args.client} clients; result cache "
           f"{'off' if args.no_result_cache else 'on' if not args.url else 'as the server has it'}")
     header = f"{'endpoint':<22} {'calls':>6} {'errors':>6} {'p50 s':>8} {'p95 s':>8} {'max s':>8} {'calls/s':>8}"
     print(header + "\n" + "-" * len(header))

@@ -292,10 +292,11 @@ def build() -> dict[str, presets.View]:
             next_table = sampling.table_component()
         next_inputs = [model, text, temperature, top_k, top_p, next_seed]
         next_outputs = [next_note, next_plot, next_table, next_results]
+        # cache_results: the draw is seeded (the seed is an input and shown), so a question has one answer
         model_event(next_button.click, {"causal-lm": model}, next_token, next_inputs, next_outputs,
-                    api_name="transformer_gpt_next", queue={})
+                    api_name="transformer_gpt_next", queue={}, cache_results=True)
         model_event(text.submit, {"causal-lm": model}, next_token, next_inputs, next_outputs,
-                    api_name="transformer_gpt_next_submit", queue={})
+                    api_name="transformer_gpt_next_submit", queue={}, cache_results=True)
         next_view = presets.View("transformer", "gpt_next", next_inputs, next_outputs,
                                  _or_message(next_token, 1, table="next", results=1), NEXT_PRESETS, where=next_tab,
                                  seed=next_seed)

@@ -184,7 +184,7 @@ def build() -> None:
                 position_plot, sum_plot = gr.Plot(show_label=False), gr.Plot(show_label=False)
             model_event(inputs_button.click, {"mlm": model_id}, inputs, [model_id, first, second],
                         [inputs_md, tokens, token_table, token_plot, segment_plot, position_plot, sum_plot],
-                        api_name="mlm_inputs", queue={})
+                        api_name="mlm_inputs", queue={}, cache_results=True)
             inputs_view = presets.View("mlm", "inputs", [model_id, first, second],
                                        [inputs_md, tokens, token_table, token_plot, segment_plot, position_plot,
                                         sum_plot], inputs, INPUT_PRESETS, where=inputs_tab)

@@ -141,11 +141,38 @@ def test_a_session_model_and_an_unpicklable_input_are_never_shared():
 
 def test_only_views_that_answer_the_same_every_time_share_results(events):
     shared = {name for name, fn in events.items() if getattr(fn, "result_cache", None) is not None}
-    assert {"attention_model", "transformer_block", "mlm_fill", "ner_tag", "qa_answer", "classify_run"} <= shared
+    assert {"attention_model", "transformer_block", "mlm_fill", "ner_tag", "qa_answer", "classify_run",
+            "mlm_inputs", "transformer_gpt_next"} <= shared
     assert {"transformer_why", "mlm_why", "ner_why", "qa_why", "classify_why"} <= shared  # attributions: 2.6–62 s
     # sampling, training and the tour's generators are computed for each learner
     assert not shared & {"transformer_gpt_generate", "lstm_generate", "mlm_train", "classify_train", "mlm_masking"}
     assert all(name in events for name in ("transformer_gpt_generate", "mlm_masking"))
+
+
+def test_the_seeded_next_token_view_shares_a_seed_s_draw_and_draws_again_for_another_seed(events, monkeypatch):
+    """The GPT next-token view samples, seeded by an input it shows: the same question (seed included) is one
+    answer, computed once; another seed is another question, computed and drawn afresh."""
+    from core import gpt as core_gpt
+    from core.checkpoints import CHAR_GPT_ID
+    from demo import gpt as demo_gpt
+
+    drawn, real = [], core_gpt.next_token
+
+    def counted(*args, **kwargs):
+        result = real(*args, **kwargs)
+        drawn.append(result.drawn)
+        return result
+
+    monkeypatch.setattr(core_gpt, "next_token", counted)
+    next_token = events["transformer_gpt_next"]
+    asked = (CHAR_GPT_ID, "Call me Ishmael. Some years ago", 1.5, 0, 1.0)
+    first, again = next_token(*asked, 7), next_token(*asked, 7)
+    assert len(drawn) == 1 and again[0] == first[0]  # one draw for the repeated question
+    assert first[0] == demo_gpt.next_token(*asked, 7)[0]  # the uncached handler gives the same answer
+    for seed in range(7):
+        next_token(*asked, seed)
+    assert len(drawn) == 9 and len(result_cache.RESULTS) == 8  # 1 + 1 uncached check + 7 other seeds
+    assert len(set(drawn)) > 1  # τ = 1.5 over the whole vocabulary: eight seeds do not all draw one character
 
 
 def test_a_cached_answer_needs_no_compute_slot(events):
