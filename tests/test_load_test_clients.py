@@ -1,0 +1,66 @@
+"""benchmarks/load_test.py's browser-like client (benchmarks/browser_client.py) against the app: it must get what
+gradio_client gets for the same clicks, name a failed event, and run the classroom loop without errors."""
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+
+import httpx
+import pytest
+
+from benchmarks import load_test
+from benchmarks.browser_client import Api, EventFailed, Page
+from tests.live_app import app_env, running_app
+
+
+@pytest.fixture(scope="module")
+def url():
+    with running_app("--offline", "--device", "cpu", env=app_env(HF_HUB_OFFLINE="1")) as app:
+        yield app.url
+
+
+def browser(url: str, clicks: list[tuple[str, tuple, dict]]) -> list:
+    """Each click's answer (or the EventFailed) from one browser-like page."""
+    async def run():
+        async with httpx.AsyncClient(timeout=120) as http:
+            page, answers = Page(http, await Api.fetch(http, url)), []
+            for api_name, args, kwargs in clicks:
+                try:
+                    answers.append(await page.predict(api_name, *args, **kwargs))
+                except EventFailed as failed:
+                    answers.append(failed)
+            return answers
+    return asyncio.run(run())
+
+
+def test_a_page_gets_what_gradio_client_gets_for_the_same_clicks(url):
+    from gradio_client import Client
+
+    ner = load_test.CALLS["ner_tag"]
+    analogy = load_test.CALLS["embeddings_analogy"]
+    step, tagged, solved = browser(url, [("ner_tag_download", (ner["model_id"],), {}), ("ner_tag", (), ner),
+                                         ("embeddings_analogy", (), analogy)])
+    client = Client(url, verbose=False)
+    expected_tags = client.predict(**ner, api_name="/ner_tag")
+    expected_analogy = client.predict(**analogy, api_name="/embeddings_analogy")
+    assert step == []  # the download step has no outputs (its progress shows on the model step's)
+    # gradio_client leaves out the outputs of components hidden from the API; every value it gets, the page gets,
+    # in the same order: the card (offline), the token table with Wolfgang, the hidden panels
+    shown = iter(tagged)
+    assert all(any(value == page_value for page_value in shown) for value in expected_tags)
+    assert len(tagged) > len(expected_tags) and "Wolfgang" in str(tagged)
+    assert list(solved) == list(expected_analogy)  # the figure's JSON and the sentence
+    assert "≈ queen" in solved[1]  # king − man + woman (GloVe 6B 50d)
+
+
+def test_a_failed_event_is_named_not_hidden(url):
+    [failed] = browser(url, [("embeddings_analogy", (), dict(a="king", b="man", c="woman", topn="many"))])
+    assert isinstance(failed, EventFailed) and str(failed)
+
+
+def test_the_classroom_loop_runs_with_browser_pages(url):
+    latencies, errors = defaultdict(list), defaultdict(list)
+    names = ["ngram_counts", "ner_tag", "mlm_fill"]
+    elapsed = asyncio.run(load_test.browser_users(url, 3, names, 4.0, latencies, errors, own_share=0.5))
+    assert not errors and elapsed >= 4.0
+    assert set(latencies) == set(names) and all(0 < t < 60 for times in latencies.values() for t in times)
