@@ -11,6 +11,7 @@ failed or an endpoint's p95 is over --p95 seconds.
 
     python benchmarks/load_test.py --profile classroom      # 64 users × 60 s over every tab (issues 21, 38)
     python benchmarks/load_test.py --profile classroom --no-result-cache   # the same, every click computed
+    python benchmarks/load_test.py --profile classroom --no-batching    # each BERT request its own forward pass
     python benchmarks/load_test.py --profile classroom --client gradio_client   # the clients of earlier runs
 
 Clients (--client): "browser" (default) speaks the queue protocol as a learner's page does, all users on one event
@@ -125,7 +126,8 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def start_server(timeout: float = 300, result_cache: bool = True) -> tuple[subprocess.Popen, str]:
+def start_server(timeout: float = 300, result_cache: bool = True, batching: bool = True
+                 ) -> tuple[subprocess.Popen, str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -134,6 +136,8 @@ def start_server(timeout: float = 300, result_cache: bool = True) -> tuple[subpr
     env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1", PLM_MAX_EVENTS_PER_ADDRESS="100000")
     if not result_cache:  # demo/result_cache.py off: every click computes (the comparison of issue #38 §3)
         env["PLM_RESULT_CACHE_MB"] = "0"
+    if not batching:  # demo/batching.max_batch: every request its own call (the comparison of issue #38 §2)
+        env["PLM_MAX_BATCH"] = "1"
     process = subprocess.Popen([sys.executable, "app.py", "--offline", "--device", "cpu", "--port", str(port)],
                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
@@ -258,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--p95", type=float, default=2.0, help="p95 goal per endpoint, seconds")
     parser.add_argument("--own-share", type=float, help="share of clicks with the learner's own text "
                         "(default: the profile's; classroom 0.5)")
+    parser.add_argument("--no-batching", action="store_true", help="start the server without cross-learner "
+                        "batching (PLM_MAX_BATCH=1)")
     parser.add_argument("--client", choices=("browser", "gradio_client"), default="browser",
                         help="how the users call: as a browser page (default) or with gradio_client")
     parser.add_argument("--no-result-cache", action="store_true", help="start the server with its result cache "
@@ -269,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     args.own_share = PROFILES[args.profile]["own_share"] if args.own_share is None else args.own_share
     checked = set(args.endpoints)  # issue #38: every endpoint, the BERT group included
 
-    server, url = (None, args.url) if args.url else start_server(result_cache=not args.no_result_cache)
+    server, url = (None, args.url) if args.url else start_server(result_cache=not args.no_result_cache,
+                                                                 batching=not args.no_batching)
     try:
         from gradio_client import Client
 
@@ -297,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"{args.users} users × {args.seconds:g} s against {url} ({elapsed:.0f} s incl. the last calls); "
           f"{args.own_share:.0%} of clicks with the learner's own text; {args.client} clients; result cache "
-          f"{'off' if args.no_result_cache else 'on' if not args.url else 'as the server has it'}")
+          f"{'off' if args.no_result_cache else 'on' if not args.url else 'as the server has it'}"
+          + ("; no batching" if args.no_batching else ""))
     header = f"{'endpoint':<22} {'calls':>6} {'errors':>6} {'p50 s':>8} {'p95 s':>8} {'max s':>8} {'calls/s':>8}"
     print(header + "\n" + "-" * len(header))
     failed = False

@@ -13,6 +13,7 @@ unbatched handler on 4 slots (benchmarks/batching.py), so only events with a rea
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import gradio as gr
@@ -22,7 +23,16 @@ from core.errors import LearnerError
 from core.i18n import text, using_language
 from demo.common import log
 
-BATCH = dict(batch=True, max_batch_size=8)  # pass to demo.downloads.model_event with a batch handler
+
+
+def max_batch(size: int) -> int:
+    """``size`` requests per call, or fewer when PLM_MAX_BATCH says so (1: no cross-learner batching, the comparison
+    of benchmarks/load_test.py --no-batching)."""
+    cap = os.environ.get("PLM_MAX_BATCH", "").strip()
+    return max(1, min(size, int(cap))) if cap.isdigit() else size
+
+
+BATCH = dict(batch=True, max_batch_size=max_batch(8))  # pass to demo.downloads.model_event with a batch handler
 REFUSED = "⚠️ {message}"
 
 

@@ -9,7 +9,7 @@ import gradio as gr
 
 from core.checkpoints import CHAR_BERT_ID, CHECKPOINTS
 from core.limits import FILL_BATCH, MAX_DRAWS, MAX_TEXT_CHARS, MAX_WORD_CHARS
-from demo import lessons, mlm_train, presets, sampling, why_encoders
+from demo import batching, lessons, mlm_train, presets, sampling, why_encoders
 from demo import mlm_char_views as char_views
 from demo.common import TABLE_BUTTONS, LATEX, model_picker
 from demo.downloads import TOKENIZER, model_event
@@ -140,7 +140,7 @@ def build() -> None:
             # batch=True: requests that arrive together (a class pressing Fill at once) share one forward pass;
             # benchmarks/batching.py measures the throughput against fill (unbatched).
             model_event(fill_button.click, {"mlm": model_id}, fill_batch, fill_inputs, fill_outputs,
-                        api_name="mlm_fill", batch=True, max_batch_size=FILL_BATCH, cache_results=True)
+                        api_name="mlm_fill", batch=True, max_batch_size=batching.max_batch(FILL_BATCH), cache_results=True)
             # The first sub-tab: shown (and computed) when the tab opens.
             fill_view = presets.View("mlm", "fill", fill_inputs, fill_outputs, fill, FILL_PRESETS, where=fill_tab,
                                      seed=fill_controls[3])

@@ -64,3 +64,14 @@ def test_the_classroom_loop_runs_with_browser_pages(url):
     elapsed = asyncio.run(load_test.browser_users(url, 3, names, 4.0, latencies, errors, own_share=0.5))
     assert not errors and elapsed >= 4.0
     assert set(latencies) == set(names) and all(0 < t < 60 for times in latencies.values() for t in times)
+
+
+def test_no_batching_means_one_request_per_call(monkeypatch):
+    """load_test --no-batching starts the server with PLM_MAX_BATCH=1: each batched event takes one request."""
+    from demo import batching
+
+    assert batching.max_batch(16) == 16 and batching.BATCH["max_batch_size"] == 8
+    monkeypatch.setenv("PLM_MAX_BATCH", "1")
+    assert batching.max_batch(16) == 1
+    monkeypatch.setenv("PLM_MAX_BATCH", "4")
+    assert batching.max_batch(16) == 4 and batching.max_batch(2) == 2
