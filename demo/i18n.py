@@ -38,9 +38,10 @@ t = text  # the short name tab modules use (their inputs are often called ``text
 
 
 def gradio_i18n() -> gr.I18n:
-    """The tables for Gradio's front end. Browsers send zh-CN, zh-TW, zh-HK…; all get the same 中文 table."""
-    zh = table("zh")
-    return gr.I18n(en=table("en"), zh=zh, **{"zh-CN": zh, "zh-TW": zh, "zh-HK": zh})
+    """The tables for Gradio's front end. A browser in zh-CN or zh-TW opens Gradio in that locale, which looks each key
+    up in zh-CN (or zh-TW), then zh (svelte-i18n's sub-locales), so one zh table serves them all: the page's config
+    carried four copies of it before, 1.28 MB of its 2.19 MB, sent on every page load."""
+    return gr.I18n(en=table("en"), zh=table("zh"))
 
 
 I18N = gradio_i18n()  # passed to launch(i18n=...)

@@ -32,8 +32,9 @@ from core.i18n import current_language
 from core.paths import ASSETS_DIR
 from demo.i18n import language_of
 
-# PLM_RESULT_CACHE_MB=0 turns it off (benchmarks/load_test.py measures the classroom with and without it).
-RESULT_CACHE_BYTES = float(os.environ.get("PLM_RESULT_CACHE_MB", "128")) * 1e6
+# PLM_RESULT_CACHE_MB=0 turns it off (benchmarks/load_test.py measures the classroom with and without it). 16 MB:
+# a lesson's presets (0.1-1.4 MB each) stay, recently used; at 128 MB the soak's new texts grew RSS by +216 MB.
+RESULT_CACHE_BYTES = float(os.environ.get("PLM_RESULT_CACHE_MB", "16")) * 1e6
 RESULTS = BoundedCache(max_entries=4096, max_weight=RESULT_CACHE_BYTES, weight=lambda key, entry: entry[1])
 
 

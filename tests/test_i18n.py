@@ -149,3 +149,14 @@ def test_friendly_errors_runs_the_handler_in_the_requests_language(generator):
     with pytest.raises(gr.Error) as en:
         run([1])
     assert en.value.message == "n must be at least 2." and seen[-1] == "Attention"
+
+
+def test_the_page_carries_one_table_per_language():
+    """Every page load downloads the config with Gradio's tables: one zh table serves zh-CN and zh-TW browsers
+    (tests/e2e/test_i18n_browser.py opens both), where four copies made 1.28 MB of a 2.19 MB config."""
+    import json
+
+    tables = i18n.I18N.translations
+    assert sorted(tables) == ["en", "zh"]
+    assert tables["zh"]["tabs.ngram"] == i18n.text("tabs.ngram", "zh") != tables["en"]["tabs.ngram"]
+    assert len(json.dumps(tables).encode()) < 600_000

@@ -27,7 +27,7 @@ def open_app(browser, served_app, locale: str):
     return context, page
 
 
-@pytest.mark.parametrize("locale, lang", [("zh-CN", "zh"), ("en-US", "en")])
+@pytest.mark.parametrize("locale, lang", [("zh-CN", "zh"), ("zh-TW", "zh"), ("en-US", "en")])
 def test_the_browser_language_picks_the_app_language(browser, served_app, locale, lang):
     context, page = open_app(browser, served_app, locale)
     try:
