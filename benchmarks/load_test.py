@@ -15,8 +15,8 @@ failed or an endpoint's p95 is over --p95 seconds.
     python benchmarks/load_test.py --profile classroom --client gradio_client   # the clients of earlier runs
 
 Clients (--client): "browser" (default) speaks the queue protocol as a learner's page does, all users on one event
-loop (benchmarks/browser_client.py); "gradio_client" runs a gradio_client.Client per user in its own thread, which
-costs the shared 2 cores a third of a light call's time (issue #38).
+loop (benchmarks/browser_client.py); "gradio_client" runs a gradio_client.Client per user in its own thread (two
+more threads and a 50-ms poll per call, on the server's own cores).
 
 Target (issue #10): 32 users × 60 s, CPU, offline models, 0 errors, p95 ≤ 2 s. Classroom (issue #38): 64 users over
 all tabs, half the clicks the preset of the moment and half the learner's own text, 0 errors, p95 ≤ 2 s for every

@@ -2,7 +2,6 @@
 gradio_client gets for the same clicks, name a failed event, and run the classroom loop without errors."""
 from __future__ import annotations
 
-import asyncio
 from collections import defaultdict
 
 import httpx
@@ -10,6 +9,7 @@ import pytest
 
 from benchmarks import load_test
 from benchmarks.browser_client import Api, EventFailed, Page
+from tests.conftest import run_async
 from tests.live_app import app_env, running_app
 
 
@@ -30,7 +30,7 @@ def browser(url: str, clicks: list[tuple[str, tuple, dict]]) -> list:
                 except EventFailed as failed:
                     answers.append(failed)
             return answers
-    return asyncio.run(run())
+    return run_async(run())
 
 
 def test_a_page_gets_what_gradio_client_gets_for_the_same_clicks(url):
@@ -61,7 +61,7 @@ def test_a_failed_event_is_named_not_hidden(url):
 def test_the_classroom_loop_runs_with_browser_pages(url):
     latencies, errors = defaultdict(list), defaultdict(list)
     names = ["ngram_counts", "ner_tag", "mlm_fill"]
-    elapsed = asyncio.run(load_test.browser_users(url, 3, names, 4.0, latencies, errors, own_share=0.5))
+    elapsed = run_async(load_test.browser_users(url, 3, names, 4.0, latencies, errors, own_share=0.5))
     assert not errors and elapsed >= 4.0
     assert set(latencies) == set(names) and all(0 < t < 60 for times in latencies.values() for t in times)
 
