@@ -283,7 +283,8 @@ def model_event(trigger: Callable, models: dict[str, object], fn: Callable, inpu
                 queue: dict | None = None, cache_results: bool = False, **options):
     """``trigger`` (a bound event listener such as ``button.click``) runs the download step for ``models``
     ({task: the component holding its checkpoint id, or a fixed id}), then ``fn`` on ``queue`` (default: the
-    "bert" group, computing in one of its BERT_SLOTS) with ``options`` (batch=True, max_batch_size, api_visibility, ...). Returns the model step.
+    "bert" group, computing in one of its BERT_SLOTS) with ``options`` (batch=True, max_batch_size,
+    api_visibility, ...). Returns the model step.
     ``cache_results``: fn gives the same answer to the same inputs and checkpoints (no sampling, no training), so
     identical requests share one result (demo/result_cache.py)."""
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]

@@ -96,8 +96,9 @@ def request_key(api_name: str, args: tuple, language: str, models: dict) -> tupl
     ``models``: {task: the position of its checkpoint among ``args``, or the fixed id}."""
     revisions = []
     for task, where in models.items():
-        model_id = args[where] if isinstance(where, int) and where < len(args) else where
-        revisions.append(revision(task, None if isinstance(where, int) and where >= len(args) else model_id))
+        if isinstance(where, int):  # a position; an input left out is the task's default checkpoint
+            where = args[where] if where < len(args) else None
+        revisions.append(revision(task, where))
     if None in revisions or RESULT_CACHE_BYTES <= 0:
         return None
     try:
@@ -160,7 +161,10 @@ def _cached_batch(fn: Callable, api_name: str, models: dict, split: Callable) ->
             return [tuple(column[j] for column in outputs) for j in range(len(indices))]
 
         rows: list = [None] * count
-        first = {key: keys.index(key) for key in keys if key is not None}  # identical requests: computed once
+        first: dict = {}  # each key's first request: identical requests are computed once
+        for i, key in enumerate(keys):
+            if key is not None:
+                first.setdefault(key, i)
         if first:
             found = RESULTS.get_or_compute_many(
                 list(first), lambda missing: [sized(row) for row in compute([first[key] for key in missing])])
