@@ -184,21 +184,34 @@ def connect(url: str, errors, lock):
         return None
 
 
+def clicks(index: int, endpoints: list[str], own_share: float):
+    """Learner ``index``'s clicks, in order, without end: (endpoint, its keyword arguments). Round-robin from a
+    different tab per learner; seeded per learner, so every run (and either client) makes the same clicks."""
+    turn, draw = index, random.Random(index)
+    while True:
+        name = endpoints[turn % len(endpoints)]
+        turn += 1
+        yield name, arguments(name, index, turn, own=draw.random() < own_share)
+
+
+def failure(exc: Exception) -> str:
+    """How a failed click is shown: every failure is counted and shown, never hidden."""
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
 def user(index: int, client, endpoints: list[str], stop_at: float, latencies, errors, lock,
          own_share: float = 0.0) -> None:
     if client is None:
         return
-    turn, draw = index, random.Random(index)  # seeded per learner: the same clicks in every run
-    while time.monotonic() < stop_at:
-        name = endpoints[turn % len(endpoints)]
-        turn += 1
-        kwargs = arguments(name, index, turn, own=draw.random() < own_share)
+    for name, kwargs in clicks(index, endpoints, own_share):
+        if time.monotonic() >= stop_at:
+            return
         start = time.perf_counter()
         try:
             call(client, name, kwargs)
-        except Exception as exc:  # noqa: BLE001 - every failure is counted and shown, never hidden
+        except Exception as exc:  # noqa: BLE001 - see failure()
             with lock:
-                errors[name].append(f"{type(exc).__name__}: {str(exc)[:200]}")
+                errors[name].append(failure(exc))
             continue
         with lock:
             latencies[name].append(time.perf_counter() - start)
@@ -206,7 +219,7 @@ def user(index: int, client, endpoints: list[str], stop_at: float, latencies, er
 
 async def browser_users(url: str, users: int, endpoints: list[str], seconds: float, latencies, errors,
                         own_share: float) -> float:
-    """The same learners as ``user`` (same clicks in the same order), as browser pages on one event loop: connect
+    """The same learners as ``user`` (``clicks``), as browser pages on one event loop: connect
     one after another (each opens its page: ``app_language``), then click until ``seconds`` are up. Returns the
     timed window's length."""
     import httpx
@@ -233,16 +246,14 @@ async def browser_users(url: str, users: int, endpoints: list[str], seconds: flo
         stop_at = time.monotonic() + seconds
 
         async def learner(index: int, page: Page) -> None:
-            turn, draw = index, random.Random(index)  # seeded per learner, as in ``user``
-            while time.monotonic() < stop_at:
-                name = endpoints[turn % len(endpoints)]
-                turn += 1
-                kwargs = arguments(name, index, turn, own=draw.random() < own_share)
+            for name, kwargs in clicks(index, endpoints, own_share):
+                if time.monotonic() >= stop_at:
+                    return
                 start = time.perf_counter()
                 try:
                     await click(page, name, kwargs)
-                except Exception as exc:  # noqa: BLE001 - every failure is counted and shown, never hidden
-                    errors[name].append(f"{type(exc).__name__}: {str(exc)[:200]}")
+                except Exception as exc:  # noqa: BLE001 - see failure()
+                    errors[name].append(failure(exc))
                     continue
                 latencies[name].append(time.perf_counter() - start)
 

@@ -24,7 +24,6 @@ from core.i18n import text, using_language
 from demo.common import log
 
 
-
 def max_batch(size: int) -> int:
     """``size`` requests per call, or fewer when PLM_MAX_BATCH says so (1: no cross-learner batching, the comparison
     of benchmarks/load_test.py --no-batching)."""

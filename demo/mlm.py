@@ -140,7 +140,8 @@ def build() -> None:
             # batch=True: requests that arrive together (a class pressing Fill at once) share one forward pass;
             # benchmarks/batching.py measures the throughput against fill (unbatched).
             model_event(fill_button.click, {"mlm": model_id}, fill_batch, fill_inputs, fill_outputs,
-                        api_name="mlm_fill", batch=True, max_batch_size=batching.max_batch(FILL_BATCH), cache_results=True)
+                        api_name="mlm_fill", batch=True, max_batch_size=batching.max_batch(FILL_BATCH),
+                        cache_results=True)
             # The first sub-tab: shown (and computed) when the tab opens.
             fill_view = presets.View("mlm", "fill", fill_inputs, fill_outputs, fill, FILL_PRESETS, where=fill_tab,
                                      seed=fill_controls[3])

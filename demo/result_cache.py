@@ -8,8 +8,8 @@ the others with that key wait for it (core.cache.BoundedCache.get_or_compute_man
 identical requests of a batch are computed once. Bounded by the results' pickled size (``RESULT_CACHE_BYTES``).
 
 Only events wired with ``model_event(..., cache_results=True)`` use it: views that train are never wired so, and
-a view that samples only when its draw is seeded by an input it shows (the GPT next-token view). A checkpoint that lives in one learner's session (the MiniLM fine-tuned here) has no revision: its
-requests are computed each time.
+a view that samples only when its draw is seeded by an input it shows (the GPT next-token view). A checkpoint that
+lives in one learner's session (the MiniLM fine-tuned here) has no revision: its requests are computed each time.
 """
 from __future__ import annotations
 

@@ -75,3 +75,14 @@ def test_no_batching_means_one_request_per_call(monkeypatch):
     assert batching.max_batch(16) == 1
     monkeypatch.setenv("PLM_MAX_BATCH", "4")
     assert batching.max_batch(16) == 4 and batching.max_batch(2) == 2
+
+
+def test_both_clients_make_each_learner_s_clicks_in_one_seeded_order():
+    from itertools import islice
+
+    names = ["ngram_counts", "ner_tag", "mlm_fill"]
+    first = list(islice(load_test.clicks(4, names, 0.5), 9))
+    assert first == list(islice(load_test.clicks(4, names, 0.5), 9))  # the same in every run and client
+    assert [name for name, _ in first] == (names[1:] + names[:1]) * 3  # round-robin from learner 4 % 3
+    own = [kwargs for name, kwargs in first if name == "ner_tag" and kwargs != load_test.CALLS["ner_tag"]]
+    assert 0 < len(own) < 3 and all(kwargs["text"].startswith(load_test.CALLS["ner_tag"]["text"]) for kwargs in own)
