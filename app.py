@@ -18,6 +18,11 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 # Gradio rebuilds a pandas summary of up to 10,000 past events after *every* event (its monitoring page); under
 # load that was ~7% of the server's CPU (py-spy), so refresh it every 1,000 events instead.
 os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000")
+# numpy's OpenBLAS splits every matrix product over one thread per core, even a (4, 512) @ (512, 512) one. With many
+# learners' requests at once those threads fight for the cores: the multi-head view's products took 13-35 ms instead
+# of 0.7 ms, and its click 68 ms of server CPU instead of 25 (benchmarks/README.md, issue #38). Requests already run
+# side by side, so each product keeps to one thread. Set before anything imports numpy.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 
