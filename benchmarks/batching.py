@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(2)
     from gradio_client import Client
 
+    from core.device import get_device
+
     results, errors = {}, 0
     with tempfile.TemporaryDirectory() as root:
         folders = {event: make_checkpoint(str(Path(root) / event), EVENTS[event][0]) for event in args.events}
@@ -155,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             blocks.close()
     print(f"\n{args.users} users, {args.rounds} alternating rounds of {args.seconds:g} s per endpoint, BERT-base "
-          f"architecture, CPU, torch threads {torch.get_num_threads()}")
+          f"architecture, {get_device().type}, torch threads {torch.get_num_threads()}")
     print(f"{'event':<18} {'unbatched/s':>12} {'batched/s':>10} {'ratio':>7}")
     for event, (single, batched) in results.items():
         print(f"{event:<18} {single:>12.2f} {batched:>10.2f} {batched / single:>7.2f}")

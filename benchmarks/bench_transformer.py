@@ -1,4 +1,5 @@
-"""Transformer tab benchmark: following one token through every step of MiniLM-L6 on a 32-token sentence.
+"""Transformer tab benchmark: following one token through every step of MiniLM-L6 on a 32-token sentence, on
+core's picked device (benchmarks.run: the CPU, then the GPU where there is one; the goal is stated for the CPU).
 
 ours:      the "Inside a block" handler end to end (tokenise → walk every sub-module of every layer, keeping the
            token's slice of each step → summary, 4 plotly figures, step table), caches cleared before every call;
@@ -23,7 +24,7 @@ from benchmarks.common import paired_median_seconds, print_table  # noqa: E402
 from core import registry  # noqa: E402
 from core import transformer as tr  # noqa: E402
 from core.checkpoints import MINILM_ID  # noqa: E402
-from core.device import set_device  # noqa: E402
+from core.device import get_device  # noqa: E402
 
 SENTENCE = ("The bank raised its interest rates again this spring, so on Sunday we walked along the quiet river "
             "bank and talked about whether to move our savings elsewhere.")
@@ -38,7 +39,7 @@ def clear_caches() -> None:
 def run(quick: bool = False) -> list[dict]:
     from demo.transformer import block
 
-    set_device("cpu")  # the goal is stated for CPU
+    device = get_device()
     repeats = 5 if quick else 30
     loaded = registry.load("encoder", MINILM_ID)
     tokens = len(tr.tokenize(SENTENCE, MINILM_ID).ids)
@@ -54,21 +55,22 @@ def run(quick: bool = False) -> list[dict]:
 
     def forward():
         with torch.inference_mode():
-            ids = torch.tensor([loaded.tokenizer.encode(SENTENCE).ids])
-            return loaded.model(ids, output_attentions=False).last_hidden_state
+            ids = torch.tensor([loaded.tokenizer.encode(SENTENCE).ids], device=loaded.device)
+            return loaded.model(ids, output_attentions=False).last_hidden_state.cpu()  # a GPU sync, as the walk's
 
     handler()  # loads the model once (the registry caches it), outside the timing
     rows = []
     default_threads = torch.get_num_threads()
     # The app runs with torch's default thread count; on a busy shared machine one thread is often much faster (small
     # matrices, and OpenMP threads waiting on each other), so both are measured, for ours and the reference alike.
-    for threads in sorted({default_threads, 1}, reverse=True):
+    # On a GPU the thread count is the CPU side's only.
+    for threads in sorted({default_threads, 1} if device.type == "cpu" else {default_threads}, reverse=True):
         torch.set_num_threads(threads)
-        label = f"{threads} thr"
+        label = f"{device.type} {threads} thr"
         for name, fn, goal in (("block handler + 4 figures + table", handler, "≤ 300 ms"),
                                ("walk only, no figures", walk_only, "")):
             ours_s, ref_s = paired_median_seconds(fn, forward, repeats, warmup=2)
-            rows.append({"benchmark": f"{name}, {tokens} tok, MiniLM-L6, {label} / plain forward",
+            rows.append({"benchmark": f"{name}, {tokens} tok, MiniLM-L6, {label} / forward",
                          "ours": ours_s * 1e3, "reference": ref_s * 1e3, "ratio": ours_s / ref_s,
                          "unit": "ms (median)", "goal": goal})
     torch.set_num_threads(default_threads)

@@ -13,6 +13,7 @@ failed or an endpoint's p95 is over --p95 seconds.
     python benchmarks/load_test.py --profile classroom --no-result-cache   # the same, every click computed
     python benchmarks/load_test.py --profile classroom --no-batching    # each BERT request its own forward pass
     python benchmarks/load_test.py --profile classroom --client gradio_client   # the clients of earlier runs
+    python benchmarks/load_test.py --profile classroom --device cuda   # the server's models on the GPU
 
 Clients (--client): "browser" (default) speaks the queue protocol as a learner's page does, all users on one event
 loop (benchmarks/browser_client.py); "gradio_client" runs a gradio_client.Client per user in its own thread (two
@@ -126,7 +127,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def start_server(timeout: float = 300, result_cache: bool = True, batching: bool = True
+def start_server(timeout: float = 300, result_cache: bool = True, batching: bool = True, device: str = "cpu"
                  ) -> tuple[subprocess.Popen, str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -138,7 +139,7 @@ def start_server(timeout: float = 300, result_cache: bool = True, batching: bool
         env["PLM_RESULT_CACHE_MB"] = "0"
     if not batching:  # demo/batching.max_batch: every request its own call (the comparison of issue #38 §2)
         env["PLM_MAX_BATCH"] = "1"
-    process = subprocess.Popen([sys.executable, "app.py", "--offline", "--device", "cpu", "--port", str(port)],
+    process = subprocess.Popen([sys.executable, "app.py", "--offline", "--device", device, "--port", str(port)],
                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
     url = f"http://127.0.0.1:{port}/"
@@ -277,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
                         "batching (PLM_MAX_BATCH=1)")
     parser.add_argument("--client", choices=("browser", "gradio_client"), default="browser",
                         help="how the users call: as a browser page (default) or with gradio_client")
+    parser.add_argument("--device", choices=("cpu", "cuda", "auto"), default=os.environ.get("PLM_DEVICE", "cpu"),
+                        help="the started server's --device (default: PLM_DEVICE, else cpu)")
     parser.add_argument("--no-result-cache", action="store_true", help="start the server with its result cache "
                         "off (PLM_RESULT_CACHE_MB=0)")
     args = parser.parse_args(argv)
@@ -287,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     checked = set(args.endpoints)  # issue #38: every endpoint, the BERT group included
 
     server, url = (None, args.url) if args.url else start_server(result_cache=not args.no_result_cache,
-                                                                 batching=not args.no_batching)
+                                                                 batching=not args.no_batching, device=args.device)
     try:
         from gradio_client import Client
 
@@ -316,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.users} users × {args.seconds:g} s against {url} ({elapsed:.0f} s incl. the last calls); "
           f"{args.own_share:.0%} of clicks with the learner's own text; {args.client} clients; result cache "
           f"{'off' if args.no_result_cache else 'on' if not args.url else 'as the server has it'}"
-          + ("; no batching" if args.no_batching else ""))
+          + ("; no batching" if args.no_batching else "") + ("" if args.url else f"; server on {args.device}"))
     header = f"{'endpoint':<22} {'calls':>6} {'errors':>6} {'p50 s':>8} {'p95 s':>8} {'max s':>8} {'calls/s':>8}"
     print(header + "\n" + "-" * len(header))
     failed = False
