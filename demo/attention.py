@@ -9,7 +9,7 @@ from core.errors import UserInputError
 from core.lazy import lazy_import
 from core.limits import MAX_LIST_CHARS, MAX_TEXT_CHARS
 from core.seeds import thinking_machines
-from demo import lessons, presets
+from demo import lessons, presets, result_cache
 from demo.attention_views import (
     MODEL_EXAMPLES,
     PERMUTATION_HEADERS,
@@ -307,7 +307,8 @@ def build() -> None:
                                   buttons=TABLE_BUTTONS)
             heads_plot = gr.Plot(show_label=False)
             concat_plot = gr.Plot(show_label=False)
-            mh_button.click(multi_head, [mh_sentence, d_model, heads, mh_causal],
+            mh_button.click(result_cache.cached(multi_head, "attention_multihead", {}),  # seeded weights: one answer
+                            [mh_sentence, d_model, heads, mh_causal],
                             [mh_summary, shapes, heads_plot, concat_plot], api_name="attention_multihead")
             multihead_view = presets.View("attention", "multihead", [mh_sentence, d_model, heads, mh_causal],
                                           [mh_summary, shapes, heads_plot, concat_plot], multi_head, MULTIHEAD_PRESETS,

@@ -103,6 +103,16 @@ def _event_request():
     return LocalContext.request.get(None)
 
 
+def request_language(request=None) -> str:
+    """The learner's language for this call: of ``request``; else of the event Gradio is running (a ``*args``
+    handler, such as the presets' tab-open event, gets no request argument); else the caller's, so that a handler
+    called by another handler outside any event (a preset running its view) keeps it instead of English."""
+    from demo.i18n import language_of  # demo.i18n imports this module's neighbours; keep the import local
+
+    request = request if request is not None else _event_request()
+    return language_of(request) if request is not None else current_language()
+
+
 def friendly_errors(fn):
     """Wrap an event handler so the learner sees a clear message, in their language, instead of a traceback.
 
@@ -112,16 +122,8 @@ def friendly_errors(fn):
       with its traceback on the server and shown as a short generic message.
     Works for generator handlers too.
     """
-    from demo.i18n import language_of  # demo.i18n imports this module's neighbours; keep the import local
-
     signature, split = _with_request_parameter(fn)
-
-    def _language(request) -> str:
-        # A *args handler (presets' tab-open event) gets no request argument: the event's request from Gradio's
-        # context then. A handler called by another handler (a preset running its view) outside any event keeps
-        # the caller's language instead of falling back to English.
-        request = request if request is not None else _event_request()
-        return language_of(request) if request is not None else current_language()
+    _language = request_language
 
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)

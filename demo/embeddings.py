@@ -14,7 +14,7 @@ from core.lazy import lazy_import
 from core.limits import MAX_LIST_CHARS, MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
 from core.seeds import SEED_Q
 from core.textio import read_text_upload
-from demo import embeddings_nnlm, lessons, presets
+from demo import embeddings_nnlm, lessons, presets, result_cache
 from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, sig4, sig4_text, stopped_error,
                          stopped_note, training_run, whole_number)
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
@@ -340,7 +340,8 @@ def build() -> None:
                     analogy_button = gr.Button(label("embeddings.solve_btn"), variant="primary")
                     analogy_md = gr.Markdown()
                 analogy_plot = gr.Plot(show_label=False)
-            analogy_button.click(analogy, [a, b, c, analogy_topn], [analogy_plot, analogy_md],
+            analogy_button.click(result_cache.cached(analogy, "embeddings_analogy", {}), [a, b, c, analogy_topn],
+                                 [analogy_plot, analogy_md],
                                  api_name="embeddings_analogy")
             presets.View("embeddings", "analogy", [a, b, c, analogy_topn], [analogy_plot, analogy_md], analogy,
                          ANALOGY_PRESETS, where=glove_tab).buttons()

@@ -16,7 +16,7 @@ import pandas as pd
 from core import ladder_heldout
 from core.lazy import lazy_import
 from core.limits import MAX_SHORT_TEXT_CHARS
-from demo import lessons, presets, static_html, tour
+from demo import lessons, presets, result_cache, static_html, tour
 from demo.common import friendly_errors, gpu_handler, sig4
 from demo.figures import PLOTLY_PRELOAD_JS, bar, heatmap
 from demo.i18n import LANGUAGES, label, t, using_language
@@ -296,7 +296,8 @@ def build() -> None:
                                 where=ladder_tab)
             with preset_bar:
                 view.buttons()
-            score_button.click(score_text, text, ladder_outputs, api_name="overview_score")
+            score_button.click(result_cache.cached(score_text, "overview_score", {}), text, ladder_outputs,
+                               api_name="overview_score")
             text.submit(score_text, text, ladder_outputs, api_name="overview_score_submit", api_visibility="undocumented")
 
     with lesson_slot:

@@ -23,14 +23,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import gradio as gr
+import plotly.graph_objects as go
+from gradio.components.plot import PlotData
 
 from core import resolve
 from core.cache import BoundedCache
 from core.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, FINE_TUNED_MINILM_ID, PACKAGED_MODELS, model_id_or_default
 from core.errors import LearnerError
-from core.i18n import current_language
 from core.paths import ASSETS_DIR
-from demo.i18n import language_of
+from demo.common import request_language
 
 # PLM_RESULT_CACHE_MB=0 turns it off (benchmarks/load_test.py measures the classroom with and without it). 16 MB:
 # a lesson's presets (0.1-1.4 MB each) stay, recently used; at 128 MB the soak's new texts grew RSS by +216 MB.
@@ -79,12 +80,28 @@ def fresh_updates(results):
     return results
 
 
+def as_sent(outputs):
+    """``outputs`` with each plotly figure (also one inside an update dict) replaced by the JSON that Gradio sends
+    for it: gr.Plot passes a PlotData through unchanged. A cached answer's figures are then serialised once, not for
+    every learner it answers: a SlideFigure's to_json fits its margins to its labels (demo/figures.py), and for the
+    attention view's three figures that was most of a cached click's server CPU (issue #38)."""
+    def sent(value):
+        if isinstance(value, go.Figure):
+            return PlotData(type="plotly", plot=value.to_json())
+        if isinstance(value, dict) and isinstance(value.get("value"), go.Figure):  # gr.update(value=figure, ...)
+            return {**value, "value": sent(value["value"])}
+        return value
+
+    return type(outputs)(sent(value) for value in outputs) if isinstance(outputs, (tuple, list)) else sent(outputs)
+
+
 UNPICKLABLE_BYTES = 2_000_000  # the most any answer weighs on the wire (tests/test_bounded_responses.py)
 
 
 def sized(outputs) -> tuple[object, int]:
-    """(outputs, their pickled size in bytes): the weight the cache's bound counts. Outputs that cannot be pickled
-    (a styled table's functions) are counted as the largest answer, never refused."""
+    """(outputs as sent, their pickled size in bytes): the weight the cache's bound counts. Outputs that cannot be
+    pickled (a styled table's functions) are counted as the largest answer, never refused."""
+    outputs = as_sent(outputs)
     try:
         return outputs, len(pickle.dumps(outputs, protocol=pickle.HIGHEST_PROTOCOL))
     except Exception:  # noqa: BLE001 - the learner's answer matters more than an exact weight
@@ -133,7 +150,7 @@ def cached(fn: Callable, api_name: str, models: dict, batch: bool = False) -> Ca
     @functools.wraps(fn)
     def answer(*args, **kwargs):
         inputs, extra = split(args, kwargs)
-        key = request_key(api_name, tuple(inputs), current_language(), models)
+        key = request_key(api_name, tuple(inputs), request_language(extra.get("request")), models)
         if key is None:
             return fn(*inputs, **extra)
         [(outputs, _)] = RESULTS.get_or_compute_many([key], lambda keys: [sized(fn(*inputs, **extra))])
@@ -153,7 +170,7 @@ def _cached_batch(fn: Callable, api_name: str, models: dict, split: Callable) ->
             return fn(*columns, request=request, **extra)
         requests = list(request) if isinstance(request, (list, tuple)) else [request] * count
         samples = [tuple(column[i] for column in columns) for i in range(count)]
-        keys = [request_key(api_name, sample, language_of(requests[i]), models) for i, sample in enumerate(samples)]
+        keys = [request_key(api_name, sample, request_language(requests[i]), models) for i, sample in enumerate(samples)]
 
         def compute(indices: list[int]) -> list[tuple]:  # one batched call for these samples: a row each
             picked = [[column[i] for i in indices] for column in columns]

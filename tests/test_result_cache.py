@@ -144,6 +144,8 @@ def test_only_views_that_answer_the_same_every_time_share_results(events):
     assert {"attention_model", "transformer_block", "mlm_fill", "ner_tag", "qa_answer", "classify_run",
             "mlm_inputs", "transformer_gpt_next"} <= shared
     assert {"transformer_why", "mlm_why", "ner_why", "qa_why", "classify_why"} <= shared  # attributions: 2.6–62 s
+    # the deterministic views of the light tabs that cost most server CPU per click (issue #38)
+    assert {"attention_multihead", "embeddings_analogy", "overview_score"} <= shared
     # sampling, training and the tour's generators are computed for each learner
     assert not shared & {"transformer_gpt_generate", "lstm_generate", "mlm_train", "classify_train", "mlm_masking"}
     assert all(name in events for name in ("transformer_gpt_generate", "mlm_masking"))
@@ -191,7 +193,41 @@ def test_a_cached_answer_needs_no_compute_slot(events):
             assert again.result(30)[0] == first[0]  # answered while no slot is free
             assert not new.done()  # computing needs a slot
             downloads._bert_slots.release()
-            assert "new" in str(new.result(60)[1].to_dict())  # the token appears on the map's axes
+            assert "new" in new.result(60)[1].plot  # the token appears on the map's axes (the figure's JSON)
     finally:
         for _ in range(downloads.BERT_SLOTS - 1):
             downloads._bert_slots.release()
+
+
+def test_a_learner_in_chinese_never_gets_the_answer_cached_in_english(events):
+    """The language is part of the key (the views' text is in the learner's language), taken from each request:
+    English first, then 中文, for the same question, gives each its own answer; both are then served cached."""
+    from types import SimpleNamespace
+
+    explore = events["attention_model"]
+    asked = (MINILM_ID, "The animal was tired.", "", 1, 1, False)
+    en, zh = (SimpleNamespace(headers={"accept-language": lang}, session_hash=lang) for lang in ("en-US", "zh-CN"))
+    first_en, first_zh = explore(*asked, request=en), explore(*asked, request=zh)
+    assert first_en[0].startswith("**Model:**") and first_zh[0].startswith("**模型：**")
+    assert len(result_cache.RESULTS) == 2
+    assert explore(*asked, request=zh)[0] == first_zh[0] and explore(*asked, request=en)[0] == first_en[0]
+    assert len(result_cache.RESULTS) == 2
+
+
+def test_a_cached_figure_is_kept_as_the_json_gradio_sends(events):
+    """A cached answer's figures are serialised once (issue #38: a SlideFigure's to_json fits its margins, most of a
+    cached click's CPU), and what is kept is exactly what gr.Plot would have sent for the figure."""
+    import gradio as gr
+    from gradio.components.plot import PlotData
+
+    from demo import attention
+
+    asked = (MINILM_ID, "The animal didn't cross the street because it was too tired.", "", 1, 1, False)
+    cached = events["attention_model"](*asked)
+    computed = attention.explore(*asked)  # the view's own handler: plotly figures
+    figures = [i for i, value in enumerate(computed) if hasattr(value, "to_json")]
+    assert len(figures) == 3  # the head's map, the mean map, the layer × head grid
+    for i in figures:
+        assert isinstance(cached[i], PlotData) and cached[i] == gr.Plot().postprocess(computed[i])
+    assert [cached[i] for i in range(len(cached)) if i not in figures] == [
+        computed[i] for i in range(len(computed)) if i not in figures]
