@@ -170,7 +170,8 @@ def _cached_batch(fn: Callable, api_name: str, models: dict, split: Callable) ->
             return fn(*columns, request=request, **extra)
         requests = list(request) if isinstance(request, (list, tuple)) else [request] * count
         samples = [tuple(column[i] for column in columns) for i in range(count)]
-        keys = [request_key(api_name, sample, request_language(requests[i]), models) for i, sample in enumerate(samples)]
+        keys = [request_key(api_name, sample, request_language(requests[i]), models)
+                for i, sample in enumerate(samples)]
 
         def compute(indices: list[int]) -> list[tuple]:  # one batched call for these samples: a row each
             picked = [[column[i] for i in indices] for column in columns]

@@ -14,9 +14,14 @@ from tests.live_app import app_env, running_app
 
 
 @pytest.fixture(scope="module")
-def url():
+def served():
     with running_app("--offline", "--device", "cpu", env=app_env(HF_HUB_OFFLINE="1")) as app:
-        yield app.url
+        yield app
+
+
+@pytest.fixture(scope="module")
+def url(served):
+    return served.url
 
 
 def browser(url: str, clicks: list[tuple[str, tuple, dict]]) -> list:
@@ -86,3 +91,17 @@ def test_both_clients_make_each_learner_s_clicks_in_one_seeded_order():
     assert [name for name, _ in first] == (names[1:] + names[:1]) * 3  # round-robin from learner 4 % 3
     own = [kwargs for name, kwargs in first if name == "ner_tag" and kwargs != load_test.CALLS["ner_tag"]]
     assert 0 < len(own) < 3 and all(kwargs["text"].startswith(load_test.CALLS["ner_tag"]["text"]) for kwargs in own)
+
+
+def test_click_cost_reads_the_server_s_cpu_around_each_series(served):
+    """benchmarks/click_cost.py: /proc's CPU time read as os.times reads it, and one series per endpoint and kind,
+    each the server's CPU for clicks that reached the handler (own text: computed, tens of ms each)."""
+    import os
+
+    from benchmarks import click_cost
+
+    mine = os.times()
+    assert abs(click_cost.cpu_seconds(os.getpid()) - (mine.user + mine.system)) < 0.05
+    costs = run_async(click_cost.measure(served.url, served.process.pid, ["attention_multihead"], clicks=4))
+    assert set(costs) == {("attention_multihead", False), ("attention_multihead", True)}
+    assert costs[("attention_multihead", True)] > 0 and costs[("attention_multihead", False)] >= 0

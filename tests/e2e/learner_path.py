@@ -186,7 +186,8 @@ TAB_IDS = ["overview", "ngram", "embeddings", "lstm", "attention", "transformer"
 
 def tab_links(browser, url: str, locale: str, targets: list[Target], tab: str) -> tuple[int, int, list[str]]:
     """One tab's preset links, opened one after another in a page, then its last link as a fresh page: (links
-    opened in the page, links loaded as a page, problems). One test per tab, so the two test workers share the ~240 s that all the links take."""
+    opened in the page, links loaded as a page, problems). One test per tab, so that the two test workers share
+    the ~240 s that all the links take."""
     mine = [target for target in targets if target.tab == tab]
     page = new_page(browser, url, locale)
     try:
