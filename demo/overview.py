@@ -296,9 +296,9 @@ def build() -> None:
                                 where=ladder_tab)
             with preset_bar:
                 view.buttons()
-            score_button.click(result_cache.cached(score_text, "overview_score", {}), text, ladder_outputs,
-                               api_name="overview_score")
-            text.submit(score_text, text, ladder_outputs, api_name="overview_score_submit", api_visibility="undocumented")
+            score = result_cache.cached(score_text, "overview_score", {})  # the button and Enter: one answer
+            score_button.click(score, text, ladder_outputs, api_name="overview_score")
+            text.submit(score, text, ladder_outputs, api_name="overview_score_submit", api_visibility="undocumented")
 
     with lesson_slot:
         lessons.lesson_table(LESSON, view)

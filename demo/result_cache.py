@@ -7,9 +7,12 @@ retrained asset is never answered from an old result. Single-flight: while one l
 the others with that key wait for it (core.cache.BoundedCache.get_or_compute_many), and in a batched event the
 identical requests of a batch are computed once. Bounded by the results' pickled size (``RESULT_CACHE_BYTES``).
 
-Only events wired with ``model_event(..., cache_results=True)`` use it: views that train are never wired so, and
-a view that samples only when its draw is seeded by an input it shows (the GPT next-token view). A checkpoint that
-lives in one learner's session (the MiniLM fine-tuned here) has no revision: its requests are computed each time.
+Only events wired with ``model_event(..., cache_results=True)`` use it, and the light tabs' deterministic views
+that cost most per click (multi-head attention, word analogies, the ladder's scores), wired with ``cached(fn,
+api_name, {})``: views that train are never wired so, and a view that samples only when its draw is seeded by an
+input it shows (the GPT next-token view). A checkpoint that lives in one learner's session (the MiniLM fine-tuned
+here) has no revision: its requests are computed each time. Figures are kept as the JSON the browser gets
+(``as_sent``).
 """
 from __future__ import annotations
 

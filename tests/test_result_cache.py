@@ -145,7 +145,7 @@ def test_only_views_that_answer_the_same_every_time_share_results(events):
             "mlm_inputs", "transformer_gpt_next"} <= shared
     assert {"transformer_why", "mlm_why", "ner_why", "qa_why", "classify_why"} <= shared  # attributions: 2.6–62 s
     # the deterministic views of the light tabs that cost most server CPU per click (issue #38)
-    assert {"attention_multihead", "embeddings_analogy", "overview_score"} <= shared
+    assert {"attention_multihead", "embeddings_analogy", "overview_score", "overview_score_submit"} <= shared
     # sampling, training and the tour's generators are computed for each learner
     assert not shared & {"transformer_gpt_generate", "lstm_generate", "mlm_train", "classify_train", "mlm_masking"}
     assert all(name in events for name in ("transformer_gpt_generate", "mlm_masking"))
