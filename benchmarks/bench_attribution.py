@@ -90,7 +90,7 @@ def run(quick: bool = False) -> list[dict]:
     name = f"IG {STEPS} steps, MiniLM-L6, {TOKENS} tokens"
     return [row(f"{name} (vs captum, same f)", mine, same, "s", "≤ 1.0×", target_ratio=1.0),
             row(f"{name} (vs captum on transformers)", mine, hf, "s", "≤ 1.0×", target_ratio=1.0),
-            row(f"  completeness gap / (f(x) − f(x'))", abs(result.gap) / abs(result.score - result.baseline_score),
+            row("  completeness gap / (f(x) − f(x'))", abs(result.gap) / abs(result.score - result.baseline_score),
                 None, "", "")]
 
 
