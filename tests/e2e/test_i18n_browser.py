@@ -44,12 +44,12 @@ def test_the_browser_language_picks_the_app_language(browser, served_app, locale
 def test_the_toggle_wins_over_the_browser(browser, served_app):
     context, page = open_app(browser, served_app, "en-US")
     try:
-        page.get_by_text("中文", exact=True).click()  # sets the cookie and reloads
-        page.wait_for_function("() => document.documentElement.lang === 'zh-CN'")
+        page.get_by_text("中文", exact=True).click()  # sets the cookie and reloads (the page has no root for a moment)
+        page.wait_for_function("() => document.documentElement?.lang === 'zh-CN'")
         page.get_by_role("tab", name=expected_titles("zh")[0]).first.wait_for()
         assert tab_titles(page) == expected_titles("zh")
         page.get_by_text("English", exact=True).click()
-        page.wait_for_function("() => document.documentElement.lang === 'en'")
+        page.wait_for_function("() => document.documentElement?.lang === 'en'")
         page.get_by_role("tab", name=expected_titles("en")[0]).first.wait_for()
         assert tab_titles(page) == expected_titles("en")
     finally:
