@@ -59,9 +59,8 @@ def _big_heatmap(values: np.ndarray, title: str, x_title: str, y_title: str, col
     fig = go.Figure(go.Heatmap(z=np.asarray(values, dtype=np.float32), colorscale=colorscale,  # float32: lighter JSON
                                colorbar=dict(thickness=14), **kwargs,
                                hovertemplate=f"{y_title}: %{{y}}<br>{x_title}: %{{x}}<br>{value}: %{{z:.3f}}"
-                                             "<extra></extra>"))
-    fig.update_xaxes(title_text=x_title)
-    fig.update_yaxes(title_text=y_title, autorange="reversed")
+                                             "<extra></extra>"),
+                    layout=dict(xaxis=dict(title_text=x_title), yaxis=dict(title_text=y_title, autorange="reversed")))
     return styled(fig, title, height)
 
 
@@ -238,16 +237,19 @@ def _model_heatmap(values: np.ndarray, labels: list[str], title: str, customdata
     hover = _hover(".4f")
     if customdata is not None:
         hover += "<br>" + t("attention.hover_special_share", fmt=".1%")
+    labelled = len(labels) <= 40  # more are too many to label every one
+    size = min(620, max(360, 150 + 18 * len(labels)))
+    # The axes and title go to the constructor: each update_xaxes/update_yaxes call re-parses and re-dispatches the
+    # layout (py-spy: a tenth of the server's time under a class, issue #38).
     fig = go.Figure(go.Heatmap(z=values, x=labels, y=labels, colorscale=SEQUENTIAL_SCALE, zmin=0, zmax=1,
                                customdata=customdata, hovertemplate=hover + "<extra></extra>",
-                               colorbar=dict(thickness=14)))
-    fig.update_yaxes(autorange="reversed", type="category", title_text=t("attention.axis_query_from"))
-    fig.update_xaxes(type="category", tickangle=-60, title_text=t("attention.axis_key_to"))
-    if len(labels) > 40:  # too many to label every one
-        fig.update_xaxes(showticklabels=False)
-        fig.update_yaxes(showticklabels=False)
-    size = min(620, max(360, 150 + 18 * len(labels)))
-    return styled(fig, title, size + 60)
+                               colorbar=dict(thickness=14)),
+                    layout=dict(title_text=title, height=size + 60,
+                                yaxis=dict(autorange="reversed", type="category", showticklabels=labelled,
+                                           title_text=t("attention.axis_query_from")),
+                                xaxis=dict(type="category", tickangle=-60, showticklabels=labelled,
+                                           title_text=t("attention.axis_key_to"))))
+    return styled(fig)
 
 
 def _grid_tokens(maps: att.AttentionMaps) -> int:
@@ -273,17 +275,21 @@ def _grid_figure(maps: att.AttentionMaps, hide_special: bool):
     head_word, layer_word = t("attention.head"), t("attention.layer")
     x = [f"{head_word} {h + 1} · {labels[j]}" if j < n else "\u200b" * (h + 1) for h in range(A) for j in range(step)][:-1]
     y = [f"{layer_word} {l + 1} · {labels[i]}" if i < n else "\u200b" * (l + 1) for l in range(L) for i in range(step)][:-1]
-    fig = go.Figure(go.Heatmap(z=tiled, x=x, y=y, colorscale=SEQUENTIAL_SCALE, zmin=0, zmax=1, hoverongaps=False,
-                               colorbar=dict(thickness=12),
-                               hovertemplate=_hover() + "<extra></extra>"))
-    fig.update_xaxes(type="category", showticklabels=False, ticks="", showline=False)
-    fig.update_yaxes(type="category", autorange="reversed", ticks="", showline=False, showgrid=False,
-                     tickvals=[y[l * step + n // 2] for l in range(L)], ticktext=[f"L{l + 1}" for l in range(L)])
-    # All head labels in one layout update: add_annotation re-validates every earlier annotation each call.
+    # The whole layout in the constructor, head labels included: each update call (and each add_annotation)
+    # re-validates the layout.
     head_labels = [dict(x=x[h * step + n // 2], y=1, yref="paper", yanchor="bottom", text=f"H{h + 1}",
                         showarrow=False, font=dict(size=13)) for h in range(A)]
-    fig.update_layout(annotations=head_labels, margin=dict(l=50, r=60, t=70, b=40), plot_bgcolor="white")
-    return styled(fig, t("attention.fig_grid", layers=L, heads=A), min(1500, 120 + 95 * L))
+    fig = go.Figure(go.Heatmap(z=tiled, x=x, y=y, colorscale=SEQUENTIAL_SCALE, zmin=0, zmax=1, hoverongaps=False,
+                               colorbar=dict(thickness=12),
+                               hovertemplate=_hover() + "<extra></extra>"),
+                    layout=dict(
+                        title_text=t("attention.fig_grid", layers=L, heads=A), height=min(1500, 120 + 95 * L),
+                        xaxis=dict(type="category", showticklabels=False, ticks="", showline=False),
+                        yaxis=dict(type="category", autorange="reversed", ticks="", showline=False, showgrid=False,
+                                   tickvals=[y[l * step + n // 2] for l in range(L)],
+                                   ticktext=[f"L{l + 1}" for l in range(L)]),
+                        annotations=head_labels, margin=dict(l=50, r=60, t=70, b=40), plot_bgcolor="white"))
+    return styled(fig)
 
 
 def _model_unavailable(exc: ModelUnavailableError):

@@ -123,13 +123,12 @@ def friendly_errors(fn):
     Works for generator handlers too.
     """
     signature, split = _with_request_parameter(fn)
-    _language = request_language
 
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def gen_wrapper(*args, **kwargs):
             request, args, kwargs = split(args, kwargs)
-            lang = _language(request)
+            lang = request_language(request)
             steps = fn(*args, **kwargs)
             while True:  # each step may run in another worker thread: set the language around every one
                 with using_language(lang):
@@ -146,7 +145,7 @@ def friendly_errors(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             request, args, kwargs = split(args, kwargs)
-            with using_language(_language(request)):
+            with using_language(request_language(request)):
                 try:
                     return fn(*args, **kwargs)
                 except Exception as exc:  # noqa: BLE001

@@ -6,7 +6,6 @@ import math
 import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from core.corpora import load_corpus
 from core.errors import ModelUnavailableError
@@ -138,6 +137,9 @@ def chart_data(result: qa.QAResult) -> dict:
     return {"windows": windows, "best": 0 if best.is_null else best.window}
 
 
+SUBPLOT_TITLES = ("P_start(i) = softmax(S·hᵢ)", "P_end(j) = softmax(E·hⱼ)")
+
+
 def probability_figure(chart: dict | None, window: int) -> go.Figure:
     """Two bar charts on a shared token axis: P_start and P_end over the window's context tokens."""
     if not chart:
@@ -151,24 +153,34 @@ def probability_figure(chart: dict | None, window: int) -> go.Figure:
     def colors(marked: int | None) -> list[str]:
         return [HIGHLIGHT if i == marked else (HIGHLIGHT_TINT if inside[i] else COLORWAY[0]) for i in x]
 
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
-                        subplot_titles=("P_start(i) = softmax(S·hᵢ)", "P_end(j) = softmax(E·hⱼ)"))
-    for row, key, marked in ((1, "start", span[0] if span else None), (2, "end", span[1] if span else None)):
-        fig.add_trace(go.Bar(x=x, y=data[key], marker_color=colors(marked), customdata=tokens, showlegend=False,
-                             hovertemplate="%{customdata} (" + t("qa.figure_token") + " %{x}): %{y:.3f}<extra>"
-                             + key + "</extra>"),
-                      row=row, col=1)
-        fig.update_yaxes(title_text=f"P_{key}", rangemode="tozero", row=row, col=1)
-    if span is not None:
-        fig.add_vrect(x0=span[0] - 0.5, x1=span[1] + 0.5, fillcolor=HIGHLIGHT, opacity=0.08, line_width=0,
-                      row="all", col=1)
+    # Two rows sharing the token axis, laid out as make_subplots(rows=2, shared_xaxes=True) would, but in one
+    # constructor call: make_subplots, add_vrect and the per-row axis updates each re-validate the layout, and were
+    # most of an answered question's server time under a class (issue #38).
     every = max(1, math.ceil(len(tokens) / 60))  # at most ~60 token labels, so they stay readable
-    fig.update_xaxes(tickmode="array", tickvals=x[::every], ticktext=tokens[::every],
-                     tickangle=-45 if len(tokens) > 12 else 0, row=2, col=1)
+    traces, layout = [], dict(xaxis=dict(anchor="y", domain=[0.0, 1.0], matches="x2", showticklabels=False),
+                              xaxis2=dict(anchor="y2", domain=[0.0, 1.0], tickmode="array", tickvals=x[::every],
+                                          ticktext=tokens[::every], tickangle=-45 if len(tokens) > 12 else 0),
+                              annotations=[], shapes=[])
+    for row, key, marked in ((1, "start", span[0] if span else None), (2, "end", span[1] if span else None)):
+        axis = "" if row == 1 else str(row)
+        traces.append(go.Bar(x=x, y=data[key], marker_color=colors(marked), customdata=tokens, showlegend=False,
+                             hovertemplate="%{customdata} (" + t("qa.figure_token") + " %{x}): %{y:.3f}<extra>"
+                             + key + "</extra>", xaxis=f"x{axis}", yaxis=f"y{axis}"))
+        top = 1.0 if row == 1 else 0.44  # each row's share of the height, with a 0.12 gap between them
+        layout[f"yaxis{axis}"] = dict(anchor=f"x{axis}", domain=[top - 0.44, top], title_text=f"P_{key}",
+                                      rangemode="tozero")
+        layout["annotations"].append(dict(text=SUBPLOT_TITLES[row - 1], x=0.5, xanchor="center", xref="paper",
+                                          y=top, yanchor="bottom", yref="paper", showarrow=False,
+                                          font=dict(size=16)))
+        if span is not None:  # the answer's span, shaded in both rows
+            layout["shapes"].append(dict(type="rect", x0=span[0] - 0.5, x1=span[1] + 0.5, xref=f"x{axis}", y0=0,
+                                         y1=1, yref=f"y{axis} domain", fillcolor=HIGHLIGHT, opacity=0.08,
+                                         line_width=0))
     where = (t("qa.figure_where", window=window + 1, windows=len(chart["windows"]), start=data["chars"][0],
                end=data["chars"][1]) if len(chart["windows"]) > 1 else "")
     marked = t("qa.figure_marked") if span else t("qa.figure_unmarked")
-    return styled(fig, t("qa.figure_title", where=where, marked=marked), 600)
+    return styled(go.Figure(traces, layout=dict(layout, title_text=t("qa.figure_title", where=where, marked=marked),
+                                                height=600)))
 
 
 def _layout_views(windows: list[qa.Window], source: str, doc_stride: int) -> tuple[list, str, pd.DataFrame]:

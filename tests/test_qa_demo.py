@@ -1,4 +1,5 @@
 """demo.qa handlers, called directly: highlighted answer, candidates table, probability charts, layout, errors."""
+import json
 from types import SimpleNamespace
 
 import gradio as gr
@@ -186,3 +187,47 @@ def test_qa_sliders_cannot_make_a_refused_combination_for_ordinary_questions():
     # the largest stride beside the shortest window still leaves room for a 40-token question and a step of 20
     assert window.minimum - 3 - 40 - stride.maximum >= 20
     core_qa.default_lengths(SimpleNamespace(model_max_length=512), int(window.minimum), int(stride.maximum))  # no error
+
+
+def _make_subplots_reference(chart: dict, window: int, title: str) -> dict:
+    """The probability figure as plotly's own subplot helpers build it (make_subplots, add_vrect, per-row axis
+    updates): demo.qa lays it out by hand in one constructor call, which is 3-4x cheaper (issue #38)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from demo.figures import COLORWAY, HIGHLIGHT, HIGHLIGHT_TINT, styled
+    from demo.i18n import t
+
+    data = chart["windows"][window]
+    tokens, span = data["tokens"], data["span"]
+    x = list(range(len(tokens)))
+    inside = [span is not None and span[0] <= i <= span[1] for i in x]
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12, subplot_titles=qa.SUBPLOT_TITLES)
+    for row, key, marked in ((1, "start", span[0] if span else None), (2, "end", span[1] if span else None)):
+        colors = [HIGHLIGHT if i == marked else (HIGHLIGHT_TINT if inside[i] else COLORWAY[0]) for i in x]
+        fig.add_trace(go.Bar(x=x, y=data[key], marker_color=colors, customdata=tokens, showlegend=False,
+                             hovertemplate="%{customdata} (" + t("qa.figure_token") + " %{x}): %{y:.3f}<extra>"
+                             + key + "</extra>"), row=row, col=1)
+        fig.update_yaxes(title_text=f"P_{key}", rangemode="tozero", row=row, col=1)
+    if span is not None:
+        fig.add_vrect(x0=span[0] - 0.5, x1=span[1] + 0.5, fillcolor=HIGHLIGHT, opacity=0.08, line_width=0,
+                      row="all", col=1)
+    every = max(1, -(-len(tokens) // 60))
+    fig.update_xaxes(tickmode="array", tickvals=x[::every], ticktext=tokens[::every],
+                     tickangle=-45 if len(tokens) > 12 else 0, row=2, col=1)
+    fig.update_layout(title_text=title, height=600)
+    return json.loads(styled(fig).to_json())
+
+
+@pytest.mark.parametrize("length, span", [(9, (2, 4)), (40, None), (130, (100, 101))])
+def test_the_probability_figure_is_the_one_plotly_s_subplot_helpers_build(length, span):
+    import random
+
+    draw = random.Random(length)
+    tokens = [f"tok{i}" for i in range(length)]
+    chart = {"best": 0, "windows": [{"tokens": tokens, "span": span, "chars": (0, 99),
+                                     "start": [draw.random() for _ in tokens], "end": [draw.random() for _ in tokens]}]}
+    figure = qa.probability_figure(chart, 0)
+    ours = json.loads(figure.to_json())
+    assert ours == _make_subplots_reference(chart, 0, figure.layout.title.text)
+    assert len(ours["layout"].get("shapes", [])) == (2 if span else 0) and ours["data"][1]["yaxis"] == "y2"

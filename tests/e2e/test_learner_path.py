@@ -1,4 +1,5 @@
-"""Issue #31 in English: every lesson step and every preset link (see tests/e2e/learner_path.py)."""
+"""Issue #31 in both languages (an en-US and a zh-CN browser): every lesson step and every preset link (see
+tests/e2e/learner_path.py)."""
 from __future__ import annotations
 
 import pytest
@@ -7,24 +8,28 @@ from app import TABS
 from tests.e2e import learner_path
 
 pytestmark = pytest.mark.e2e
-LOCALE = "en-US"
+
+
+@pytest.fixture(scope="module", params=["en-US", "zh-CN"])
+def locale(request):
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def path():
-    return learner_path.catalogue(LOCALE)
+def path(locale):
+    return learner_path.catalogue(locale)
 
 
 @pytest.fixture(scope="module")
-def used_server(browser, served_app):
-    learner_path.use_the_server(browser, served_app.url, LOCALE)
+def used_server(browser, served_app, locale):
+    learner_path.use_the_server(browser, served_app.url, locale)
     return served_app
 
 
 @pytest.mark.timeout(900)
-def test_every_lesson_step_selects_its_sub_tab_and_fills_it(browser, used_server, path):
+def test_every_lesson_step_selects_its_sub_tab_and_fills_it(browser, used_server, path, locale):
     targets, steps = path
-    page = learner_path.new_page(browser, used_server.url, LOCALE)
+    page = learner_path.new_page(browser, used_server.url, locale)
     try:
         clicked, problems = learner_path.walk_lessons(page, steps)
     finally:
@@ -41,6 +46,6 @@ def test_the_catalogue_holds_every_tab_s_presets(path):
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("tab", learner_path.TAB_IDS)
-def test_every_preset_link_opens_its_sub_tab_with_its_results(browser, used_server, path, tab):
-    opened, loaded, problems = learner_path.tab_links(browser, used_server.url, LOCALE, path[0], tab)
+def test_every_preset_link_opens_its_sub_tab_with_its_results(browser, used_server, path, locale, tab):
+    opened, loaded, problems = learner_path.tab_links(browser, used_server.url, locale, path[0], tab)
     assert opened >= 1 and loaded == 1 and not problems, "\n".join(problems)
