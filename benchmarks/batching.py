@@ -20,6 +20,7 @@ carries a different sentence (a number appended), so no result cache answers for
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -29,6 +30,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# The app batches up to PLM_MAX_BATCH requests per call, one by default (demo/batching.max_batch); this benchmark
+# measures what batching gains, so its app batches 8 unless told otherwise. Set before the app is imported.
+os.environ.setdefault("PLM_MAX_BATCH", "8")
 
 SENTENCES = ["my dog is [MASK] .", "the man went to the [MASK] to buy milk .", "paris is the [MASK] of france .",
              "she [MASK] the piano every evening after dinner .", "the [MASK] barked at the mailman all morning .",

@@ -11,7 +11,7 @@ failed or an endpoint's p95 is over --p95 seconds.
 
     python benchmarks/load_test.py --profile classroom      # 64 users × 60 s over every tab (issues 21, 38)
     python benchmarks/load_test.py --profile classroom --no-result-cache   # the same, every click computed
-    python benchmarks/load_test.py --profile classroom --no-batching    # each BERT request its own forward pass
+    python benchmarks/load_test.py --profile classroom --max-batch 8    # cross-learner batching on (default off)
     python benchmarks/load_test.py --profile classroom --client gradio_client   # the clients of earlier runs
     python benchmarks/load_test.py --profile classroom --device cuda   # the server's models on the GPU
 
@@ -127,7 +127,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def start_server(timeout: float = 300, result_cache: bool = True, batching: bool = True, device: str = "cpu"
+def start_server(timeout: float = 300, result_cache: bool = True, max_batch: int | None = None, device: str = "cpu"
                  ) -> tuple[subprocess.Popen, str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -137,8 +137,8 @@ def start_server(timeout: float = 300, result_cache: bool = True, batching: bool
     env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1", PLM_MAX_EVENTS_PER_ADDRESS="100000")
     if not result_cache:  # demo/result_cache.py off: every click computes (the comparison of issue #38 §3)
         env["PLM_RESULT_CACHE_MB"] = "0"
-    if not batching:  # demo/batching.max_batch: every request its own call (the comparison of issue #38 §2)
-        env["PLM_MAX_BATCH"] = "1"
+    if max_batch is not None:  # demo/batching.max_batch: requests per batched call (the comparison of issue #38 §2)
+        env["PLM_MAX_BATCH"] = str(max_batch)
     process = subprocess.Popen([sys.executable, "app.py", "--offline", "--device", device, "--port", str(port)],
                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
@@ -267,15 +267,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="a running app; default: start `app.py --offline` on a free port")
     parser.add_argument("--profile", choices=sorted(PROFILES), default="default",
-                        help="classroom: 64 users over every tab; p95 goal checked on the light tabs only")
+                        help="classroom: 64 users over every tab, half the clicks own text; p95 goal on every endpoint")
     parser.add_argument("--users", type=int, help="default: the profile's")
     parser.add_argument("--seconds", type=float, help="default: the profile's")
     parser.add_argument("--endpoints", nargs="+", choices=sorted(CALLS), help="default: the profile's")
     parser.add_argument("--p95", type=float, default=2.0, help="p95 goal per endpoint, seconds")
     parser.add_argument("--own-share", type=float, help="share of clicks with the learner's own text "
                         "(default: the profile's; classroom 0.5)")
-    parser.add_argument("--no-batching", action="store_true", help="start the server without cross-learner "
-                        "batching (PLM_MAX_BATCH=1)")
+    parser.add_argument("--max-batch", type=int, help="start the server with cross-learner batching of up to this "
+                        "many requests per call (PLM_MAX_BATCH; default: the app's, off)")
     parser.add_argument("--client", choices=("browser", "gradio_client"), default="browser",
                         help="how the users call: as a browser page (default) or with gradio_client")
     parser.add_argument("--device", choices=("cpu", "cuda", "auto"), default=os.environ.get("PLM_DEVICE", "cpu"),
@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     checked = set(args.endpoints)  # issue #38: every endpoint, the BERT group included
 
     server, url = (None, args.url) if args.url else start_server(result_cache=not args.no_result_cache,
-                                                                 batching=not args.no_batching, device=args.device)
+                                                                 max_batch=args.max_batch, device=args.device)
     try:
         from gradio_client import Client
 
@@ -319,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.users} users × {args.seconds:g} s against {url} ({elapsed:.0f} s incl. the last calls); "
           f"{args.own_share:.0%} of clicks with the learner's own text; {args.client} clients; result cache "
           f"{'off' if args.no_result_cache else 'on' if not args.url else 'as the server has it'}"
-          + ("; no batching" if args.no_batching else "") + ("" if args.url else f"; server on {args.device}"))
+          + (f"; batches of up to {args.max_batch}" if args.max_batch else "")
+          + ("" if args.url else f"; server on {args.device}"))
     header = f"{'endpoint':<22} {'calls':>6} {'errors':>6} {'p50 s':>8} {'p95 s':>8} {'max s':>8} {'calls/s':>8}"
     print(header + "\n" + "-" * len(header))
     failed = False

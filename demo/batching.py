@@ -25,10 +25,17 @@ from demo.common import log
 
 
 def max_batch(size: int) -> int:
-    """``size`` requests per call, or fewer when PLM_MAX_BATCH says so (1: no cross-learner batching, the comparison
-    of benchmarks/load_test.py --no-batching)."""
+    """Requests per call: PLM_MAX_BATCH of them, at most ``size``; one when it is not set.
+
+    Off by default, because a class waits less without it (benchmarks/README.md, issue #38). Gradio pre- and
+    post-processes a batch's requests one after another and answers them all at its end, and a request the result
+    cache could answer at once waits for the batch's others. In the classroom profile the batched three (fill-mask,
+    NER, QA) had a p95 of 4.0-7.3 s batched and 3.1-3.3 s not, and the class 33-35 calls/s against 37 (two runs
+    each, alternating). A batched forward pass gains 1.02-1.16x on CPU (benchmarks/batching.py) and, on an H100,
+    1.44x for fill-mask but 0.90-0.92x for NER and QA: ``PLM_MAX_BATCH=8`` is for a GPU server whose learners type
+    their own masked sentences."""
     cap = os.environ.get("PLM_MAX_BATCH", "").strip()
-    return max(1, min(size, int(cap))) if cap.isdigit() else size
+    return max(1, min(size, int(cap))) if cap.isdigit() else 1
 
 
 BATCH = dict(batch=True, max_batch_size=max_batch(8))  # pass to demo.downloads.model_event with a batch handler

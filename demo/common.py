@@ -387,17 +387,17 @@ def add_csv_downloads(root: gr.blocks.BlockContext, prefix: str) -> list[gr.Butt
     tables = [block for block in _descendants(root)
               if isinstance(block, gr.Dataframe) and block.interactive is not True]
     buttons = []
-    for number, table in enumerate(tables, 1):
-        parent = table.parent
+    for number, frame in enumerate(tables, 1):
+        parent = frame.parent
         # Created as a child of the table's container, without `with parent:` (re-entering a built layout block
         # re-parents it under the current block, which broke the page's tab bar), then moved right after the table.
         outer, Context.block = Context.block, parent
         try:
-            button = csv_download(table, f"{prefix}-table-{number}")
+            button = csv_download(frame, f"{prefix}-table-{number}")
         finally:
             Context.block = outer
         parent.children.remove(button)
-        parent.children.insert(parent.children.index(table) + 1, button)
+        parent.children.insert(parent.children.index(frame) + 1, button)
         buttons.append(button)
     return buttons
 

@@ -71,15 +71,17 @@ def test_the_classroom_loop_runs_with_browser_pages(url):
     assert set(latencies) == set(names) and all(0 < t < 60 for times in latencies.values() for t in times)
 
 
-def test_no_batching_means_one_request_per_call(monkeypatch):
-    """load_test --no-batching starts the server with PLM_MAX_BATCH=1: each batched event takes one request."""
+def test_batching_is_off_unless_asked_and_then_bounded(monkeypatch):
+    """One request per call unless PLM_MAX_BATCH asks for more (load_test --max-batch N sets it); never more than
+    the event's own bound."""
     from demo import batching
 
-    assert batching.max_batch(16) == 16 and batching.BATCH["max_batch_size"] == 8
-    monkeypatch.setenv("PLM_MAX_BATCH", "1")
+    monkeypatch.delenv("PLM_MAX_BATCH", raising=False)
     assert batching.max_batch(16) == 1
-    monkeypatch.setenv("PLM_MAX_BATCH", "4")
-    assert batching.max_batch(16) == 4 and batching.max_batch(2) == 2
+    monkeypatch.setenv("PLM_MAX_BATCH", "8")
+    assert batching.max_batch(16) == 8 and batching.max_batch(2) == 2
+    monkeypatch.setenv("PLM_MAX_BATCH", "eight")
+    assert batching.max_batch(16) == 1
 
 
 def test_both_clients_make_each_learner_s_clicks_in_one_seeded_order():

@@ -206,8 +206,6 @@ def test_the_ladder_fills_itself_on_open_through_the_presets_registry():
     names = {dep.api_name for dep in blocks.fns.values()}
     assert {"overview_score", "overview_ladder_preset", "overview_lesson", "overview_ladder_open"} <= names
 
-    from demo import tour
-
     registry = app.build_app().preset_registry
     views = {view.key: view for view in registry.tabs["overview"].views}
     assert set(views) == {"ladder"} and registry.opening("overview") == []
