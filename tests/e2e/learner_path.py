@@ -1,4 +1,4 @@
-"""The learner's path in Chromium (issue #31), used by test_learner_path.py in both languages.
+"""The learner's path in Chromium (issue #31), used by test_learner_path_browser.py in both languages.
 
 A learner meets the app through its "Try this" steps and its preset links. For every lesson step and every preset
 link, in one language, on a server that has already served other sessions:
