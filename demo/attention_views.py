@@ -60,8 +60,9 @@ def _big_heatmap(values: np.ndarray, title: str, x_title: str, y_title: str, col
                                colorbar=dict(thickness=14), **kwargs,
                                hovertemplate=f"{y_title}: %{{y}}<br>{x_title}: %{{x}}<br>{value}: %{{z:.3f}}"
                                              "<extra></extra>"),
-                    layout=dict(xaxis=dict(title_text=x_title), yaxis=dict(title_text=y_title, autorange="reversed")))
-    return styled(fig, title, height)
+                    layout=dict(title_text=title, height=height, xaxis=dict(title_text=x_title),
+                                yaxis=dict(title_text=y_title, autorange="reversed")))
+    return styled(fig)
 
 
 
