@@ -109,8 +109,15 @@ def page_language(request: gr.Request = None) -> tuple[str, str, str]:
 def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
     """The whole UI: one gr.Tab per demo module. Importing this builds nothing; call it. ``per_address``: the
     events one client address may have waiting or running (demo/admission.py)."""
+    serving.remember_signatures()  # before the first config is built (demo/serving.py)
     # delete_cache: uploads and generated files are removed once an hour old (checked every 10 minutes).
     with gr.Blocks(title="PLM Explorer", delete_cache=serving.DELETE_CACHE) as app:
+        # A slow tab (BERT on CPU) must not starve the quick ones: each event gets its own small concurrency
+        # budget, and the queue bounds how much work can pile up; serving caps each session at 8 waiting events,
+        # so one client cannot fill the queue, and turns malformed API calls into short messages. Set before any
+        # component exists: queue() rebuilds Gradio's app and config, which costs ~0.3 s once the ~1,000 blocks are
+        # there (benchmarks/README.md, cold start).
+        app.queue(default_concurrency_limit=4, max_size=serving.QUEUE_MAX_SIZE)
         with gr.Row(equal_height=True):
             with gr.Column(scale=5):
                 intro = gr.Markdown(text("app.intro"))
@@ -137,10 +144,6 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
         with gr.Accordion(label("app.status_title"), open=False):
             status = gr.Markdown()
             gr.Button(label("app.status_refresh"), size="sm").click(app_status, outputs=status, api_name="app_status")
-    # A slow tab (BERT on CPU) must not starve the quick ones: each event gets its own small concurrency
-    # budget, and the queue bounds how much work can pile up; serving caps each session at 8 waiting events, so
-    # one client cannot fill the queue, and turns malformed API calls into short messages.
-    app.queue(default_concurrency_limit=4, max_size=serving.QUEUE_MAX_SIZE)
     return serving.serve(app, per_address)
 
 

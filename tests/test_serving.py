@@ -169,3 +169,74 @@ def test_launch_keeps_asking_a_slow_server_before_giving_up(app, monkeypatch):
     monkeypatch.setattr(serving, "_url_ok", lambda url: asked.append(url) or False)
     assert serving.patient_url_ok("http://127.0.0.1:1/", seconds=0) is False  # a deadline still ends it
     assert len(asked) == 4
+
+
+def small_blocks() -> gr.Blocks:
+    """Components of the kinds the app builds, with values, choices and extra HTML props."""
+    with gr.Blocks() as blocks:
+        with gr.Row():
+            text = gr.Textbox("the cat", label="text", max_lines=3)
+            layer = gr.Slider(1, 12, value=3, step=1, label="layer")
+            gr.Dropdown([64, 128, 512], value=128, label="length")
+        with gr.Tab("one"):
+            plot, table = gr.Plot(), gr.Dataframe(headers=["a", "b"], value=[["x", 1]])
+            gr.HTML("", html_template="<b>${stops.length}</b>", stops=[1, 2, 3])
+            gr.Markdown("**bold**")
+        gr.Button("go").click(lambda t, n: (None, [[t, n]]), [text, layer], [plot, table], api_name="go")
+    return blocks
+
+
+def test_remembered_signatures_build_the_same_config_and_read_each_class_once(monkeypatch):
+    import inspect
+
+    import gradio.blocks
+
+    monkeypatch.setattr(gradio.blocks, "inspect", inspect)  # Gradio as shipped
+    blocks = small_blocks()
+    plain, plain_session = blocks.get_config_file(), SessionState(blocks).config_values
+    remembered = serving._RememberedSignatures()
+    monkeypatch.setattr(gradio.blocks, "inspect", remembered)
+    assert blocks.get_config_file() == plain
+    assert SessionState(blocks).config_values == plain_session
+    classes = {type(block) for block in blocks.blocks.values()}
+    info = remembered._signature.cache_info()
+    # each class's __init__ read once (a Dataframe's value also builds a Dataframe internally: same class)
+    assert info.misses == len(classes)
+    assert info.hits >= 2 * len(blocks.blocks) - len(classes)  # a config and a session, every block
+    assert remembered.isclass(gr.Blocks) and remembered.Parameter is inspect.Parameter  # the rest is inspect's
+
+
+def test_remembered_argument_specs_construct_the_same_components(monkeypatch):
+    import inspect
+
+    import gradio.component_meta
+
+    monkeypatch.setattr(gradio.component_meta, "inspect", inspect)
+    plain = small_blocks()
+    remembered = serving._RememberedSignatures()
+    monkeypatch.setattr(gradio.component_meta, "inspect", remembered)
+    first = small_blocks()
+    misses = remembered._argspec.cache_info().misses
+    second = small_blocks()
+    assert remembered._argspec.cache_info().misses == misses > 0  # the second build read no class again
+    for built in (first, second):  # the same constructor arguments recorded for every component, in order
+        assert [block.constructor_args for block in built.blocks.values()] == \
+            [block.constructor_args for block in plain.blocks.values()]
+
+
+def test_remembered_signatures_fall_back_for_unhashable_callables():
+    class Unhashable:
+        __hash__ = None
+
+        def __call__(self, a, b=2):
+            return a
+
+    assert str(serving._RememberedSignatures().signature(Unhashable())) == "(a, b=2)"
+
+
+def test_the_app_reads_signatures_through_the_cache(app):
+    import gradio.blocks
+    import gradio.component_meta
+
+    assert isinstance(gradio.blocks.inspect, serving._RememberedSignatures)
+    assert isinstance(gradio.component_meta.inspect, serving._RememberedSignatures)
