@@ -115,8 +115,8 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
         # A slow tab (BERT on CPU) must not starve the quick ones: each event gets its own small concurrency
         # budget, and the queue bounds how much work can pile up; serving caps each session at 8 waiting events,
         # so one client cannot fill the queue, and turns malformed API calls into short messages. Set before any
-        # component exists: queue() rebuilds Gradio's app and config, which costs ~0.3 s once the ~1,000 blocks are
-        # there (benchmarks/README.md, cold start).
+        # component exists: queue() rebuilds Gradio's app and its config (0.39 s with the ~1,000 blocks in a profile
+        # of the start, 0.11 s before them).
         app.queue(default_concurrency_limit=4, max_size=serving.QUEUE_MAX_SIZE)
         with gr.Row(equal_height=True):
             with gr.Column(scale=5):

@@ -363,8 +363,13 @@ def _extract(text: str, pair: str | None, model_id: str) -> AttentionMaps:
     ids = torch.tensor([enc.ids], device=loaded.device)  # (1, T)
     segments = torch.tensor([enc.segment_ids], device=loaded.device)  # (1, T)
     with torch.inference_mode():
-        out = loaded.model(ids, token_type_ids=segments, output_attentions=True)
-    probs = torch.cat(out.attentions).float().cpu().numpy()  # L × (1, A, T, T) → (L, A, T, T)
+        attentions = list(loaded.model(ids, token_type_ids=segments, output_attentions=True).attentions)
+    # Copied one layer at a time, each freed once copied: a torch.cat would hold every map twice at its peak (150 MB
+    # at 512 tokens instead of 75; issue #38's soak counts such peaks).
+    probs = np.empty((len(attentions), *attentions[0].shape[1:]), dtype=np.float32)  # (L, A, T, T)
+    for layer in range(len(attentions)):
+        probs[layer] = attentions[layer][0].float().cpu().numpy()  # (A, T, T)
+        attentions[layer] = None
     probs.setflags(write=False)  # shared through the cache
     return AttentionMaps(enc.tokens, enc.segment_ids, np.array(enc.special_tokens_mask, dtype=bool), probs,
                          enc.truncation, loaded.badge)
