@@ -287,6 +287,22 @@ def patient_url_ok(url: str, seconds: float | None = None) -> bool:
         time.sleep(0.2)
 
 
+def _remembered(read):
+    """``read`` (an inspect function of one callable) answered from an LRU of 4,096 callables; an unhashable
+    callable is read each time (and a non-callable gets inspect's own TypeError)."""
+    cached = functools.lru_cache(maxsize=4096)(read)
+
+    @functools.wraps(read)
+    def remembered(obj, *args, **kwargs):
+        try:
+            return cached(obj, *args, **kwargs)
+        except TypeError:
+            return read(obj, *args, **kwargs)
+
+    remembered.cache_info = cached.cache_info
+    return remembered
+
+
 class _RememberedSignatures:
     """The ``inspect`` module as Gradio's blocks and component modules see it, with ``signature()`` and
     ``getfullargspec()`` remembered per callable. Gradio reads a component class's ``__init__`` signature for every
@@ -295,20 +311,8 @@ class _RememberedSignatures:
     read what is returned (a FullArgSpec holds lists: they must not be changed)."""
 
     def __init__(self):
-        self._signature = functools.lru_cache(maxsize=4096)(inspect.signature)
-        self._argspec = functools.lru_cache(maxsize=4096)(inspect.getfullargspec)
-
-    def signature(self, obj, *args, **kwargs) -> inspect.Signature:
-        try:
-            return self._signature(obj, *args, **kwargs)
-        except TypeError:  # an unhashable callable (or not a callable: inspect raises that again)
-            return inspect.signature(obj, *args, **kwargs)
-
-    def getfullargspec(self, func) -> inspect.FullArgSpec:
-        try:
-            return self._argspec(func)
-        except TypeError:
-            return inspect.getfullargspec(func)
+        self.signature = _remembered(inspect.signature)
+        self.getfullargspec = _remembered(inspect.getfullargspec)
 
     def __getattr__(self, name: str):
         return getattr(inspect, name)
@@ -318,9 +322,10 @@ def remember_signatures() -> None:
     """Call before building the app: from then on Gradio reads each class's signature once. Building the app took
     0.93–0.95 CPU s instead of 1.23–1.29; a config build, or a new browser session's copy of it, 0.06 s instead of
     0.11 (benchmarks/README.md, issue #38's fifth round)."""
+    remembered = _RememberedSignatures()  # one cache for both modules
     for module in (gradio.blocks, gradio.component_meta):
         if module.inspect is inspect:
-            module.inspect = _RememberedSignatures()
+            module.inspect = remembered
 
 
 def serve(app: gr.Blocks, per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
