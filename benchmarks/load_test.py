@@ -14,6 +14,7 @@ failed or an endpoint's p95 is over --p95 seconds.
     python benchmarks/load_test.py --profile classroom --max-batch 8    # cross-learner batching on (default off)
     python benchmarks/load_test.py --profile classroom --client gradio_client   # the clients of earlier runs
     python benchmarks/load_test.py --profile classroom --device cuda   # the server's models on the GPU
+    python benchmarks/load_test.py --profile classroom --floor    # the same events with empty handlers (Gradio alone)
 
 Clients (--client): "browser" (default) speaks the queue protocol as a learner's page does, all users on one event
 loop (benchmarks/browser_client.py); "gradio_client" runs a gradio_client.Client per user in its own thread (two
@@ -127,8 +128,8 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def start_server(timeout: float = 300, result_cache: bool = True, max_batch: int | None = None, device: str = "cpu"
-                 ) -> tuple[subprocess.Popen, str]:
+def start_server(timeout: float = 300, result_cache: bool = True, max_batch: int | None = None, device: str = "cpu",
+                 script: str = "app.py") -> tuple[subprocess.Popen, str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -139,21 +140,21 @@ def start_server(timeout: float = 300, result_cache: bool = True, max_batch: int
         env["PLM_RESULT_CACHE_MB"] = "0"
     if max_batch is not None:  # demo/batching.max_batch: requests per batched call (the comparison of issue #38 §2)
         env["PLM_MAX_BATCH"] = str(max_batch)
-    process = subprocess.Popen([sys.executable, "app.py", "--offline", "--device", device, "--port", str(port)],
+    process = subprocess.Popen([sys.executable, script, "--offline", "--device", device, "--port", str(port)],
                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SystemExit(f"app.py exited with {process.returncode}")
+            raise SystemExit(f"{script} exited with {process.returncode}")
         try:
             with urllib.request.urlopen(url, timeout=2):
                 return process, url
         except OSError:
             time.sleep(0.2)
     os.killpg(process.pid, signal.SIGTERM)
-    raise SystemExit(f"app.py did not serve {url} within {timeout:.0f} s")
+    raise SystemExit(f"{script} did not serve {url} within {timeout:.0f} s")
 
 
 def call(client, name: str, kwargs: dict | None = None):
@@ -280,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="how the users call: as a browser page (default) or with gradio_client")
     parser.add_argument("--device", choices=("cpu", "cuda", "auto"), default=os.environ.get("PLM_DEVICE", "cpu"),
                         help="the started server's --device (default: PLM_DEVICE, else cpu)")
+    parser.add_argument("--floor", action="store_true", help="start benchmarks/queue_floor.py instead of app.py: "
+                        "the same events with empty handlers, Gradio's own cost per click (issue #38 §3)")
     parser.add_argument("--no-result-cache", action="store_true", help="start the server with its result cache "
                         "off (PLM_RESULT_CACHE_MB=0)")
     args = parser.parse_args(argv)
@@ -290,7 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     checked = set(args.endpoints)  # issue #38: every endpoint, the BERT group included
 
     server, url = (None, args.url) if args.url else start_server(result_cache=not args.no_result_cache,
-                                                                 max_batch=args.max_batch, device=args.device)
+                                                                 max_batch=args.max_batch, device=args.device,
+                                                                 script="benchmarks/queue_floor.py" if args.floor
+                                                                 else "app.py")
     try:
         from gradio_client import Client
 
@@ -320,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.own_share:.0%} of clicks with the learner's own text; {args.client} clients; result cache "
           f"{'off' if args.no_result_cache else 'on' if not args.url else 'as the server has it'}"
           + (f"; batches of up to {args.max_batch}" if args.max_batch else "")
-          + ("" if args.url else f"; server on {args.device}"))
+          + ("" if args.url else "; server: benchmarks/queue_floor.py (empty handlers)" if args.floor
+             else f"; server on {args.device}"))
     header = f"{'endpoint':<22} {'calls':>6} {'errors':>6} {'p50 s':>8} {'p95 s':>8} {'max s':>8} {'calls/s':>8}"
     print(header + "\n" + "-" * len(header))
     failed = False

@@ -107,3 +107,29 @@ def test_click_cost_reads_the_server_s_cpu_around_each_series(served):
     costs = run_async(click_cost.measure(served.url, served.process.pid, ["attention_multihead"], clicks=4))
     assert set(costs) == {("attention_multihead", False), ("attention_multihead", True)}
     assert costs[("attention_multihead", True)] > 0 and costs[("attention_multihead", False)] >= 0
+
+
+def test_the_queue_floor_has_the_classroom_s_events_and_answers_them(url):
+    """benchmarks/queue_floor.py (load_test --floor, issue #38 §3): the app's events by name, taking the parameters
+    the load test sets (each one the app's too), with the same download steps, each answered by an empty handler
+    that saw every argument."""
+    from benchmarks import queue_floor
+
+    async def both_apis(floor_url: str):
+        async with httpx.AsyncClient(timeout=120) as http:
+            apis = await Api.fetch(http, url), await Api.fetch(http, floor_url)
+            answer = await Page(http, apis[1]).predict("qa_answer", **load_test.CALLS["qa_answer"])
+            return apis, answer
+
+    floor = queue_floor.build()
+    floor.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=None, quiet=True)
+    try:
+        (ours, empty), answer = run_async(both_apis(floor.local_url))
+    finally:
+        floor.close()
+    for name in load_test.CALLS:
+        assert empty.parameters[name] == list(load_test.CALLS[name]), name
+        assert set(load_test.CALLS[name]) <= set(ours.parameters[name]), name
+        assert (f"{name}_download" in empty.events) == (name in load_test.DOWNLOAD_FIRST) == \
+            (f"{name}_download" in ours.events), name
+    assert answer == [f"{len(load_test.CALLS['qa_answer'])} inputs"]
