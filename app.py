@@ -30,6 +30,19 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 TRIM_SECONDS = 5.0  # how often the server returns freed heap pages (return_freed_memory)
 
 
+def _glibc():
+    """The C library as ctypes sees it on Linux, or None (another OS, or no libc to load)."""
+    import ctypes
+    import ctypes.util
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
+
+
 def steady_malloc(mmap_threshold: int = 1 << 20, arenas: int = 2) -> bool:
     """Keep RSS flat under many users (glibc only; elsewhere a no-op).
 
@@ -37,16 +50,13 @@ def steady_malloc(mmap_threshold: int = 1 << 20, arenas: int = 2) -> bool:
     chunks, figure JSON) come from the heap, where freed space is fragmented and never returned; and it keeps up to
     8 arenas per core. A fixed 1 MB threshold sends big buffers to mmap (returned to the OS on free), and 2 arenas
     bound the rest. benchmarks/soak.py, 8 users × 5 min: +318 MB over the first minute's RSS before, flat after."""
-    import ctypes
-    import ctypes.util
-
-    if not sys.platform.startswith("linux"):
+    libc = _glibc()
+    if libc is None:
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8  # from <malloc.h>
         return bool(libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold)) and bool(libc.mallopt(M_ARENA_MAX, arenas))
-    except (OSError, AttributeError):
+    except AttributeError:  # a libc without mallopt
         return False
 
 
@@ -55,15 +65,7 @@ steady_malloc()  # before torch and gradio allocate anything
 
 def heap_trimmer():
     """glibc's ``malloc_trim``: called with 0, it hands every free page of the heap back to the OS. None elsewhere."""
-    import ctypes
-    import ctypes.util
-
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
-        return None
+    return getattr(_glibc(), "malloc_trim", None)  # musl has no malloc_trim
 
 
 def return_freed_memory(every_seconds: float = TRIM_SECONDS) -> threading.Thread | None:

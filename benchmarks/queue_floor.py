@@ -24,11 +24,9 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: benchmarks.load_test
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: benchmarks.load_test, demo
 from benchmarks.load_test import CALLS, DOWNLOAD_FIRST  # noqa: E402
-
-BERT_GROUP = dict(concurrency_id="bert", concurrency_limit=16)  # demo/downloads.BERT_QUEUE
-DOWNLOAD_GROUP = dict(concurrency_id="download", concurrency_limit=None)  # demo/downloads.DOWNLOAD_QUEUE
+from demo.downloads import BERT_QUEUE, DOWNLOAD_QUEUE  # noqa: E402 - the app's own groups
 
 
 def answering(parameters: list[str]):
@@ -55,8 +53,8 @@ def build() -> gr.Blocks:
                 continue
             sources = [inputs[list(kwargs).index(key)] for key in DOWNLOAD_FIRST[name]]
             download = button.click(answering(DOWNLOAD_FIRST[name]), sources, None, api_name=f"{name}_download",
-                                    api_visibility="undocumented", **DOWNLOAD_GROUP)
-            download.then(answering(list(kwargs)), inputs, out, api_name=name, **BERT_GROUP)
+                                    api_visibility="undocumented", **DOWNLOAD_QUEUE)
+            download.then(answering(list(kwargs)), inputs, out, api_name=name, **BERT_QUEUE)
     return demo
 
 

@@ -202,23 +202,22 @@ def test_numpy_products_keep_to_one_thread_unless_the_operator_chose(operator_se
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [expected]
 
 
-def _rss_mb() -> float:
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
 def test_freed_heap_pages_go_back_to_the_os():
     """Issue #38 §5: pages freed between live buffers stay in RSS until the heap is trimmed; the server trims every
     TRIM_SECONDS (app.return_freed_memory). 100 MB in 256 kB buffers (under steady_malloc's 1 MB mmap threshold, so
     from the heap); every 10th stays alive and pins the freed space between them."""
+    import os
+
+    from benchmarks.soak import rss_mb
+
     trim = app.heap_trimmer()
     assert trim is not None
     buffers = [bytearray(256_000) for _ in range(400)]  # bytearray(n) writes its n zeros: every page is resident
     kept = buffers[9::10]
     del buffers
-    before = _rss_mb()
+    before = rss_mb(os.getpid())
     trim(0)
-    after = _rss_mb()
+    after = rss_mb(os.getpid())
     assert before - after > 50, (before, after)  # ~88 MB of the 100 were freed between kept buffers
     assert sum(len(b) for b in kept) == 40 * 256_000  # the live buffers are untouched
