@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import sys
@@ -25,6 +26,14 @@ os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000")
 # of 0.7 ms, and its click 68 ms of server CPU instead of 25 (benchmarks/README.md, issue #38). Requests already run
 # side by side, so each product keeps to one thread. Set before anything imports numpy.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+# A start allocates ~400,000 objects (Gradio, plotly, ~1,000 blocks) and makes almost no garbage, yet the cyclic
+# collector ran ~1,000 times during it, each time walking what was already there. Off from here until the app is
+# built (settle_collector): a start to its first answer took 7.3 CPU s instead of 9.3 on a slow 2-core VM
+# (benchmarks/README.md, issue #38, seventh round). Only when run as the app: a test process that imports this
+# module keeps its collector.
+if __name__ == "__main__":
+    gc.disable()
 
 
 TRIM_SECONDS = 5.0  # how often the server returns freed heap pages (return_freed_memory)
@@ -89,6 +98,14 @@ def return_freed_memory(every_seconds: float = TRIM_SECONDS) -> threading.Thread
     return thread
 
 
+def settle_collector() -> None:
+    """Once the app is built, if the start turned the collector off: move every object made so far out of its
+    reach (``gc.freeze``: they live as long as the server) and turn it back on."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
 import gradio as gr  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
 
@@ -151,6 +168,7 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
     """The whole UI: one gr.Tab per demo module. Importing this builds nothing; call it. ``per_address``: the
     events one client address may have waiting or running (demo/admission.py)."""
     serving.remember_signatures()  # before the first config is built (demo/serving.py)
+    serving.remember_data_schemas()
     # delete_cache: uploads and generated files are removed once an hour old (checked every 10 minutes).
     with gr.Blocks(title="PLM Explorer", delete_cache=serving.DELETE_CACHE) as app:
         # A slow tab (BERT on CPU) must not starve the quick ones: each event gets its own small concurrency
@@ -236,6 +254,7 @@ def main(argv: list[str] | None = None) -> None:
     admission.trust_proxies(args.trusted_proxy)  # read by uvicorn when launch() builds the server
     return_freed_memory()
     app = build_app(args.max_events_per_address)
+    settle_collector()
     app.launch(
         server_name=args.host,
         server_port=args.port,

@@ -202,6 +202,39 @@ def test_numpy_products_keep_to_one_thread_unless_the_operator_chose(operator_se
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [expected]
 
 
+COLLECTOR = r"""
+import gc, json, runpy, sys
+import app
+imported = gc.isenabled()
+sys.argv = ["app.py", "--help"]  # runs app.py as the app would run, and ends in parse_args, before the build
+try:
+    runpy.run_path("app.py", run_name="__main__")
+except SystemExit:
+    pass
+started = gc.isenabled()
+app.settle_collector()
+print(json.dumps({"imported": imported, "started": started, "settled": gc.isenabled(),
+                  "frozen": gc.get_freeze_count()}))
+"""
+
+
+def test_the_start_runs_without_the_cyclic_collector_until_the_app_is_built():
+    """Issue #38 §4: the collector walked the start's ~400,000 objects ~1,000 times. Run as the app, app.py turns it
+    off; settle_collector freezes what the start made and turns it back on. A test
+    process that only imports app keeps its collector. A fresh interpreter, since freezing this one would keep its
+    garbage for good."""
+    import json
+    import subprocess
+
+    from tests.live_app import ROOT, app_env
+
+    out = subprocess.run([sys.executable, "-c", COLLECTOR], cwd=ROOT, env=app_env(), capture_output=True, text=True,
+                         timeout=300, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["imported"] is True and result["started"] is False and result["settled"] is True
+    assert result["frozen"] > 100_000  # Gradio, plotly and our modules: out of every later collection
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
 def test_freed_heap_pages_go_back_to_the_os():
     """Issue #38 §5: pages freed between live buffers stay in RSS until the heap is trimmed; the server trims every

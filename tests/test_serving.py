@@ -234,9 +234,42 @@ def test_remembered_signatures_fall_back_for_unhashable_callables():
     assert str(serving._RememberedSignatures().signature(Unhashable())) == "(a, b=2)"
 
 
+def test_remembered_data_schemas_build_the_same_config_and_each_schema_once(monkeypatch):
+    import gradio.components.base
+    import pydantic
+
+    component = gradio.components.base.Component
+    shipped = getattr(component.api_info, "__wrapped__", component.api_info)  # Gradio's own, even after the app's
+
+    def blocks() -> gr.Blocks:
+        with gr.Blocks() as built:
+            for _ in range(3):
+                gr.Plot(), gr.Dataframe(headers=["a", "b"]), gr.File()
+        return built
+
+    def components(built: gr.Blocks) -> list[dict]:  # a config's components, less their ids
+        return [{k: v for k, v in c.items() if k not in ("id", "key")} for c in built.get_config_file()["components"]]
+
+    monkeypatch.setattr(component, "api_info", shipped)
+    plain = components(blocks())
+    made = []
+    schema = pydantic.BaseModel.model_json_schema.__func__
+    monkeypatch.setattr(pydantic.BaseModel, "model_json_schema",
+                        classmethod(lambda cls, *a, **k: made.append(cls) or schema(cls, *a, **k)))
+    serving.remember_data_schemas()
+    serving.remember_data_schemas()  # a second call wraps nothing again
+    assert component.api_info.__wrapped__ is shipped
+    remembered = blocks()
+    assert components(remembered) == plain and "api_info" in plain[0]
+    assert sorted(model.__name__ for model in made) == ["DataframeData", "FileData", "PlotData"]  # 9 components
+    tables = [block for block in remembered.blocks.values() if isinstance(block, gr.Dataframe)]
+    assert tables[0].api_info() == tables[1].api_info() and tables[0].api_info() is not tables[1].api_info()
+
+
 def test_the_app_reads_signatures_through_the_cache(app):
     import gradio.blocks
     import gradio.component_meta
 
     assert isinstance(gradio.blocks.inspect, serving._RememberedSignatures)
     assert isinstance(gradio.component_meta.inspect, serving._RememberedSignatures)
+    assert gradio.components.base.Component.api_info.remembers_schemas
