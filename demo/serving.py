@@ -347,9 +347,10 @@ def remember_data_schemas() -> None:
     @functools.wraps(build)
     def api_info(self) -> dict[str, Any]:
         if self._api_info_cache is None and self.data_model is not None:
-            if self.data_model not in schemas:
+            if self.data_model in schemas:
+                self._api_info_cache = copy.deepcopy(schemas[self.data_model])
+            else:  # the first of its model: Gradio builds it, and a copy is kept for the others
                 schemas[self.data_model] = copy.deepcopy(build(self))
-            self._api_info_cache = copy.deepcopy(schemas[self.data_model])
         return build(self)
 
     api_info.remembers_schemas = True
