@@ -35,6 +35,16 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 if __name__ == "__main__":
     gc.disable()
 
+# On a Space with persistent storage (/data), the Hugging Face cache moves there (unless the operator set HF_HOME), so
+# downloads survive a restart; the preloaded checkpoints (README's preload_from_hub) are still read from the image's
+# own cache. Before gradio imports huggingface_hub, which reads HF_HOME once, at import (core/hub.py). Only when run
+# as the app: importing this module changes no environment.
+PERSISTENT_HF_HOME = None
+if __name__ == "__main__":
+    from core.hub import use_persistent_storage
+
+    PERSISTENT_HF_HOME = use_persistent_storage()
+
 
 TRIM_SECONDS = 5.0  # how often the server returns freed heap pages (return_freed_memory)
 
@@ -247,6 +257,8 @@ def configure_registry(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if PERSISTENT_HF_HOME is not None:
+        logging.getLogger("plm_explorer").info("Hugging Face cache on persistent storage: %s", PERSISTENT_HF_HOME)
     if args.offline:
         resolve.set_offline(True)
     configure_registry(args)

@@ -89,19 +89,70 @@ def cache_dir() -> Path:
     return Path(home).expanduser() / "hub"
 
 
-def repo_folder(model_id: str) -> Path:
-    return cache_dir() / ("models--" + model_id.replace("/", "--"))
+# A second cache that is only read: the image's default cache, where a Space's ``preload_from_hub`` put checkpoints
+# when the app has moved HF_HOME to persistent storage (use_persistent_storage). Read on every call, like HF_HOME.
+PRELOADED_CACHE_ENV = "PLM_PRELOADED_HUB_CACHE"
+SPACE_DATA_DIR = Path("/data")  # a Space's persistent storage, when the Space has some
+
+
+def default_cache_dir(environ=os.environ) -> Path:
+    """Where huggingface_hub keeps its cache when neither HF_HOME nor HF_HUB_CACHE is set."""
+    return Path(environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "huggingface" / "hub"
+
+
+def use_persistent_storage(data_dir: Path = SPACE_DATA_DIR, environ=os.environ) -> Path | None:
+    """On a Space (SPACE_ID set) with persistent storage (``data_dir`` a writable folder), and when the operator set
+    neither HF_HOME nor HF_HUB_CACHE: point HF_HOME at ``data_dir``/huggingface, so downloads survive a restart, and
+    keep reading the image's default cache, where ``preload_from_hub`` put its checkpoints. Returns the new HF_HOME,
+    or None when nothing changed. app.py calls it first thing, before huggingface_hub (which reads HF_HOME when it is
+    imported) is imported."""
+    if not environ.get("SPACE_ID") or environ.get("HF_HOME") or environ.get("HF_HUB_CACHE"):
+        return None
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir() or not os.access(data_dir, os.W_OK | os.X_OK):
+        return None
+    home = data_dir / "huggingface"
+    try:
+        home.mkdir(exist_ok=True)
+    except OSError:
+        return None
+    environ[PRELOADED_CACHE_ENV] = str(default_cache_dir(environ))
+    environ["HF_HOME"] = str(home)
+    return home
+
+
+def cache_dirs() -> list[Path]:
+    """Where cached checkpoints are looked for: the cache (downloads go there), then the preloaded one, if any."""
+    folders = [cache_dir()]
+    preloaded = os.environ.get(PRELOADED_CACHE_ENV)
+    if preloaded and Path(preloaded).expanduser() != folders[0]:
+        folders.append(Path(preloaded).expanduser())
+    return folders
+
+
+def repo_folder(model_id: str, cache: Path | None = None) -> Path:
+    return (cache or cache_dir()) / ("models--" + model_id.replace("/", "--"))
+
+
+def cached_snapshots(model_id: str, revision: str = "main") -> list[Path]:
+    """The snapshot folders the caches hold for ``revision`` (a branch name or a commit): the cache's first, then the
+    preloaded one's (``cache_dirs``). No network."""
+    found = []
+    for cache in cache_dirs():
+        folder = repo_folder(model_id, cache)
+        commit = revision
+        ref = folder / "refs" / revision
+        if ref.is_file():
+            commit = ref.read_text(encoding="utf-8").strip()
+        snapshot = folder / "snapshots" / commit
+        if re.fullmatch(r"[0-9a-f]{40}", commit) and snapshot.is_dir():
+            found.append(snapshot)
+    return found
 
 
 def cached_snapshot(model_id: str, revision: str = "main") -> Path | None:
-    """The snapshot folder the cache holds for ``revision`` (a branch name or a commit), or None. No network."""
-    folder = repo_folder(model_id)
-    commit = revision
-    ref = folder / "refs" / revision
-    if ref.is_file():
-        commit = ref.read_text(encoding="utf-8").strip()
-    snapshot = folder / "snapshots" / commit
-    return snapshot if re.fullmatch(r"[0-9a-f]{40}", commit) and snapshot.is_dir() else None
+    """The first of ``cached_snapshots``, or None."""
+    return next(iter(cached_snapshots(model_id, revision)), None)
 
 
 @dataclass(frozen=True)

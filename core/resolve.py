@@ -364,22 +364,28 @@ def _has_tokenizer(directory: Path, config: dict, model_id: str) -> bool:
 
 
 def _cached(model_id: str, need: str) -> Path | None:
-    """The cached snapshot if it holds everything ``need`` asks for; never touches the network."""
-    snapshot = hub.cached_snapshot(model_id)
-    if snapshot is None or not (snapshot / "config.json").is_file():
-        return None
+    """A cached snapshot that holds everything ``need`` asks for (the cache's, else the preloaded cache's: a Space's
+    ``preload_from_hub``, core/hub.py); never touches the network."""
+    for snapshot in hub.cached_snapshots(model_id):
+        if _holds(snapshot, model_id, need):
+            return snapshot
+    return None
+
+
+def _holds(snapshot: Path, model_id: str, need: str) -> bool:
+    if not (snapshot / "config.json").is_file():
+        return False
     try:
         config = _read_config(snapshot, model_id)
         if need == "tokenizer" and not _has_tokenizer(snapshot, config, model_id):
-            return None
+            return False
         if need == "model":
             weights_file = find_weights_file(snapshot, model_id)
             if not all(path.is_file() for path in shard_paths(weights_file, model_id)):
-                return None
+                return False
     except (ModelUnavailableError, UserInputError):
-        return None
-    return snapshot
-
+        return False
+    return True
 
 
 def _fetch_shared(model_id: str, need: str, progress: Progress | None, task: str | None = None) -> Path:

@@ -17,7 +17,7 @@ from demo import lessons, presets, why_encoders
 from demo.classify_finetune import (ACCURACY_COLUMNS, DATA_CHOICES, SAMPLE_COLUMNS, accuracy_table, baseline_rows,
                                     before_training, before_training_bundled, models_table, show_upload, split_data)
 from demo.classify_finetune import PRESETS as FINETUNE_PRESETS
-from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker, sig4
+from demo.common import TABLE_BUTTONS, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, model_picker, sig4
 from demo.downloads import missing_model_card, model_event, needs_download, results_visible
 from demo.figures import COLORWAY, bar, empty_figure, heatmap, styled, subplot_grid
 from demo.i18n import label, t
@@ -196,7 +196,7 @@ def _session(request: gr.Request | None) -> str:
 
 
 @friendly_errors
-@gpu_handler
+@gpu_handler(duration=TRAINER_GPU_SECONDS)
 def train(dataset, pasted, upload, seed, head_steps, unfrozen, epochs, request: gr.Request = None,
           progress=gr.Progress()):
     data, name = split_data(dataset, pasted, upload, seed)
@@ -255,6 +255,7 @@ def projection_figure(labels: list[str], y: np.ndarray, panels: list[tuple[str, 
 
 
 @friendly_errors
+@gpu_handler
 def show_changes(dataset, pasted, upload, seed, request: gr.Request = None):
     outcome = finetune_train.RUNS.result(_session(request))
     if outcome is None:

@@ -17,7 +17,7 @@ from core.errors import UserInputError
 from core.lazy import lazy_import
 from core.limits import DEFAULT_SEED
 from demo import presets
-from demo.common import friendly_errors, sig4
+from demo.common import friendly_errors, gpu_handler, sig4
 from demo.figures import lines
 from demo.i18n import current_language, label, t
 
@@ -96,6 +96,7 @@ def models_table(rows: list[tuple[str, np.ndarray]], labels: list[str]) -> pd.Da
 
 
 @friendly_errors
+@gpu_handler
 def before_training(dataset, pasted, upload, seed, sentence):
     """The view before training: the data and baselines, head (a) with its random initial weights on the held-out
     sentences (accuracy, cross-entropy: the loss figure's step 0), and every model's answer for the sentence."""

@@ -41,13 +41,14 @@ def _to_gradio_error(exc: Exception) -> gr.Error:
 
 
 def _space_gpu_decorator():
-    """``spaces.GPU`` on a Hugging Face Space (SPACE_ID is set there) that has the ``spaces`` package; elsewhere none.
+    """``spaces.GPU`` on a ZeroGPU Space (SPACE_ID set, SPACES_ZERO_GPU=true) that has the ``spaces`` package; elsewhere
+    None, and off a Space the package is not even imported.
 
-    On ZeroGPU hardware (SPACES_ZERO_GPU=true) spaces.GPU attaches a GPU for the length of each call: models load and
-    move to the GPU inside the call, which is where every handler loads them (core.registry and the tab modules load
-    lazily, on first use, onto core.device.get_device()). On a Space without ZeroGPU, spaces.GPU returns the function
-    unchanged, and off a Space the package is not even imported."""
-    if not os.environ.get("SPACE_ID"):
+    On ZeroGPU, spaces.GPU attaches a GPU for the length of each call, and runs the call in a worker process of its
+    own: models load and move to the GPU inside the call, which is where every handler loads them (core.registry and
+    the tab modules load lazily, on first use, onto core.device.get_device()). On a Space without ZeroGPU (CPU basic)
+    spaces.GPU would return the function unchanged, so it is not applied at all."""
+    if not os.environ.get("SPACE_ID") or os.environ.get("SPACES_ZERO_GPU", "").strip().lower() not in ("1", "t", "true"):
         return None
     try:
         import spaces
@@ -59,12 +60,63 @@ def _space_gpu_decorator():
 _SPACE_GPU = _space_gpu_decorator()
 
 
-def gpu_handler(fn):
-    """Mark an event handler that runs a model: on a ZeroGPU Space it runs with a GPU attached (spaces.GPU), on any
-    other machine it is ``fn`` itself. ``runs_model`` lets a test check that every model handler carries it."""
-    wrapped = _SPACE_GPU(fn) if _SPACE_GPU is not None else fn
+def on_zero_gpu() -> bool:
+    """True on a ZeroGPU Space, where gpu_handler's calls run on a GPU and never download."""
+    return _SPACE_GPU is not None
+
+# ZeroGPU's default for a call is 60 s (spaces.zero.client.DEFAULT_SCHEDULE_DURATION); the duration is what a call
+# asks of the visitor's GPU quota before it starts (only the seconds used are charged), so a short one is granted
+# to a visitor with little quota left. A trainer asks for its work budget (core.jobs.TRAIN_SECONDS of steps) plus the
+# ~20 s that preparing the corpus and evaluating take, the 120 s a run at the sliders' maxima is built to end within.
+TRAINER_GPU_SECONDS = int(jobs.TRAIN_SECONDS) + 20
+
+
+def gpu_handler(fn=None, *, duration: int | None = None):
+    """Mark an event handler that runs a model (``@gpu_handler``, or ``@gpu_handler(duration=seconds)`` for a call
+    that may outlast ZeroGPU's default 60 s). On a ZeroGPU Space it runs with a GPU attached (spaces.GPU); on any
+    other machine it is ``fn`` itself. ``runs_model`` lets a test check that every model handler carries it.
+
+    Inside the GPU call, which ZeroGPU runs in another process, the call keeps the learner's language, and never
+    downloads: the app fetches a checkpoint before (the download step of demo.downloads.model_event, and the
+    presets' fetch in demo.presets.View.run), so GPU time is spent on models only."""
+    if fn is None:
+        return functools.partial(gpu_handler, duration=duration)
+    if _SPACE_GPU is None:
+        wrapped = fn
+    else:
+        wrapped = _on_gpu(fn, duration)
     wrapped.runs_model = True
+    wrapped.gpu_duration = duration
     return wrapped
+
+
+def _on_gpu(fn, duration: int | None):
+    """``fn`` through spaces.GPU, with the caller's language carried into the call (a context variable does not
+    cross into ZeroGPU's worker process: it is passed as an argument, which spaces.GPU sends there)."""
+    from core.resolve import downloads_elsewhere
+
+    if inspect.isgeneratorfunction(fn):
+        def inside(lang, *args, **kwargs):
+            with using_language(lang), downloads_elsewhere():
+                yield from fn(*args, **kwargs)
+    else:
+        def inside(lang, *args, **kwargs):
+            with using_language(lang), downloads_elsewhere():
+                return fn(*args, **kwargs)
+    inside.__name__ = inside.__qualname__ = fn.__name__
+    inside.__module__ = fn.__module__
+    on_gpu = _SPACE_GPU(inside, duration=duration) if duration else _SPACE_GPU(inside)
+
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def steps(*args, **kwargs):
+            yield from on_gpu(current_language(), *args, **kwargs)
+        return steps
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        return on_gpu(current_language(), *args, **kwargs)
+    return call
 
 
 def _with_request_parameter(fn):
@@ -295,8 +347,11 @@ def model_picker(task: str, label: str = "common.checkpoint", first: tuple[str, 
     shown = i18n_label(label) if isinstance(label, str) and label in table(DEFAULT_LANGUAGE) else label
     # min_width: wide enough for the longest id offered (distilbert-base-uncased-finetuned-sst-2-english); a row too
     # narrow for it puts the picker on a line of its own instead of cutting the id.
-    return gr.Dropdown(choices=[*first, *CHECKPOINTS[task]], value=CHECKPOINTS[task][0], label=shown, allow_custom_value=True,
-                       info=i18n_label("common.checkpoint_info"), min_width=400, elem_classes=["checkpoint-picker"])
+    picker = gr.Dropdown(choices=[*first, *CHECKPOINTS[task]], value=CHECKPOINTS[task][0], label=shown,
+                         allow_custom_value=True, info=i18n_label("common.checkpoint_info"), min_width=400,
+                         elem_classes=["checkpoint-picker"])
+    picker.checkpoint_task = task  # what a preset that sets it fetches before its GPU call (demo.presets.View.run)
+    return picker
 
 
 # Result tables get a copy button (the rows as comma-separated text, ready for a spreadsheet or a slide) and a

@@ -15,7 +15,7 @@ from core.limits import MAX_LIST_CHARS, MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
 from core.seeds import SEED_Q
 from core.textio import read_text_upload
 from demo import embeddings_nnlm, lessons, presets, result_cache
-from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, sig4, sig4_text, stopped_error,
+from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, sig4, sig4_text, stopped_error,
                          stopped_note, training_run, whole_number)
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
 from demo.i18n import label, t, untitled_columns
@@ -158,7 +158,7 @@ def static_vectors(word: str, first: str, second: str, progress=gr.Progress()):
 
 
 @friendly_errors
-@gpu_handler
+@gpu_handler(duration=TRAINER_GPU_SECONDS)
 def train(source: str, upload: str | None, architecture: str, dim: float, window: float, epochs: float,
           min_count: float, progress=gr.Progress(), request: gr.Request = None):
     """Train word2vec; the model is kept in this browser session's state (never written to disk). A run has a
@@ -196,6 +196,7 @@ def _config(architecture: str, dim: float, window: float, epochs: float, min_cou
 
 
 @friendly_errors
+@gpu_handler
 def before_training(architecture: str, dim: float, window: float, epochs: float, min_count: float, word: str,
                     topn: float):
     """The Train view before training: the very model train() starts from on Moby-Dick (its seed and

@@ -10,7 +10,7 @@ from core.errors import UserInputError
 from core.lazy import lazy_import
 from core.limits import MAX_LIST_CHARS, NNLM_MAX_CONTEXT, NNLM_MAX_SECONDS
 from demo import presets
-from demo.common import TABLE_BUTTONS, friendly_errors
+from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler
 from demo.figures import bar, lines
 from demo.i18n import label, t
 
@@ -23,6 +23,7 @@ CORPORA = {TOY: "nnlm.corpus_toy", MOBY: "nnlm.corpus_moby"}
 
 
 @friendly_errors
+@gpu_handler(duration=NNLM_MAX_SECONDS + 20)  # its own budget, up to NNLM_MAX_SECONDS, plus setup
 def train_and_predict(corpus: str, context: float, dim: float, hidden: float, steps: float, seconds: float,
                       text: str, progress=gr.Progress()):
     """Train (or reuse) the NNLM for these settings, then step through one prediction."""

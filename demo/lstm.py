@@ -15,7 +15,7 @@ from core.lazy import lazy_import
 from core.limits import MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
 from demo import lessons, lstm_generate, lstm_train, presets, why
 from demo import elmo as elmo_layers  # the ELMo sub-tab with two layers and the weighted sum (§7)
-from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, friendly_errors, gpu_handler, number_in_range, sig4,
+from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, number_in_range, sig4,
                          stopped_error, stopped_note, training_run)
 from demo.figures import COLORWAY, heatmap, lines, styled
 from demo.i18n import label, t
@@ -200,7 +200,7 @@ def compare_contexts(word: str, first: str, second: str, third: str):
 
 
 @friendly_errors
-@gpu_handler
+@gpu_handler(duration=TRAINER_GPU_SECONDS)
 def train_models(level: str, steps: float, seconds: float, progress=gr.Progress(), request: gr.Request = None):
     """Retrain an RNN and an LSTM from scratch on Moby-Dick, streaming the loss curves; the result is this session's.
     The run stops at its time limit (at most the server's budget, core.jobs) or when this session starts another."""

@@ -142,6 +142,7 @@ def _fill_outputs(loaded: registry.LoadedModel, result: fm.FillMaskResult, top_k
             char_views.plot_shown(None), results_visible(True))
 
 
+@gpu_handler
 def fill_batch(model_id: list, text: list, top_k: list, temperature: list | None = None,
                sampling_top_k: list | None = None, top_p: list | None = None, seed: list | None = None,
                request: gr.Request = None) -> tuple[list, ...]:

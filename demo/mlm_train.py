@@ -17,7 +17,7 @@ from core.lazy import lazy_import
 from core.limits import MAX_CHAR_BERT_STEPS
 from core.textio import read_text_upload
 from demo import presets
-from demo.common import TRAIN_QUEUE, friendly_errors, gpu_handler, number_in_range, stopped_error, training_run
+from demo.common import TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, number_in_range, stopped_error, training_run
 from demo.figures import lines
 from demo.i18n import label, t
 
@@ -72,7 +72,7 @@ def before_training(source: str, steps):
 
 
 @friendly_errors
-@gpu_handler
+@gpu_handler(duration=TRAINER_GPU_SECONDS)
 def train(source: str, upload: str | None, steps, progress=gr.Progress(), request: gr.Request = None):
     """Train a char-BERT from scratch on the chosen text, streaming its loss curve; then score the held-out split."""
     steps = _steps(steps)

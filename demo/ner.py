@@ -193,6 +193,7 @@ def _tagged_outputs(tagged: TaggedText, strategy: str) -> tuple:
             table(_token_rows(tagged.encoded), TOKEN_HEADERS), *[results_visible(True)] * RESULT_COLUMNS)
 
 
+@gpu_handler
 def tag_batch(text: list, model_id: list, strategy: list, request: gr.Request = None) -> tuple[list, ...]:
     """``tag_text`` for a batch of requests (batch=True): requests for one checkpoint share forward passes
     (core.ner.tag_many). A request's own problem is shown in its note; the others answer. The parameters keep

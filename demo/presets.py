@@ -56,7 +56,8 @@ import gradio as gr
 from gradio.context import Context
 
 from core.errors import UserInputError
-from demo.common import add_csv_downloads, friendly_errors
+from demo.common import add_csv_downloads, friendly_errors, on_zero_gpu
+from demo.downloads import fetch_models
 from demo.i18n import in_every_language, label
 from demo.preset_bar import BAR_JS, BAR_TEMPLATE
 from demo.preset_records import ASKED, OPENED, RESULTS
@@ -149,6 +150,8 @@ class View:
     def run(self, slug: str | None = None, select: bool = False, seed: object = None) -> dict:
         """The updates that show preset ``slug`` (default: the view's default): its inputs and its results."""
         preset = self.with_seed(self.presets[self.runnable(slug or self.default)], seed)
+        if on_zero_gpu():
+            self.fetch_checkpoints(preset)
         values, results = RESULTS.get(self, preset)
         if len(self.outputs) == 1:
             results = (results,)
@@ -158,6 +161,15 @@ class View:
         if select and self.switcher is not None:  # the sub-tab the preset's results are about
             updates[self.switcher] = gr.Tabs(selected=preset.shows or self.where.id)
         return updates
+
+    def fetch_checkpoints(self, preset: Preset) -> None:
+        """Make the checkpoints ``preset`` sets in the view's pickers (demo.common.model_picker) local, before the
+        handler's GPU call: on ZeroGPU that call never downloads (demo.common.gpu_handler). Errors are the handler's
+        to show (demo.downloads.fetch_models)."""
+        models = [(component.checkpoint_task, value) for component, value in zip(self.inputs, preset.resolved())
+                  if hasattr(component, "checkpoint_task")]
+        if models:
+            fetch_models(models)
 
     def with_seed(self, preset: Preset, seed: object) -> Preset:
         """``preset`` with ``seed`` in the view's seed input (a link's ``&seed=``); as it is without a seed."""

@@ -254,6 +254,7 @@ def _answer_outputs(result: qa.QAResult, expected: str = "") -> tuple:
             probability_figure(chart, chart["best"]), slider, chart, results_visible(True))
 
 
+@gpu_handler
 def answer_batch(model_id: list, question: list, context: list, max_answer_len: list, top_k: list, doc_stride: list,
                  max_seq_len: list, no_answer: list, request: gr.Request = None) -> tuple[list, ...]:
     """``answer_question`` for a batch of requests (batch=True): requests for one checkpoint share forward passes

@@ -8,30 +8,61 @@ import sys
 
 import pytest
 
-from demo import (attention, classify, common, embeddings, gpt, lstm, lstm_generate, mlm, ner, ngram, overview, qa,
-                  transformer)
+from core import jobs
+from demo import common, lstm
+from tests import app_events
 from tests.live_app import ROOT
-from demo import classify_finetune
-
-MODEL_HANDLERS = [attention.explore, attention.show_head, embeddings.train, lstm.inspect_text,
-                  lstm.measure_gradients, lstm_generate.generate_both, lstm.compare_contexts, lstm.train_models, mlm.fill,
-                  mlm.compare, mlm.inputs, mlm.nsp, mlm.bank, ner.tag_text, qa.answer_question, transformer.block,
-                  transformer.block_layer, transformer.base_preset, overview.score_text, overview.run_ladder,
-                  classify.classify_text, classify.train, classify.predict, gpt.next_token, gpt.generate,
-                  gpt.attention, gpt.gpt_vs_bert]
-NO_MODEL_HANDLERS = [ngram.show_counts, embeddings.neighbours, embeddings.one_hot_lookup, attention.multi_head,
-                     mlm.card, ner.convert_tags, qa.show_layout, transformer.base_params,
-                     classify_finetune.show_data]
 
 
-@pytest.mark.parametrize("handler", MODEL_HANDLERS, ids=lambda h: f"{h.__module__}.{h.__name__}")
-def test_every_model_handler_carries_the_gpu_decorator(handler):
-    assert getattr(handler, "runs_model", False) is True
+@pytest.fixture(scope="module")
+def handlers():
+    """name -> wrapping layers of every handler the built app's events call (tests/app_events.py)."""
+    return app_events.handlers()
 
 
-@pytest.mark.parametrize("handler", NO_MODEL_HANDLERS, ids=lambda h: f"{h.__module__}.{h.__name__}")
-def test_handlers_without_a_model_ask_for_no_gpu(handler):
-    assert not getattr(handler, "runs_model", False)
+def carries_gpu(layers) -> bool:
+    return any(getattr(layer, "runs_model", False) for layer in layers)
+
+
+def test_every_handler_that_builds_a_model_carries_the_gpu_decorator(handlers):
+    """The list is derived, not kept by hand: every handler an event of the built app calls (and every view's
+    handler, which its open and preset events call) whose code reaches one of our torch modules, or the registry's
+    core.registry.build, without passing through another gpu_handler. Each must go through gpu_handler."""
+    runs_model = {name: path for name, layers in handlers.items() if (path := app_events.builds_a_model(layers[-1]))}
+    missing = {name: " -> ".join(path) for name, path in runs_model.items() if not carries_gpu(handlers[name])}
+    print(f"\n{len(handlers)} handlers, {len(runs_model)} build a model: {sorted(runs_model)}")
+    assert not missing, missing
+    # the derivation sees what it must: the BERT tabs' batched buttons, a Why view, a trainer
+    assert {"demo.mlm_handlers.fill_batch", "demo.ner.tag_batch", "demo.qa.answer_batch",
+            "demo.why_encoders.explain_ner", "demo.classify.train"} <= set(runs_model)
+    assert len(runs_model) >= 20
+
+
+def test_handlers_that_build_no_model_ask_for_no_gpu(handlers):
+    """A GPU call costs the learner's ZeroGPU quota and a wait: the n-gram counts, the BIO → IOBES conversion, the
+    Transformer's parameter count from a config, the page's language ask for none."""
+    for name in ("demo.ngram.show_counts", "demo.ner.convert_tags", "demo.transformer.base_params",
+                 "demo.qa.show_layout", "app.page_language"):
+        assert not app_events.builds_a_model(handlers[name][-1]), name
+        assert not carries_gpu(handlers[name]), name
+
+
+def test_trainers_ask_for_their_budget_and_the_rest_for_the_default(handlers):
+    """A trainer (an event on the "train" concurrency group) asks ZeroGPU for its work budget plus its setup; every
+    other model handler keeps ZeroGPU's default of 60 s, which its work fits on a GPU."""
+    blocks = app_events.built_app()
+    trainers = {app_events.layers(fn.fn)[-1].__qualname__ for fn in blocks.fns.values()
+                if fn.fn is not None and fn.concurrency_id == "train"}
+    assert {"train", "train_models"} <= trainers, trainers
+    for block_fn in blocks.fns.values():
+        if block_fn.fn is None or block_fn.concurrency_id != "train":
+            continue
+        durations = [layer.gpu_duration for layer in app_events.layers(block_fn.fn) if getattr(layer, "runs_model", 0)]
+        assert durations and durations[0] >= jobs.TRAIN_SECONDS, (block_fn.api_name, durations)
+    assert common.TRAINER_GPU_SECONDS == jobs.TRAIN_SECONDS + 20
+    others = [layer.gpu_duration for layers in handlers.values() for layer in layers
+              if getattr(layer, "runs_model", False) and layer.gpu_duration is not None]
+    assert all(seconds <= 140 for seconds in others), others  # the NNLM: its own 120 s budget plus setup
 
 
 def test_off_a_space_the_decorator_is_the_function_itself():
@@ -52,21 +83,40 @@ def test_a_model_handler_still_answers_without_a_gpu():
 SNIPPET = """
 import json, sys
 import demo.common as common
-import spaces
-def double(x):
-    return 2 * x
-wrapped = common.gpu_handler(double)
-print(json.dumps({"decorator_is_spaces_gpu": common._SPACE_GPU is spaces.GPU, "answer": wrapped(21),
-                  "runs_model": wrapped.runs_model, "cuda_initialised": "torch" in sys.modules
-                  and sys.modules["torch"].cuda.is_initialized()}))
+from core import resolve
+from core.i18n import current_language, using_language
+
+def answer(x):
+    return {"lang": current_language(), "downloads": resolve._downloads_here.get(), "x": 2 * x}
+
+wrapped = common.gpu_handler(answer)
+with using_language("zh"):
+    called = wrapped(21)
+print(json.dumps({"wrapped": wrapped is not answer, "called": called, "runs_model": wrapped.runs_model,
+                  "spaces_imported": "spaces" in sys.modules}))
 """
 
 
-def test_on_a_space_without_zerogpu_spaces_gpu_is_applied_and_harmless():
-    pytest.importorskip("spaces")
-    env = dict(os.environ, SPACE_ID="someone/plm-explorer", PYTHONPATH=str(ROOT))
-    env.pop("SPACES_ZERO_GPU", None)
+def run_snippet(**env_changes) -> dict:
+    env = dict(os.environ, SPACE_ID="someone/plm-explorer", **env_changes)
     out = subprocess.run([sys.executable, "-c", SNIPPET], cwd=ROOT, env=env, capture_output=True, text=True,
                          check=True, timeout=300)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert result == {"decorator_is_spaces_gpu": True, "answer": 42, "runs_model": True, "cuda_initialised": False}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_on_a_space_without_zerogpu_the_handler_is_the_function_itself():
+    result = run_snippet(PYTHONPATH=str(ROOT), SPACES_ZERO_GPU="")
+    assert result == {"wrapped": False, "called": {"lang": "zh", "downloads": True, "x": 42}, "runs_model": True,
+                      "spaces_imported": False}
+
+
+def test_on_zerogpu_the_call_keeps_the_language_and_never_downloads(tmp_path):
+    """The stand-in spaces.GPU runs the call in another thread with none of the caller's context variables, as the
+    real one runs it in another process: the language still arrives (it is passed along), and inside the call a
+    checkpoint that is not here is never downloaded (the app fetched it before)."""
+    result = run_snippet(PYTHONPATH=f"{ROOT / 'tests' / 'space_stand_in'}:{ROOT}", SPACES_ZERO_GPU="true",
+                         PLM_TEST_GPU_LOG=str(tmp_path / "gpu.jsonl"))
+    assert result == {"wrapped": True, "called": {"lang": "zh", "downloads": False, "x": 42}, "runs_model": True,
+                      "spaces_imported": True}
+    calls = [json.loads(line) for line in (tmp_path / "gpu.jsonl").read_text().splitlines()]
+    assert [(c["kind"], c["fn"].rsplit(".", 1)[-1]) for c in calls] == [("start", "answer"), ("end", "answer")]

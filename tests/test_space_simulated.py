@@ -1,0 +1,134 @@
+"""A ZeroGPU Space, simulated (issue #48 §2): `python app.py` with SPACE_ID and SPACES_ZERO_GPU set, a stand-in
+`spaces` package (tests/space_stand_in/spaces) that logs each GPU call and refuses any torch module's forward outside
+one, and the checkpoints the Space preloads (README's preload_from_hub) as tiny random ones under their real ids in
+the image's cache, read through PLM_PRELOADED_HUB_CACHE as core/hub.py reads it on a Space with persistent storage.
+
+Then, over raw HTTP as a browser's requests arrive: every tab's and sub-tab's open event, every runnable preset of
+every view, and every model view's main event with the inputs it opens with. No event may fail, no forward may run
+outside a GPU call, and no GPU call's arguments or result may fail to pickle (the real spaces.GPU sends them to its
+worker process).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+
+import httpx
+import pytest
+
+from tests import app_events
+from tests.live_app import ROOT, app_env, running_app
+
+STAND_IN = ROOT / "tests" / "space_stand_in"
+# Events that train for up to their work budget (minutes at the sliders' maxima); tests/test_trainer_budgets.py runs
+# them. Everything else a learner can trigger with a click on a tab, a sub-tab, a preset or a view's main button runs.
+TRAINERS = {"embeddings_train", "lstm_train", "classify_train", "mlm_train", "embeddings_nnlm"}
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def preload(cache, model_id: str, folder) -> None:
+    """``folder``'s files as ``model_id`` in a huggingface_hub cache, as preload_from_hub leaves them."""
+    repo = cache / ("models--" + model_id.replace("/", "--"))
+    shutil.copytree(folder, repo / "snapshots" / COMMIT)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMIT)
+
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory, tiny_checkpoint, tiny_gpt2_checkpoint, conll_ner_checkpoint):
+    """The served app, the GPU log's path."""
+    image_cache = tmp_path_factory.mktemp("image-cache")
+    preload(image_cache, "bert-base-uncased", tiny_checkpoint("BertForPreTraining"))
+    preload(image_cache, "dslim/bert-base-NER", conll_ner_checkpoint)
+    preload(image_cache, "distilbert-base-cased-distilled-squad", tiny_checkpoint("DistilBertForQuestionAnswering"))
+    preload(image_cache, "distilbert-base-uncased-finetuned-sst-2-english",
+            tiny_checkpoint("DistilBertForSequenceClassification", id2label={0: "NEGATIVE", 1: "POSITIVE"},
+                            label2id={"NEGATIVE": 0, "POSITIVE": 1}))
+    preload(image_cache, "gpt2", tiny_gpt2_checkpoint("bpe"))
+    home = tmp_path_factory.mktemp("hf-home")
+    log = tmp_path_factory.mktemp("gpu") / "calls.jsonl"
+    log.touch()
+    env = app_env(SPACE_ID="teacher/plm-explorer", SPACES_ZERO_GPU="true", PLM_TEST_GPU_LOG=str(log),
+                  PYTHONPATH=f"{STAND_IN}:{ROOT}", HF_HOME=str(home), HF_HUB_CACHE=str(home / "hub"),
+                  PLM_PRELOADED_HUB_CACHE=str(image_cache), HF_HUB_OFFLINE="1")
+    with running_app("--host", "127.0.0.1", env=env) as served:
+        yield served, log
+
+
+def call(url: str, api: str, data: list) -> tuple[str, object]:
+    """(kind of the event's last message: "complete" or "error", its data)."""
+    with httpx.Client(timeout=300) as client:
+        joined = client.post(url + f"gradio_api/call/{api}", json={"data": data})
+        assert joined.status_code == 200, (api, joined.text)
+        answer = client.get(url + f"gradio_api/call/{api}/{joined.json()['event_id']}")
+    events = [line for line in answer.text.splitlines() if line.startswith(("event:", "data:"))]
+    return events[-2].split(": ", 1)[1], json.loads(events[-1].split(": ", 1)[1])
+
+
+def checkpoint_presets() -> set[tuple[str, str]]:
+    """(preset event, slug) of every preset that sets a checkpoint the app offers (core/checkpoints.py)."""
+    from core.checkpoints import CHECKPOINTS
+
+    offered = {model_id for ids in CHECKPOINTS.values() for model_id in ids}
+    return {(f"{view.api_prefix}_preset", preset.slug) for view in app_events.views()
+            for preset in view.presets.values()
+            if preset.values is not None and offered & {value for value in preset.resolved() if isinstance(value, str)}}
+
+
+def learner_events(config: dict) -> list[tuple[str, list]]:
+    """(api name, data) for every tab's and sub-tab's open event (each view's default preset), every model view's main
+    event (one with a ``_download`` step: demo.downloads.model_event) with the values its inputs open with, and every
+    preset that sets a checkpoint. A session's States are the server's: a client omits them. (The other presets
+    change a view's text or numbers, not which model runs; tests/test_figure_palettes.py and the browser's learner path run
+    every preset.)"""
+    components = {c["id"]: c for c in config["components"]}
+    names = {dep["api_name"] for dep in config["dependencies"]}
+    chosen = checkpoint_presets()
+    events = []
+    for dep in config["dependencies"]:
+        api = dep["api_name"]
+        if not dep["backend_fn"] or not api or api in TRAINERS:
+            continue
+        inputs = [components[i] for i in dep["inputs"] if components[i]["type"] != "state"]
+        if api.endswith("_open"):
+            events.append((api, []))
+        elif api.endswith("_preset"):
+            events += [(api, [item["slug"]]) for item in inputs[0]["props"]["props"]["items"]
+                       if (api, item["slug"]) in chosen]
+        elif f"{api}_download" in names:
+            events.append((api, [component["props"].get("value") for component in inputs]))
+    return events
+
+
+def test_every_event_runs_its_models_inside_a_gpu_call(space):
+    served, log = space
+    config = httpx.get(served.url + "config", timeout=60).json()
+    events = learner_events(config)
+    kinds = Counter(api.rsplit("_", 1)[-1] if api.endswith(("_open", "_preset")) else "main" for api, _ in events)
+    assert kinds["open"] >= 50 and kinds["preset"] >= 30 and kinds["main"] >= 15, kinds
+    failed = []
+    import os, time
+    trace = open(os.environ.get("PLM_TEST_TRACE", "/dev/null"), "a")
+    for api, data in events:
+        started = time.monotonic()
+        kind, answer = call(served.url, api, data)
+        print(f"{time.monotonic() - started:.2f} {api} {data} {kind}", file=trace, flush=True)
+        if kind != "complete":
+            failed.append((api, data, answer))
+    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    calls = [r for r in records if r["kind"] == "end"]
+    outside = [r for r in records if r["kind"] == "forward_outside"]
+    unpicklable = [r for r in records if r["kind"] == "unpicklable"]
+    forwards = sum(r["forwards"] for r in calls)
+    by_handler = Counter(r["fn"].rsplit(".", 1)[-1] for r in calls)
+    print(f"\nsimulated ZeroGPU Space: {len(events)} events ({dict(kinds)}), {len(calls)} GPU calls, "
+          f"{forwards} module forwards inside them, {len(outside)} outside, {len(unpicklable)} unpicklable, "
+          f"{len(failed)} failed; GPU calls by handler: {dict(by_handler)}")
+    assert not outside, outside[:5]
+    assert not unpicklable, unpicklable[:5]
+    assert not failed, failed[:5]
+    assert all(r["error"] is None for r in calls), [r for r in calls if r["error"]][:5]
+    # The BERT tabs' main buttons ran their batched handlers on the GPU, on the preloaded checkpoints.
+    assert {"fill_batch", "tag_batch", "answer_batch"} <= set(by_handler), by_handler
+    assert forwards > 100
