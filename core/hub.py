@@ -100,15 +100,16 @@ def default_cache_dir(environ=os.environ) -> Path:
     return Path(environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "huggingface" / "hub"
 
 
-def use_persistent_storage(data_dir: Path = SPACE_DATA_DIR, environ=os.environ) -> Path | None:
-    """On a Space (SPACE_ID set) with persistent storage (``data_dir`` a writable folder), and when the operator set
+def use_persistent_storage(data_dir: Path | None = None, environ=os.environ) -> Path | None:
+    """On a Space (SPACE_ID set) with persistent storage (``data_dir``, default SPACE_DATA_DIR, a writable folder), and
+    when the operator set
     neither HF_HOME nor HF_HUB_CACHE: point HF_HOME at ``data_dir``/huggingface, so downloads survive a restart, and
     keep reading the image's default cache, where ``preload_from_hub`` put its checkpoints. Returns the new HF_HOME,
     or None when nothing changed. app.py calls it first thing, before huggingface_hub (which reads HF_HOME when it is
     imported) is imported."""
     if not environ.get("SPACE_ID") or environ.get("HF_HOME") or environ.get("HF_HUB_CACHE"):
         return None
-    data_dir = Path(data_dir)
+    data_dir = Path(data_dir or SPACE_DATA_DIR)
     if not data_dir.is_dir() or not os.access(data_dir, os.W_OK | os.X_OK):
         return None
     home = data_dir / "huggingface"

@@ -116,6 +116,7 @@ def explain_classify(model_id: str, text_a: str, text_b: str, steps: float, requ
 
 
 @friendly_errors
+@gpu_handler
 def explain_classify_preset(model_id: str, text_a: str, text_b: str, steps: float):
     """explain_classify for a preset: the same for every learner, so no session's fine-tuned model."""
     return _explain_class(model_id, text_a, text_b, steps, None)

@@ -64,7 +64,8 @@ CHECKPOINT_TO_MODULE = "core.registry.build"
 
 def builds_a_model(fn, seen: set | None = None) -> list[str]:
     """The call path by which ``fn`` reaches a torch.nn.Module of ours (a class it names, or one a function of ours
-    that it calls names, or core.registry.build), read from the code: every global name its code uses, followed through the functions and
+    that it calls names, or core.registry.build), read from the code: every global name its code uses and every
+    function its closure holds (a wrapper's ``fn``), followed through the functions and
     classes of core/ and demo/ it names, and through the attributes it reads of a core/demo module (the UI holds the
     torch-backed ones through core.lazy's stand-ins; a read imports the real module). [] when it reaches none."""
     import torch
@@ -83,7 +84,8 @@ def builds_a_model(fn, seen: set | None = None) -> list[str]:
     for value in values:
         if inspect.isclass(value) and issubclass(value, torch.nn.Module) and _ours(value):
             return [fn.__qualname__, value.__name__]
-    callees = []
+    callees = [cell.cell_contents for cell in fn.__closure__ or ()
+               if inspect.isfunction(cell.cell_contents) and _ours(cell.cell_contents)]
     for value in values:
         if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] in ("core", "demo"):
             module = value._module() if isinstance(value, LazyModule) else value

@@ -25,6 +25,7 @@ STAND_IN = ROOT / "tests" / "space_stand_in"
 # them. Everything else a learner can trigger with a click on a tab, a sub-tab, a preset or a view's main button runs.
 TRAINERS = {"embeddings_train", "lstm_train", "classify_train", "mlm_train", "embeddings_nnlm"}
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+SENTENCE = "The white whale swam by the old ship."
 
 
 def preload(cache, model_id: str, folder) -> None:
@@ -66,6 +67,12 @@ def call(url: str, api: str, data: list) -> tuple[str, object]:
     return events[-2].split(": ", 1)[1], json.loads(events[-1].split(": ", 1)[1])
 
 
+def opening_value(component: dict):
+    """What an input holds when its view opens; an empty text box gets a sentence (empty text is refused, rightly)."""
+    value = component["props"].get("value")
+    return SENTENCE if component["type"] == "textbox" and not value else value
+
+
 def checkpoint_presets() -> set[tuple[str, str]]:
     """(preset event, slug) of every preset that sets a checkpoint the app offers (core/checkpoints.py)."""
     from core.checkpoints import CHECKPOINTS
@@ -97,7 +104,7 @@ def learner_events(config: dict) -> list[tuple[str, list]]:
             events += [(api, [item["slug"]]) for item in inputs[0]["props"]["props"]["items"]
                        if (api, item["slug"]) in chosen]
         elif f"{api}_download" in names:
-            events.append((api, [component["props"].get("value") for component in inputs]))
+            events.append((api, [opening_value(component) for component in inputs]))
     return events
 
 
