@@ -364,25 +364,18 @@ def _has_tokenizer(directory: Path, config: dict, model_id: str) -> bool:
 
 
 def _cached(model_id: str, need: str) -> Path | None:
-    """A cached snapshot that holds everything ``need`` asks for (the cache's, else the preloaded cache's: a Space's
-    ``preload_from_hub``, core/hub.py); never touches the network."""
-    for snapshot in hub.cached_snapshots(model_id):
-        if _holds(snapshot, model_id, need):
-            return snapshot
-    return None
+    """A cached snapshot that holds everything ``need`` asks for: the cache's, else the preloaded one's (a Space's
+    ``preload_from_hub``, core/hub.py). Never touches the network."""
+    return next((found for found in hub.cached_snapshots(model_id) if _holds(found, model_id, need)), None)
 
 
 def _holds(snapshot: Path, model_id: str, need: str) -> bool:
-    if not (snapshot / "config.json").is_file():
-        return False
     try:
         config = _read_config(snapshot, model_id)
-        if need == "tokenizer" and not _has_tokenizer(snapshot, config, model_id):
-            return False
+        if need == "tokenizer":
+            return _has_tokenizer(snapshot, config, model_id)
         if need == "model":
-            weights_file = find_weights_file(snapshot, model_id)
-            if not all(path.is_file() for path in shard_paths(weights_file, model_id)):
-                return False
+            return all(path.is_file() for path in shard_paths(find_weights_file(snapshot, model_id), model_id))
     except (ModelUnavailableError, UserInputError):
         return False
     return True

@@ -41,14 +41,11 @@ def _to_gradio_error(exc: Exception) -> gr.Error:
 
 
 def _space_gpu_decorator():
-    """``spaces.GPU`` on a ZeroGPU Space (SPACE_ID set, SPACES_ZERO_GPU=true) that has the ``spaces`` package; elsewhere
-    None, and off a Space the package is not even imported.
-
-    On ZeroGPU, spaces.GPU attaches a GPU for the length of each call, and runs the call in a worker process of its
-    own: models load and move to the GPU inside the call, which is where every handler loads them (core.registry and
-    the tab modules load lazily, on first use, onto core.device.get_device()). On a Space without ZeroGPU (CPU basic)
-    spaces.GPU would return the function unchanged, so it is not applied at all."""
-    if not os.environ.get("SPACE_ID") or os.environ.get("SPACES_ZERO_GPU", "").strip().lower() not in ("1", "t", "true"):
+    """``spaces.GPU`` on a ZeroGPU Space (SPACE_ID set, SPACES_ZERO_GPU=true), else None (off a Space ``spaces`` is not
+    imported). It attaches a GPU for each call, run in a worker process of its own: models load onto it inside the
+    call, where every handler loads them (lazily, onto core.device.get_device()). On CPU basic it would do nothing."""
+    zero_gpu = os.environ.get("SPACES_ZERO_GPU", "").strip().lower() in ("1", "t", "true")
+    if not os.environ.get("SPACE_ID") or not zero_gpu:
         return None
     try:
         import spaces
@@ -64,54 +61,44 @@ def on_zero_gpu() -> bool:
     """True on a ZeroGPU Space, where gpu_handler's calls run on a GPU and never download."""
     return _SPACE_GPU is not None
 
-# ZeroGPU's default for a call is 60 s (spaces.zero.client.DEFAULT_SCHEDULE_DURATION); the duration is what a call
-# asks of the visitor's GPU quota before it starts (only the seconds used are charged), so a short one is granted
-# to a visitor with little quota left. A trainer asks for its work budget (core.jobs.TRAIN_SECONDS of steps) plus the
-# ~20 s that preparing the corpus and evaluating take, the 120 s a run at the sliders' maxima is built to end within.
+
+# ZeroGPU's default duration is 60 s (spaces.zero.client): what a call asks of the visitor's GPU quota before it starts
+# (the seconds used are charged). A trainer asks for its budget (core.jobs) plus ~20 s of setup: the 120 s it ends in.
 TRAINER_GPU_SECONDS = int(jobs.TRAIN_SECONDS) + 20
 
 
 def gpu_handler(fn=None, *, duration: int | None = None):
-    """Mark an event handler that runs a model (``@gpu_handler``, or ``@gpu_handler(duration=seconds)`` for a call
-    that may outlast ZeroGPU's default 60 s). On a ZeroGPU Space it runs with a GPU attached (spaces.GPU); on any
-    other machine it is ``fn`` itself. ``runs_model`` lets a test check that every model handler carries it.
-
-    Inside the GPU call, which ZeroGPU runs in another process, the call keeps the learner's language, and never
-    downloads: the app fetches a checkpoint before (the download step of demo.downloads.model_event, and the
-    presets' fetch in demo.presets.View.run), so GPU time is spent on models only."""
+    """Mark a handler that runs a model (``@gpu_handler``; ``@gpu_handler(duration=seconds)`` past ZeroGPU's default
+    60 s): on a ZeroGPU Space it runs with a GPU attached (spaces.GPU), elsewhere it is ``fn`` itself; ``runs_model``
+    lets a test check every model handler. The GPU call keeps the learner's language and never downloads: the app
+    fetched its checkpoints before (demo.downloads.model_event, demo.presets.View.run): GPU time is for models."""
     if fn is None:
         return functools.partial(gpu_handler, duration=duration)
-    if _SPACE_GPU is None:
-        wrapped = fn
-    else:
-        wrapped = _on_gpu(fn, duration)
-    wrapped.runs_model = True
-    wrapped.gpu_duration = duration
+    wrapped = fn if _SPACE_GPU is None else _on_gpu(fn, duration)
+    wrapped.runs_model, wrapped.gpu_duration = True, duration
     return wrapped
 
 
 def _on_gpu(fn, duration: int | None):
-    """``fn`` through spaces.GPU, with the caller's language carried into the call (a context variable does not
-    cross into ZeroGPU's worker process: it is passed as an argument, which spaces.GPU sends there)."""
+    """``fn`` through spaces.GPU, the caller's language passed along (no context variable reaches its worker)."""
     from core.resolve import downloads_elsewhere
 
     if inspect.isgeneratorfunction(fn):
         def inside(lang, *args, **kwargs):
             with using_language(lang), downloads_elsewhere():
                 yield from fn(*args, **kwargs)
-    else:
-        def inside(lang, *args, **kwargs):
-            with using_language(lang), downloads_elsewhere():
-                return fn(*args, **kwargs)
-    inside.__name__ = inside.__qualname__ = fn.__name__
-    inside.__module__ = fn.__module__
-    on_gpu = _SPACE_GPU(inside, duration=duration) if duration else _SPACE_GPU(inside)
+        on_gpu = _SPACE_GPU(functools.wraps(fn)(inside), duration=duration)
 
-    if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def steps(*args, **kwargs):
             yield from on_gpu(current_language(), *args, **kwargs)
         return steps
+
+    def inside(lang, *args, **kwargs):
+        with using_language(lang), downloads_elsewhere():
+            return fn(*args, **kwargs)
+
+    on_gpu = _SPACE_GPU(functools.wraps(fn)(inside), duration=duration)
 
     @functools.wraps(fn)
     def call(*args, **kwargs):

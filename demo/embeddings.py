@@ -15,8 +15,8 @@ from core.limits import MAX_LIST_CHARS, MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
 from core.seeds import SEED_Q
 from core.textio import read_text_upload
 from demo import embeddings_nnlm, lessons, presets, result_cache
-from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, sig4, sig4_text, stopped_error,
-                         stopped_note, training_run, whole_number)
+from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, sig4,
+                         sig4_text, stopped_error, stopped_note, training_run, whole_number)
 from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
 from demo.i18n import label, t, untitled_columns
 

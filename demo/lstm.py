@@ -15,8 +15,8 @@ from core.lazy import lazy_import
 from core.limits import MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
 from demo import lessons, lstm_generate, lstm_train, presets, why
 from demo import elmo as elmo_layers  # the ELMo sub-tab with two layers and the weighted sum (§7)
-from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, number_in_range, sig4,
-                         stopped_error, stopped_note, training_run)
+from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler,
+                         number_in_range, sig4, stopped_error, stopped_note, training_run)
 from demo.figures import COLORWAY, heatmap, lines, styled
 from demo.i18n import label, t
 

@@ -17,7 +17,8 @@ from core.lazy import lazy_import
 from core.limits import MAX_CHAR_BERT_STEPS
 from core.textio import read_text_upload
 from demo import presets
-from demo.common import TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, number_in_range, stopped_error, training_run
+from demo.common import (TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, number_in_range,
+                         stopped_error, training_run)
 from demo.figures import lines
 from demo.i18n import label, t
 

@@ -34,15 +34,20 @@ def views(blocks=None) -> list[View]:
 
 def handlers(blocks=None) -> dict[str, list]:
     """name -> the wrapping layers of each handler an event calls: every event's own function, and every view's
-    ``fn`` (what its preset and open events run)."""
+    ``fn`` (what its open and preset events run). Two different functions of one name (a closure made per view)
+    are told apart by the view's or the event's name."""
     blocks = blocks or built_app()
-    found = {}
-    for fn in [block_fn.fn for block_fn in blocks.fns.values() if block_fn.fn is not None] + \
-            [view.fn for view in views(blocks)]:
+    named = [(block_fn.api_name, block_fn.fn) for block_fn in blocks.fns.values() if block_fn.fn is not None]
+    named += [(view.api_prefix, view.fn) for view in views(blocks)]
+    found, seen = {}, set()
+    for where, fn in named:
         chain = layers(fn)
-        base = chain[-1]
-        base = getattr(base, "__func__", base)
-        found.setdefault(f"{base.__module__}.{base.__qualname__}", chain)
+        base = getattr(chain[-1], "__func__", chain[-1])
+        if base in seen:
+            continue
+        seen.add(base)
+        name = f"{base.__module__}.{base.__qualname__}"
+        found[f"{name} ({where})" if name in found or "<locals>" in name else name] = chain
     return found
 
 

@@ -85,13 +85,14 @@ def checkpoint_presets() -> set[tuple[str, str]]:
 
 def learner_events(config: dict) -> list[tuple[str, list]]:
     """(api name, data) for every tab's and sub-tab's open event (each view's default preset), every model view's main
-    event (one with a ``_download`` step: demo.downloads.model_event) with the values its inputs open with, and every
-    preset that sets a checkpoint. A session's States are the server's: a client omits them. (The other presets
-    change a view's text or numbers, not which model runs; tests/test_figure_palettes.py and the browser's learner path run
-    every preset.)"""
+    event (one with a ``_download`` step: demo.downloads.model_event) with its view's default preset's values (or
+    the values its inputs open with), and every preset that sets a checkpoint. A session's States are the server's: a
+    client omits them. (The other presets change a view's text or numbers, not which model runs;
+    tests/test_figure_palettes.py and the browser's learner path run every preset.)"""
     components = {c["id"]: c for c in config["components"]}
     names = {dep["api_name"] for dep in config["dependencies"]}
     chosen = checkpoint_presets()
+    defaults = {view.api_prefix: view.presets[view.default].resolved() for view in app_events.views()}
     events = []
     for dep in config["dependencies"]:
         api = dep["api_name"]
@@ -104,7 +105,9 @@ def learner_events(config: dict) -> list[tuple[str, list]]:
             events += [(api, [item["slug"]]) for item in inputs[0]["props"]["props"]["items"]
                        if (api, item["slug"]) in chosen]
         elif f"{api}_download" in names:
-            events.append((api, [opening_value(component) for component in inputs]))
+            default = defaults.get(api)  # the view's default preset, where the button is the view's own
+            events.append((api, list(default) if default and len(default) == len(inputs)
+                           else [opening_value(component) for component in inputs]))
     return events
 
 
