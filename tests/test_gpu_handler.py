@@ -120,3 +120,30 @@ def test_on_zerogpu_the_call_keeps_the_language_and_never_downloads(tmp_path):
                       "spaces_imported": True}
     calls = [json.loads(line) for line in (tmp_path / "gpu.jsonl").read_text().splitlines()]
     assert [(c["kind"], c["fn"].rsplit(".", 1)[-1]) for c in calls] == [("start", "answer"), ("end", "answer")]
+
+
+def test_on_zerogpu_a_preset_fetches_its_checkpoint_before_the_gpu_call(monkeypatch, server, tiny_checkpoint):
+    """A preset's handler runs in a GPU call that never downloads; the view fetched the checkpoint its picker is set
+    to first (demo.presets.View.run). Off ZeroGPU the handler downloads it itself, as before."""
+    import gradio as gr
+
+    from core import resolve
+    from demo import presets
+
+    server.add_repo("someone/tiny-mlm", tiny_checkpoint("BertForMaskedLM"))
+
+    def handler(model_id, text):  # what the GPU call sees: no downloads (demo.common.gpu_handler)
+        with resolve.downloads_elsewhere():
+            return resolve.resolve(model_id, "model", task="mlm").source
+
+    with gr.Blocks():
+        picker, text, out = common.model_picker("mlm"), gr.Textbox(), gr.Markdown()
+        view = presets.View("test", "fetch", [picker, text], [out], handler,
+                            [presets.Preset("tiny", "tiny", ("someone/tiny-mlm", "a [MASK]"))])
+    assert picker.checkpoint_task == "mlm"
+    with pytest.raises(resolve.ModelUnavailableError) as not_here:  # off ZeroGPU: no fetch before the handler
+        view.run("tiny")
+    assert not_here.value.key == "registry.not_downloaded"
+    monkeypatch.setattr(presets, "on_zero_gpu", lambda: True)
+    assert view.run("tiny")[out] == "Hub download"
+    assert server.count("model.safetensors") == 1
