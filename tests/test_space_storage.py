@@ -128,8 +128,11 @@ def test_a_preloaded_checkpoint_is_found_without_a_download_when_hf_home_is_on_d
     assert missing.value.key == "registry.offline"  # conftest: HF_HUB_OFFLINE=1
     from core import registry
 
-    loaded = registry.load("mlm", "bert-base-uncased")
-    assert loaded.files.directory == files.directory
+    try:
+        loaded = registry.load("mlm", "bert-base-uncased")
+        assert loaded.files.directory == files.directory
+    finally:
+        registry.clear_cache()  # the tiny model must not answer another test's "bert-base-uncased"
 
 
 def test_a_download_goes_to_data_and_the_preloaded_cache_is_not_written(tmp_path, monkeypatch, server,

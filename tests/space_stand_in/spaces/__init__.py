@@ -4,9 +4,9 @@ PYTHONPATH of an app started with SPACE_ID and SPACES_ZERO_GPU set, and ``import
 Like the real ``spaces.GPU`` on ZeroGPU (spaces/zero/wrappers.py), a decorated call runs elsewhere: the real one in a
 forked worker process, this one in a thread of its own with none of the caller's context variables (the caller's
 language, Gradio's request), and its arguments and result must pickle, as the real one sends them between
-processes. Every call's start and end, and every model forward, is written as one JSON line to the file named by
-PLM_TEST_GPU_LOG. A torch module's forward outside a GPU call is refused (RuntimeError) and logged: on ZeroGPU
-there is no GPU outside one.
+processes (a generator's steps are collected inside the call and handed back after it). Every call's start and end
+(with the module forwards it ran) is written as one JSON line to the file named by PLM_TEST_GPU_LOG. A torch
+module's forward outside a GPU call is refused (RuntimeError) and logged: on ZeroGPU there is no GPU outside one.
 """
 from __future__ import annotations
 
