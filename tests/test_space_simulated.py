@@ -3,10 +3,10 @@
 one, and the checkpoints the Space preloads (README's preload_from_hub) as tiny random ones under their real ids in
 the image's cache, read through PLM_PRELOADED_HUB_CACHE as core/hub.py reads it on a Space with persistent storage.
 
-Then, over raw HTTP as a browser's requests arrive: every tab's and sub-tab's open event, every runnable preset of
-every view, and every model view's main event with the inputs it opens with. No event may fail, no forward may run
-outside a GPU call, and no GPU call's arguments or result may fail to pickle (the real spaces.GPU sends them to its
-worker process).
+Then, over raw HTTP as a browser's requests arrive: every tab's and sub-tab's open event (each view's default preset),
+every preset that sets a checkpoint, and every model view's main button (learner_events). No event may fail, no
+forward may run outside a GPU call, and no GPU call's arguments or result may fail to pickle (the real spaces.GPU
+sends them to its worker process). The trainers are left out: each runs up to its budget (test_trainer_budgets.py).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from tests.live_app import ROOT, app_env, running_app
 
 STAND_IN = ROOT / "tests" / "space_stand_in"
 # Events that train for up to their work budget (minutes at the sliders' maxima); tests/test_trainer_budgets.py runs
-# them. Everything else a learner can trigger with a click on a tab, a sub-tab, a preset or a view's main button runs.
+# them. Their gpu_handler durations are checked in tests/test_gpu_handler.py.
 TRAINERS = {"embeddings_train", "lstm_train", "classify_train", "mlm_train", "embeddings_nnlm"}
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 SENTENCE = "The white whale swam by the old ship."
