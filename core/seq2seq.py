@@ -36,7 +36,7 @@ MAX_OUTPUT_WORDS = 40
 SEED_SENTENCES = {"我爱中国": "I love China", "机器学习": "machine learning", "je suis étudiant": "I am a student"}
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
-_ELISION = re.compile(r"^([jlnd])['’](.+)$")
+_ELISION = re.compile(r"^([jlnd])['’](.+)$", re.IGNORECASE)
 
 
 class SourceError(ValueError):
@@ -238,14 +238,23 @@ def pad(rows: list[list[int]]) -> torch.Tensor:
     return torch.tensor([r + [PAD] * (width - len(r)) for r in rows])
 
 
+def next_scores(model, src: torch.Tensor, out: torch.Tensor, encoded=None) -> torch.Tensor:
+    """(B, V_tgt) scores of the word after each prefix: the Transformer decodes from its encoding (made once); the
+    LSTM models of §11.2 (core/nets/seq2seq_lstm.py) read source and prefix again."""
+    if encoded is not None:
+        return model.decode(encoded, out).logits[:, -1]
+    return model(src, out)[0][:, -1]
+
+
 @torch.inference_mode()
-def greedy_batch(model: Transformer, sources: list[list[int]], max_words: int = MAX_OUTPUT_WORDS) -> list[list[int]]:
+def greedy_batch(model, sources: list[list[int]], max_words: int = MAX_OUTPUT_WORDS) -> list[list[int]]:
     """Greedy output ids (without <s>, </s>) for many sources at once."""
-    encoded = model.encode(pad(sources))
+    src = pad(sources)
+    encoded = model.encode(src) if isinstance(model, Transformer) else None
     out = torch.full((len(sources), 1), BOS)
     done = torch.zeros(len(sources), dtype=torch.bool)
     for _ in range(max_words + 1):
-        nxt = model.decode(encoded, out).logits[:, -1].argmax(-1)  # (B,)
+        nxt = next_scores(model, src, out, encoded).argmax(-1)  # (B,)
         nxt = torch.where(done, PAD, nxt)
         out = torch.cat([out, nxt[:, None]], dim=1)
         done |= nxt == EOS
@@ -258,6 +267,14 @@ def greedy_batch(model: Transformer, sources: list[list[int]], max_words: int = 
     return rows
 
 
+def greedy_outputs(model, vocab: Vocab, pairs: list[tuple[str, str, str]], batch: int = 256) -> list[list[int]]:
+    model.eval()
+    outputs = []
+    for i in range(0, len(pairs), batch):
+        outputs += greedy_batch(model, [vocab.encode_source(src)[0] for _, src, _ in pairs[i:i + batch]])
+    return outputs
+
+
 def scores(outputs: list[list[int]], references: list[list[int]]) -> dict[str, float]:
     exact = sum(o == r for o, r in zip(outputs, references))
     right = sum(sum(a == b for a, b in zip(o, r)) for o, r in zip(outputs, references))
@@ -265,13 +282,9 @@ def scores(outputs: list[list[int]], references: list[list[int]]) -> dict[str, f
     return {"sentences": len(references), "exact_match": exact / len(references), "token_accuracy": right / total}
 
 
-def evaluate(model: Transformer, vocab: Vocab, pairs: list[tuple[str, str, str]], batch: int = 256) -> dict:
+def evaluate(model, vocab: Vocab, pairs: list[tuple[str, str, str]]) -> dict:
     """Greedy held-out figures, overall and per source language."""
-    model.eval()
-    outputs = []
-    for i in range(0, len(pairs), batch):
-        chunk = pairs[i:i + batch]
-        outputs += greedy_batch(model, [vocab.encode_source(src)[0] for _, src, _ in chunk])
+    outputs = greedy_outputs(model, vocab, pairs)
     references = [vocab.encode_target(tgt) for _, _, tgt in pairs]
     result = scores(outputs, references)
     for lang in sorted({lang for lang, _, _ in pairs}):

@@ -18,6 +18,7 @@ from typing import Callable
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from core.nets.seq2seq import Seq2SeqConfig, Transformer
 from core.seq2seq import BOS, EOS, PAD, Vocab, evaluate, pad
@@ -35,7 +36,7 @@ class TrainSettings:
 
 @dataclass
 class TrainResult:
-    model: Transformer
+    model: nn.Module
     losses: list[float] = field(default_factory=list)  # the training loss of every step
     seconds: float = 0.0
 
@@ -48,19 +49,21 @@ def tensors(vocab: Vocab, pairs: list[tuple[str, str, str]]) -> list[tuple[list[
     return [(vocab.encode_source(src)[0], vocab.encode_target(tgt) + [EOS]) for _, src, tgt in pairs]
 
 
-def batch_loss(model: Transformer, batch: list[tuple[list[int], list[int]]]) -> torch.Tensor:
+def batch_loss(model: nn.Module, batch: list[tuple[list[int], list[int]]]) -> torch.Tensor:
     src = pad([s for s, _ in batch])  # (B, S)
     gold = pad([t for _, t in batch])  # (B, T): y_1 … y_n </s>
     fed = torch.cat([torch.full((len(batch), 1), BOS), gold[:, :-1]], dim=1)  # (B, T): <s> y_1 … y_n
     fed = fed.masked_fill(fed == EOS, PAD)  # </s> is never an input
-    logits = model(src, fed).logits  # (B, T, V_tgt)
+    output = model(src, fed)
+    logits = output.logits if isinstance(model, Transformer) else output[0]  # (B, T, V_tgt)
     return F.cross_entropy(logits.reshape(-1, logits.size(-1)), gold.reshape(-1), ignore_index=PAD)
 
 
-def train(config: Seq2SeqConfig, vocab: Vocab, pairs: list[tuple[str, str, str]], settings: TrainSettings,
+def train(build: Callable[[], nn.Module], vocab: Vocab, pairs: list[tuple[str, str, str]], settings: TrainSettings,
           progress: Callable[[int, float], None] | None = None) -> TrainResult:
+    """Train ``build()`` (made after seeding, so the same seed starts from the same weights)."""
     torch.manual_seed(settings.seed)
-    model = Transformer(config)
+    model = build()
     data = tensors(vocab, pairs)
     generator = torch.Generator().manual_seed(settings.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.lr, betas=(0.9, 0.98),
@@ -96,7 +99,8 @@ def mask_experiment(config: Seq2SeqConfig, vocab: Vocab, train_pairs, heldout_pa
     training loss (teacher-forced, as it was trained) against its held-out greedy figures (decoding freely)."""
     out = {}
     for name, causal in (("masked", True), ("unmasked", False)):
-        run = train(Seq2SeqConfig.from_dict(dict(config.to_dict(), causal=causal)), vocab, train_pairs, settings)
+        variant = Seq2SeqConfig.from_dict(dict(config.to_dict(), causal=causal))
+        run = train(lambda: Transformer(variant), vocab, train_pairs, settings)
         out[name] = dict(training_loss=run.final_loss(), seconds=run.seconds,
                          heldout=evaluate(run.model, vocab, heldout_pairs))
     return out

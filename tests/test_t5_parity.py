@@ -12,6 +12,7 @@ from core.errors import ModelUnavailableError, UserInputError
 TEXTS = ["translate English to French: I am a student.", "translate English to German: the house is wonderful.",
          "summarize: attention is all you need, queries keys and values.", "I love China. Machine learning."]
 SOURCE = "translate English to French: I am a student."
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def write_checkpoint(folder, feed_forward_proj: str, tie_word_embeddings: bool, seed: int = 0):
