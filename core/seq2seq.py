@@ -291,3 +291,40 @@ def evaluate(model, vocab: Vocab, pairs: list[tuple[str, str, str]]) -> dict:
         keep = [i for i, (l, _, _) in enumerate(pairs) if l == lang]
         result[lang] = scores([outputs[i] for i in keep], [references[i] for i in keep])
     return result
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The same view on a real one: T5 (core/nets/t5.py) through the registry
+
+
+@torch.inference_mode()
+def translate_t5(text: str, model_id: str | None = None, settings: Settings = Settings(temperature=0),
+                 top_k: int = 5, max_words: int = MAX_OUTPUT_WORDS) -> Translation:
+    """t5-small (or any T5 id) decoding "translate English to French: I am a student" one SentencePiece piece at a
+    time, with the same per-step record as ``translate``. Offline without the checkpoint, the registry's
+    ModelUnavailableError names ``hf download <id>``."""
+    from core import registry
+
+    loaded = registry.load("seq2seq", model_id)
+    model, tokenizer = loaded.model, loaded.tokenizer
+    encoding = tokenizer.encode(text)
+    if len(encoding.ids) <= 1:
+        raise SourceError("empty")
+    if len(encoding.ids) > 4 * MAX_SOURCE_TOKENS:
+        raise SourceError("too_long", tokens=len(encoding.ids), limit=4 * MAX_SOURCE_TOKENS)
+    memory, encoder_maps, mask = model.encode(torch.tensor([encoding.ids], device=loaded.device))
+    sampler = Sampler(settings)
+    out, steps = [model.config.decoder_start_token_id], []
+    while len(out) <= max_words:
+        logits, self_maps, cross_maps = model.decode(memory, mask, torch.tensor([out], device=loaded.device))
+        chosen = sampler.draw(logits[0, -1]).token
+        probs = logits[0, -1].softmax(-1)
+        values, indices = probs.topk(top_k)
+        steps.append(Step([tokenizer.piece(i) for i in out], tokenizer.piece(chosen),
+                          [(tokenizer.piece(i), float(p)) for p, i in zip(values.tolist(), indices.tolist())],
+                          [a[0].cpu() for a in self_maps], [a[0].cpu() for a in cross_maps]))
+        if chosen == model.config.eos_token_id:
+            break
+        out.append(chosen)
+    return Translation(encoding.pieces, encoding.unknown, [tokenizer.piece(i) for i in out[1:]], steps,
+                       [a[0].cpu() for a in encoder_maps])

@@ -105,3 +105,24 @@ def test_a_t5_checkpoint_is_not_a_masked_lm(tiny_t5):
     with pytest.raises(UserInputError) as refused:
         registry.load("mlm", str(folder))
     assert refused.value.key == "registry.wrong_kind_seq2seq"  # said from config.json's T5ForConditionalGeneration
+
+
+def test_step_by_step_translation_records_what_generate_writes(tiny_t5):
+    """core/seq2seq.translate_t5, the view's per-step record on a T5: its pieces are generate's, and each step's
+    cross-attention is the one transformers returns for that prefix."""
+    from core import seq2seq
+
+    folder, reference = tiny_t5
+    loaded = registry.load("seq2seq", str(folder))
+    result = seq2seq.translate_t5(SOURCE, str(folder), max_words=6)
+    ids = torch.tensor([loaded.tokenizer.encode(SOURCE).ids])
+    generated = reference.generate(ids, max_new_tokens=6, do_sample=False, use_cache=False)[0].tolist()
+    assert [step.word for step in result.steps] == [loaded.tokenizer.piece(i) for i in generated[1:]]
+    assert result.source == loaded.tokenizer.encode(SOURCE).pieces
+    last = result.steps[-1]
+    prefix = torch.tensor([[loaded.tokenizer.backend.token_to_id(p) for p in last.prefix]])
+    with torch.inference_mode():
+        theirs = reference(input_ids=ids, decoder_input_ids=prefix, output_attentions=True)
+    for ours, expected in zip(last.cross_attention, theirs.cross_attentions):
+        torch.testing.assert_close(ours, expected[0], atol=1e-5, rtol=1e-5)
+    assert last.top[0][0] == last.word
