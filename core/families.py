@@ -240,13 +240,14 @@ def check_task(config: dict, task: str, model_id: str) -> Family:
     if task in family.classes and (kind is None or kind[0] == task):
         return family
     runs, evidence = kind if kind is not None else (next(iter(family.classes)), f"model_type {config.get('model_type')}")
-    raise UserInputError(WRONG_KIND[runs], model=model_id, evidence=evidence)
+    raise UserInputError(WRONG_KIND[runs], model=model_id, evidence=evidence,
+                         model_type=str(config.get("model_type") or "?")[:40])
 
 
 WRONG_KIND = {"causal-lm": "registry.wrong_kind_causal_lm", "mlm": "registry.wrong_kind_mlm",
               "ner": "registry.wrong_kind_ner", "qa": "registry.wrong_kind_qa", "classify": "registry.wrong_kind_classify",
               "encoder": "registry.wrong_kind_encoder",
-              "seq2seq": "registry.wrong_kind_seq2seq"}  # what a checkpoint is -> the message naming its tab
+              "seq2seq": "registry.wrong_class"}  # (T5's own message, naming its tab, comes with the tab)  # what a checkpoint is -> the message naming its tab
 
 
 def estimated_bytes(config: dict, model_id: str) -> int:

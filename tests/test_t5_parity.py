@@ -104,7 +104,8 @@ def test_a_t5_checkpoint_is_not_a_masked_lm(tiny_t5):
     folder, _ = tiny_t5
     with pytest.raises(UserInputError) as refused:
         registry.load("mlm", str(folder))
-    assert refused.value.key == "registry.wrong_kind_seq2seq"  # said from config.json's T5ForConditionalGeneration
+    assert refused.value.key == "registry.wrong_class"  # said from config.json's T5ForConditionalGeneration
+    assert "'t5' checkpoint cannot be used here" in refused.value.message("en")
 
 
 def test_step_by_step_translation_records_what_generate_writes(tiny_t5):
