@@ -26,6 +26,8 @@ CHECKPOINTS: dict[str, list[str]] = {
     "qa": ["distilbert-base-cased-distilled-squad", "deepset/bert-base-cased-squad2",
            "uer/roberta-base-chinese-extractive-qa"],  # Chinese: BertForQuestionAnswering, pytorch_model.bin + vocab.txt
     "causal-lm": ["gpt2", "distilgpt2", "uer/gpt2-chinese-cluecorpussmall"],
+    # An encoder–decoder that translates ("translate English to French: I am a student"), core/nets/t5.py.
+    "seq2seq": ["t5-small"],
     # Single sentence (SST-2 sentiment, Dianping reviews), pairs (MRPC paraphrase, Chinese similarity), CoLA.
     "classify": ["distilbert-base-uncased-finetuned-sst-2-english", "textattack/bert-base-uncased-MRPC",
                  "uer/roberta-base-finetuned-dianping-chinese", "IDEA-CCNL/Erlangshen-Roberta-110M-Similarity",

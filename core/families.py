@@ -11,6 +11,7 @@ does not import torch. Adding a family is one file in core/nets/, one ``Family``
     distilbert   core/nets/distilbert.py    encoder, mlm, ner, qa, classify           WordPiece
     roberta      core/nets/roberta.py       encoder, mlm, ner, qa, classify           byte-level BPE
     gpt2         core/nets/gpt.py           causal-lm                                 byte-level BPE, or vocab.txt
+    t5           core/nets/t5.py            seq2seq                                   SentencePiece (tokenizer.json)
 
 A class is picked from the keys the file holds: bert-base-uncased's file carries the NSP head, so its masked LM
 loads as BertForPreTraining; a file without the task's head is refused with a message that says so.
@@ -25,7 +26,7 @@ from typing import Any, Callable
 
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
-from core.tokenizer import ByteBPETokenizer, WordPieceGPTTokenizer, WordPieceTokenizer
+from core.tokenizer import ByteBPETokenizer, SentencePieceTokenizer, WordPieceGPTTokenizer, WordPieceTokenizer
 
 # the network code, imported when a model is built or counted (core/lazy.py): this table is read at start-up
 bert_encoder = lazy_import("core.nets.bert_encoder")
@@ -33,6 +34,7 @@ bert = lazy_import("core.nets.bert")
 distilbert = lazy_import("core.nets.distilbert")
 roberta = lazy_import("core.nets.roberta")
 gpt = lazy_import("core.nets.gpt")
+t5 = lazy_import("core.nets.t5")
 
 Pick = Callable[[Any, set[str]], type]  # (parsed config, keys in the file) -> the nn.Module class to build
 
@@ -163,7 +165,31 @@ GPT2 = Family(
     tokenizer=_gpt_tokenizer, tokenizer_files=BERT_TOKENIZER_FILES,
 )
 
-FAMILIES: dict[str, Family] = {"bert": BERT, "distilbert": DISTILBERT, "roberta": ROBERTA, "gpt2": GPT2}
+def _t5_config(raw: dict):
+    try:
+        return t5.T5Config.from_dict(raw)
+    except ValueError as exc:  # a T5 variant core/nets/t5.py does not implement
+        raise ModelUnavailableError("registry.config_unbuildable", model=str(raw.get("_name_or_path") or "t5"),
+                                    error=str(exc)) from None
+
+
+def _t5_tokenizer(directory: Path) -> SentencePieceTokenizer:
+    """T5's SentencePiece (Unigram) vocabulary, from tokenizer.json (every T5 repo on the Hub ships one)."""
+    if not (directory / "tokenizer.json").is_file():
+        raise FileNotFoundError("no tokenizer.json")
+    from tokenizers import Tokenizer
+
+    return SentencePieceTokenizer(Tokenizer.from_file(str(directory / "tokenizer.json")))
+
+
+T5 = Family(
+    parse_config=_t5_config, normalize_keys=lambda state, model: t5.normalize_state_dict(state, model),
+    classes={"seq2seq": lambda config, keys: t5.T5ForConditionalGeneration},
+    base=lambda config: t5.T5ForConditionalGeneration(config), tokenizer=_t5_tokenizer,
+    tokenizer_files=("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"),
+)
+
+FAMILIES: dict[str, Family] = {"bert": BERT, "distilbert": DISTILBERT, "roberta": ROBERTA, "gpt2": GPT2, "t5": T5}
 
 
 def family_of(config: dict, model_id: str) -> Family:
@@ -179,7 +205,7 @@ def family_of(config: dict, model_id: str) -> Family:
 # What a checkpoint is for, read from config.json alone (before any tokenizer or weights are fetched)
 
 # An architecture name's ending -> the task whose tab runs it. Checked in this order ("LMHeadModel" before "Model").
-ARCHITECTURE_TASKS = (("LMHeadModel", "causal-lm"), ("ForCausalLM", "causal-lm"), ("ForMaskedLM", "mlm"),
+ARCHITECTURE_TASKS = (("ForConditionalGeneration", "seq2seq"), ("LMHeadModel", "causal-lm"), ("ForCausalLM", "causal-lm"), ("ForMaskedLM", "mlm"),
                       ("ForPreTraining", "mlm"), ("ForTokenClassification", "ner"), ("ForQuestionAnswering", "qa"),
                       ("ForSequenceClassification", "classify"), ("Model", "encoder"))
 TAG_PREFIXES = ("B-", "I-", "E-", "S-", "L-", "U-")  # BIO / IOBES / BILOU tags: a label map that tags tokens
@@ -214,12 +240,14 @@ def check_task(config: dict, task: str, model_id: str) -> Family:
     if task in family.classes and (kind is None or kind[0] == task):
         return family
     runs, evidence = kind if kind is not None else (next(iter(family.classes)), f"model_type {config.get('model_type')}")
-    raise UserInputError(WRONG_KIND[runs], model=model_id, evidence=evidence)
+    raise UserInputError(WRONG_KIND[runs], model=model_id, evidence=evidence,
+                         model_type=str(config.get("model_type") or "?")[:40])
 
 
 WRONG_KIND = {"causal-lm": "registry.wrong_kind_causal_lm", "mlm": "registry.wrong_kind_mlm",
               "ner": "registry.wrong_kind_ner", "qa": "registry.wrong_kind_qa", "classify": "registry.wrong_kind_classify",
-              "encoder": "registry.wrong_kind_encoder"}  # what a checkpoint is -> the message naming its tab
+              "encoder": "registry.wrong_kind_encoder",
+              "seq2seq": "registry.wrong_class"}  # (T5's own message, naming its tab, comes with the tab)  # what a checkpoint is -> the message naming its tab
 
 
 def estimated_bytes(config: dict, model_id: str) -> int:

@@ -290,6 +290,30 @@ class WordPieceGPTTokenizer:
         return self.wordpiece.id_to_token(token_id)
 
 
+
+class SentencePieceTokenizer:
+    """T5's SentencePiece (Unigram) vocabulary from tokenizer.json: "▁I ▁am ▁a ▁student" then </s>, as its post-processor
+    appends; a piece the vocabulary lacks reads as <unk> and is named."""
+
+    kind = "SentencePiece"
+
+    def __init__(self, backend: Tokenizer):
+        self.backend = backend
+        self.backend.no_truncation()
+        self.unk_id = backend.token_to_id("<unk>")
+        self.banned: list[int] = []
+
+    def encode(self, text: str) -> CausalEncoding:
+        encoding = self.backend.encode(text)  # add_special_tokens: the closing </s>
+        unknown = [text[a:b] for i, (a, b) in zip(encoding.ids, encoding.offsets) if i == self.unk_id]
+        return CausalEncoding(encoding.ids, [self.piece(i) for i in encoding.ids], list(dict.fromkeys(unknown)))
+
+    def piece(self, token_id: int) -> str:
+        return self.backend.id_to_token(token_id)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.backend.decode(ids, skip_special_tokens=True)
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

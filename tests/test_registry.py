@@ -26,7 +26,7 @@ def test_non_bert_repo_refused_before_any_weights(server, mlm_folder):
     config = json.loads((mlm_folder / "config.json").read_text()) | {"model_type": "llama"}
     server.add_repo("meta/llama-tiny", files={"config.json": json.dumps(config).encode(),
                                               "model.safetensors": (mlm_folder / "model.safetensors").read_bytes()})
-    with pytest.raises(UserInputError, match="'llama' model; this app runs bert, distilbert, gpt2, roberta checkpoints"):
+    with pytest.raises(UserInputError, match="'llama' model; this app runs bert, distilbert, gpt2, roberta, t5 checkpoints"):
         registry.load("mlm", "meta/llama-tiny")
     assert server.count("config.json", "GET") == 1
     assert server.count("model.safetensors") == 0
