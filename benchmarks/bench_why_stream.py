@@ -62,6 +62,7 @@ def checkpoints(folder: Path) -> tuple[dict[str, str], object]:
     import transformers
 
     transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
     minilm = str(resolve.resolve(MINILM_ID).directory)
     tokenizer = transformers.BertTokenizerFast.from_pretrained(minilm)
     made = {}
@@ -183,10 +184,12 @@ def run(quick: bool = False) -> list[dict]:
             rows.append(row(f"{name}: first attribution p95 ({repeats} runs)", p95, None, "s",
                             f"≤ {2 * goal if goal == 1.0 else goal:g} s",
                             target_value=2 * goal if goal == 1.0 else goal))
+            print(rows[-2], rows[-1], f"load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
 
         minilm_ids = tokenizer(words(tokenizer, 128))["input_ids"]
         f, x, baseline = encoder_function(made["minilm"], "classify", minilm_ids, read_class)
         rows += captum_rows("MiniLM-L6, 128 tokens", f, x, baseline, 3 if quick else 10)
+        print(rows[-3:], f"load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
         bert_text = words(tokenizer, 384, mask=True)
         bert_ids = tokenizer(bert_text)["input_ids"]
         position = bert_ids.index(tokenizer.mask_token_id)

@@ -166,16 +166,17 @@ def attribute_in_stages(f: EmbeddingFunction, x: torch.Tensor, baseline: torch.T
                         steps: int = DEFAULT_STEPS, stream: bool = True) -> Iterator[list[Attribution]]:
     """The methods computed so far, as they are ready: [gradient × input] after one forward and backward pass, then
     [integrated gradients at n steps, gradient × input] for each n of stage_steps(steps, stream). f(x) comes from
-    the gradient pass and f(x') from one forward pass, shared by every stage (the gap of each is its own)."""
+    the gradient pass and f(x') from one forward pass after the quick view, shared by every stage (the gap of each
+    is its own)."""
     if not 1 <= steps <= MAX_STEPS:
         raise ValueError(f"steps must lie in 1..{MAX_STEPS}")
     scores, grads = gradient(f, x[None])
-    with torch.no_grad():
-        baseline_score = float(f(baseline[None]).float()[0])
     score = float(scores.float()[0])
     quick = Attribution("gradient_x_input", list(tokens), (x * grads[0]).detach().float().cpu(), score,
                         float("nan"), 0)
     yield [quick]
+    with torch.no_grad():  # after the quick view: it does not need f(x')
+        baseline_score = float(f(baseline[None]).float()[0])
     for n in stage_steps(steps, stream):
         values = integrated_gradients(f, x, baseline, n).detach().float().cpu()
         yield [Attribution("integrated_gradients", list(tokens), values, score, baseline_score, n), quick]

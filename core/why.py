@@ -150,8 +150,10 @@ def explain_encoder(model: nn.Module, model_id: str, ids: list[int], tokens: lis
 def explain_encoder_stages(model: nn.Module, model_id: str, ids: list[int], tokens: list[str], read: Callable,
                            target: int, position: int, pad_id: int, keep: set[int], target_kind: str,
                            answer: str, token_type_ids: list[int] | None = None,
-                           steps: int = attribution.DEFAULT_STEPS, stream: bool = True) -> Iterator[Why]:
-    """explain_encoder, stage by stage; the answer's probability is f(x) of the first stage's gradient pass."""
+                           steps: int = attribution.DEFAULT_STEPS, stream: bool = True,
+                           attentions: tuple | None = None) -> Iterator[Why]:
+    """explain_encoder, stage by stage; the answer's probability is f(x) of the first stage's gradient pass.
+    ``attentions``: the encoder's maps for these ids, when the caller has them (QA's start and end share one)."""
     device = model.input_embeddings().weight.device
     id_tensor = torch.tensor(ids, device=device)
     segments = torch.tensor([token_type_ids or [0] * len(ids)], device=device)
@@ -159,14 +161,22 @@ def explain_encoder_stages(model: nn.Module, model_id: str, ids: list[int], toke
     def score(batch: torch.Tensor) -> torch.Tensor:
         return read(model, batch, segments.expand_as(batch)).float().softmax(dim=-1)[:, target]  # (B,)
 
-    with torch.no_grad():
-        attentions = model.base(id_tensor[None], None, segments, output_attentions=True,
-                                output_hidden_states=False).attentions
+    if attentions is None:
+        attentions = encoder_attentions(model, ids, token_type_ids)
     rollout = attribution.attention_rollout([a[0] for a in attentions])[position].tolist()
     embedding = model.input_embeddings()
     for methods in methods_in_stages(embedding, id_tensor, score, pad_baseline(embedding, id_tensor, pad_id, keep),
                                      tokens, steps, stream):
         yield Why(model_id, target_kind, answer, methods[-1].score, tokens, methods, rollout, "pad", [], steps)
+
+
+def encoder_attentions(model: nn.Module, ids: list[int], token_type_ids: list[int] | None = None) -> tuple:
+    """The attention maps of a BERT-like encoder on one input: L tensors (1, nh, T, T)."""
+    device = model.input_embeddings().weight.device
+    segments = torch.tensor([token_type_ids or [0] * len(ids)], device=device)
+    with torch.no_grad():
+        return model.base(torch.tensor([ids], device=device), None, segments, output_attentions=True,
+                          output_hidden_states=False).attentions
 
 
 def read_masked_word(position: int) -> Callable:
