@@ -123,8 +123,9 @@ def details(result, lens, name: str, marked: int | None = None) -> str:
     headers = [t("why.col_position"), t("why.col_token")] + (
         [t("why.col_ig_sum"), t("why.col_ig_l2")] if ig else []) + [t("why.col_gxi_sum"), t("why.col_gxi_l2")] + (
         [t("why.col_rollout")] if result.rollout else [])
-    rows = [[i, token] + ([sig4(ig.signed[i]), sig4(ig.l2[i])] if ig else []) + [sig4(gxi.signed[i]), sig4(gxi.l2[i])]
-            + ([sig4(result.rollout[i])] if result.rollout else []) for i, token in enumerate(tokens)]
+    # one column per list, each read once: .signed and .l2 reduce the whole (T, E) tensor on every read
+    columns = ([ig.signed, ig.l2] if ig else []) + [gxi.signed, gxi.l2] + ([result.rollout] if result.rollout else [])
+    rows = [[i, token, *(sig4(column[i]) for column in columns)] for i, token in enumerate(tokens)]
     parts.append(table(headers, rows, f"{name}-numbers", lang))
     if lens is None:  # the LSTM: one recurrent layer, no stack of layers to read
         return "".join(parts)
