@@ -10,6 +10,8 @@ positions, segments and LayerNorm still apply on top, as in the real forward pas
     integrated gradients  a_i = (x_i − x'_i) ⊙ ∫₀¹ ∂f/∂x_i(x' + α(x − x')) dα       (Sundararajan et al., 2017)
                           ≈ (x_i − x'_i) ⊙ Σ_k w_k ∂f/∂x_i(x' + α_k(x − x'))
     completeness          Σ_i Σ_e a_ie = f(x) − f(x')  for the exact integral; the gap is what the n steps miss
+    stages                gradient × input first (one backward pass), then integrated gradients at 4, 8, 16, … steps
+                          up to the n asked for, each a fresh n-point rule, each with its gap (attribute_in_stages)
     per token             ‖a_i‖₂ (how much) and Σ_e a_ie (which way: for or against the answer)
     attention rollout     Â_l = rownorm(½ mean_h A_l,h + ½ I),  R = Â_L ⋯ Â_1         (Abnar & Zuidema, 2020)
 
@@ -17,15 +19,18 @@ Conventions. The baseline x' is the [PAD] embedding at every text position of a 
 [MASK] keep their own), and the zero vector everywhere for the character models (char-GPT, char-BERT, LSTM). The
 integral uses captum's default rule, Gauss–Legendre: α_k = (1 + t_k)/2, w_k = u_k/2 for the n Legendre nodes t_k and
 weights u_k, all n steps in one batch, so captum's ``IntegratedGradients(method="gausslegendre")`` gives the same
-numbers (tested). Rollout adds the residual stream as the identity, averages the heads, renormalises each row, and
-multiplies the layers; the row of the predicting position says how much of it each input token reaches. Attention
-is not explanation (Jain & Wallace, 2019): rollout shows where information can flow, not what the answer needs.
+numbers (tested). Gauss–Legendre nodes are not nested (the 8 nodes share none with the 4), so each stage of a
+stream computes its own: 4 + 8 + 16 = 28 < 32, so the whole stream to 32 steps costs under twice the 32 steps
+alone, and its last stage is exactly captum's computation at that step count. Rollout adds the residual stream as
+the identity, averages the heads, renormalises each row, and multiplies the layers; the row of the predicting
+position says how much of it each input token reaches. Attention is not explanation (Jain & Wallace, 2019):
+rollout shows where information can flow, not what the answer needs.
 """
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -35,6 +40,7 @@ EmbeddingFunction = Callable[[torch.Tensor], torch.Tensor]  # (B, T, E) → (B,)
 METHODS = ("integrated_gradients", "gradient_x_input")
 DEFAULT_STEPS = 32
 MAX_STEPS = 256
+STAGES = (4, 8, 16, 32, 64, 128)  # the step counts a stream shows on its way to the steps asked for
 BATCH_TOKENS = 4096  # interpolation points per forward pass, in tokens: steps × T above this run in chunks
 
 
@@ -150,6 +156,32 @@ def attribute(f: EmbeddingFunction, x: torch.Tensor, baseline: torch.Tensor, tok
     return Attribution(method, list(tokens), values.detach().float().cpu(), float(ends[0]), baseline_score, steps)
 
 
+def stage_steps(steps: int, stream: bool = True) -> list[int]:
+    """The step counts of integrated gradients a stream computes on its way to ``steps``: each of STAGES below it,
+    then ``steps`` itself (32 → 4, 8, 16, 32; 20 → 4, 8, 16, 20; 3 → 3). ``stream`` False: ``steps`` alone."""
+    return [n for n in STAGES if n < steps and stream] + [steps]
+
+
+def attribute_in_stages(f: EmbeddingFunction, x: torch.Tensor, baseline: torch.Tensor, tokens: Sequence[str],
+                        steps: int = DEFAULT_STEPS, stream: bool = True) -> Iterator[list[Attribution]]:
+    """The methods computed so far, as they are ready: [gradient × input] after one forward and backward pass, then
+    [integrated gradients at n steps, gradient × input] for each n of stage_steps(steps, stream). f(x) comes from
+    the gradient pass and f(x') from one forward pass after the quick view, shared by every stage (the gap of each
+    is its own)."""
+    if not 1 <= steps <= MAX_STEPS:
+        raise ValueError(f"steps must lie in 1..{MAX_STEPS}")
+    scores, grads = gradient(f, x[None])
+    score = float(scores.float()[0])
+    quick = Attribution("gradient_x_input", list(tokens), (x * grads[0]).detach().float().cpu(), score,
+                        float("nan"), 0)
+    yield [quick]
+    with torch.no_grad():  # after the quick view: it does not need f(x')
+        baseline_score = float(f(baseline[None]).float()[0])
+    for n in stage_steps(steps, stream):
+        values = integrated_gradients(f, x, baseline, n).detach().float().cpu()
+        yield [Attribution("integrated_gradients", list(tokens), values, score, baseline_score, n), quick]
+
+
 def attention_rollout(attentions: Sequence[torch.Tensor]) -> np.ndarray:
     """R = Â_L ⋯ Â_1 with Â_l = rownorm(½ mean_h A_l + ½ I), from L maps (nh, T, T) (or (1, nh, T, T)): (T, T).
     Row i is how much the last layer's position i reads of each input position."""
@@ -176,3 +208,21 @@ class Why:
     rollout: list[float] | None  # the predicting position's row of the rollout; None for the LSTM
     baseline: str  # which baseline was used: "zeros" or "pad" (the [PAD] embedding)
     notes: list[str] = field(default_factory=list)
+    steps: int = 0  # the integration steps the explanation ends at (a stage before the last has fewer, or none yet)
+
+    @property
+    def integrated(self) -> Attribution | None:
+        """Integrated gradients at this stage; None in the quick first view (gradient × input and rollout only)."""
+        return next((a for a in self.attributions if a.method == "integrated_gradients"), None)
+
+    @property
+    def final(self) -> bool:
+        return self.integrated is not None and self.integrated.steps == self.steps
+
+
+def last(stages):
+    """The last item of a stream of stages: the final answer."""
+    item = None
+    for item in stages:
+        pass
+    return item

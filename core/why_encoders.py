@@ -14,24 +14,29 @@ core.why.explain_encoder (which attributes to the input token embeddings), and t
 The baseline is [PAD] at every text position ([CLS], [SEP], [MASK] keep theirs), so f(x') is the answer's
 probability with the words taken away. Rollout is read at the predicting position: the [MASK], the tagged token, the
 span's start or end, and [CLS] for the classifiers (MiniLM's mean pool reads every position; [CLS] stands in).
+
+As in core/why.py, each ``explain_*_stages`` yields the quick view (gradient × input, rollout) first and then
+integrated gradients at each stage; ``explain_*`` is the last stage alone.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 from types import SimpleNamespace
 
 import torch
 from torch import nn
 
 from core import attribution, classify, finetune, finetune_train, logit_lens, mlm, ner, qa, registry
-from core.attribution import Why
+from core.attribution import Why, last
 from core.checkpoints import MINILM_ID
 from core.corpora import DEFAULT_LABELLED
 from core.errors import UserInputError, echo
 from core.i18n import text as tr
 from core.limits import DEFAULT_SEED, MAX_MODEL_TOKENS
 from core.logit_lens import LogitLens
-from core.why import explain_encoder, read_class, read_masked_word, read_span, read_token_tag
+from core.why import (encoder_attentions, explain_encoder_stages, read_class, read_masked_word, read_span,
+                      read_token_tag)
 
 STEPS = attribution.DEFAULT_STEPS
 
@@ -49,6 +54,13 @@ def _specials(tokenizer) -> tuple[int, set[int]]:
 def explain_masked_word(text: str, model_id: str | None = None, steps: int = STEPS,
                         top_k: int = logit_lens.DEFAULT_TOP_K) -> tuple[Why, LogitLens]:
     """Why a BERT (or DistilBERT) with an MLM head puts its best word into the first [MASK], layer by layer."""
+    return last(explain_masked_word_stages(text, model_id, steps, top_k, stream=False))
+
+
+def explain_masked_word_stages(text: str, model_id: str | None = None, steps: int = STEPS,
+                               top_k: int = logit_lens.DEFAULT_TOP_K, stream: bool = True
+                               ) -> Iterator[tuple[Why, LogitLens]]:
+    """explain_masked_word, stage by stage (the logit lens is ready with the first)."""
     loaded = registry.load("mlm", model_id)
     tokenizer, model = loaded.tokenizer, loaded.model
     text = mlm.with_mask_tokens(mlm.clean_text(text), tokenizer.mask_token)
@@ -62,17 +74,17 @@ def explain_masked_word(text: str, model_id: str | None = None, steps: int = STE
     layer_logits = logit_lens.mlm_layer_logits(model, ids, position, segments)  # (L + 1, V); the last is the answer
     target = int(layer_logits[-1].argmax())
     pad_id, keep = _specials(tokenizer)
-    why = explain_encoder(model, loaded.files.name, encoding.ids, encoding.tokens, read_masked_word(position), target,
-                          position, pad_id, keep, "masked_word", tokenizer.id_to_token(target),
-                          encoding.segment_ids, steps)
-    if len(positions) > 1:
-        why.notes.append(tr("why.first_blank", count=len(positions)))
+    notes = [tr("why.first_blank", count=len(positions))] if len(positions) > 1 else []
     unknown = mlm.unknown_pieces(tokenizer, encoding, text, None)
     if unknown:
-        why.notes.append(tr("why.unknown_pieces", pieces=echo(", ".join(unknown))))
+        notes.append(tr("why.unknown_pieces", pieces=echo(", ".join(unknown))))
     layers = ["embeddings"] + [str(layer) for layer in range(1, layer_logits.shape[0])]
     lens = logit_lens.lens(layer_logits.softmax(dim=-1), tokenizer.id_to_token, loaded.files.name, layers, top_k)
-    return why, lens
+    for why in explain_encoder_stages(model, loaded.files.name, encoding.ids, encoding.tokens,
+                                      read_masked_word(position), target, position, pad_id, keep, "masked_word",
+                                      tokenizer.id_to_token(target), encoding.segment_ids, steps, stream):
+        why.notes.extend(notes)
+        yield why, lens
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -116,6 +128,12 @@ def pick_token(encoded: ner.Encoded, tags: list[str], choice: str | None) -> tup
 
 def explain_tag(text: str, model_id: str | None = None, token: str | None = "", steps: int = STEPS) -> TagWhy:
     """Why the NER checkpoint gives one token its most probable tag (the argmax the Tags table shows)."""
+    return last(explain_tag_stages(text, model_id, token, steps, stream=False))
+
+
+def explain_tag_stages(text: str, model_id: str | None = None, token: str | None = "", steps: int = STEPS,
+                       stream: bool = True) -> Iterator[TagWhy]:
+    """explain_tag, stage by stage."""
     loaded = registry.load("ner", model_id)
     tokenizer, config = loaded.tokenizer, loaded.config
     limit = min(tokenizer.model_max_length, config.max_tokens, MAX_MODEL_TOKENS)
@@ -134,9 +152,9 @@ def explain_tag(text: str, model_id: str | None = None, token: str | None = "", 
     position = index + 1  # after [CLS]
     target = labels.index(tags[index])
     pad_id, keep = _specials(tokenizer)
-    why = explain_encoder(loaded.model, loaded.files.name, ids, pieces, read_token_tag(position), target, position,
-                          pad_id, keep, "tag", tags[index], None, steps)
-    return TagWhy(why, position, pieces[position], chosen, any(tag != ner.OUTSIDE for tag in tags))
+    for why in explain_encoder_stages(loaded.model, loaded.files.name, ids, pieces, read_token_tag(position), target,
+                                      position, pad_id, keep, "tag", tags[index], None, steps, stream):
+        yield TagWhy(why, position, pieces[position], chosen, any(tag != ner.OUTSIDE for tag in tags))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -161,6 +179,12 @@ class SpanWhy:
 
 def explain_span(question: str, context: str, model_id: str | None = None, steps: int = STEPS) -> SpanWhy:
     """Why the QA checkpoint's best answer starts and ends where it does, in the window where it was found."""
+    return last(explain_span_stages(question, context, model_id, steps, stream=False))
+
+
+def explain_span_stages(question: str, context: str, model_id: str | None = None, steps: int = STEPS,
+                        stream: bool = True) -> Iterator[SpanWhy]:
+    """explain_span, stage by stage: each stage of the start, then the same stage of the end."""
     result = qa.answer(question, context, model_id)
     best = result.best
     if best.is_null or best.window is None:
@@ -172,12 +196,14 @@ def explain_span(question: str, context: str, model_id: str | None = None, steps
     cls_id = loaded.tokenizer.token_to_id(loaded.tokenizer.cls_token)
     allowed |= torch.tensor(window.ids, device=loaded.device) == cls_id
     pad_id, keep = _specials(loaded.tokenizer)
-    found = []
-    for end, position in ((False, best.token_start), (True, best.token_end)):
-        found.append(explain_encoder(loaded.model, loaded.files.name, window.ids, window.tokens,
-                                     read_allowed_span(end, allowed), position, position, pad_id, keep,
-                                     "end" if end else "start", window.tokens[position], window.segment_ids, steps))
-    return SpanWhy(*found, best.text, (best.token_start, best.token_end), best.window, len(result.windows))
+    attentions = encoder_attentions(loaded.model, window.ids, window.segment_ids)  # one rollout matrix for both
+    start, end = (explain_encoder_stages(loaded.model, loaded.files.name, window.ids, window.tokens,
+                                         read_allowed_span(is_end, allowed), position, position, pad_id, keep,
+                                         "end" if is_end else "start", window.tokens[position], window.segment_ids,
+                                         steps, stream, attentions)
+                  for is_end, position in ((False, best.token_start), (True, best.token_end)))
+    for found in zip(start, end):  # the start's stage, then the end's
+        yield SpanWhy(*found, best.text, (best.token_start, best.token_end), best.window, len(result.windows))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -196,18 +222,24 @@ def read_sigmoid(index: int):
 def explain_class(text_a: str, text_b: str | None = None, model_id: str | None = None,
                   steps: int = STEPS) -> Why:
     """Why a *ForSequenceClassification checkpoint picks its class for one sentence or a pair."""
+    return last(explain_class_stages(text_a, text_b, model_id, steps, stream=False))
+
+
+def explain_class_stages(text_a: str, text_b: str | None = None, model_id: str | None = None, steps: int = STEPS,
+                         stream: bool = True) -> Iterator[Why]:
+    """explain_class, stage by stage."""
     shown = classify.classify(text_a, text_b, model_id, pair=bool(str(text_b or "").strip()))
     loaded = registry.load("classify", model_id)
     encoding = shown.encoding
     best = int(shown.probs.argmax())
     read, target = (read_sigmoid(best), 1) if shown.function == "sigmoid" else (read_class, best)
     pad_id, keep = _specials(loaded.tokenizer)
-    why = explain_encoder(loaded.model, loaded.files.name, encoding.ids, encoding.tokens, read, target, 0, pad_id,
-                          keep, "class", shown.labels[best], encoding.segment_ids, steps)
-    if encoding.truncation:
-        why.notes.append(tr("why.truncated", length=encoding.truncation.max_length,
-                            removed=encoding.truncation.removed_tokens))
-    return why
+    for why in explain_encoder_stages(loaded.model, loaded.files.name, encoding.ids, encoding.tokens, read, target, 0,
+                                      pad_id, keep, "class", shown.labels[best], encoding.segment_ids, steps, stream):
+        if encoding.truncation:
+            why.notes.append(tr("why.truncated", length=encoding.truncation.max_length,
+                                removed=encoding.truncation.removed_tokens))
+        yield why
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -262,6 +294,12 @@ def session_classifier(outcome: finetune_train.Outcome | None) -> tuple[SessionC
 
 def explain_session_class(text: str, outcome: finetune_train.Outcome | None, steps: int = STEPS) -> Why:
     """Why this session's fine-tuned MiniLM (or, before fine-tuning, the untrained head) picks its class."""
+    return last(explain_session_class_stages(text, outcome, steps, stream=False))
+
+
+def explain_session_class_stages(text: str, outcome: finetune_train.Outcome | None, steps: int = STEPS,
+                                 stream: bool = True) -> Iterator[Why]:
+    """explain_session_class, stage by stage."""
     sentence = finetune.check_sentence(text)
     model, labels, tuned = session_classifier(outcome)
     tokenizer = registry.load("encoder", MINILM_ID).tokenizer
@@ -271,8 +309,9 @@ def explain_session_class(text: str, outcome: finetune_train.Outcome | None, ste
     best = int(probs.argmax())
     pad_id, keep = _specials(tokenizer)
     name = tr("why.session_model" if tuned else "why.session_untrained")
-    why = explain_encoder(model, name, encoding.ids, encoding.tokens, read_class, best, 0, pad_id, keep, "class",
-                          labels[best], None, steps)
-    if encoding.truncation:
-        why.notes.append(tr("why.truncated", length=finetune.MAX_TOKENS, removed=encoding.truncation.removed_tokens))
-    return why
+    for why in explain_encoder_stages(model, name, encoding.ids, encoding.tokens, read_class, best, 0, pad_id, keep,
+                                      "class", labels[best], None, steps, stream):
+        if encoding.truncation:
+            why.notes.append(tr("why.truncated", length=finetune.MAX_TOKENS,
+                                removed=encoding.truncation.removed_tokens))
+        yield why

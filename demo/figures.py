@@ -49,12 +49,14 @@ def tint(colour: str, white: float) -> str:
     return "#" + "".join(f"{round(c):02X}" for c in mixed)
 
 
-def diverging_colour(value: float, limit: float) -> str:
-    """The DIVERGING_SCALE colour of ``value`` on [−limit, limit] (0 white), as plotly's heatmaps would paint it."""
+def diverging_colours(values: Sequence[float], limit: float) -> list[str]:
+    """The DIVERGING_SCALE colour of each value on [−limit, limit] (0 white), as plotly's heatmaps would paint it.
+    One call for all: plotly validates the scale once per call (and finds a named scale by listing every one), which
+    at one call per token was most of the time of a Why view's strips of tokens."""
     from plotly.colors import sample_colorscale
 
-    share = 0.5 if limit <= 0 else min(max(0.5 + 0.5 * value / limit, 0.0), 1.0)
-    return sample_colorscale(DIVERGING_SCALE, [share], colortype="rgb")[0]
+    shares = [0.5 if limit <= 0 else min(max(0.5 + 0.5 * value / limit, 0.0), 1.0) for value in values]
+    return sample_colorscale(DIVERGING_SCALE, shares, colortype="rgb") if shares else []
 
 
 HIGHLIGHT_TINT = tint(HIGHLIGHT, 0.45)  # the inside of a highlighted span

@@ -13,6 +13,11 @@ api_name, {})``: views that train are never wired so, and a view that samples on
 input it shows (the GPT next-token view). A checkpoint that lives in one learner's session (the MiniLM fine-tuned
 here) has no revision: its requests are computed each time. Figures are kept as the JSON the browser gets
 (``as_sent``).
+
+A streaming handler (a generator, such as the Why views refining integrated gradients, issue #53) keeps its last
+output: the next learner with the same question gets the final answer at once, in one step. Learners asking while
+it streams follow the same stream (``_Stream``): each gets the stages computed so far, then the rest as they come,
+and the question is computed once.
 """
 from __future__ import annotations
 
@@ -22,7 +27,8 @@ import importlib.metadata
 import inspect
 import os
 import pickle
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import gradio as gr
@@ -131,8 +137,6 @@ def request_key(api_name: str, args: tuple, language: str, models: dict) -> tupl
 def cached(fn: Callable, api_name: str, models: dict, batch: bool = False) -> Callable:
     """``fn`` answering from RESULTS (same signature, so Gradio passes it the same arguments). ``models`` as in
     ``request_key``; ``batch``: fn takes a list per input and returns a list per output (wired with batch=True)."""
-    if inspect.isgeneratorfunction(inspect.unwrap(fn)):
-        raise ValueError(f"{api_name}: a generator streams its steps; its results are not cached")
     signature = inspect.signature(fn)
     # Gradio passes the request and the progress tracker among the positional arguments, at their parameter's place
     special = [name for name, p in signature.parameters.items()
@@ -149,6 +153,8 @@ def cached(fn: Callable, api_name: str, models: dict, batch: bool = False) -> Ca
 
     if batch:
         return _cached_batch(fn, api_name, models, split)
+    if inspect.isgeneratorfunction(inspect.unwrap(fn)):
+        return _cached_stream(fn, api_name, models, split)
 
     @functools.wraps(fn)
     def answer(*args, **kwargs):
@@ -160,6 +166,88 @@ def cached(fn: Callable, api_name: str, models: dict, batch: bool = False) -> Ca
         return fresh_updates(outputs)
 
     answer.result_cache = RESULTS  # tests/test_result_cache.py: which events share results
+    return answer
+
+
+class _Stream:
+    """One question being streamed: the outputs of each stage as sent (read-only copies), for the learners who ask
+    the same question meanwhile."""
+
+    def __init__(self):
+        self.stages: list = []
+        self.finished = False  # the stream ended
+        self.complete = False  # … with its last stage (not an error, not a learner who left)
+        self.changed = threading.Condition()
+
+    def publish(self, outputs) -> None:
+        with self.changed:
+            self.stages.append(outputs)
+            self.changed.notify_all()
+
+    def finish(self, complete: bool) -> None:
+        with self.changed:
+            self.finished, self.complete = True, complete
+            self.changed.notify_all()
+
+    def follow(self) -> Iterator:
+        """Each newest stage as it comes (a follower late by several stages gets the newest only)."""
+        shown = 0
+        while True:
+            with self.changed:
+                self.changed.wait_for(lambda: len(self.stages) > shown or self.finished)
+                if len(self.stages) == shown:
+                    return
+                shown, outputs = len(self.stages), self.stages[-1]
+            yield fresh_updates(outputs)
+
+
+_STREAMS: dict[tuple, _Stream] = {}  # the questions streaming now
+_STREAMS_LOCK = threading.Lock()
+
+
+def _cached_stream(fn: Callable, api_name: str, models: dict, split: Callable) -> Callable:
+    """``fn``, a generator, answering from RESULTS: a cached question's last outputs in one step; else the stream
+    of one computation, shared with the learners who ask the same meanwhile, whose last outputs are then kept."""
+    missing = object()
+
+    @functools.wraps(fn)
+    def answer(*args, **kwargs):
+        inputs, extra = split(args, kwargs)
+        key = request_key(api_name, tuple(inputs), request_language(extra.get("request")), models)
+        if key is None:
+            yield from fn(*inputs, **extra)
+            return
+        while True:
+            found = RESULTS.get(key, missing)
+            if found is not missing:
+                yield fresh_updates(found[0])
+                return
+            with _STREAMS_LOCK:
+                stream = _STREAMS.get(key)
+                leading = stream is None
+                if leading:
+                    stream = _STREAMS[key] = _Stream()
+            if leading:
+                break
+            yield from stream.follow()
+            if stream.complete:
+                return
+            # the stream stopped before its end (an error, or its learner left): go round, and compute it here
+        last, complete = missing, False
+        try:
+            for outputs in fn(*inputs, **extra):
+                last = fresh_updates(as_sent(outputs))  # a copy: Gradio pops the values of what it sends
+                stream.publish(last)
+                yield fresh_updates(last)
+            if last is not missing:
+                RESULTS.put(key, sized(last))
+            complete = True
+        finally:
+            with _STREAMS_LOCK:
+                del _STREAMS[key]
+            stream.finish(complete)
+
+    answer.result_cache = RESULTS
     return answer
 
 

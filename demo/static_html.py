@@ -28,7 +28,7 @@ from markdown_it import MarkdownIt
 
 from core.i18n import text
 from demo.figures import (BASE_FONT_SIZE, COLORWAY, FONT_FAMILY, HIGHLIGHT, SLIDE_EXPORT, TITLE_FONT_SIZE,
-                          diverging_colour)
+                          diverging_colours)
 from demo.i18n import BROWSER_LANGUAGE_JS
 
 INK, AXIS, SUBDUED = "#1f2937", "#9ca3af", "#4b5563"  # demo/figures.py's text and axis colours
@@ -244,24 +244,24 @@ def coloured_tokens(tokens: Sequence[str], values: Sequence[float], title: str, 
     size, pad, gap, line = BASE_FONT_SIZE, 8, 6, 58
     limit = max((abs(v) for v in values), default=0.0) or 1.0
     body, x, y = [], 24.0, 70.0
-    for i, (token, value) in enumerate(zip(tokens, values)):
+    colours = diverging_colours(values, limit)
+    for i, (token, value, colour) in enumerate(zip(tokens, values, colours)):
         width = max(text_width(token, size) + 2 * pad, 22)
         if x + width > WIDTH - 24:
             x, y = 24.0, y + line
         dark = abs(value) / limit > 0.6
         outline = f' stroke="{INK}" stroke-width="2.5"' if i == marked else f' stroke="{AXIS}" stroke-width="0.5"'
         body.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{size + 14}" rx="4" '
-                    f'fill="{diverging_colour(value, limit)}"{outline} data-mark="{escape(token)}" '
+                    f'fill="{colour}"{outline} data-mark="{escape(token)}" '
                     f'data-value="{value!r}"><title>{escape(token)}: {value:.4g}</title></rect>')
         body.append(_text(x + width / 2, y + size + 3, token, size, "middle", "white" if dark else INK))
         sign = "+" if value > 0 else "−" if value < 0 else ""
         body.append(_text(x + width / 2, y + size + 30, sign, size - 3, "middle", SUBDUED))
         x += width + gap
     bottom = y + line + 10
-    for j in range(11):  # the scale: −limit … 0 … +limit
-        share = j / 10
-        body.append(f'<rect x="{24 + j * 40}" y="{bottom}" width="40" height="14" '
-                    f'fill="{diverging_colour((2 * share - 1) * limit, limit)}"/>')
+    scale = diverging_colours([(2 * j / 10 - 1) * limit for j in range(11)], limit)  # −limit … 0 … +limit
+    for j, colour in enumerate(scale):
+        body.append(f'<rect x="{24 + j * 40}" y="{bottom}" width="40" height="14" fill="{colour}"/>')
     body.append(_text(24, bottom + 34, f"−{limit:.3g}  {legend[0]}", size - 3, "start", SUBDUED))
     body.append(_text(24 + 11 * 40, bottom + 34, f"{legend[1]}  +{limit:.3g}", size - 3, "end", SUBDUED))
     return _figure(_svg(bottom + 50, title, body), name, lang)

@@ -7,8 +7,15 @@ A view is ~11 components and 3 events: the text, the step count, a button, the p
 answer, f(x) − f(x'), the completeness gap), one gr.HTML (the tokens coloured by each method, the numbers, the
 logit-lens table: PNG/SVG/CSV from demo/static_html.py) and one plot (the logit-lens heatmap, demo/figures.py).
 core/attribution.py, core/why.py and core/logit_lens.py compute; this module formats.
+
+A click streams (issue #53): the button's handler (``stream_*``) is a generator that shows gradient × input and
+rollout first, then integrated gradients at 4, 8, 16, … steps with the completeness gap of each, so the learner sees
+it shrink. The result cache keeps the last stage, so the next learner asking the same gets it at once. A preset
+(``explain_*``, also what first open shows) computes the last stage only.
 """
 from __future__ import annotations
+
+from typing import Callable, Iterator
 
 import gradio as gr
 import numpy as np
@@ -27,6 +34,7 @@ from demo.static_html import EXPORT_JS, coloured_tokens, table
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
 why_core = lazy_import("core.why")
 logit_lens = lazy_import("core.logit_lens")
+attribution = lazy_import("core.attribution")
 
 DEFAULT_STEPS = 32
 MAX_STEPS = 128
@@ -42,16 +50,41 @@ def _steps(steps) -> int:
     return int(number_in_range(steps, t("why.steps_name"), 2, MAX_STEPS))
 
 
-def summary(result, lens) -> str:
-    """The answer, what integrated gradients promise (Σ a = f(x) − f(x')) and how close they came."""
-    ig = next(a for a in result.attributions if a.method == "integrated_gradients")
+def gap_share(ig) -> str:
+    """|gap| as a percentage of f(x) − f(x'), as shown ("—" when the input changes nothing)."""
     change = ig.score - ig.baseline_score
+    return sig4_text(100 * abs(ig.gap) / abs(change)) if change else "—"
+
+
+def stage_line(result, gaps: list[tuple[int, str]]) -> str | None:
+    """Where a stream stands: integrated gradients still to come, or each stage's completeness gap so far (``gaps``:
+    (steps, gap share) of the stages shown). None for an answer computed in one go (a preset)."""
+    ig = result.integrated
+    if ig is None:
+        stages = attribution.stage_steps(result.steps)
+        key = "why.stage_quick" if result.rollout is not None else "why.stage_quick_no_rollout"
+        return t(key, stages=", ".join(map(str, stages)))
+    if result.final and len(gaps) < 2:
+        return None
+    shown = " → ".join(t("why.stage_gap", steps=steps, share=share) for steps, share in gaps)
+    return t("why.stage_done", gaps=shown) if result.final else t("why.stage_refining", gaps=shown,
+                                                                   final=result.steps)
+
+
+def summary(result, lens, gaps: list[tuple[int, str]] | None = None) -> str:
+    """The answer, what integrated gradients promise (Σ a = f(x) − f(x')) and how close they came; in a stream,
+    which stage this is (stage_line)."""
+    ig = result.integrated
     lines = [t("why.answer", model=result.model_id, target=t(f"why.target_{result.target}"),
-               answer=_shown(result.answer), probability=sig4_text(result.probability)),
-             t("why.completeness", steps=ig.steps, baseline=t(f"why.baseline_{result.baseline}"),
-               f_x=sig4_text(ig.score), f_base=sig4_text(ig.baseline_score), change=sig4_text(change),
-               total=sig4_text(ig.total), gap=sig4_text(ig.gap),
-               share=sig4_text(100 * abs(ig.gap) / abs(change)) if change else "—")]
+               answer=_shown(result.answer), probability=sig4_text(result.probability))]
+    stage = stage_line(result, gaps or [])
+    if stage:
+        lines.append(stage)
+    if ig is not None:
+        change = ig.score - ig.baseline_score
+        lines.append(t("why.completeness", steps=ig.steps, baseline=t(f"why.baseline_{result.baseline}"),
+                       f_x=sig4_text(ig.score), f_base=sig4_text(ig.baseline_score), change=sig4_text(change),
+                       total=sig4_text(ig.total), gap=sig4_text(ig.gap), share=gap_share(ig)))
     if lens is not None:
         lines.append(t("why.lens_summary", answer=_shown(lens.answer), first=_layer(_first_top(lens)),
                        layers=len(lens.layers) - 1))
@@ -86,11 +119,13 @@ def details(result, lens, name: str, marked: int | None = None) -> str:
     if result.rollout is not None:
         parts.append(coloured_tokens(tokens, result.rollout, t("why.strip_rollout"), f"{name}-rollout", lang,
                                      legend=legend, marked=marked))
-    ig, gxi = result.attributions
-    headers = [t("why.col_position"), t("why.col_token"), t("why.col_ig_sum"), t("why.col_ig_l2"),
-               t("why.col_gxi_sum"), t("why.col_gxi_l2")] + ([t("why.col_rollout")] if result.rollout else [])
-    rows = [[i, token, sig4(ig.signed[i]), sig4(ig.l2[i]), sig4(gxi.signed[i]), sig4(gxi.l2[i])]
-            + ([sig4(result.rollout[i])] if result.rollout else []) for i, token in enumerate(tokens)]
+    ig, gxi = result.integrated, result.attributions[-1]  # integrated gradients: None in the quick first view
+    headers = [t("why.col_position"), t("why.col_token")] + (
+        [t("why.col_ig_sum"), t("why.col_ig_l2")] if ig else []) + [t("why.col_gxi_sum"), t("why.col_gxi_l2")] + (
+        [t("why.col_rollout")] if result.rollout else [])
+    # one column per list, each read once: .signed and .l2 reduce the whole (T, E) tensor on every read
+    columns = ([ig.signed, ig.l2] if ig else []) + [gxi.signed, gxi.l2] + ([result.rollout] if result.rollout else [])
+    rows = [[i, token, *(sig4(column[i]) for column in columns)] for i, token in enumerate(tokens)]
     parts.append(table(headers, rows, f"{name}-numbers", lang))
     if lens is None:  # the LSTM: one recurrent layer, no stack of layers to read
         return "".join(parts)
@@ -118,31 +153,99 @@ def lens_figure(lens):
 # Handlers
 
 
+def staged(stages: Iterator, show: Callable, stream: bool, whys: Callable = lambda stage: [stage]
+           ) -> Iterator[tuple]:
+    """``show(stage, gaps, figures)`` → the outputs, for each stage of a stream (``stream`` False: for the last only,
+    the answer computed in one go). ``whys(stage)``: the Whys a stage shows (QA: the start's and the end's);
+    ``gaps`` holds one list per Why of the (steps, gap share) shown so far. ``figures``: this stage sends the figures
+    that do not change during a stream (the first and the last do; those between skip them)."""
+    gaps: list[list[tuple[int, str]]] = []
+    first = True
+    for stage in stages:
+        whys_now = whys(stage)
+        gaps = gaps or [[] for _ in whys_now]
+        for why, seen in zip(whys_now, gaps):
+            if why.integrated is not None:
+                seen.append((why.integrated.steps, gap_share(why.integrated)))
+        done = all(why.final for why in whys_now)
+        if stream or done:
+            yield show(stage, gaps, first or done)
+            first = False
+
+
+def unchanged(figure, shown: bool):
+    """The figure when this stage sends it; else gr.skip(): the browser keeps the one it has."""
+    return figure if shown else gr.skip()
+
+
+def _explain_gpt(model_id: str, text: str, steps: float, stream: bool):
+    lens = figure = None
+
+    def show(result, gaps, send_figure):
+        nonlocal lens, figure
+        if lens is None:
+            lens = logit_lens.gpt_lens(text, model_id)
+            figure = lens_figure(lens)
+        return summary(result, lens, gaps[0]), details(result, lens, "why-gpt"), unchanged(figure, send_figure)
+
+    yield from staged(why_core.explain_gpt_stages(text, model_id, _steps(steps), stream), show, stream)
+
+
 @friendly_errors
 @gpu_handler
 @card_when_missing("why.shows", outputs=3)
 def explain_gpt(model_id: str, text: str, steps: float):
     """Integrated gradients, gradient × input and rollout for the GPT's next token, and its logit lens."""
-    result = why_core.explain_gpt(text, model_id, _steps(steps))
-    lens = logit_lens.gpt_lens(text, model_id)
-    return summary(result, lens), details(result, lens, "why-gpt"), lens_figure(lens)
+    return attribution.last(_explain_gpt(model_id, text, steps, stream=False))
+
+
+@friendly_errors
+@gpu_handler
+@card_when_missing("why.shows", outputs=3)
+def stream_gpt(model_id: str, text: str, steps: float):
+    """explain_gpt as the button shows it: gradient × input and rollout first, then integrated gradients refining."""
+    yield from _explain_gpt(model_id, text, steps, stream=True)
+
+
+def _explain_char_bert(text: str, steps: float, stream: bool, name: str = "why-char-bert"):
+    lens = figure = None
+
+    def show(result, gaps, send_figure):
+        nonlocal lens, figure
+        if lens is None:
+            lens = logit_lens.char_bert_lens(text)
+            figure = lens_figure(lens)
+        return summary(result, lens, gaps[0]), details(result, lens, name), unchanged(figure, send_figure)
+
+    yield from staged(why_core.explain_char_bert_stages(text, _steps(steps), stream), show, stream)
 
 
 @friendly_errors
 @gpu_handler
 def explain_char_bert(text: str, steps: float):
     """The same for the char-BERT's guess at the first [MASK]."""
-    result = why_core.explain_char_bert(text, _steps(steps))
-    lens = logit_lens.char_bert_lens(text)
-    return summary(result, lens), details(result, lens, "why-char-bert"), lens_figure(lens)
+    return attribution.last(_explain_char_bert(text, steps, stream=False))
+
+
+def _explain_lstm(text: str, steps: float, stream: bool):
+    def show(result, gaps, _):
+        return summary(result, None, gaps[0]), details(result, None, "why-lstm")
+
+    yield from staged(why_core.explain_lstm_stages(text, _steps(steps), stream=stream), show, stream)
 
 
 @friendly_errors
 @gpu_handler
 def explain_lstm(text: str, steps: float):
     """The shipped LSTM's next character: integrated gradients and gradient × input (no attention, no layers)."""
-    result = why_core.explain_lstm(text, _steps(steps))
-    return summary(result, None), details(result, None, "why-lstm")
+    return attribution.last(_explain_lstm(text, steps, stream=False))
+
+
+@friendly_errors
+@gpu_handler
+def stream_lstm(text: str, steps: float):
+    """explain_lstm as the button shows it, stage by stage."""
+    yield from _explain_lstm(text, steps, stream=True)
 
 
 def _or_message(fn, results: int, figures: int = 1):
@@ -218,7 +321,7 @@ def build_gpt() -> dict[str, presets.View]:
         bar = gr.Column()
         note, result, plot, results = _outputs()  # results hidden while the checkpoint is missing: note = card
         inputs, outputs = [model, text, steps], [note, result, plot, results]
-        model_event(button.click, {"causal-lm": model}, explain_gpt, inputs, outputs, api_name="transformer_why",
+        model_event(button.click, {"causal-lm": model}, stream_gpt, inputs, outputs, api_name="transformer_why",
                     queue={}, cache_results=True)  # attributions at fixed steps: the same every time
         view = presets.View("transformer", "why_gpt", inputs, outputs, _or_message(explain_gpt, 1), GPT_PRESETS,
                             where=tab)
@@ -238,7 +341,7 @@ def build_lstm() -> dict[str, presets.View]:
         note = gr.Markdown()
         result = gr.HTML("", js_on_load=EXPORT_JS, elem_classes=["static-view"])
         inputs, outputs = [text, steps], [note, result]
-        button.click(explain_lstm, inputs, outputs, api_name="lstm_why", queue={}, show_progress_on=[note])
+        button.click(stream_lstm, inputs, outputs, api_name="lstm_why", queue={}, show_progress_on=[note])
         view = presets.View("lstm", "why_lstm", inputs, outputs, _or_message(explain_lstm, 0, 0), LSTM_PRESETS,
                             where=tab)
         with bar:

@@ -5,7 +5,8 @@ Each ``build_*`` is one sub-tab, called inside its tab's gr.Tabs(), in the shape
 step slider, a button, the preset bar, and in a results column (hidden while the checkpoint is missing: the note
 shows the card) one Markdown (answer, f(x) − f(x'), completeness gap) and one gr.HTML (coloured tokens per method and
 rollout, the numbers; PNG/SVG/CSV), plus the logit-lens heatmap for the masked LM. core/why_encoders.py computes;
-demo/why.py formats.
+demo/why.py formats. As there, the button streams (``stream_*``: gradient × input and rollout first, then integrated
+gradients refining) and a preset computes the last stage only (``explain_*``).
 """
 from __future__ import annotations
 
@@ -21,16 +22,16 @@ from demo import presets
 from demo.common import friendly_errors, gpu_handler
 from demo.downloads import card_when_missing, model_event
 from demo.i18n import label, t
-from demo.why import (ANIMAL, CHAR_BERT_PRESETS, DEFAULT_STEPS, _or_message, _outputs, _shown, _steps, _steps_slider,
-                      details, lens_figure, summary)
+from demo.why import (ANIMAL, CHAR_BERT_PRESETS, DEFAULT_STEPS, _explain_char_bert, _or_message, _outputs, _shown,
+                      _steps, _steps_slider, details, lens_figure, staged, summary, unchanged)
 
 
-def class_summary(result) -> str:
+def class_summary(result, gaps=None) -> str:
     """summary() with the class name quoted: a name from the data or the checkpoint ("positive", "LABEL_1")."""
-    return summary(replace(result, answer=f"“{result.answer}”"), None)
+    return summary(replace(result, answer=f"“{result.answer}”"), None, gaps)
 
 # torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-why_core = lazy_import("core.why")
+attribution = lazy_import("core.attribution")
 why_encoders = lazy_import("core.why_encoders")
 logit_lens = lazy_import("core.logit_lens")
 finetune_train = lazy_import("core.finetune_train")
@@ -49,17 +50,48 @@ def _session(request: gr.Request | None) -> str:
 # Handlers: (model id, inputs…, steps) → (note, html[, figure]); the results column is added by card_when_missing
 
 
+def _explain_masked(model_id: str, text: str, steps: float, stream: bool):
+    steps, model_id = _steps(steps), str(model_id or "").strip()
+    if model_id == CHAR_BERT_ID:
+        yield from _explain_char_bert(text, steps, stream, "why-mlm")
+        return
+    figure = None
+
+    def show(stage, gaps, send_figure):
+        nonlocal figure
+        result, lens = stage
+        figure = figure or lens_figure(lens)
+        return summary(result, lens, gaps[0]), details(result, lens, "why-mlm"), unchanged(figure, send_figure)
+
+    yield from staged(why_encoders.explain_masked_word_stages(text, model_id or None, steps, stream=stream), show,
+                      stream, whys=lambda stage: [stage[0]])
+
+
 @friendly_errors
 @gpu_handler
 @card_when_missing("why.shows_masked", outputs=3)
 def explain_masked(model_id: str, text: str, steps: float):
     """The first blank's best guess: the char-BERT's character, or a BERT checkpoint's word, with its logit lens."""
-    steps = _steps(steps)
-    if str(model_id or "").strip() == CHAR_BERT_ID:
-        result, lens = why_core.explain_char_bert(text, steps), logit_lens.char_bert_lens(text)
-    else:
-        result, lens = why_encoders.explain_masked_word(text, str(model_id or "").strip() or None, steps)
-    return summary(result, lens), details(result, lens, "why-mlm"), lens_figure(lens)
+    return attribution.last(_explain_masked(model_id, text, steps, stream=False))
+
+
+@friendly_errors
+@gpu_handler
+@card_when_missing("why.shows_masked", outputs=3)
+def stream_masked(model_id: str, text: str, steps: float):
+    """explain_masked as the button shows it, stage by stage."""
+    yield from _explain_masked(model_id, text, steps, stream=True)
+
+
+def _explain_ner(model_id: str, text: str, token: str, steps: float, stream: bool):
+    def show(found, gaps, _):
+        which = "chosen" if found.chosen else ("first" if found.entity else "none")
+        line = t(f"why.ner_token_{which}", position=found.position, token=_shown(found.token))
+        return line + "\n\n" + summary(found.why, None, gaps[0]), details(found.why, None, "why-ner",
+                                                                         marked=found.position)
+
+    stages = why_encoders.explain_tag_stages(text, str(model_id or "").strip() or None, token, _steps(steps), stream)
+    yield from staged(stages, show, stream, whys=lambda found: [found.why])
 
 
 @friendly_errors
@@ -67,10 +99,33 @@ def explain_masked(model_id: str, text: str, steps: float):
 @card_when_missing("why.shows_ner", outputs=2)
 def explain_ner(model_id: str, text: str, token: str, steps: float):
     """One token's tag (the learner's word or #, else the first entity token)."""
-    found = why_encoders.explain_tag(text, str(model_id or "").strip() or None, token, _steps(steps))
-    which = "chosen" if found.chosen else ("first" if found.entity else "none")
-    line = t(f"why.ner_token_{which}", position=found.position, token=_shown(found.token))
-    return line + "\n\n" + summary(found.why, None), details(found.why, None, "why-ner", marked=found.position)
+    return attribution.last(_explain_ner(model_id, text, token, steps, stream=False))
+
+
+@friendly_errors
+@gpu_handler
+@card_when_missing("why.shows_ner", outputs=2)
+def stream_ner(model_id: str, text: str, token: str, steps: float):
+    """explain_ner as the button shows it, stage by stage."""
+    yield from _explain_ner(model_id, text, token, steps, stream=True)
+
+
+def _explain_qa(model_id: str, question: str, context: str, steps: float, stream: bool):
+    def show(found, gaps, _):
+        lines = [t("why.qa_answer", answer=found.answer, start=found.positions[0], end=found.positions[1])]
+        if found.windows > 1:
+            lines.append(t("why.qa_window", window=found.window + 1, windows=found.windows))
+        parts = []
+        for result, position, end, seen in ((found.start, found.positions[0], False, gaps[0]),
+                                            (found.end, found.positions[1], True, gaps[1])):
+            heading = t("why.qa_end_heading" if end else "why.qa_start_heading", token=_shown(result.answer))
+            lines += [heading, summary(result, None, seen)]
+            parts.append(details(result, None, "why-qa-end" if end else "why-qa-start", marked=position))
+        return "\n\n".join(lines), "".join(parts)
+
+    stages = why_encoders.explain_span_stages(question, context, str(model_id or "").strip() or None, _steps(steps),
+                                              stream)
+    yield from staged(stages, show, stream, whys=lambda found: [found.start, found.end])
 
 
 @friendly_errors
@@ -78,34 +133,47 @@ def explain_ner(model_id: str, text: str, token: str, steps: float):
 @card_when_missing("why.shows_qa", outputs=2)
 def explain_qa(model_id: str, question: str, context: str, steps: float):
     """The best answer's start and its end, each explained on the window it was found in."""
-    found = why_encoders.explain_span(question, context, str(model_id or "").strip() or None, _steps(steps))
-    lines = [t("why.qa_answer", answer=found.answer, start=found.positions[0], end=found.positions[1])]
-    if found.windows > 1:
-        lines.append(t("why.qa_window", window=found.window + 1, windows=found.windows))
-    parts = []
-    for result, position, end in ((found.start, found.positions[0], False), (found.end, found.positions[1], True)):
-        heading = t("why.qa_end_heading" if end else "why.qa_start_heading", token=_shown(result.answer))
-        lines += [heading, summary(result, None)]
-        parts.append(details(result, None, "why-qa-end" if end else "why-qa-start", marked=position))
-    return "\n\n".join(lines), "".join(parts)
+    return attribution.last(_explain_qa(model_id, question, context, steps, stream=False))
 
 
-@card_when_missing("why.shows_classify", outputs=2)
-def _explain_class(model_id: str, text_a: str, text_b: str, steps: float, session: str | None):
+@friendly_errors
+@gpu_handler
+@card_when_missing("why.shows_qa", outputs=2)
+def stream_qa(model_id: str, question: str, context: str, steps: float):
+    """explain_qa as the button shows it, stage by stage."""
+    yield from _explain_qa(model_id, question, context, steps, stream=True)
+
+
+def _class_stages(model_id: str, text_a: str, text_b: str, steps: float, session: str | None, stream: bool):
     """A checkpoint's class, or (FINE_TUNED_MINILM_ID) the MiniLM of ``session``'s fine-tuning run; ``session`` None:
     none (a preset, the same for every learner), so head (a) before training."""
     model_id = str(model_id or "").strip()
     if model_id != FINE_TUNED_MINILM_ID:
-        result = why_encoders.explain_class(text_a, text_b, model_id or None, _steps(steps))
-        return class_summary(result), details(result, None, "why-classify", marked=0)
+        stages = why_encoders.explain_class_stages(text_a, text_b, model_id or None, _steps(steps), stream)
+        yield from staged(stages, lambda result, gaps, _: (class_summary(result, gaps[0]),
+                                                           details(result, None, "why-classify", marked=0)), stream)
+        return
     outcome = finetune_train.RUNS.result(session) if session is not None else None
-    result = why_encoders.explain_session_class(text_a, outcome, _steps(steps))
     lines = [t("why.untrained_note") if outcome is None else
              t("why.finetuned_note", layers=outcome.unfrozen, accuracy=f"{outcome.tuned_accuracy:.3f}",
                labels=", ".join(outcome.data.labels))]
     if str(text_b or "").strip():
         lines.append(t("why.pair_ignored"))
-    return "\n\n".join([*lines, class_summary(result)]), details(result, None, "why-classify", marked=0)
+
+    def show(result, gaps, _):
+        return "\n\n".join([*lines, class_summary(result, gaps[0])]), details(result, None, "why-classify", marked=0)
+
+    yield from staged(why_encoders.explain_session_class_stages(text_a, outcome, _steps(steps), stream), show, stream)
+
+
+@card_when_missing("why.shows_classify", outputs=2)
+def _explain_class(model_id: str, text_a: str, text_b: str, steps: float, session: str | None):
+    return attribution.last(_class_stages(model_id, text_a, text_b, steps, session, stream=False))
+
+
+@card_when_missing("why.shows_classify", outputs=2)
+def _stream_class(model_id: str, text_a: str, text_b: str, steps: float, session: str | None):
+    yield from _class_stages(model_id, text_a, text_b, steps, session, stream=True)
 
 
 @friendly_errors
@@ -113,6 +181,13 @@ def _explain_class(model_id: str, text_a: str, text_b: str, steps: float, sessio
 def explain_classify(model_id: str, text_a: str, text_b: str, steps: float, request: gr.Request = None):
     """The class: a checkpoint's, or this session's fine-tuned MiniLM's (before fine-tuning: head (a) untrained)."""
     return _explain_class(model_id, text_a, text_b, steps, _session(request))
+
+
+@friendly_errors
+@gpu_handler
+def stream_classify(model_id: str, text_a: str, text_b: str, steps: float, request: gr.Request = None):
+    """explain_classify as the button shows it, stage by stage."""
+    yield from _stream_class(model_id, text_a, text_b, steps, _session(request))
 
 
 @friendly_errors
@@ -186,7 +261,8 @@ CLASSIFY_PRESETS = [
 
 def _view(tab: str, key: str, sub_tab: gr.Tab, task: str, model, fields: list, fn, preset_fn, preset_list,
           api_name: str, figure: bool = False) -> dict[str, presets.View]:
-    """The steps, button, preset bar and outputs after the view's own fields; its events and its View."""
+    """The steps, button, preset bar and outputs after the view's own fields; its events and its View. ``fn``: the
+    button's streaming handler; ``preset_fn``: the last stage alone, for presets and first open."""
     steps = _steps_slider()
     button = gr.Button(label("why.explain"), variant="primary")
     bar = gr.Column()
@@ -212,7 +288,7 @@ def build_masked() -> dict[str, presets.View]:
         gr.Markdown(label("why.intro_masked"))
         model = _model("mlm", (CHAR_BERT_ID,), CHAR_BERT_ID, "why.model_masked")
         text = gr.Textbox(label=label("why.text_masked"), value=MASKED_PRESETS[0].values[1], max_length=MAX_TEXT_CHARS)
-        return _view("mlm", "why_masked", tab, "mlm", model, [text], explain_masked, explain_masked, MASKED_PRESETS,
+        return _view("mlm", "why_masked", tab, "mlm", model, [text], stream_masked, explain_masked, MASKED_PRESETS,
                      "mlm_why", figure=True)
 
 
@@ -223,7 +299,7 @@ def build_ner() -> dict[str, presets.View]:
         model = _model("ner", (), NER_ID, "why.model_checkpoint")
         text = gr.Textbox(label=label("ner.text_label"), value=NER_PRESETS[0].values[1], max_length=MAX_TEXT_CHARS)
         token = gr.Textbox(label=label("why.token"), info=label("why.token_info"), max_length=MAX_SHORT_TEXT_CHARS)
-        return _view("ner", "why", tab, "ner", model, [text, token], explain_ner, explain_ner, NER_PRESETS, "ner_why")
+        return _view("ner", "why", tab, "ner", model, [text, token], stream_ner, explain_ner, NER_PRESETS, "ner_why")
 
 
 def build_qa() -> dict[str, presets.View]:
@@ -235,7 +311,7 @@ def build_qa() -> dict[str, presets.View]:
                               max_length=MAX_TEXT_CHARS)
         context = gr.Textbox(label=label("qa.context_label"), value=QA_PRESETS[0].values[2], lines=4,
                              max_length=MAX_LONG_TEXT_CHARS)
-        return _view("qa", "why", tab, "qa", model, [question, context], explain_qa, explain_qa, QA_PRESETS, "qa_why")
+        return _view("qa", "why", tab, "qa", model, [question, context], stream_qa, explain_qa, QA_PRESETS, "qa_why")
 
 
 def build_classify() -> dict[str, presets.View]:
@@ -246,5 +322,5 @@ def build_classify() -> dict[str, presets.View]:
         text_a = gr.Textbox(label=label("classify.text_a_label"), value=CLASSIFY_PRESETS[0].values[1],
                             max_length=MAX_TEXT_CHARS)
         text_b = gr.Textbox(label=label("classify.text_b_label"), max_length=MAX_TEXT_CHARS)
-        return _view("classify", "why", tab, "classify", model, [text_a, text_b], explain_classify,
+        return _view("classify", "why", tab, "classify", model, [text_a, text_b], stream_classify,
                      explain_classify_preset, CLASSIFY_PRESETS, "classify_why")
