@@ -177,8 +177,10 @@ async def learner(link: SharedLink, urls: list[str], headers: dict[str, str], st
     return time.monotonic() - started, carried
 
 
-async def class_opens(urls: list[str], headers: dict[str, str], size: int = CLASS_SIZE) -> dict:
-    link = SharedLink(DOWN_BYTES_PER_S)
+async def class_opens(urls: list[str], headers: dict[str, str], size: int = CLASS_SIZE,
+                      rate: float = DOWN_BYTES_PER_S) -> dict:
+    """``size`` learners at once on one link of ``rate`` bytes/s (inf: the server's and this process's own pace)."""
+    link = SharedLink(rate)
     started = time.monotonic()
     results = await asyncio.gather(*(learner(link, urls, headers, started) for _ in range(size)))
     done = sorted(seconds for seconds, _ in results)
@@ -252,6 +254,8 @@ def report(name: str, runs: list[dict], crowd: dict | None) -> None:
     if crowd:
         print(f"  class of {CLASS_SIZE} on one link: first {crowd['first_s']:.1f} s, median {crowd['median_s']:.1f} s, "
               f"30th {crowd['last_s']:.1f} s (goal <= {GOAL_CLASS_S:g} s); {kb(crowd['bytes_each'])} each")
+        print(f"    the link alone: {CLASS_SIZE * crowd['bytes_each'] / DOWN_BYTES_PER_S:.1f} s for the 30th; "
+              f"without the throttle (server and clients only): {crowd['unthrottled_s']:.1f} s")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -283,6 +287,7 @@ def main(argv: list[str] | None = None) -> None:
                 first = runs[name][0]
                 headers = {"Accept-Encoding": first["encoding"], "Accept-Language": first["language"]}
                 crowd = asyncio.run(class_opens(first["urls"], headers))
+                crowd["unthrottled_s"] = asyncio.run(class_opens(first["urls"], headers, rate=float("inf")))["last_s"]
             report(name, runs[name], crowd)
 
 
