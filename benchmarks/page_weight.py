@@ -211,8 +211,9 @@ def started_app(tree: Path, root_path: str = ""):
             time.sleep(0.5)
         yield url, port
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(20)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(20)
         log.close()
 
 
@@ -236,7 +237,7 @@ def kb(size: float) -> str:
     return f"{size / 1000:,.0f} KB"
 
 
-def report(name: str, runs: list[dict], crowd: dict | None) -> None:
+def report(name: str, runs: list[dict]) -> None:
     median = lambda key: statistics.median(run[key] for run in runs)  # noqa: E731
     print(f"\n== {name}: {runs[0]['requests']} requests before the Overview; Accept-Encoding: {runs[0]['encoding']!r}; "
           f"Accept-Language: {runs[0]['language']!r}")
@@ -251,9 +252,12 @@ def report(name: str, runs: list[dict], crowd: dict | None) -> None:
           f"(median {median('overview_s'):.2f}; goal <= {GOAL_ONE_S:g} s)")
     print(f"  first plotted tab answers: {seconds('plotted_s')} s "
           f"(median {median('plotted_s'):.2f}, from navigation start)")
+
+
+def report_class(name: str, crowd: dict) -> None:
     if crowd:
-        print(f"  class of {CLASS_SIZE} on one link: first {crowd['first_s']:.1f} s, median {crowd['median_s']:.1f} s, "
-              f"30th {crowd['last_s']:.1f} s (goal <= {GOAL_CLASS_S:g} s); {kb(crowd['bytes_each'])} each")
+        print(f"\n== {name}: class of {CLASS_SIZE} on one link: first {crowd['first_s']:.1f} s, "
+              f"median {crowd['median_s']:.1f} s, 30th {crowd['last_s']:.1f} s (goal <= {GOAL_CLASS_S:g} s); {kb(crowd['bytes_each'])} each")
         print(f"    the link alone: {CLASS_SIZE * crowd['bytes_each'] / DOWN_BYTES_PER_S:.1f} s for the 30th; "
               f"without the throttle (server and clients only): {crowd['unthrottled_s']:.1f} s")
 
@@ -282,13 +286,14 @@ def main(argv: list[str] | None = None) -> None:
                     runs[name].append(open_once(browser, url, args.lang))
             browser.close()
         for name in found:
-            crowd = None
+            report(name, runs[name])
+        for name in found:
             if not args.no_class:
                 first = runs[name][0]
                 headers = {"Accept-Encoding": first["encoding"], "Accept-Language": first["language"]}
                 crowd = asyncio.run(class_opens(first["urls"], headers))
                 crowd["unthrottled_s"] = asyncio.run(class_opens(first["urls"], headers, rate=float("inf")))["last_s"]
-            report(name, runs[name], crowd)
+                report_class(name, crowd)
 
 
 if __name__ == "__main__":

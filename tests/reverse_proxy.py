@@ -38,7 +38,7 @@ def config(prefix: Path, port: int, app_port: int, readme: Path = ROOT / "README
 worker_processes 1;
 pid {prefix / "nginx.pid"};
 error_log {prefix / "error.log"} info;
-events {{ worker_connections 256; }}
+events {{ worker_connections 1024; }}  # a class: 30 browsers × 6 connections, each proxied
 http {{
     access_log {prefix / "access.log"};
 {temp}
