@@ -117,7 +117,6 @@ def settle_collector() -> None:
 
 
 import gradio as gr  # noqa: E402
-from starlette.middleware import Middleware  # noqa: E402
 
 # the first of our modules: on a ZeroGPU Space it imports `spaces` before anything imports torch (gpu_handler)
 from demo.common import loaded_models  # noqa: E402
@@ -127,7 +126,7 @@ from core.device import CHOICES as DEVICE_CHOICES, choose_device, device_label
 from core.limits import MAX_UPLOAD_BYTES
 from demo import (admission, attention, classify, embeddings, figure_head, lstm, mlm, ner, ngram, overview,
                   presets, qa, serving, tour, transformer)
-from demo.i18n import I18N, TOGGLE_JS, LanguageMiddleware, label, language_of, text
+from demo.i18n import I18N, TOGGLE_JS, label, language_of, text
 
 # The overview first (timeline and ladder), then the history in order: statistics → static vectors → recurrence →
 # attention → the Transformer and GPT → BERT and its tasks.
@@ -274,9 +273,10 @@ def main(argv: list[str] | None = None) -> None:
         share=args.share,
         theme=THEME,
         css_paths=[CSS_PATH],
-        i18n=I18N,
+        i18n=serving.one_language(I18N),  # each page carries its learner's table only (demo/serving.py)
         head=figure_head.HEAD,  # every figure: SVG export, a Data table, keyboard, dark mode (demo/figure_head.py)
-        app_kwargs={"middleware": [Middleware(LanguageMiddleware)]},  # the header's language toggle
+        # compressed answers, and the page in the learner's language (the header's toggle; demo/serving.py)
+        app_kwargs={"middleware": serving.middleware()},
         max_file_size=MAX_UPLOAD_BYTES,
         show_error=True,
     )

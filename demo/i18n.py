@@ -12,8 +12,8 @@ The tables live in assets/i18n/en.yaml and zh.yaml, nested for the translators a
   ``UserInputError("ngram.empty_corpus", ...)`` with a key, rendered the same way.
 
 A learner's language is the 中文/English toggle in the header when they have used it (a ``plm_lang`` cookie that the
-toggle sets, so every request carries it), otherwise the browser's (``Accept-Language`` on the server,
-``navigator.language`` in Gradio's front end, which LanguageMiddleware aligns with the cookie).
+toggle sets, so every request carries it), otherwise the browser's ``Accept-Language``. LanguageMiddleware tells
+Gradio's front end (which reads ``navigator.language``) the same choice.
 """
 from __future__ import annotations
 
@@ -106,8 +106,9 @@ def language_of(request: gr.Request | None) -> str:
 
 # The header toggle. Gradio's front end picks its language from navigator.language when it starts, before any <head>
 # code of ours could run (Gradio injects that with the config). So the choice is made on the server: the toggle sets a
-# cookie and reloads, and LanguageMiddleware puts a first script into the page that presents the chosen language as
-# the browser's. The same cookie tells the handlers (language_of), so labels and results switch together.
+# cookie and reloads, and LanguageMiddleware puts a first script into the page that presents the server's choice
+# (language_of: the cookie, else Accept-Language) as the browser's. The same cookie tells the handlers (language_of),
+# so labels and results switch together, and the page carries only that language's table (demo/serving.py).
 TOGGLE_JS = ("(choice) => { const lang = choice === '中文' ? 'zh' : 'en'; "
              f"document.cookie = `{COOKIE}=${{lang}}; path=/; max-age=31536000; SameSite=Lax`; "
              "location.reload(); return choice; }")
@@ -118,9 +119,16 @@ _NAVIGATOR_SCRIPT = ('<script>(() => {{ const lang = "{locale}"; '
                      '}})();</script>')
 
 
+class _Headers:
+    """What language_of reads of a request, from an ASGI scope."""
+
+    def __init__(self, scope):
+        self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+
+
 class LanguageMiddleware:
-    """ASGI middleware: on the page itself ("/"), when the toggle's cookie is set, insert the navigator override as
-    the first thing in <head>. Every other request passes through untouched."""
+    """ASGI middleware: on the page itself ("/"), insert the navigator override for the learner's language
+    (``language_of``) as the first thing in <head>. Every other request passes through untouched."""
 
     def __init__(self, app):
         self.app = app
@@ -128,14 +136,8 @@ class LanguageMiddleware:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope.get("method") != "GET" or scope.get("path", "").rstrip("/") != "":
             return await self.app(scope, receive, send)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        try:
-            chosen = SimpleCookie(headers.get("cookie", "")).get(COOKIE)
-        except CookieError:
-            chosen = None
-        if chosen is None or chosen.value not in LANGUAGES:
-            return await self.app(scope, receive, send)
-        script = _NAVIGATOR_SCRIPT.format(locale="zh-CN" if chosen.value == "zh" else "en").encode()
+        lang = language_of(_Headers(scope))
+        script = _NAVIGATOR_SCRIPT.format(locale="zh-CN" if lang == "zh" else "en").encode()
         start: dict = {}
         body = bytearray()
 

@@ -20,16 +20,16 @@ from tests.live_app import ROOT, free_port, serves
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
 
-def readme_location() -> str:
+def readme_location(readme: Path = ROOT / "README.md") -> str:
     """README's nginx `location /plm/ { … }` block (between the <!-- nginx --> markers)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = readme.read_text(encoding="utf-8")
     block = re.search(r"<!-- nginx -->\s*```nginx\n(.*?)```\s*<!-- /nginx -->", text, re.S)
     assert block, "README.md has no <!-- nginx --> block"
     return block.group(1)
 
 
-def config(prefix: Path, port: int, app_port: int) -> str:
-    location = readme_location().replace("127.0.0.1:7860", f"127.0.0.1:{app_port}")
+def config(prefix: Path, port: int, app_port: int, readme: Path = ROOT / "README.md") -> str:
+    location = readme_location(readme).replace("127.0.0.1:7860", f"127.0.0.1:{app_port}")
     # As root, nginx's workers would switch to "nobody" and lose the temp prefix: keep them this user.
     user = f"user {pwd.getpwuid(os.geteuid()).pw_name};" if os.geteuid() == 0 else ""
     temp = "\n".join(f"    {kind}_temp_path {prefix / kind};" for kind in
@@ -38,7 +38,7 @@ def config(prefix: Path, port: int, app_port: int) -> str:
 worker_processes 1;
 pid {prefix / "nginx.pid"};
 error_log {prefix / "error.log"} info;
-events {{ worker_connections 256; }}
+events {{ worker_connections 1024; }}  # a class: 30 browsers × 6 connections, each proxied
 http {{
     access_log {prefix / "access.log"};
 {temp}
@@ -51,12 +51,13 @@ http {{
 
 
 @contextmanager
-def nginx_proxy(app_port: int, tmp: Path, limit: float = 30.0):
-    """nginx on a free loopback port proxying README's /plm/ to the app; yields the proxy's base URL."""
+def nginx_proxy(app_port: int, tmp: Path, limit: float = 30.0, readme: Path = ROOT / "README.md"):
+    """nginx on a free loopback port proxying README's /plm/ to the app; yields the proxy's base URL. ``readme``:
+    another tree's README (benchmarks/page_weight.py measures main's block beside this one's)."""
     prefix = tmp / "nginx"
     prefix.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    (prefix / "nginx.conf").write_text(config(prefix, port, app_port), encoding="utf-8")
+    (prefix / "nginx.conf").write_text(config(prefix, port, app_port, readme), encoding="utf-8")
     process = subprocess.Popen([NGINX, "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-e",
                                 str(prefix / "error.log"), "-g", "daemon off;"], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, start_new_session=True)

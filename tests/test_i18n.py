@@ -82,7 +82,9 @@ def test_header_and_status_follow_the_request_language():
     assert "网络" in app.app_status(request(cookie="plm_lang=zh"))
 
 
-def test_middleware_serves_the_page_in_the_toggled_language():
+def test_middleware_serves_the_page_in_the_learners_language():
+    """The toggle's cookie, else Accept-Language: the front end is told the language whose table the page carries
+    (demo/serving.OneLanguage)."""
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.responses import HTMLResponse, JSONResponse
@@ -93,14 +95,18 @@ def test_middleware_serves_the_page_in_the_toggled_language():
     routes = [Route("/", lambda r: HTMLResponse(page)), Route("/config", lambda r: JSONResponse({"a": 1}))]
     client = TestClient(Starlette(routes=routes, middleware=[Middleware(i18n.LanguageMiddleware)]))
 
-    plain = client.get("/")
-    assert plain.text == page  # no cookie: untouched
+    head = "<!doctype html><html><head>"
+    plain = client.get("/", headers={"accept-language": "zh-TW,zh;q=0.9"})  # no cookie: the browser's language
+    assert plain.text.startswith(head + "<script>") and '"zh-CN"' in plain.text
+    assert plain.text.endswith(page[len(head):])
+    assert '"en"' in client.get("/", headers={"accept-language": "fr-FR"}).text  # none of ours: English
     toggled = client.get("/", headers={"cookie": "plm_lang=zh"})
     assert toggled.text.startswith('<!doctype html><html><head><script>') and '"zh-CN"' in toggled.text
     assert toggled.text.endswith(page[len("<!doctype html><html><head>"):])
     assert int(toggled.headers["content-length"]) == len(toggled.content)
     assert '"en"' in client.get("/", headers={"cookie": "plm_lang=en"}).text
-    assert client.get("/", headers={"cookie": "plm_lang=<script>"}).text == page  # only our two languages
+    forged = client.get("/", headers={"cookie": "plm_lang=<script>", "accept-language": "en"}).text
+    assert forged.count("<script>") == 1 and '"en"' in forged  # only our two languages
     assert client.get("/config", headers={"cookie": "plm_lang=zh"}).json() == {"a": 1}  # other routes untouched
 
 
