@@ -5,11 +5,11 @@ types and ``grade``. The per-tab modules import the models they run only when a 
 registry stays cheap."""
 from __future__ import annotations
 
-from core.checks import ngram
+from core.checks import attention, classify, embeddings, lstm, mlm, ner, ngram, overview, qa, transformer
 from core.checks.base import TABS, Check
 from core.errors import UserInputError
 
-MODULES = [ngram]
+MODULES = [overview, ngram, embeddings, lstm, attention, transformer, mlm, ner, qa, classify]
 
 CHECKS: dict[str, Check] = {
     check.slug: check

@@ -63,6 +63,7 @@ class Check:
     own_text: bool = True
     own_hint: str = "checks.own.sentence"     # i18n key: what "your own text" should be for this check
     tolerance: float = 0.1                     # number: the relative error still counted right
+    abs_tolerance: float = 0.0                 # number: or this absolute error (for answers near 0)
 
     def __post_init__(self):
         if not SLUG.fullmatch(self.slug) or self.tab not in TABS or self.kind not in KINDS:
@@ -155,6 +156,16 @@ def validate(check: Check, prediction, own_text: str | None = None) -> tuple[Set
 # Grading
 
 
+def missing(model_id: str) -> Answer:
+    """The answer of a check whose checkpoint is not on this machine: no value, the id for the download card."""
+    return Answer(None, model=model_id, missing=model_id)
+
+
+def top_options(candidates: list[tuple[str, float]], count: int = 4) -> tuple[str, ...]:
+    """Options built from a model's best candidates, sorted alphabetically so their order gives nothing away."""
+    return tuple(sorted(dict.fromkeys(c for c, _ in candidates[:count])))
+
+
 def rank_of(pick: str, answer: Answer) -> int | None:
     """Where the pick's score ranks among the figure's scores (1 = the answer's place); None without scores."""
     scores = dict(answer.scores)
@@ -165,7 +176,15 @@ def rank_of(pick: str, answer: Answer) -> int | None:
 
 
 def grade(check: Check, prediction, own_text: str | None = None) -> Verdict:
-    """Validate the prediction, then run the model (``check.answer``) and compare."""
+    """Validate the prediction, then run the model (``check.answer``) and compare. A check whose checkpoint is not
+    on this machine has no options to validate against: its verdict carries the missing id (the download card)."""
+    if own_text is not None and not check.own_text:
+        raise UserInputError("checks.no_own_text")
+    setup = check.setup(own_text)
+    if check.kind in ("choice", "token", "order") and not setup.options:
+        answer = check.answer(own_text)
+        if answer.missing:
+            return Verdict(False, prediction, answer, {"missing": answer.missing})
     setup, prediction = validate(check, prediction, own_text)
     answer = check.answer(own_text)
     if answer.missing:
@@ -173,8 +192,9 @@ def grade(check: Check, prediction, own_text: str | None = None) -> Verdict:
     if check.kind == "number":
         error = abs(prediction - answer.value)
         relative = error / abs(answer.value) if answer.value else (0.0 if error == 0 else math.inf)
-        return Verdict(relative <= check.tolerance, prediction, answer,
-                       {"abs_error": error, "rel_error": relative, "tolerance": check.tolerance})
+        return Verdict(relative <= check.tolerance or error <= check.abs_tolerance, prediction, answer,
+                       {"abs_error": error, "rel_error": relative, "tolerance": check.tolerance,
+                        "abs_tolerance": check.abs_tolerance})
     if check.kind == "order":
         right = sum(a == b for a, b in zip(prediction, answer.value))
         return Verdict(right == len(answer.value), prediction, answer,

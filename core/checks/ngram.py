@@ -67,6 +67,19 @@ def perplexity_answer(own_text):
     return Answer(min(shown, key=lambda s: s[1])[0], shown, MODEL, higher_wins=False)
 
 
+# -- with characters as tokens ----------------------------------------------------------------------------------
+
+def char_setup(own_text):
+    return Setup(own(own_text, load_corpus(TOY)), "bigram (n = 2), characters", {"n": 2, "tokens": "characters",
+                                                                                 "P": "P(词 | 的)"}, low=0.0, high=1.0)
+
+
+def char_answer(own_text):
+    model = NgramModel(tokenize_sentences(own(own_text, load_corpus(TOY)), "char"), 2, False)
+    p = model.prob("词", ("的",), "mle")
+    return Answer(p, (("P(词 | 的)", p),), "bigram (n = 2), characters")
+
+
 CHECKS = [
     Check("ngram-cixing", "ngram", "choice", "2.1", lambda own_text: corpus_setup(own_text, smoothing="MLE"),
           cixing_answer, own_hint="checks.own.corpus"),
@@ -74,4 +87,6 @@ CHECKS = [
           tolerance=0.05),
     Check("ngram-perplexity", "ngram", "choice", "2.1", perplexity_setup, perplexity_answer,
           own_hint="checks.own.two_sentences"),
+    Check("ngram-char", "ngram", "number", "2.1", char_setup, char_answer, own_hint="checks.own.corpus",
+          tolerance=0.05),
 ]
