@@ -121,8 +121,11 @@
       + (setup.on_own_text ? `<dt></dt><dd class="yt-on-own">${esc(words("own_on"))}</dd>` : "") + `</dl>`;
   };
 
+  // Each answer shown counts up data-shown on the live region (for tests and tools: a new answer, not the last one)
+  const shownOnce = (out) => { out.dataset.shown = String(Number(out.dataset.shown || 0) + 1); };
   const showResult = (box, result) => {
     const out = box.querySelector(".yt-result");
+    shownOnce(out);
     if (result.missing) {
       out.innerHTML = `<div class="yt-card">${result.card}</div>`;
       return;
@@ -135,7 +138,9 @@
     record(result.slug, right);
   };
   const showError = (box, message) => {
-    box.querySelector(".yt-result").innerHTML = `<p class="yt-error"><strong>⚠</strong> ${esc(message)}</p>`;
+    const out = box.querySelector(".yt-result");
+    shownOnce(out);
+    out.innerHTML = `<p class="yt-error"><strong>⚠</strong> ${esc(message)}</p>`;
   };
 
   const drawForm = (box, setup, kept) => {
