@@ -9,6 +9,7 @@ matrix, noise added to the shipped weights (read back through the apps' own load
 
 The Hub checkpoints' checks (NER, QA, Hub BERT, SST-2) are tests/test_checks_hub.py."""
 import math
+import re
 import shutil
 from collections import Counter
 
@@ -283,6 +284,7 @@ def noisy_rnn_models(tmp_path_factory):
 
 @pytest.mark.parametrize("perturbed", [False, True])
 def test_lstm_checks_equal_torch_cells_and_captum(perturbed, noisy_rnn_models, monkeypatch):
+    shipped = {slug: answer(slug).value for slug in LSTM_SLUGS}
     if perturbed:  # other weights, read back through the tab's own loader
         monkeypatch.setattr(lstm, "shipped_models", lambda: noisy_rnn_models)
     models = lstm.shipped_models()
@@ -295,6 +297,8 @@ def test_lstm_checks_equal_torch_cells_and_captum(perturbed, noisy_rnn_models, m
             assert found.value == value, slug
         if scores:
             assert dict(found.scores) == pytest.approx(scores, rel=1e-3)
+        if perturbed:  # every answer moved with the weights: none of them can be written in the code
+            assert found.value != shipped[slug], slug
 
 
 def test_the_gradient_answer_follows_the_models_not_their_names(monkeypatch):
@@ -459,6 +463,7 @@ GPT_SLUGS = ["transformer-gpt-next", "transformer-top-p", "transformer-temperatu
 @pytest.mark.parametrize("weights", ["shipped", "noisy"])
 def test_char_gpt_checks_equal_transformers(weights, gpt_folders, monkeypatch):
     ours, hf = gpt_folders[weights]
+    shipped = {slug: answer(slug).value for slug in GPT_SLUGS}
     if weights == "noisy":
         loaded = gpt.load_char_gpt(ours)
         monkeypatch.setattr(gpt, "shipped_char_gpt", lambda: loaded)
@@ -469,6 +474,8 @@ def test_char_gpt_checks_equal_transformers(weights, gpt_folders, monkeypatch):
             assert found == pytest.approx(expected, rel=1e-4)
         else:
             assert found == expected, slug
+        if weights == "noisy":
+            assert found != shipped[slug], slug
     options = get("transformer-gpt-next").setup(None).options
     assert reference_gpt(hf, vocab, "transformer-gpt-next") in options and len(options) == 4
 
@@ -480,7 +487,7 @@ def test_char_gpt_checks_equal_transformers(weights, gpt_folders, monkeypatch):
 @pytest.fixture(scope="module")
 def char_bert_folders(tmp_path_factory):
     return {"shipped": mlm_char.CHAR_BERT_ASSETS,
-            "noisy": noisy_copy(mlm_char.CHAR_BERT_ASSETS, tmp_path_factory.mktemp("char_bert"), seed=9, scale=0.3)}
+            "noisy": noisy_copy(mlm_char.CHAR_BERT_ASSETS, tmp_path_factory.mktemp("char_bert"), seed=4, scale=0.6)}
 
 
 def reference_char_bert(folder, slug):
@@ -533,6 +540,7 @@ def reference_char_bert(folder, slug):
 @pytest.mark.parametrize("weights", ["shipped", "noisy"])
 def test_char_bert_checks_equal_transformers(weights, char_bert_folders, monkeypatch):
     folder = char_bert_folders[weights]
+    shipped = {slug: answer(slug).value for slug in ("mlm-char-fill", "mlm-char-why", "mlm-sides")}
     if weights == "noisy":
         loaded = mlm_char.load_char_bert(folder)
         monkeypatch.setattr(mlm_char, "shipped_char_bert", lambda: loaded)
@@ -541,6 +549,8 @@ def test_char_bert_checks_equal_transformers(weights, char_bert_folders, monkeyp
     best, scores = reference_char_bert(folder, "mlm-sides")
     found = answer("mlm-sides")
     assert found.value == best and dict(found.scores) == pytest.approx(scores, rel=1e-4)
+    if weights == "noisy":
+        assert all(answer(slug).value != value for slug, value in shipped.items())
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -552,17 +562,18 @@ def train_text():
     return ladder.training_split()[0]
 
 
+def occurrences(train, gram):
+    """How often ``gram`` occurs in the text, overlaps included."""
+    return sum(1 for _ in re.finditer(f"(?={re.escape(gram)})", train))
+
+
 def hand_add_one_bits(train, text, n):
-    """−log2 (count(h c) + 1) / (count(h •) + |V|) per character 2..T, contexts of up to n − 1 characters."""
+    """Mean −log2 (count(h c) + 1) / (count(h •) + |V|) over characters 2..T, h the up to n − 1 characters before."""
     V, bits = len(set(train)), []
     for i in range(1, len(text)):
         h = text[max(0, i - n + 1):i]
-        joint = sum(1 for _ in __import__("re").finditer(f"(?={__import__('re').escape(h + text[i])})", train))
-        if h:
-            context = sum(1 for _ in __import__("re").finditer(f"(?={__import__('re').escape(h)})", train[:-1]))
-        else:
-            context = len(train)
-        bits.append(-math.log2((joint + 1) / (context + V)))
+        context = occurrences(train[:-1], h) if h else len(train)  # h followed by a character
+        bits.append(-math.log2((occurrences(train, h + text[i]) + 1) / (context + V)))
     return float(np.mean(bits))
 
 
@@ -590,6 +601,7 @@ def test_ladder_checks_equal_counts_cells_and_transformers(weights, train_text, 
                                                            monkeypatch):
     from core.checks import overview
 
+    shipped_bits = answer("overview-gpt-bits").value
     if weights == "noisy":  # other RNN, LSTM and char-GPT weights; the n-gram rungs keep their counts
         loaded = gpt.load_char_gpt(gpt_folders["noisy"][0])
         monkeypatch.setattr(gpt, "shipped_char_gpt", lambda: loaded)
@@ -609,6 +621,7 @@ def test_ladder_checks_equal_counts_cells_and_transformers(weights, train_text, 
     assert found.value == min(overview.BEST, key=bits.get)
     assert answer("overview-ladder-order").value == tuple(sorted(overview.ORDER, key=bits.get))
     assert answer("overview-gpt-bits").value == pytest.approx(bits["gpt"], rel=1e-4)
+    assert (answer("overview-gpt-bits").value != shipped_bits) == (weights == "noisy")
 
 
 def test_every_offline_check_is_answered_here():
