@@ -37,7 +37,7 @@ def word_tags(own_text: str | None):
     except ModelUnavailableError:
         return None
     units = ner.units(tagged, STRATEGY)
-    words = [unit.word for unit in units]
+    words = [tagged.text[unit.start:unit.end] for unit in units]  # as written (an uncased model lowercases .word)
     if word not in words:
         raise UserInputError("checks.word_not_found", word=word)
     bio = [unit.label for unit in units]
