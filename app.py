@@ -192,8 +192,6 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
                 with gr.Tab(label(f"tabs.{tab_id(module)}"), id=tab_id(module)) as tab, \
                         collector.tab(tab_id(module), tab):
                     module.build()
-                    if module is overview:
-                        your_turn.build_map()  # the learner's checks along the arc (their browser's progress)
                     your_turn.build(tab_id(module))  # "Your turn": predict, then the live model answers (issue #51)
         # Tab bars wrap onto a second line instead of folding tabs into a "⋯" menu: on a phone each tab and sub-tab
         # is one tap (issue #31).

@@ -262,6 +262,7 @@
   });
 
   const mount = (element, tab) => {
+    if (element.querySelector(".yt-map")) map(element);
     const block = element.querySelector(".your-turn");
     if (!block || block.dataset.mounted) return;
     block.dataset.mounted = "1";

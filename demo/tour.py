@@ -116,10 +116,10 @@ STOPS = with_checks(STOPS)
 
 
 def words(stop: Stop, lang: str) -> tuple[str, str]:
-    """A stop's title and text (Markdown) in ``lang``: its own, or for a check stop the check's question."""
+    """A stop's title and text (Markdown) in ``lang``: its own, or a check stop's (the check itself, outlined, shows
+    its question)."""
     if stop.check:
-        return (text("your_turn.tour_title", lang, tab=text(f"tabs.{stop.tab}", lang)),
-                text(checks.get(stop.check).question_key, lang) + " " + text("your_turn.tour_text", lang))
+        return text("your_turn.tour_title", lang, tab=text(f"tabs.{stop.tab}", lang)), text("your_turn.tour_text", lang)
     return text(f"tour.stop.{stop.key}.title", lang), text(f"tour.stop.{stop.key}.text", lang)
 
 

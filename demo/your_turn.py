@@ -15,9 +15,9 @@ gradio_client uses):
 
 In the page each tab gets ONE gr.HTML (:func:`build`): a folded "Your turn" block that assets/your_turn.js fills
 when it is opened; so the first page grows by a summary line per tab and the script, not by a form per check
-(Gradio's front end pays for every component and event when the page loads). The Overview also gets the learner's
-map (:func:`build_map`): each chapter's checks, tried and right, read from the browser's localStorage (nothing about
-the learner is sent to the server) with a reset button. ``?check=<slug>`` opens one check in its tab. Words: the
+(Gradio's front end pays for every component and event when the page loads). The Overview's block starts with the
+learner's map: each chapter's checks, tried and right, read from the browser's localStorage (nothing about the
+learner is sent to the server), with a reset button. ``?check=<slug>`` opens one check in its tab. Words: the
 ``your_turn`` section of assets/i18n (the page's), ``checks`` (core's: questions, whys, errors).
 """
 from __future__ import annotations
@@ -237,18 +237,13 @@ def _tabs() -> list[str]:
 # fills the block when it is opened (or a ?check= link opens it).
 TEMPLATE = '<details class="your-turn" data-tab="${tab}"><summary class="yt-summary"></summary><div class="yt-list"></div></details>'
 MOUNT_JS = "window.plmYourTurn && window.plmYourTurn.mount(element, props.tab);"
-MAP_TEMPLATE = '<section class="yt-map"><h2 class="yt-map-title"></h2><div class="yt-map-body"></div></section>'
-MAP_JS = "window.plmYourTurn && window.plmYourTurn.map(element);"
+# The Overview's block starts with the learner's map (the script draws it from localStorage).
+MAP = '<section class="yt-map"><h2 class="yt-map-title"></h2><div class="yt-map-body"></div></section>'
 
 
 def build(tab: str) -> gr.HTML | None:
-    """The tab's "Your turn" block (none for a tab without checks)."""
-    checks = registry.checks_for(tab)
-    if not checks:
+    """The tab's "Your turn" block (none for a tab without checks); the Overview's holds the learner's map too."""
+    if not registry.checks_for(tab) and tab != "overview":
         return None
-    return gr.HTML("", html_template=TEMPLATE, js_on_load=MOUNT_JS, elem_classes=["your-turn-box"], tab=tab)
-
-
-def build_map() -> gr.HTML:
-    """The Overview's map of the learner's checks (filled by the browser from localStorage)."""
-    return gr.HTML("", html_template=MAP_TEMPLATE, js_on_load=MAP_JS, elem_classes=["your-turn-map"])
+    template = (MAP if tab == "overview" else "") + (TEMPLATE if registry.checks_for(tab) else "")
+    return gr.HTML("", html_template=template, js_on_load=MOUNT_JS, elem_classes=["your-turn-box"], tab=tab)
