@@ -267,7 +267,8 @@ def main(argv: list[str] | None = None) -> None:
         i18n=I18N,
         # every figure: SVG export, a Data table, keyboard, dark mode (demo/figure_head.py); the "Your turn" checks
         head=figure_head.HEAD + your_turn.head(),
-        app_kwargs={"middleware": [Middleware(LanguageMiddleware)]},  # the header's language toggle
+        # the header's language toggle; the "Your turn" script at its own address (fetched once, then cached)
+        app_kwargs={"middleware": [Middleware(LanguageMiddleware)], "routes": [your_turn.ROUTE]},
         max_file_size=MAX_UPLOAD_BYTES,
         show_error=True,
     )

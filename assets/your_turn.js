@@ -1,11 +1,12 @@
-// "Your turn" (issue #51): the browser side of demo/your_turn.py. Loaded once in <head>, after
-// window.plmYourTurnConfig = {words: {en, zh}, key, checks: {tab: [slug…]}, tabs: {tab: {en, zh}}}.
+// "Your turn" (issue #51): the browser side of demo/your_turn.py, fetched once from its own address (and cached), after
+// <head> set window.plmYourTurnConfig = {words: {en, zh}, key, checks: {tab: [slug…]}, tabs: {tab: {en, zh}}} and
+// ran assets/your_turn_loader.js, which queued the blocks' calls until now.
 //
 // Every question goes to the server through Gradio's REST route (/gradio_api/call/<name>), the route gradio_client
 // uses: checks_list, check_setup, check_answer. Nothing is graded here. The learner's progress (tried / right per
 // check) stays in this browser, in localStorage, and is shown on the Overview's map.
 (() => {
-  if (window.plmYourTurn) return;
+  if (window.plmYourTurn && !window.plmYourTurn.queue) return;
   const cfg = window.plmYourTurnConfig;
   const KEY = cfg.key;
   const lang = () => (/^zh/i.test(navigator.language || (navigator.languages || [])[0] || "") ? "zh" : "en");
@@ -365,18 +366,12 @@
     if (tabOf(slug)) { event.preventDefault(); open(slug); }
   });
 
-  // The address: ?check=<slug> (a teacher's link) becomes ?tab=<its tab>&check=<slug> before the page's router reads
-  // it, so the tab opens with its results; the block then opens the check once it is on screen.
-  const query = new URLSearchParams(window.location.search);
-  const asked = query.get("check");
-  if (asked && tabOf(asked)) {
-    if (query.get("tab") !== tabOf(asked)) {
-      query.set("tab", tabOf(asked));
-      query.delete("preset");
-      window.history.replaceState(null, "", "?" + query.toString());
-    }
-    pending = asked;
-  }
+  // The address: ?check=<slug> (the loader already made it ?tab=<its tab>&check=<slug>): the block opens the check
+  // once it is on screen.
+  const asked = new URLSearchParams(window.location.search).get("check");
+  if (asked && tabOf(asked)) pending = asked;
 
+  const queued = window.plmYourTurn?.queue || [];
   window.plmYourTurn = {mount, map, open, progress, call};
+  queued.forEach(([name, args]) => window.plmYourTurn[name](...args));
 })();

@@ -194,7 +194,7 @@ if (!window.plmTour) {
     panel.dataset.state = "loading";
     $(".tour-count").textContent = words("count").replace("{k}", state.stop).replace("{n}", N);
     $(".tour-title").innerHTML = stop.title[lang];
-    $(".tour-text").innerHTML = stop.text[lang];
+    $(".tour-text").innerHTML = (stop.text || ui.check_text)[lang];  // a check stop: the words all of them share
     $(".tour-section").textContent = words("seed").replace("{section}", stop.section);
     $(".tour-back").disabled = state.stop === 1;
     $(".tour-next").textContent = state.stop === N ? words("finish") : words("next");
@@ -328,12 +328,13 @@ UI_KEYS = ["region", "start", "resume", "count", "back", "next", "finish", "leav
 def build() -> gr.HTML:
     """The header's "Start the tour" button; its script adds the tour's panel to the page and runs the tour."""
     stops = [{"title": {lang: markdown_inline(words(stop, lang)[0]) for lang in LANGUAGES},
-              "text": {lang: markdown_inline(words(stop, lang)[1]) for lang in LANGUAGES},
+              "text": None if stop.check else {lang: markdown_inline(words(stop, lang)[1]) for lang in LANGUAGES},
               "section": stop.section, "tab": stop.tab, "sub": stop.sub, "preset": stop.preset, "link": stop.link,
               "check": stop.check, "spots": spots(number, stop)}
              for number, stop in enumerate(STOPS, 1)]
     return gr.HTML("", html_template=TEMPLATE, js_on_load=TOUR_JS, elem_classes=["tour-box"], stops=stops,
-                   ui={key: in_every_language(label(f"tour.{key}")) for key in UI_KEYS})
+                   ui={**{key: in_every_language(label(f"tour.{key}")) for key in UI_KEYS},
+                       "check_text": {lang: markdown_inline(text("your_turn.tour_text", lang)) for lang in LANGUAGES}})
 
 
 def check(stop: Stop, collector: Registry) -> list:

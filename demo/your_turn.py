@@ -23,6 +23,8 @@ learner is sent to the server), with a reset button. ``?check=<slug>`` opens one
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import json
 import math
 import re
@@ -30,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from starlette.responses import Response
+from starlette.routing import Route
 
 from core import checks as registry
 from core.checks.base import Answer, Check, Setup, grade
@@ -38,12 +42,13 @@ from demo import downloads, static_html
 from demo.common import friendly_errors, gpu_handler, sig4_text
 
 SCRIPT = Path(__file__).resolve().parent.parent / "assets" / "your_turn.js"
+LOADER = SCRIPT.with_name("your_turn_loader.js")
 STORAGE_KEY = "plm-checks"  # localStorage: {slug: {"tried": true, "right": bool}}
 # The page's words, sent once in <head> for both languages (the block is drawn by the browser).
 WORDS = ["title", "count", "open_hint", "input", "model", "settings", "prediction", "check", "checking",
-         "own_title", "own_use", "own_back", "own_on", "loading", "failed", "right", "wrong", "why", "figure_title",
-         "map_title", "map_intro", "map_tried", "map_reset", "map_cleared", "map_open", "dot_right", "dot_wrong",
-         "dot_untried", "move_up", "move_down", "order_hint", "token_hint", "number_hint", "unknown_link"]
+         "own_title", "own_use", "own_back", "own_on", "loading", "failed", "right", "wrong", "why", "map_title",
+         "map_intro", "map_tried", "map_reset", "map_cleared", "map_open", "dot_right", "dot_wrong", "dot_untried",
+         "move_up", "move_down", "order_hint", "token_hint", "number_hint"]
 
 
 def tab_name(tab: str, lang: str) -> str:
@@ -199,7 +204,8 @@ def check_answer(slug: str, prediction: Any = None, own_text: str | None = None,
 def register_api() -> None:
     """The three endpoints, inside the app's gr.Blocks (they appear in its API page, not in its layout)."""
     gr.api(checks_list, api_name="checks_list")
-    gr.api(check_setup, api_name="check_setup", concurrency_id="checks")
+    # the page's own step before a check (API clients may call it; its docs would weigh on every page load)
+    gr.api(check_setup, api_name="check_setup", concurrency_id="checks", api_visibility="undocumented")
     gr.api(check_answer, api_name="check_answer", concurrency_id="checks")
 
 
@@ -212,19 +218,41 @@ def _words() -> dict:
 
 
 def head() -> str:
-    """What the page loads once (app.py adds it to launch(head=...)): the words, where each check lives, and
-    assets/your_turn.js."""
+    """What every page carries in <head> (app.py adds it to launch(head=...)): the words, where each check lives,
+    the small loader (assets/your_turn_loader.js: it queues the blocks' calls and turns a ``?check=`` link into its
+    tab's before the page reads the address) and a link to the script itself (:data:`ROUTE`), which the browser
+    fetches once and caches: inside the config, the page would carry it on every load, escaped."""
     config = {"words": _words(), "key": STORAGE_KEY,
               "checks": {tab: [c.slug for c in registry.checks_for(tab)] for tab in _tabs()},
               "tabs": {tab: {lang: tab_name(tab, lang) for lang in LANGUAGES} for tab in _tabs()}}
     data = json.dumps(config, ensure_ascii=False).replace("</", "<\\/")
-    return f"<script>window.plmYourTurnConfig = {data};</script>\n<script>{script()}</script>"
+    return (f"<script>window.plmYourTurnConfig = {data};\n{_compact(LOADER)}</script>"
+            f'<script src="{SCRIPT_PATH.lstrip("/")}?v={_version()}"></script>')
+
+
+def _compact(path: Path) -> str:
+    """A script as the page gets it: without comments and indentation (its code holds no " // " in a string)."""
+    lines = (re.sub(r"\s+// .*$", "", line.strip()) for line in path.read_text(encoding="utf-8").splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("//"))
 
 
 def script() -> str:
-    """assets/your_turn.js as the page gets it (inside its config): without comment lines and indentation."""
-    lines = (line.strip() for line in SCRIPT.read_text(encoding="utf-8").splitlines())
-    return "\n".join(line for line in lines if line and not line.startswith("//"))
+    return _compact(SCRIPT)
+
+
+@functools.lru_cache(maxsize=1)
+def _version() -> str:
+    """The script's version in its address, so a browser may keep it for a day and still gets a changed one."""
+    return hashlib.sha256(script().encode()).hexdigest()[:12]
+
+
+async def _serve_script(request) -> Response:
+    return Response(script(), media_type="text/javascript; charset=utf-8",
+                    headers={"Cache-Control": "public, max-age=86400"})
+
+
+SCRIPT_PATH = "/your_turn.js"
+ROUTE = Route(SCRIPT_PATH, _serve_script)  # app.py: launch(app_kwargs={"routes": [ROUTE]})
 
 
 def _tabs() -> list[str]:

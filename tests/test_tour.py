@@ -140,4 +140,5 @@ def test_the_overview_and_the_header_start_the_tour(built):
     assert len(boxes) == 1 and boxes[0].tour_stops == tour.STOPS
     stops = boxes[0].props["stops"]
     assert [s["link"] for s in stops] == [stop.link for stop in tour.STOPS]
-    assert all(set(s["title"]) == set(s["text"]) == {"en", "zh"} for s in stops)
+    assert all(set(s["title"]) == set(s["text"] or boxes[0].props["ui"]["check_text"]) == {"en", "zh"} for s in stops)
+    assert [s["text"] is None for s in stops] == [bool(stop.check) for stop in tour.STOPS]  # one text for checks
