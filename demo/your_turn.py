@@ -14,8 +14,9 @@ gradio_client uses):
   card the tab's view shows, never an answer.
 
 In the page each tab gets ONE gr.HTML (:func:`build`): a folded "Your turn" block that assets/your_turn.js fills
-when it is opened; so the first page grows by a summary line per tab and the script, not by a form per check
-(Gradio's front end pays for every component and event when the page loads). The Overview's block starts with the
+when it is opened; so the first page grows by a summary line per tab, not by a form per check (Gradio's front end
+pays for every component and event when the page loads). The script has an address of its own (:data:`ROUTE`,
+fetched once and cached); <head> carries only the words and a small loader (:func:`head`). The Overview's block starts with the
 learner's map: each chapter's checks, tried and right, read from the browser's localStorage (nothing about the
 learner is sent to the server), with a reset button. ``?check=<slug>`` opens one check in its tab. Words: the
 ``your_turn`` section of assets/i18n (the page's), ``checks`` (core's: questions, whys, errors).
@@ -36,7 +37,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from core import checks as registry
-from core.checks.base import Answer, Check, Setup, grade
+from core.checks.base import TABS, Answer, Check, Setup, grade
 from core.i18n import LANGUAGES, current_language, text, using_language
 from demo import downloads, static_html
 from demo.common import friendly_errors, gpu_handler, sig4_text
@@ -121,8 +122,9 @@ def _figure(check: Check, setup: Setup, verdict, lang: str) -> str:
         labels = [text("your_turn.bar_yours", lang), text("your_turn.bar_model", lang)]
         values, marks = [float(verdict.prediction), float(answer.value)], [False, True]
     elif check.kind == "order":
-        rows = [(i + 1, _shown_option(setup, setup.options.index(mine)), _shown_option(setup, setup.options.index(true)),
-                 "✓" if mine == true else "✗") for i, (mine, true) in enumerate(zip(verdict.prediction, answer.value))]
+        shown = [_shown_option(setup, i) for i in range(len(setup.options))]
+        rows = [(i + 1, shown[setup.options.index(mine)], shown[setup.options.index(true)], "✓" if mine == true else "✗")
+                for i, (mine, true) in enumerate(zip(verdict.prediction, answer.value))]
         headers = [text(f"your_turn.order_{key}", lang) for key in ("place", "yours", "model", "same")]
         return without_export(static_html.table(headers, rows, f"check-{check.slug}", lang))
     elif answer.scores:
@@ -136,8 +138,8 @@ def _figure(check: Check, setup: Setup, verdict, lang: str) -> str:
         return ""
     if not values or min(values) < 0 or not all(math.isfinite(v) for v in values) or max(values) <= 0:
         rows = [(name, _number(value)) for name, value in zip(labels, values)]
-        return without_export(static_html.table([text("your_turn.figure_item", lang),
-                                                 text("your_turn.figure_score", lang)], rows, f"check-{check.slug}", lang))
+        headers = [text("your_turn.figure_item", lang), text("your_turn.figure_score", lang)]
+        return without_export(static_html.table(headers, rows, f"check-{check.slug}", lang))
     figure = static_html.bars(labels, values, title, f"check-{check.slug}", lang, highlight=marks,
                               value_title=text("your_turn.figure_legend", lang), value_format=".4g")
     return without_export(figure)
@@ -223,8 +225,8 @@ def head() -> str:
     tab's before the page reads the address) and a link to the script itself (:data:`ROUTE`), which the browser
     fetches once and caches: inside the config, the page would carry it on every load, escaped."""
     config = {"words": _words(), "key": STORAGE_KEY,
-              "checks": {tab: [c.slug for c in registry.checks_for(tab)] for tab in _tabs()},
-              "tabs": {tab: {lang: tab_name(tab, lang) for lang in LANGUAGES} for tab in _tabs()}}
+              "checks": {tab: [c.slug for c in registry.checks_for(tab)] for tab in TABS},
+              "tabs": {tab: {lang: tab_name(tab, lang) for lang in LANGUAGES} for tab in TABS}}
     data = json.dumps(config, ensure_ascii=False).replace("</", "<\\/")
     return (f"<script>window.plmYourTurnConfig = {data};\n{_compact(LOADER)}</script>"
             f'<script src="{SCRIPT_PATH.lstrip("/")}?v={_version()}"></script>')
@@ -255,15 +257,10 @@ SCRIPT_PATH = "/your_turn.js"
 ROUTE = Route(SCRIPT_PATH, _serve_script)  # app.py: launch(app_kwargs={"routes": [ROUTE]})
 
 
-def _tabs() -> list[str]:
-    from core.checks.base import TABS
-
-    return list(TABS)
-
-
 # The block as first painted: one folded line, its words written by the script (from <head>, both languages), which
 # fills the block when it is opened (or a ?check= link opens it).
-TEMPLATE = '<details class="your-turn" data-tab="${tab}"><summary class="yt-summary"></summary><div class="yt-list"></div></details>'
+TEMPLATE = ('<details class="your-turn" data-tab="${tab}"><summary class="yt-summary"></summary>'
+            '<div class="yt-list"></div></details>')
 MOUNT_JS = "window.plmYourTurn && window.plmYourTurn.mount(element, props.tab);"
 # The Overview's block starts with the learner's map (the script draws it from localStorage).
 MAP = '<section class="yt-map"><h2 class="yt-map-title"></h2><div class="yt-map-body"></div></section>'

@@ -207,7 +207,8 @@ def test_the_map_the_links_the_keyboard_and_bad_input(browser, served_app, lang)
         chapter.wait_for()
         n = len(checks.checks_for("ngram"))
         assert chapter.locator(".yt-map-count").inner_text() == text("your_turn.map_tried", lang, tried=2, right=0, n=n)
-        assert chapter.locator(".yt-dot").nth(0).inner_text() == "✗" and chapter.locator(".yt-dot").nth(2).inner_text() == "○"
+        dots = chapter.locator(".yt-dot")
+        assert dots.nth(0).inner_text() == "✗" and dots.nth(2).inner_text() == "○"
         page.locator(".yt-map").screenshot(path=str(ARTIFACTS / f"your-turn-{lang}-map.png"))
         page.locator(".yt-map .yt-reset").click()
         assert chapter.locator(".yt-map-count").inner_text() == text("your_turn.map_tried", lang, tried=0, right=0, n=n)
