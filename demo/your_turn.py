@@ -16,9 +16,9 @@ gradio_client uses):
 In the page each tab gets ONE gr.HTML (:func:`build`): a folded "Your turn" block that assets/your_turn.js fills
 when it is opened; so the first page grows by a summary line per tab, not by a form per check (Gradio's front end
 pays for every component and event when the page loads). The script has an address of its own (:data:`ROUTE`,
-fetched once and cached); <head> carries only the words and a small loader (:func:`head`). The Overview's block starts with the
-learner's map: each chapter's checks, tried and right, read from the browser's localStorage (nothing about the
-learner is sent to the server), with a reset button. ``?check=<slug>`` opens one check in its tab. Words: the
+fetched once and cached); <head> carries only the words and a small loader (:func:`head`). The Overview's block
+starts with the learner's map: each chapter's checks, tried and right, read from the browser's localStorage (nothing
+about the learner is sent to the server), with a reset button. ``?check=<slug>`` opens one check in its tab. Words: the
 ``your_turn`` section of assets/i18n (the page's), ``checks`` (core's: questions, whys, errors).
 """
 from __future__ import annotations
@@ -123,8 +123,9 @@ def _figure(check: Check, setup: Setup, verdict, lang: str) -> str:
         values, marks = [float(verdict.prediction), float(answer.value)], [False, True]
     elif check.kind == "order":
         shown = [_shown_option(setup, i) for i in range(len(setup.options))]
-        rows = [(i + 1, shown[setup.options.index(mine)], shown[setup.options.index(true)], "✓" if mine == true else "✗")
-                for i, (mine, true) in enumerate(zip(verdict.prediction, answer.value))]
+        pairs = enumerate(zip(verdict.prediction, answer.value), 1)
+        rows = [(place, shown[setup.options.index(mine)], shown[setup.options.index(true)], "✓" if mine == true else "✗")
+                for place, (mine, true) in pairs]
         headers = [text(f"your_turn.order_{key}", lang) for key in ("place", "yours", "model", "same")]
         return without_export(static_html.table(headers, rows, f"check-{check.slug}", lang))
     elif answer.scores:
