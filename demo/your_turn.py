@@ -124,8 +124,8 @@ def _figure(check: Check, setup: Setup, verdict, lang: str) -> str:
     elif check.kind == "order":
         shown = [_shown_option(setup, i) for i in range(len(setup.options))]
         pairs = enumerate(zip(verdict.prediction, answer.value), 1)
-        rows = [(place, shown[setup.options.index(mine)], shown[setup.options.index(true)], "✓" if mine == true else "✗")
-                for place, (mine, true) in pairs]
+        rows = [(place, shown[setup.options.index(mine)], shown[setup.options.index(true)],
+                 "✓" if mine == true else "✗") for place, (mine, true) in pairs]
         headers = [text(f"your_turn.order_{key}", lang) for key in ("place", "yours", "model", "same")]
         return without_export(static_html.table(headers, rows, f"check-{check.slug}", lang))
     elif answer.scores:
