@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from core import i18n
 from core.errors import UserInputError
 from core.limits import MAX_SHORT_TEXT_CHARS
 
@@ -88,6 +89,18 @@ class Verdict:
 
 # ----------------------------------------------------------------------------------------------------------------
 # The learner's input
+
+
+class Say(str):
+    """A setting's value in words: shown as ``checks.value.<it>`` in the learner's language (numbers, model and
+    method names are shown as they are)."""
+
+
+def shown(**pairs) -> dict:
+    """Setup.settings in the current call's language: each name is ``checks.setting.<name>``, each ``Say`` value
+    ``checks.value.<value>``."""
+    return {i18n.text(f"checks.setting.{name}"): i18n.text(f"checks.value.{value}") if isinstance(value, Say) else value
+            for name, value in pairs.items()}
 
 
 def own(own_text: str | None, default: str) -> str:

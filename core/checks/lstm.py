@@ -2,7 +2,7 @@
 LSTM's Why view (core/why.py), as the tab runs them."""
 from __future__ import annotations
 
-from core.checks.base import Answer, Check, Setup, own, top_options
+from core.checks.base import Answer, Check, Say, Setup, own, shown, top_options
 from core.errors import UserInputError
 from core.lazy import lazy_import
 
@@ -10,7 +10,7 @@ lstm = lazy_import("core.lstm")
 torch = lazy_import("torch")
 why = lazy_import("core.why")
 
-MODEL = "RNN + LSTM · assets/rnn (Moby-Dick, characters)"
+MODEL = "RNN + LSTM (assets/rnn, Moby-Dick)"
 STEPS = 50  # how far back the gradient travels
 NEXT = "Call me Ishmael. Some years ago, never mind how long precisely, having little or no money in my purs"
 WHY_TEXT = "the white whal"
@@ -37,7 +37,7 @@ def survival(model, batch) -> float:
 def gradient_setup(own_text):
     batch = windows(own_text)  # refuses a text too short before the learner commits
     text = lstm.shipped_models().vocab.decode(batch[0].tolist())  # the first of the windows the gradient runs on
-    return Setup(text, MODEL, {"steps back": STEPS, "windows": len(batch)}, ("RNN", "LSTM"))
+    return Setup(text, MODEL, shown(steps_back=STEPS, windows=len(batch)), ("RNN", "LSTM"))
 
 
 def gradient_answer(own_text):
@@ -54,7 +54,7 @@ def candidates(own_text):
 
 
 def next_setup(own_text):
-    return Setup(own(own_text, NEXT), MODEL, {"model": "LSTM", "shown": "4 most probable"},
+    return Setup(own(own_text, NEXT), MODEL, shown(model="LSTM", shown=Say("top_4")),
                  top_options(candidates(own_text)))
 
 
@@ -71,7 +71,7 @@ FORGET_TEXT = "Call me Ishmael. Some years ago, never mind how long"
 def forget_setup(own_text):
     text = own(own_text, FORGET_TEXT)
     ids = lstm.encode_prompt(lstm.shipped_models().vocab, text)[0]
-    return Setup(text, MODEL, {"model": "LSTM", "steps": len(ids) - 1, "units": "mean over all"}, low=0.0, high=1.0)
+    return Setup(text, MODEL, shown(model="LSTM", steps=len(ids) - 1, units=Say("mean")), low=0.0, high=1.0)
 
 
 def forget_answer(own_text):
@@ -89,7 +89,7 @@ def forget_answer(own_text):
 def why_setup(own_text):
     text = own(own_text, WHY_TEXT)
     pieces = lstm.encode_prompt(lstm.shipped_models().vocab, text)[1]
-    return Setup(text, MODEL, {"model": "LSTM", "method": "integrated gradients", "baseline": "zeros"},
+    return Setup(text, MODEL, shown(model="LSTM", method=Say("integrated_gradients"), baseline=Say("zeros")),
                  tuple(pieces))
 
 

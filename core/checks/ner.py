@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from core.checks.base import Answer, Check, Setup, missing, own
+from core.checks.base import Answer, Check, Setup, missing, own, shown
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
 
@@ -47,7 +47,7 @@ def word_tags(own_text: str | None):
 def tag_setup(options):
     def setup(own_text):
         text, word = marked(own_text)
-        return Setup(text, MODEL_ID, {"word": word, "aggregation": STRATEGY}, options)
+        return Setup(text, MODEL_ID, shown(word=word, aggregation=STRATEGY), options)
     return setup
 
 
@@ -63,7 +63,7 @@ def tag_answer(scheme: int):
 
 def entities_setup(own_text):
     text, _ = marked(own_text)
-    return Setup(text, MODEL_ID, {"grouping": STRATEGY}, low=0, high=50)
+    return Setup(text, MODEL_ID, shown(aggregation=STRATEGY), low=0, high=50)
 
 
 def entities_answer(own_text):
