@@ -122,9 +122,15 @@ def _number(prediction, setup: Setup) -> float:
         raise UserInputError("checks.not_a_number", value=str(prediction)) from None
     if not math.isfinite(value) or (setup.low is not None and value < setup.low) or \
             (setup.high is not None and value > setup.high):
-        raise UserInputError("checks.bad_number", value=str(prediction), low=f"{setup.low:g}",
-                             high=f"{setup.high:g}")
+        raise UserInputError("checks.bad_number", value=str(prediction),
+                             low="−∞" if setup.low is None else _plain(setup.low),
+                             high="∞" if setup.high is None else _plain(setup.high))
     return value
+
+
+def _plain(x: float) -> str:
+    """A bound as a learner reads it: 1,000,000,000 rather than 1e+09."""
+    return f"{x:,.0f}" if x == int(x) and abs(x) >= 1000 else f"{x:g}"
 
 
 def _choice(prediction, setup: Setup) -> str:

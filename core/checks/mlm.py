@@ -1,5 +1,9 @@
-"""Checks of the Masked LM tab (seed §12–§13): the char-BERT shipped in assets/char_bert (core/mlm_char.py,
-core/mlm_char_compare.py), offline, and a Hub BERT's fill (core/mlm.py), which needs its checkpoint."""
+"""Checks of the Masked LM tab (seed §12–§13): the char-BERT shipped in assets/char_bert (core/mlm_char.py, and its
+Why view core/why.py), offline, and a Hub BERT's fill (core/mlm.py), which needs its checkpoint.
+
+"Both sides or left only" scores the hidden word the way the tab's comparison (core/mlm_char_compare.py) reads the
+text, both sides or cut after the blank, with the char-BERT's own probabilities (mlm_char.probabilities_at): the
+fills the view shows are argmaxes, and two wrong fills would tie; the probability of the true word does not."""
 from __future__ import annotations
 
 import math
@@ -12,7 +16,6 @@ from core.lazy import lazy_import
 
 mlm = lazy_import("core.mlm")
 mlm_char = lazy_import("core.mlm_char")
-compare = lazy_import("core.mlm_char_compare")
 registry = lazy_import("core.registry")
 torch = lazy_import("torch")
 why = lazy_import("core.why")
