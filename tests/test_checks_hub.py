@@ -16,7 +16,6 @@ from core.checks import mlm as mlm_checks
 from core.checks import ner as ner_checks
 from core.checks import qa as qa_checks
 from core.checks.base import grade
-from tests.conftest import CONLL_LABELS
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -26,6 +25,7 @@ HUB = {"mlm-hub-fill": "bert-base-uncased", "ner-bio": "dslim/bert-base-NER", "n
        "classify-class": "distilbert-base-uncased-finetuned-sst-2-english",
        "classify-why": "distilbert-base-uncased-finetuned-sst-2-english"}
 STEPS = 32
+CONLL_LABELS = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]  # dslim's label set
 
 
 @pytest.mark.parametrize("slug", sorted(HUB))
