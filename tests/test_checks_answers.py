@@ -239,7 +239,7 @@ def test_bert_base_parameters_equal_transformers_and_follow_the_config(monkeypat
 
 def nn_transformer_parameters(d_model, heads, d_ff, encoder_layers, decoder_layers, vocab_size, **_):
     with torch.device("meta"):
-        model = torch.nn.Transformer(d_model, heads, encoder_layers, decoder_layers, d_ff)
+        model = torch.nn.Transformer(d_model, heads, encoder_layers, decoder_layers, d_ff, batch_first=True)
     layers = [*model.encoder.layers, *model.decoder.layers]  # post-LN as in the paper: no final LayerNorms
     return sum(p.numel() for layer in layers for p in layer.parameters()) + vocab_size * d_model  # + shared table
 
