@@ -66,11 +66,12 @@ def reference_lstm(models, slug):
         return max(scores, key=scores.get), scores
     from core.checks import lstm as lstm_checks
 
-    if slug == "lstm-next-char":
+    if slug in ("lstm-next-char", "lstm-rnn-next-char"):
+        model = models.lstm if slug == "lstm-next-char" else models.rnn
         ids = torch.tensor([vocab.encode(lstm_checks.NEXT)[0]])
         with torch.no_grad():
-            hs, _ = run_cells(models.lstm, ids.to(models.lstm.head.weight.device))
-            probs = models.lstm.head(hs[-1]).softmax(-1)[0]
+            hs, _ = run_cells(model, ids.to(model.head.weight.device))
+            probs = model.head(hs[-1]).softmax(-1)[0]
         return vocab.tokens[int(probs.argmax())], None
     if slug == "lstm-forget":
         ids = torch.tensor([vocab.encode(lstm_checks.FORGET_TEXT)[0]])
@@ -107,7 +108,7 @@ def captum_lstm(models, text):
     return int(ig.sum(-1).argmax())
 
 
-LSTM_SLUGS = ["lstm-gradient", "lstm-next-char", "lstm-forget", "lstm-why"]
+LSTM_SLUGS = ["lstm-gradient", "lstm-next-char", "lstm-rnn-next-char", "lstm-forget", "lstm-why"]
 
 
 @pytest.fixture(scope="module")

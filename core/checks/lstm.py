@@ -48,19 +48,23 @@ def gradient_answer(own_text):
 
 # -- the LSTM's next character -----------------------------------------------------------------------------------
 
-def candidates(own_text):
+def candidates(own_text, kind: str):
     inspection = lstm.inspect(lstm.shipped_models(), own(own_text, NEXT), top_k=4)
-    return inspection.next_token["lstm"][-1]  # [(char, p)] at the last position, best first
+    return inspection.next_token[kind][-1]  # [(char, p)] at the last position, best first
 
 
-def next_setup(own_text):
-    return Setup(own(own_text, NEXT), MODEL, shown(model="LSTM", shown=Say("top_4")),
-                 top_options(candidates(own_text)))
+def next_setup(kind: str):
+    def setup(own_text):
+        return Setup(own(own_text, NEXT), MODEL, shown(model=kind.upper(), shown=Say("top_4")),
+                     top_options(candidates(own_text, kind)))
+    return setup
 
 
-def next_answer(own_text):
-    found = candidates(own_text)
-    return Answer(found[0][0], tuple(sorted(found)), MODEL)
+def next_answer(kind: str):
+    def answer(own_text):
+        found = candidates(own_text, kind)
+        return Answer(found[0][0], tuple(sorted(found)), MODEL)
+    return answer
 
 
 # -- how much of the cell state survives the forget gates ------------------------------------------------------
@@ -102,7 +106,10 @@ def why_answer(own_text):
 
 CHECKS = [
     Check("lstm-gradient", "lstm", "choice", "6.2", gradient_setup, gradient_answer, own_hint="checks.own.long_text"),
-    Check("lstm-next-char", "lstm", "choice", "6", next_setup, next_answer, own_hint="checks.own.prompt"),
+    Check("lstm-next-char", "lstm", "choice", "6", next_setup("lstm"), next_answer("lstm"),
+          own_hint="checks.own.prompt"),
+    Check("lstm-rnn-next-char", "lstm", "choice", "6.1", next_setup("rnn"), next_answer("rnn"),
+          own_hint="checks.own.prompt"),
     Check("lstm-forget", "lstm", "number", "6.4", forget_setup, forget_answer, own_hint="checks.own.prompt",
           tolerance=0.25, abs_tolerance=0.02),
     Check("lstm-why", "lstm", "token", "6", why_setup, why_answer, own_hint="checks.own.prompt"),
