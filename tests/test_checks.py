@@ -3,6 +3,7 @@
 What each check answers is compared with an independent computation in tests/test_checks_answers.py (the models
 shipped in assets/ and the packaged GloVe and MiniLM) and tests/test_checks_hub.py (the Hub checkpoints, on tiny
 random ones)."""
+import ast
 import re
 from pathlib import Path
 
@@ -183,3 +184,25 @@ def test_real_checks_grade_and_follow_their_own_text():
     with pytest.raises(UserInputError) as caught:
         grade(get("ngram-perplexity"), "a", "only one line")
     assert caught.value.key == "checks.two_lines"
+
+
+def test_every_setting_name_and_worded_value_is_in_both_languages():
+    """Setup.settings are shown in the learner's language: every name given to base.shown(...) and every Say(...)
+    value in core/checks/ is a key of both tables (read from the source, so setups that need a model count too)."""
+    en, zh = i18n.table("en"), i18n.table("zh")
+    folder = Path(__file__).resolve().parent.parent / "core" / "checks"
+    source = "\n".join(path.read_text(encoding="utf-8") for path in folder.glob("*.py"))
+    calls = [node for node in ast.walk(ast.parse(source))
+             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "shown"]
+    names = {keyword.arg for call in calls for keyword in call.keywords if keyword.arg}
+    names |= set(param_count_names())
+    values = set(re.findall(r'Say\("(\w+)"\)', source))
+    assert {"layer", "smoothing", "method"} <= names and {"integrated_gradients", "on", "yes"} <= values
+    for key in [f"checks.setting.{n}" for n in names] + [f"checks.value.{v}" for v in values]:
+        assert key in en and key in zh, key
+
+
+def param_count_names():
+    from core import param_count
+
+    return [key for key in param_count.TRANSFORMER_BASE if key != "name"]  # the Transformer base's shape, as shown

@@ -16,16 +16,16 @@ from core.checks import mlm as mlm_checks
 from core.checks import ner as ner_checks
 from core.checks import qa as qa_checks
 from core.checks.base import grade
-from tests.conftest import CONLL_LABELS
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 HUB = {"mlm-hub-fill": "bert-base-uncased", "ner-bio": "dslim/bert-base-NER", "ner-iobes": "dslim/bert-base-NER",
-       "ner-entities": "dslim/bert-base-NER", "qa-start": "distilbert-base-cased-distilled-squad",
+       "ner-entities": "dslim/bert-base-NER", "ner-why": "dslim/bert-base-NER", "qa-start": "distilbert-base-cased-distilled-squad",
        "qa-end": "distilbert-base-cased-distilled-squad", "qa-why": "distilbert-base-cased-distilled-squad",
        "classify-class": "distilbert-base-uncased-finetuned-sst-2-english",
        "classify-why": "distilbert-base-uncased-finetuned-sst-2-english"}
 STEPS = 32
+CONLL_LABELS = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]  # dslim's label set
 
 
 @pytest.mark.parametrize("slug", sorted(HUB))
@@ -103,6 +103,44 @@ def test_ner_checks_equal_transformers(seed, tiny_checkpoint, tmp_path_factory, 
         assert get("ner-iobes").answer(own).value == iobes
         assert get("ner-entities").answer(own).value == entities
         assert bio in get("ner-bio").setup(own).options and iobes in get("ner-iobes").setup(own).options
+
+
+def captum_tag(folder, text, word):
+    """captum on transformers' BertForTokenClassification: the word's first token's most probable tag, from the
+    [PAD] baseline ([CLS], [SEP] kept)."""
+    import transformers
+    from captum.attr import IntegratedGradients
+
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(folder)
+    model = transformers.BertForTokenClassification.from_pretrained(folder, attn_implementation="eager").eval()
+    encoded = tokenizer(text, return_offsets_mapping=True)
+    ids = encoded["input_ids"]
+    start = text.index(word)
+    position = next(i for i, (a, b) in enumerate(encoded["offset_mapping"]) if a == start and b > a)
+    with torch.no_grad():
+        target = int(model(torch.tensor([ids])).logits[0, position].argmax())
+    keep = {tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.mask_token_id}
+
+    def forward(embeds):
+        return model(inputs_embeds=embeds, token_type_ids=torch.zeros(embeds.shape[:2], dtype=torch.long)
+                     ).logits[:, position].softmax(-1)[:, target]
+
+    table = model.get_input_embeddings()
+    x = table(torch.tensor(ids)).detach()
+    baseline = table(torch.tensor([i if i in keep else tokenizer.pad_token_id for i in ids])).detach()
+    ig = IntegratedGradients(forward).attribute(x[None], baselines=baseline[None], n_steps=STEPS,
+                                                method="gausslegendre")[0]
+    return int(ig.sum(-1).argmax()), tokenizer.convert_ids_to_tokens(ids)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ner_why_equals_captum(seed, tiny_checkpoint, tmp_path_factory, monkeypatch):
+    folder = conll(tiny_checkpoint, tmp_path_factory, seed)
+    monkeypatch.setattr(ner_checks, "MODEL_ID", folder)
+    text, word = ner_checks.marked(None)
+    best, tokens = captum_tag(folder, text, word)
+    assert get("ner-why").setup(None).options == tuple(tokens)
+    assert get("ner-why").answer(None).value == best
 
 
 def test_iobes_reference_on_the_seed_pattern():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.checkpoints import MINILM_ID
-from core.checks.base import Answer, Check, Setup, own
+from core.checks.base import Answer, Check, Say, Setup, own, shown
 from core.errors import UserInputError
 from core.lazy import lazy_import
 from core.seeds import thinking_machines
@@ -31,8 +31,8 @@ def head_row(own_text: str | None):
 
 def it_setup(own_text):
     tokens, _ = head_row(own_text)
-    return Setup(own(own_text, IT_TEXT), MINILM_ID, {"layer": LAYER, "head": HEAD, "query": QUERY,
-                                                     "[CLS]/[SEP]": "hidden"}, tuple(tokens))
+    return Setup(own(own_text, IT_TEXT), MINILM_ID, shown(layer=LAYER, head=HEAD, query=QUERY,
+                                                     special=Say("hidden")), tuple(tokens))
 
 
 def it_answer(own_text):
@@ -55,7 +55,7 @@ def regions(T: int) -> dict[str, np.ndarray]:
 
 
 def causal_setup(own_text):
-    return Setup(WORDS, "scaled dot-product attention, i_have_a_dream() x, W_Q, W_K, W_V", {"causal mask": "on"},
+    return Setup(WORDS, "softmax(QKᵀ/√d_k + M) V", shown(causal_mask=Say("on")),
                  REGIONS, option_labels=REGION_LABELS)
 
 
@@ -70,7 +70,7 @@ def causal_answer(own_text):
 # -- the Thinking Machines weight --------------------------------------------------------------------------------
 
 def thinking_setup(own_text):
-    return Setup("Thinking Machines", "q₁·k₁ = 112, q₁·k₂ = 96", {"d_k": 64}, low=0.0, high=1.0)
+    return Setup("Thinking Machines", "q₁·k₁ = 112, q₁·k₂ = 96", shown(d_k=64), low=0.0, high=1.0)
 
 
 def thinking_answer(own_text):

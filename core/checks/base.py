@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from core import i18n
 from core.errors import UserInputError
 from core.limits import MAX_SHORT_TEXT_CHARS
 
@@ -90,6 +91,18 @@ class Verdict:
 # The learner's input
 
 
+class Say(str):
+    """A setting's value in words: shown as ``checks.value.<it>`` in the learner's language (numbers, model and
+    method names are shown as they are)."""
+
+
+def shown(**pairs) -> dict:
+    """Setup.settings in the current call's language: each name is ``checks.setting.<name>``, each ``Say`` value
+    ``checks.value.<value>``."""
+    return {i18n.text(f"checks.setting.{name}"): i18n.text(f"checks.value.{value}") if isinstance(value, Say) else value
+            for name, value in pairs.items()}
+
+
 def own(own_text: str | None, default: str) -> str:
     """The text a check runs on: ``default`` (the seed's example) or the learner's own, refused when empty or too
     long."""
@@ -109,9 +122,15 @@ def _number(prediction, setup: Setup) -> float:
         raise UserInputError("checks.not_a_number", value=str(prediction)) from None
     if not math.isfinite(value) or (setup.low is not None and value < setup.low) or \
             (setup.high is not None and value > setup.high):
-        raise UserInputError("checks.bad_number", value=str(prediction), low=f"{setup.low:g}",
-                             high=f"{setup.high:g}")
+        raise UserInputError("checks.bad_number", value=str(prediction),
+                             low="−∞" if setup.low is None else _plain(setup.low),
+                             high="∞" if setup.high is None else _plain(setup.high))
     return value
+
+
+def _plain(x: float) -> str:
+    """A bound as a learner reads it: 1,000,000,000 rather than 1e+09."""
+    return f"{x:,.0f}" if x == int(x) and abs(x) >= 1000 else f"{x:g}"
 
 
 def _choice(prediction, setup: Setup) -> str:

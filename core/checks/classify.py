@@ -4,7 +4,7 @@ and fine-tuning MiniLM-L6 here against the GloVe baseline (core/finetune.py, cor
 from __future__ import annotations
 
 from core.checkpoints import SST2_ID
-from core.checks.base import Answer, Check, Setup, missing, own
+from core.checks.base import Answer, Check, Say, Setup, missing, own, shown
 from core.corpora import DEFAULT_LABELLED
 from core.errors import ModelUnavailableError
 from core.lazy import lazy_import
@@ -35,16 +35,16 @@ def labels() -> tuple[str, ...]:
 
 
 def class_setup(own_text):
-    return Setup(own(own_text, TEXT), MODEL_ID, {"classes": "softmax"}, labels())
+    return Setup(own(own_text, TEXT), MODEL_ID, shown(classes="softmax"), labels())
 
 
 def class_answer(own_text):
     try:
-        shown = classify.classify(own(own_text, TEXT), None, MODEL_ID)
+        result = classify.classify(own(own_text, TEXT), None, MODEL_ID)
     except ModelUnavailableError:
         return missing(MODEL_ID)
-    scores = tuple(zip(shown.labels, map(float, shown.probs)))
-    return Answer(shown.labels[int(shown.probs.argmax())], scores, MODEL_ID)
+    scores = tuple(zip(result.labels, map(float, result.probs)))
+    return Answer(result.labels[int(result.probs.argmax())], scores, MODEL_ID)
 
 
 # -- Why: which token integrated gradients credits most for the class -------------------------------------------
@@ -52,9 +52,9 @@ def class_answer(own_text):
 def why_setup(own_text):
     text = own(own_text, TEXT)
     if not labels():  # the checkpoint is not here: the download card stands in
-        return Setup(text, MODEL_ID, {"method": "integrated gradients"})
+        return Setup(text, MODEL_ID, shown(method=Say("integrated_gradients")))
     tokens = classify.input_layout(text, None, MODEL_ID)[0].tokens
-    return Setup(text, MODEL_ID, {"method": "integrated gradients", "baseline": "[PAD]"}, tuple(tokens))
+    return Setup(text, MODEL_ID, shown(method=Say("integrated_gradients"), baseline="[PAD]"), tuple(tokens))
 
 
 def why_answer(own_text):
@@ -77,10 +77,10 @@ def labelled(own_text: str | None):
 
 def finetune_setup(own_text):
     data = labelled(own_text)
-    shown = "\n".join(f"{e.label}\t{e.text}" for e in data.train[:4]) + "\n…"
-    return Setup(shown, "sentence-transformers/all-MiniLM-L6-v2",
-                 {"train": len(data.train), "held out": len(data.test), "head steps": HEAD_STEPS,
-                  "unfrozen layers": UNFROZEN, "epochs": EPOCHS}, SIDES,
+    lines = "\n".join(f"{e.label}\t{e.text}" for e in data.train[:4]) + "\n…"
+    return Setup(lines, "sentence-transformers/all-MiniLM-L6-v2",
+                 shown(train=len(data.train), held_out=len(data.test), head_steps=HEAD_STEPS,
+                       unfrozen_layers=UNFROZEN, epochs=EPOCHS), SIDES,
                  option_labels=SIDE_LABELS)
 
 

@@ -1,7 +1,7 @@
 """Checks of the Word embeddings tab (seed §3–§4): GloVe 6B 50d through core/embeddings.py, as the tab queries it."""
 from __future__ import annotations
 
-from core.checks.base import Answer, Check, Setup, own
+from core.checks.base import Answer, Check, Say, Setup, own, shown
 from core.errors import UserInputError
 from core.lazy import lazy_import
 
@@ -42,7 +42,7 @@ def neighbours(own_text):
 
 def neighbour_setup(own_text):
     word, found = neighbours(own_text)
-    return Setup(word, embeddings.GLOVE_NAME, {"similarity": "cosine"}, ranked_options(found))
+    return Setup(word, embeddings.GLOVE_NAME, shown(similarity=Say("cosine")), ranked_options(found))
 
 
 def neighbour_answer(own_text):
@@ -61,7 +61,8 @@ def analogy(own_text):
 
 def analogy_setup(own_text):
     (a, b, c), found = analogy(own_text)
-    return Setup(f"{a} − {b} + {c} = ?", embeddings.GLOVE_NAME, {"similarity": "cosine", "query words": "excluded"},
+    return Setup(f"{a} − {b} + {c} = ?", embeddings.GLOVE_NAME, shown(similarity=Say("cosine"),
+                                                                                       query_words=Say("excluded")),
                  ranked_options(found))
 
 
@@ -77,7 +78,7 @@ def analogy_answer(own_text):
 
 def order_setup(own_text):
     first, *rest = words(own_text, ORDER, 5)
-    return Setup(first, embeddings.GLOVE_NAME, {"similarity": "cosine"}, tuple(rest))
+    return Setup(first, embeddings.GLOVE_NAME, shown(similarity=Say("cosine")), tuple(rest))
 
 
 def order_answer(own_text):

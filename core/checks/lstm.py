@@ -2,7 +2,7 @@
 LSTM's Why view (core/why.py), as the tab runs them."""
 from __future__ import annotations
 
-from core.checks.base import Answer, Check, Setup, own, top_options
+from core.checks.base import Answer, Check, Say, Setup, own, shown, top_options
 from core.errors import UserInputError
 from core.lazy import lazy_import
 
@@ -10,7 +10,7 @@ lstm = lazy_import("core.lstm")
 torch = lazy_import("torch")
 why = lazy_import("core.why")
 
-MODEL = "RNN + LSTM · assets/rnn (Moby-Dick, characters)"
+MODEL = "RNN + LSTM (assets/rnn, Moby-Dick)"
 STEPS = 50  # how far back the gradient travels
 NEXT = "Call me Ishmael. Some years ago, never mind how long precisely, having little or no money in my purs"
 WHY_TEXT = "the white whal"
@@ -37,7 +37,7 @@ def survival(model, batch) -> float:
 def gradient_setup(own_text):
     batch = windows(own_text)  # refuses a text too short before the learner commits
     text = lstm.shipped_models().vocab.decode(batch[0].tolist())  # the first of the windows the gradient runs on
-    return Setup(text, MODEL, {"steps back": STEPS, "windows": len(batch)}, ("RNN", "LSTM"))
+    return Setup(text, MODEL, shown(steps_back=STEPS, windows=len(batch)), ("RNN", "LSTM"))
 
 
 def gradient_answer(own_text):
@@ -48,19 +48,23 @@ def gradient_answer(own_text):
 
 # -- the LSTM's next character -----------------------------------------------------------------------------------
 
-def candidates(own_text):
+def candidates(own_text, kind: str):
     inspection = lstm.inspect(lstm.shipped_models(), own(own_text, NEXT), top_k=4)
-    return inspection.next_token["lstm"][-1]  # [(char, p)] at the last position, best first
+    return inspection.next_token[kind][-1]  # [(char, p)] at the last position, best first
 
 
-def next_setup(own_text):
-    return Setup(own(own_text, NEXT), MODEL, {"model": "LSTM", "shown": "4 most probable"},
-                 top_options(candidates(own_text)))
+def next_setup(kind: str):
+    def setup(own_text):
+        return Setup(own(own_text, NEXT), MODEL, shown(model=kind.upper(), shown=Say("top_4")),
+                     top_options(candidates(own_text, kind)))
+    return setup
 
 
-def next_answer(own_text):
-    found = candidates(own_text)
-    return Answer(found[0][0], tuple(sorted(found)), MODEL)
+def next_answer(kind: str):
+    def answer(own_text):
+        found = candidates(own_text, kind)
+        return Answer(found[0][0], tuple(sorted(found)), MODEL)
+    return answer
 
 
 # -- how much of the cell state survives the forget gates ------------------------------------------------------
@@ -71,7 +75,7 @@ FORGET_TEXT = "Call me Ishmael. Some years ago, never mind how long"
 def forget_setup(own_text):
     text = own(own_text, FORGET_TEXT)
     ids = lstm.encode_prompt(lstm.shipped_models().vocab, text)[0]
-    return Setup(text, MODEL, {"model": "LSTM", "steps": len(ids) - 1, "units": "mean over all"}, low=0.0, high=1.0)
+    return Setup(text, MODEL, shown(model="LSTM", steps=len(ids) - 1, units=Say("mean")), low=0.0, high=1.0)
 
 
 def forget_answer(own_text):
@@ -89,7 +93,7 @@ def forget_answer(own_text):
 def why_setup(own_text):
     text = own(own_text, WHY_TEXT)
     pieces = lstm.encode_prompt(lstm.shipped_models().vocab, text)[1]
-    return Setup(text, MODEL, {"model": "LSTM", "method": "integrated gradients", "baseline": "zeros"},
+    return Setup(text, MODEL, shown(model="LSTM", method=Say("integrated_gradients"), baseline=Say("zeros")),
                  tuple(pieces))
 
 
@@ -102,7 +106,10 @@ def why_answer(own_text):
 
 CHECKS = [
     Check("lstm-gradient", "lstm", "choice", "6.2", gradient_setup, gradient_answer, own_hint="checks.own.long_text"),
-    Check("lstm-next-char", "lstm", "choice", "6", next_setup, next_answer, own_hint="checks.own.prompt"),
+    Check("lstm-next-char", "lstm", "choice", "6", next_setup("lstm"), next_answer("lstm"),
+          own_hint="checks.own.prompt"),
+    Check("lstm-rnn-next-char", "lstm", "choice", "6.1", next_setup("rnn"), next_answer("rnn"),
+          own_hint="checks.own.prompt"),
     Check("lstm-forget", "lstm", "number", "6.4", forget_setup, forget_answer, own_hint="checks.own.prompt",
           tolerance=0.25, abs_tolerance=0.02),
     Check("lstm-why", "lstm", "token", "6", why_setup, why_answer, own_hint="checks.own.prompt"),

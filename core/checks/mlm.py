@@ -1,18 +1,21 @@
-"""Checks of the Masked LM tab (seed §12–§13): the char-BERT shipped in assets/char_bert (core/mlm_char.py,
-core/mlm_char_compare.py), offline, and a Hub BERT's fill (core/mlm.py), which needs its checkpoint."""
+"""Checks of the Masked LM tab (seed §12–§13): the char-BERT shipped in assets/char_bert (core/mlm_char.py, and its
+Why view core/why.py), offline, and a Hub BERT's fill (core/mlm.py), which needs its checkpoint.
+
+"Both sides or left only" scores the hidden word the way the tab's comparison (core/mlm_char_compare.py) reads the
+text, both sides or cut after the blank, with the char-BERT's own probabilities (mlm_char.probabilities_at): the
+fills the view shows are argmaxes, and two wrong fills would tie; the probability of the true word does not."""
 from __future__ import annotations
 
 import math
 import re
 
 from core.checkpoints import CHAR_BERT_ID
-from core.checks.base import Answer, Check, Setup, missing, own, top_options
+from core.checks.base import Answer, Check, Say, Setup, missing, own, shown, top_options
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
 
 mlm = lazy_import("core.mlm")
 mlm_char = lazy_import("core.mlm_char")
-compare = lazy_import("core.mlm_char_compare")
 registry = lazy_import("core.registry")
 torch = lazy_import("torch")
 why = lazy_import("core.why")
@@ -36,7 +39,7 @@ def char_fill(own_text: str | None):
 def fill_setup(own_text):
     filled = char_fill(own_text)
     candidates = [(c.char, c.probability) for c in filled.masked[0].candidates]
-    return Setup(filled.text, CHAR_BERT_ID, {"blank": "1 character"}, top_options(candidates))
+    return Setup(filled.text, CHAR_BERT_ID, shown(blank_chars=1), top_options(candidates))
 
 
 def fill_answer(own_text):
@@ -63,7 +66,7 @@ def hidden_word(own_text: str | None) -> tuple[str, str]:
 
 def sides_setup(own_text):
     blanked, word = hidden_word(own_text)
-    return Setup(blanked, CHAR_BERT_ID, {"hidden": word, "blank": f"{len(word)} characters"}, SIDES,
+    return Setup(blanked, CHAR_BERT_ID, shown(hidden=word, blank_chars=len(word)), SIDES,
                  option_labels=SIDE_LABELS)
 
 
@@ -105,7 +108,7 @@ def hub_fill(own_text: str | None):
 
 def hub_setup(own_text):
     found = hub_fill(own_text)
-    return Setup(own(own_text, HUB_TEXT), HUB_MODEL, {"shown": "4 most probable"},
+    return Setup(own(own_text, HUB_TEXT), HUB_MODEL, shown(shown=Say("top_4")),
                  top_options(found) if found else ())
 
 
@@ -123,7 +126,7 @@ WHY_TEXT = "the man went to the store. he bought a gallon o_ milk."
 
 def why_setup(own_text):
     filled = char_fill(own_text)
-    return Setup(filled.text, CHAR_BERT_ID, {"method": "integrated gradients", "baseline": "zeros"},
+    return Setup(filled.text, CHAR_BERT_ID, shown(method=Say("integrated_gradients"), baseline=Say("zeros")),
                  tuple(filled.tokens))
 
 

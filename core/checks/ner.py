@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import re
 
-from core.checks.base import Answer, Check, Setup, missing, own
+from core.checks.base import Answer, Check, Say, Setup, missing, own, shown
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
+from core.limits import MAX_MODEL_TOKENS
 
 ner = lazy_import("core.ner")
+registry = lazy_import("core.registry")
+why_encoders = lazy_import("core.why_encoders")
 
 MODEL_ID = "dslim/bert-base-NER"
 TEXT = "Captain [Ahab] sailed the Pequod out of Nantucket with Starbuck and Queequeg."
@@ -47,7 +50,7 @@ def word_tags(own_text: str | None):
 def tag_setup(options):
     def setup(own_text):
         text, word = marked(own_text)
-        return Setup(text, MODEL_ID, {"word": word, "aggregation": STRATEGY}, options)
+        return Setup(text, MODEL_ID, shown(word=word, aggregation=STRATEGY), options)
     return setup
 
 
@@ -63,7 +66,7 @@ def tag_answer(scheme: int):
 
 def entities_setup(own_text):
     text, _ = marked(own_text)
-    return Setup(text, MODEL_ID, {"grouping": STRATEGY}, low=0, high=50)
+    return Setup(text, MODEL_ID, shown(aggregation=STRATEGY), low=0, high=50)
 
 
 def entities_answer(own_text):
@@ -75,9 +78,35 @@ def entities_answer(own_text):
     return Answer(float(len(found)), tuple((e.word, float(e.score)) for e in found), MODEL_ID)
 
 
+# -- Why: which input token integrated gradients credit most for the asked word's tag -----------------------------
+
+def why_setup(own_text):
+    """The model's input pieces, as the Why view lists them ([CLS] … [SEP]); none when the checkpoint is missing."""
+    text, word = marked(own_text)
+    try:
+        loaded = registry.load("ner", MODEL_ID)
+    except ModelUnavailableError:
+        return Setup(text, MODEL_ID, shown(word=word, method=Say("integrated_gradients")))
+    tokenizer = loaded.tokenizer
+    encoded = ner.encode(tokenizer, text, min(tokenizer.model_max_length, loaded.config.max_tokens, MAX_MODEL_TOKENS))
+    pieces = (tokenizer.cls_token, *(t.piece for t in encoded.tokens), tokenizer.sep_token)
+    return Setup(text, MODEL_ID, shown(word=word, method=Say("integrated_gradients"), baseline="[PAD]"), pieces)
+
+
+def why_answer(own_text):
+    text, word = marked(own_text)
+    try:
+        found = why_encoders.explain_tag(text, MODEL_ID, word)
+    except ModelUnavailableError:
+        return missing(MODEL_ID)
+    signed = found.why.attributions[0].signed
+    return Answer(max(range(len(signed)), key=signed.__getitem__), tuple(zip(found.why.tokens, signed)), MODEL_ID)
+
+
 CHECKS = [
     Check("ner-bio", "ner", "choice", "14", tag_setup(BIO), tag_answer(0), own_hint="checks.own.marked_word"),
     Check("ner-iobes", "ner", "choice", "14", tag_setup(IOBES), tag_answer(1), own_hint="checks.own.marked_word"),
+    Check("ner-why", "ner", "token", "14", why_setup, why_answer, own_hint="checks.own.marked_word"),
     Check("ner-entities", "ner", "number", "14", entities_setup, entities_answer, own_hint="checks.own.marked_word",
           tolerance=0.0),
 ]

@@ -1,13 +1,13 @@
 """Checks of the n-gram tab (seed §2.1): counted on the seed's toy corpus with core/ngram.py, as the tab does."""
 from __future__ import annotations
 
-from core.checks.base import Answer, Check, Setup, own
+from core.checks.base import Answer, Check, Say, Setup, own, shown
 from core.corpora import load_corpus
 from core.errors import UserInputError
 from core.ngram import NgramModel, tokenize_sentences
 
 TOY = "toy_zh"
-MODEL = "bigram (n = 2), words"
+MODEL = "bigram (n = 2)"
 CONTEXT, WORDS = "的", ("词性", "磁性")
 
 
@@ -17,7 +17,7 @@ def bigram(own_text: str | None) -> NgramModel:
 
 
 def corpus_setup(own_text: str | None, **settings) -> Setup:
-    return Setup(own(own_text, load_corpus(TOY)), MODEL, {"n": 2, **settings}, WORDS)
+    return Setup(own(own_text, load_corpus(TOY)), MODEL, shown(n=2, **settings), WORDS)
 
 
 # -- which is likelier after 的 -----------------------------------------------------------------------------------
@@ -31,7 +31,8 @@ def cixing_answer(own_text):
 # -- add-one on a pair never seen --------------------------------------------------------------------------------
 
 def add_one_setup(own_text):
-    return Setup(own(own_text, load_corpus(TOY)), MODEL, {"n": 2, "smoothing": "add-one (k = 1)", "P": "P(磁性 | 的)"},
+    return Setup(own(own_text, load_corpus(TOY)), MODEL, shown(n=2, smoothing=Say("add_one"),
+                                                                              probability="P(磁性 | 的)"),
                  low=0.0, high=1.0)
 
 
@@ -55,7 +56,7 @@ def pair(own_text: str | None) -> tuple[str, str]:
 
 
 def perplexity_setup(own_text):
-    return Setup("\n".join(pair(own_text)), MODEL, {"n": 2, "smoothing": "add-one (k = 1)"}, pair(own_text))
+    return Setup("\n".join(pair(own_text)), MODEL, shown(n=2, smoothing=Say("add_one")), pair(own_text))
 
 
 def perplexity_answer(own_text):
@@ -63,25 +64,25 @@ def perplexity_answer(own_text):
     sentences = pair(own_text)
     tokens = [[t for line in tokenize_sentences(s, "word") for t in line] for s in sentences]  # as the tab does
     scores = model.score_batch(tokens, "add_k", 1.0)
-    shown = tuple((s, score.perplexity) for s, score in zip(sentences, scores))
-    return Answer(min(shown, key=lambda s: s[1])[0], shown, MODEL, higher_wins=False)
+    perplexities = tuple((s, score.perplexity) for s, score in zip(sentences, scores))
+    return Answer(min(perplexities, key=lambda s: s[1])[0], perplexities, MODEL, higher_wins=False)
 
 
 # -- with characters as tokens ----------------------------------------------------------------------------------
 
 def char_setup(own_text):
-    return Setup(own(own_text, load_corpus(TOY)), "bigram (n = 2), characters", {"n": 2, "tokens": "characters",
-                                                                                 "P": "P(词 | 的)"}, low=0.0, high=1.0)
+    return Setup(own(own_text, load_corpus(TOY)), "bigram (n = 2)", shown(n=2, tokens=Say("characters"),
+                                                                                 probability="P(词 | 的)"), low=0.0, high=1.0)
 
 
 def char_answer(own_text):
     model = NgramModel(tokenize_sentences(own(own_text, load_corpus(TOY)), "char"), 2, False)
     p = model.prob("词", ("的",), "mle")
-    return Answer(p, (("P(词 | 的)", p),), "bigram (n = 2), characters")
+    return Answer(p, (("P(词 | 的)", p),), "bigram (n = 2)")
 
 
 CHECKS = [
-    Check("ngram-cixing", "ngram", "choice", "2.1", lambda own_text: corpus_setup(own_text, smoothing="MLE"),
+    Check("ngram-cixing", "ngram", "choice", "2.1", lambda own_text: corpus_setup(own_text, smoothing=Say("mle")),
           cixing_answer, own_hint="checks.own.corpus"),
     Check("ngram-add-one", "ngram", "number", "2.1", add_one_setup, add_one_answer, own_hint="checks.own.corpus",
           tolerance=0.05),

@@ -2,7 +2,7 @@
 scored in bits per character, as the Overview's ladder view shows it."""
 from __future__ import annotations
 
-from core.checks.base import Answer, Check, Setup, own
+from core.checks.base import Answer, Check, Say, Setup, own, shown
 from core.lazy import lazy_import
 
 ladder = lazy_import("core.ladder")
@@ -11,7 +11,7 @@ TEXT = "The whale rose slowly from the deep, and the men in the boats held their
 BEST = ("ngram-1-add_k", "ngram-3-add_k", "rnn", "lstm", "gpt")  # rung keys, bottom to top
 ORDER = ("ngram-2-add_k", "rnn", "lstm", "gpt")
 LABELS = {key: f"checks.rung.{key}" for key in (*BEST, *ORDER)}
-MODEL = "n-gram (Moby-Dick) · RNN · LSTM · char-GPT"
+MODEL = "n-gram · RNN · LSTM · char-GPT (Moby-Dick)"
 
 
 def bits_per_char(own_text: str | None, keys: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
@@ -26,7 +26,7 @@ def text_shown(own_text: str | None) -> str:
 
 
 def best_setup(own_text):
-    return Setup(text_shown(own_text), MODEL, {"score": "bits/char"}, BEST,
+    return Setup(text_shown(own_text), MODEL, shown(score=Say("bits_per_char")), BEST,
                  option_labels=tuple(LABELS[k] for k in BEST))
 
 
@@ -36,7 +36,7 @@ def best_answer(own_text):
 
 
 def order_setup(own_text):
-    return Setup(text_shown(own_text), MODEL, {"score": "bits/char", "order": "lowest first"}, ORDER,
+    return Setup(text_shown(own_text), MODEL, shown(score=Say("bits_per_char"), order=Say("lowest_first")), ORDER,
                  option_labels=tuple(LABELS[k] for k in ORDER))
 
 
@@ -46,7 +46,7 @@ def order_answer(own_text):
 
 
 def bits_setup(own_text):
-    return Setup(text_shown(own_text), "char-gpt", {"score": "bits/char"}, low=0.0, high=10.0)
+    return Setup(text_shown(own_text), "char-gpt", shown(score=Say("bits_per_char")), low=0.0, high=10.0)
 
 
 def bits_answer(own_text):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from core.checks.base import Answer, Check, Setup, missing, own
+from core.checks.base import Answer, Check, Say, Setup, missing, own, shown
 from core.errors import ModelUnavailableError, UserInputError
 from core.lazy import lazy_import
 
@@ -41,7 +41,7 @@ def word_at(spans: list[re.Match], char: int) -> int:
 
 def span_setup(own_text):
     question, context = question_context(own_text)
-    return Setup(context, MODEL_ID, {"question": question}, tuple(m.group() for m in words(context)))
+    return Setup(context, MODEL_ID, shown(question=question), tuple(m.group() for m in words(context)))
 
 
 def span_answer(end: bool):
@@ -72,7 +72,8 @@ def why_setup(own_text):
     question, context = question_context(own_text)
     found = why_tokens(own_text)
     tokens = () if found is None else tuple(qa.answer(question, context, MODEL_ID).windows[0].tokens)
-    return Setup(f"{question}\n{context}", MODEL_ID, {"explained": "span start", "method": "integrated gradients"},
+    return Setup(f"{question}\n{context}", MODEL_ID, shown(explained=Say("span_start"),
+                                                                method=Say("integrated_gradients")),
                  tokens)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from core import param_count
 from core.checkpoints import CHAR_GPT_ID
-from core.checks.base import Answer, Check, Setup, own, top_options
+from core.checks.base import Answer, Check, Say, Setup, own, shown, top_options
 from core.lazy import lazy_import
 
 gpt = lazy_import("core.gpt")
@@ -22,7 +22,8 @@ WHY_TEXT = "The sea was calm and the whal"
 # -- BERT-base's parameter count ---------------------------------------------------------------------------------
 
 def params_setup(own_text):
-    return Setup(BERT_BASE, BERT_BASE, {"L": 12, "H": 768, "A": 12, "pooler": "yes"}, low=1e6, high=1e9)
+    return Setup(BERT_BASE, BERT_BASE, shown(layers=12, hidden_size=768, heads=12,
+                                                                   pooler=Say("yes")), low=1e6, high=1e9)
 
 
 def params_answer(own_text):
@@ -35,7 +36,7 @@ def params_answer(own_text):
 
 def base_setup(own_text):
     shape = param_count.TRANSFORMER_BASE
-    return Setup(shape["name"], shape["name"], {k: v for k, v in shape.items() if k != "name"}, low=1e6, high=1e9)
+    return Setup(shape["name"], shape["name"], shown(**{k: Say("yes") if v is True else v for k, v in shape.items() if k != "name"}), low=1e6, high=1e9)
 
 
 def base_answer(own_text):
@@ -57,7 +58,7 @@ def next_candidates(own_text):
 
 
 def next_setup(own_text):
-    return Setup(own(own_text, NEXT_TEXT), CHAR_GPT_ID, {"temperature": 1, "shown": "4 most probable"},
+    return Setup(own(own_text, NEXT_TEXT), CHAR_GPT_ID, shown(temperature=1, shown=Say("top_4")),
                  top_options(next_candidates(own_text)))
 
 
@@ -70,7 +71,7 @@ def next_answer(own_text):
 # -- how many characters top-p 0.9 keeps -------------------------------------------------------------------------
 
 def top_p_setup(own_text):
-    return Setup(own(own_text, TOP_P_TEXT), CHAR_GPT_ID, {"temperature": 1, "top-p": TOP_P}, low=1, high=100)
+    return Setup(own(own_text, TOP_P_TEXT), CHAR_GPT_ID, shown(temperature=1, top_p=TOP_P), low=1, high=100)
 
 
 def top_p_answer(own_text):
@@ -86,7 +87,7 @@ TEMPERATURE = 0.5
 def temperature_setup(own_text):
     cut = distribution(own(own_text, NEXT_TEXT)).cut
     return Setup(own(own_text, NEXT_TEXT), CHAR_GPT_ID,
-                 {"temperature": TEMPERATURE, f"P({cut.tokens[0]}) at τ = 1": f"{float(cut.original[0]):.3f}"},
+                 shown(temperature=TEMPERATURE, top_at_1=f"P({cut.tokens[0]}) = {float(cut.original[0]):.3f}"),
                  low=0.0, high=1.0)
 
 
@@ -100,7 +101,7 @@ def temperature_answer(own_text):
 def why_setup(own_text):
     text = own(own_text, WHY_TEXT)
     loaded = gpt.load(CHAR_GPT_ID)
-    return Setup(text, CHAR_GPT_ID, {"method": "integrated gradients", "baseline": "zeros"},
+    return Setup(text, CHAR_GPT_ID, shown(method=Say("integrated_gradients"), baseline=Say("zeros")),
                  tuple(gpt.encode_text(loaded, text).pieces))
 
 
