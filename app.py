@@ -125,7 +125,7 @@ from core import resolve  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, choose_device, device_label
 from core.limits import MAX_UPLOAD_BYTES
 from demo import (admission, attention, classify, embeddings, figure_head, lstm, mlm, ner, ngram, overview,
-                  presets, qa, serving, tour, transformer)
+                  presets, qa, serving, tour, transformer, your_turn)
 from demo.i18n import I18N, TOGGLE_JS, label, language_of, text
 
 # The overview first (timeline and ladder), then the history in order: statistics → static vectors → recurrence →
@@ -201,6 +201,7 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
                 with gr.Tab(label(f"tabs.{tab_id(module)}"), id=tab_id(module)) as tab, \
                         collector.tab(tab_id(module), tab):
                     module.build()
+                    your_turn.build(tab_id(module))  # "Your turn": predict, then the live model answers (issue #51)
         # Tab bars wrap onto a second line instead of folding tabs into a "⋯" menu: on a phone each tab and sub-tab
         # is one tap (issue #31).
         for block in app.blocks.values():
@@ -209,6 +210,7 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
         # Content on first open: each tab computes its default preset when selected; ?tab=…&preset=… deep-links.
         collector.wire(app, tabs)
         tour.wire(tour_box, collector)  # each stop checked against the tabs, and what it outlines tagged
+        your_turn.register_api()  # checks_list, check_setup, check_answer: for gradio_client and the page alike
         with gr.Accordion(label("app.status_title"), open=False):
             status = gr.Markdown()
             gr.Button(label("app.status_refresh"), size="sm").click(app_status, outputs=status, api_name="app_status")
@@ -274,9 +276,11 @@ def main(argv: list[str] | None = None) -> None:
         theme=THEME,
         css_paths=[CSS_PATH],
         i18n=serving.one_language(I18N),  # each page carries its learner's table only (demo/serving.py)
-        head=figure_head.HEAD,  # every figure: SVG export, a Data table, keyboard, dark mode (demo/figure_head.py)
-        # compressed answers, and the page in the learner's language (the header's toggle; demo/serving.py)
-        app_kwargs={"middleware": serving.middleware()},
+        # every figure: SVG export, a Data table, keyboard, dark mode (demo/figure_head.py); the "Your turn" checks
+        head=figure_head.HEAD + your_turn.head(),
+        # compressed answers, the page in the learner's language (demo/serving.py); the "Your turn" script at its own
+        # address (fetched once, then cached)
+        app_kwargs={"middleware": serving.middleware(), "routes": [your_turn.ROUTE]},
         max_file_size=MAX_UPLOAD_BYTES,
         show_error=True,
     )

@@ -37,11 +37,18 @@ __all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "table", "placeholders", "text", "t"
 t = text  # the short name tab modules use (their inputs are often called ``text``): ``t("ngram.result", n=3)``
 
 
+# Sections whose texts only the server renders, or sends once in <head> (demo/your_turn.py): the "Your turn" checks'
+# questions and explanations, and their page's words. Left out of Gradio's tables, which every page load carries.
+SERVER_ONLY = ("checks.", "your_turn.")
+
+
 def gradio_i18n() -> gr.I18n:
     """The tables for Gradio's front end. A browser in zh-CN or zh-TW opens Gradio in that locale, which looks each key
     up in zh-CN (or zh-TW), then zh (svelte-i18n's sub-locales), so one zh table serves them all: the page's config
-    carried four copies of it before, 1.28 MB of its 2.19 MB, sent on every page load."""
-    return gr.I18n(en=table("en"), zh=table("zh"))
+    carried four copies of it before, 1.28 MB of its 2.19 MB, sent on every page load. Keys under SERVER_ONLY are
+    not in it (``label`` refuses them)."""
+    return gr.I18n(**{lang: {key: value for key, value in table(lang).items() if not key.startswith(SERVER_ONLY)}
+                      for lang in ("en", "zh")})
 
 
 I18N = gradio_i18n()  # passed to launch(i18n=...)
@@ -50,6 +57,8 @@ I18N = gradio_i18n()  # passed to launch(i18n=...)
 def label(key: str):
     """A component label / tab title that the browser shows in the learner's language."""
     table(DEFAULT_LANGUAGE)[key]  # fail at build time, not in the browser, when a key is missing
+    if key.startswith(SERVER_ONLY):
+        raise KeyError(f"{key} is not in the browser's tables (SERVER_ONLY): render it with text()")
     return I18N(key)
 
 

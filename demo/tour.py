@@ -1,8 +1,9 @@
-"""The guided tour (issue #37): the seed's whole arc, from counting word pairs to the ladder, in 29 stops.
+"""The guided tour (issue #37): the seed's whole arc, from counting word pairs to the ladder, in 29 stops, each chapter's
+ending with one of its "Your turn" checks (issue #51): 39 in all.
 
 Each stop opens one preset of one view through the page's own link router (``window.plmOpenLink``, demo/presets.py),
 so the tab and sub-tab are selected and the preset's results computed exactly as a "Try this" step or a ``?tab=…``
-link does. The tour then outlines the result the stop talks about (one of the view's outputs, tagged here with a
+link does; a check stop opens its check as a ``?check=<slug>`` link does (assets/your_turn.js). The tour then outlines the result the stop talks about (one of the view's outputs, tagged here with a
 class when the app is built), scrolls it into view, and says in a few sentences what to look at, citing the seed §.
 
     STOPS = [Stop("counting", "counting", "ngram", "counts", "p-cixing-de", "§2.1", focus=(1,)), ...]
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from core import checks
+from core.i18n import LANGUAGES, text
 from demo.i18n import BROWSER_LANGUAGE_JS, in_every_language, label
 from demo.presets import Registry, enclosing_tab, preset_link
 from demo.static_html import markdown_inline
@@ -49,10 +52,11 @@ class Stop:
     preset: str
     section: str
     focus: tuple[int, ...] = (0,)
+    check: str = ""  # a "Your turn" check's slug (issue #51): the stop opens that check in its tab, no preset
 
     @property
     def link(self) -> str:
-        return preset_link(self.tab, self.preset)
+        return f"?tab={self.tab}&check={self.check}" if self.check else preset_link(self.tab, self.preset)
 
 
 STOPS = [
@@ -88,6 +92,45 @@ STOPS = [
     Stop("ner", "fine-tuning-and-tasks", "ner", "iobes", "einstein-iobes", "§14.4", (0,)),
     Stop("ladder", "ladder", "overview", "ladder", "closing-quote", "§15", (1,)),
 ]
+# Each chapter's stops end with one of its "Your turn" checks (issue #51): the learner predicts, the model answers.
+TOUR_CHECKS = {"ngram": "ngram-cixing", "embeddings": "embeddings-analogy", "lstm": "lstm-gradient",
+               "attention": "attention-it", "transformer": "transformer-gpt-next", "mlm": "mlm-char-fill",
+               "classify": "classify-class", "qa": "qa-start", "ner": "ner-bio", "overview": "overview-ladder-best"}
+
+
+def with_checks(stops: list[Stop]) -> list[Stop]:
+    """``stops`` with a check stop after the last stop of each chapter's run (the stop before it names the arc's
+    step: a check revisits what its chapter showed)."""
+    out: list[Stop] = []
+    for number, stop in enumerate(stops):
+        out.append(stop)
+        ends_run = number + 1 == len(stops) or stops[number + 1].tab != stop.tab
+        if ends_run and stop.tab in TOUR_CHECKS:
+            check = checks.get(TOUR_CHECKS[stop.tab])
+            out.append(Stop(f"check_{stop.tab}", stop.topic, stop.tab, None, "", f"§{check.section}",
+                            check=check.slug))
+    return out
+
+
+STOPS = with_checks(STOPS)
+
+
+def words(stop: Stop, lang: str) -> tuple[str, str]:
+    """A stop's title and text (Markdown) in ``lang``: its own, or a check stop's (the check itself, outlined, shows
+    its question)."""
+    if stop.check:
+        return text("your_turn.tour_title", lang, tab=text(f"tabs.{stop.tab}", lang)), text("your_turn.tour_text", lang)
+    return text(f"tour.stop.{stop.key}.title", lang), text(f"tour.stop.{stop.key}.text", lang)
+
+
+def spots(number: int, stop: Stop) -> list[str]:
+    """The classes of what stop ``number`` may outline: the check's block (assets/your_turn.js draws it), or the
+    outputs tour.wire tags."""
+    if stop.check:
+        return [f"your-turn-check-{stop.check}"]
+    return [spot_class(number, rank) for rank in range(len(stop.focus))]
+
+
 STORAGE_KEY = "plm-tour"  # localStorage: {"stop": k, "active": bool}
 
 
@@ -151,7 +194,7 @@ if (!window.plmTour) {
     panel.dataset.state = "loading";
     $(".tour-count").textContent = words("count").replace("{k}", state.stop).replace("{n}", N);
     $(".tour-title").innerHTML = stop.title[lang];
-    $(".tour-text").innerHTML = stop.text[lang];
+    $(".tour-text").innerHTML = (stop.text || ui.check_text)[lang];  // a check stop: the words all of them share
     $(".tour-section").textContent = words("seed").replace("{section}", stop.section);
     $(".tour-back").disabled = state.stop === 1;
     $(".tour-next").textContent = state.stop === N ? words("finish") : words("next");
@@ -209,6 +252,7 @@ if (!window.plmTour) {
       if (window.plmOpenLink) window.plmOpenLink(href);
       else window.history.replaceState(null, "", href);  // the page's load reads the address next and opens it
     }
+    if (stop.check && window.plmYourTurn) window.plmYourTurn.open(stop.check, false);  // assets/your_turn.js
     settle(stop, ++token);
   };
   const leave = () => {
@@ -283,18 +327,24 @@ UI_KEYS = ["region", "start", "resume", "count", "back", "next", "finish", "leav
 
 def build() -> gr.HTML:
     """The header's "Start the tour" button; its script adds the tour's panel to the page and runs the tour."""
-    stops = [{"title": in_every_language(label(f"tour.stop.{stop.key}.title"), render=markdown_inline),
-              "text": in_every_language(label(f"tour.stop.{stop.key}.text"), render=markdown_inline),
+    stops = [{"title": {lang: markdown_inline(words(stop, lang)[0]) for lang in LANGUAGES},
+              "text": None if stop.check else {lang: markdown_inline(words(stop, lang)[1]) for lang in LANGUAGES},
               "section": stop.section, "tab": stop.tab, "sub": stop.sub, "preset": stop.preset, "link": stop.link,
-              "spots": [spot_class(number, rank) for rank in range(len(stop.focus))]}
+              "check": stop.check, "spots": spots(number, stop)}
              for number, stop in enumerate(STOPS, 1)]
     return gr.HTML("", html_template=TEMPLATE, js_on_load=TOUR_JS, elem_classes=["tour-box"], stops=stops,
-                   ui={key: in_every_language(label(f"tour.{key}")) for key in UI_KEYS})
+                   ui={**{key: in_every_language(label(f"tour.{key}")) for key in UI_KEYS},
+                       "check_text": {lang: markdown_inline(text("your_turn.tour_text", lang)) for lang in LANGUAGES}})
 
 
 def check(stop: Stop, collector: Registry) -> list:
     """The components ``stop`` may outline, in order; raises ValueError if the stop names something the app lacks
-    or outlines a result outside the sub-tab it selects."""
+    or outlines a result outside the sub-tab it selects. A check stop outlines the check (drawn by the browser)."""
+    if stop.check:
+        check = checks.CHECKS.get(stop.check)
+        if check is None or check.tab != stop.tab or stop.tab not in collector.tabs:
+            raise ValueError(f"tour stop {stop.key}: check {stop.check!r} is not in tab {stop.tab!r}")
+        return []
     view = collector.find(stop.tab, stop.preset)
     if view is None:
         raise ValueError(f"tour stop {stop.key}: no runnable preset {stop.preset!r} in tab {stop.tab!r}")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import app as app_module
+from core import checks
 from core.i18n import table
 from demo import tour
 from demo.presets import enclosing_tab
@@ -35,8 +36,15 @@ def sub_tab_ids(built, tab_id: str) -> set[str]:
             if isinstance(block, gr.Tab) and block is not top and enclosing_tab(block.parent) is top}
 
 
-def test_twenty_to_thirty_stops_along_the_seeds_arc_in_order():
-    assert 20 <= len(tour.STOPS) <= 30
+def test_twenty_to_thirty_stops_along_the_seeds_arc_in_order_each_chapter_ending_with_a_check():
+    views = [stop for stop in tour.STOPS if not stop.check]
+    assert 20 <= len(views) <= 30
+    # issue #51: each chapter's run of stops ends with one of that chapter's checks, and only there
+    for number, stop in enumerate(tour.STOPS):
+        ends_run = number + 1 < len(tour.STOPS) and tour.STOPS[number + 1].tab != stop.tab or (
+            number + 1 == len(tour.STOPS))
+        assert bool(stop.check) == ends_run, (number, stop)
+    assert [stop.tab for stop in tour.STOPS if stop.check] == list(dict.fromkeys(stop.tab for stop in views))
     topics = [stop.topic for stop in tour.STOPS]
     assert list(dict.fromkeys(topics)) == tour.ARC  # every step of the arc, in order, none skipped or revisited
     assert len({stop.key for stop in tour.STOPS}) == len(tour.STOPS)
@@ -47,6 +55,10 @@ def test_every_stop_opens_a_tab_sub_tab_and_preset_of_the_built_app(built):
     collector = built.preset_registry
     for number, stop in enumerate(tour.STOPS, 1):
         assert stop.tab in tab_ids, stop
+        if stop.check:  # a check of the stop's own tab, opened by its ?check= link; the browser draws what it outlines
+            assert checks.get(stop.check).tab == stop.tab and stop.link == f"?tab={stop.tab}&check={stop.check}"
+            assert not stop.preset and stop.sub is None
+            continue
         view = collector.find(stop.tab, stop.preset)
         assert view is not None and view.presets[stop.preset].values is not None, stop
         opens = view.presets[stop.preset].shows or (view.where.id if view.where is not None else None)
@@ -72,6 +84,10 @@ def test_the_tour_refuses_a_stop_the_app_lacks(built):
                 tour.Stop("x", "counting", "ngram", "score", good.preset, "§2.1"),  # the preset opens "counts"
                 tour.Stop("x", "counting", "ngram", "counts", good.preset, "§2.1", (99,)),
                 tour.Stop("x", "counting", "ngram", "counts", good.preset, "§2.1", (4,))):  # output 4 is in "score"
+        with pytest.raises(ValueError):
+            tour.check(bad, collector)
+    for bad in (tour.Stop("x", "counting", "ngram", None, "", "§2.1", check="no-such-check"),
+                tour.Stop("x", "counting", "ngram", None, "", "§2.1", check="qa-start")):  # a check of another tab
         with pytest.raises(ValueError):
             tour.check(bad, collector)
 
@@ -103,7 +119,7 @@ def test_both_languages_say_what_to_look_at_in_two_to_four_sentences(lang):
     words = table(lang)
     end = re.compile(r"[.!?](?=\s|$)|[。！？]")
     for stop in tour.STOPS:
-        title, body = words[f"tour.stop.{stop.key}.title"], words[f"tour.stop.{stop.key}.text"]
+        title, body = tour.words(stop, lang)
         assert title.strip() and body.strip(), stop.key
         sentences = len(end.findall(re.sub(r"\d\.\d", "0", body)))
         assert 2 <= sentences <= 4, (lang, stop.key, sentences, body)
@@ -111,7 +127,7 @@ def test_both_languages_say_what_to_look_at_in_two_to_four_sentences(lang):
         assert outlined in body, (lang, stop.key)  # it points at what the tour outlines
     if lang == "zh":  # no English sentences in the 中文 tour (ids, formulas and example sentences aside)
         for stop in tour.STOPS:
-            assert re.search(r"[\u4e00-\u9fff]", words[f"tour.stop.{stop.key}.title"]), stop.key
+            assert re.search(r"[\u4e00-\u9fff]", tour.words(stop, lang)[0]), stop.key
     assert "{n}" in words["tour.overview_start"] and "?tour=1" in words["tour.overview_start"]
 
 
@@ -124,4 +140,5 @@ def test_the_overview_and_the_header_start_the_tour(built):
     assert len(boxes) == 1 and boxes[0].tour_stops == tour.STOPS
     stops = boxes[0].props["stops"]
     assert [s["link"] for s in stops] == [stop.link for stop in tour.STOPS]
-    assert all(set(s["title"]) == set(s["text"]) == {"en", "zh"} for s in stops)
+    assert all(set(s["title"]) == set(s["text"] or boxes[0].props["ui"]["check_text"]) == {"en", "zh"} for s in stops)
+    assert [s["text"] is None for s in stops] == [bool(stop.check) for stop in tour.STOPS]  # one text for checks

@@ -1,6 +1,7 @@
 """axe-core on every tab (issue #37): en-US, at 1440×900 and at 390×844, on the offline app.
 
-Each top-level tab is opened by a click and, once its default preset's results are on screen, axe-core
+Each top-level tab is opened by a click and, once its default preset's results are on screen and its "Your turn"
+block is open at its first check (issue #51; the first tab's answered, with its verdict and figure), axe-core
 (axe-playwright-python, axe 4.12) checks the whole page; then once more with the guided tour's panel open at a stop
 and a figure's Data table shown. The app's own HTML and components (our gr.HTML and Markdown
 content, our CSS and theme: contrast, names of buttons and links, labels, headings) must have no critical and no
@@ -18,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from app import TABS
+from core import checks
+from demo import tour
 from tests.e2e import learner_path
 
 pytestmark = pytest.mark.e2e
@@ -51,6 +54,21 @@ FIGURE_ALTERNATIVES_JS = """() => {
 }"""
 
 
+THINKING_MACHINES = next(number for number, stop in enumerate(tour.STOPS, 1) if stop.key == "thinking_machines")
+
+
+def open_first_check(page, tab: str, answer: bool) -> None:
+    """The tab's "Your turn" block open at its first check, its form drawn; answered (a verdict, a figure) if asked."""
+    first = checks.checks_for(tab)[0].slug
+    page.evaluate("(slug) => window.plmYourTurn.open(slug, false)", first)
+    box = page.locator(f".your-turn-check-{first}[open]")
+    box.locator(".yt-answer, .yt-error").first.wait_for()
+    if answer:
+        box.locator(".yt-answer input").first.check()
+        box.locator(".yt-check-button").click()
+        box.locator(".yt-verdict, .yt-card, .yt-error").first.wait_for()
+
+
 def is_gradios(rule: str, node: dict) -> bool:
     where = " ".join(node["target"]) + " " + node.get("html", "")
     return any(rule == known and re.search(pattern, where) for known, pattern in GRADIO_OWN)
@@ -78,13 +96,14 @@ def test_no_critical_or_serious_violation_of_ours_on_any_tab(browser, served_app
             assert len(tabs) == len(TABS)
             for tab in [*tabs, "tour"]:
                 if tab == "tour":  # last, the tour's panel at a stop, and a figure's Data table opened
-                    page.evaluate("() => window.plmTour.go(14)")
+                    page.evaluate("(k) => window.plmTour.go(k)", THINKING_MACHINES)
                     page.wait_for_function("() => document.querySelector('.tour-panel').dataset.state === 'ready'")
                     page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].find(el => el.offsetParent"
                                   " !== null).querySelector('.modebar-btn[data-title^=\"Data\"]').click()")
                     page.wait_for_selector(".figure-data table")
                 else:
                     learner_path.click_tab(page, tab)
+                    open_first_check(page, tab, answer=tab == tabs[0])
                 page.wait_for_function(learner_path.SETTLED_JS)
                 page.wait_for_function(NOTHING_PENDING_JS)  # a pending output is drawn at 20% opacity
                 labelled, unlabelled = page.evaluate(FIGURE_ALTERNATIVES_JS)

@@ -37,7 +37,7 @@ OUTLINE_JS = """(k) => {
   const x = Math.min(Math.max(r.left + 12, 1), window.innerWidth - 2), y = Math.max(r.top + 6, 1);
   const hit = document.elementFromPoint(x, y);
   return {count: marked.length, state: p.dataset.state,
-          spot: [...el.classList].filter(c => c.startsWith('tour-spot-' + k + '-')),
+          spot: [...el.classList].filter(c => c.startsWith('tour-spot-' + k + '-') || c.startsWith('your-turn-check-')),
           top: r.top, bottom: r.bottom, panelTop: panel.top, inside: !!hit && el.contains(hit),
           count_text: p.querySelector('.tour-count').textContent, title: p.querySelector('.tour-title').textContent};
 }"""
@@ -55,8 +55,10 @@ def outline_problems(page, number: int, lang: str) -> list[str]:
     if seen.get("count") != 1 or seen.get("state") != "ready" or not seen.get("spot"):
         found.append(f"stop {number}: outlined {seen}")
         return found
+    if stop.check and seen["spot"] != [f"your-turn-check-{stop.check}"]:
+        found.append(f"stop {number}: outlined {seen['spot']}, not check {stop.check}")
     count = words["tour.count"].format(k=number, n=len(tour.STOPS))
-    title = plain(markdown_inline(words[f"tour.stop.{stop.key}.title"]))
+    title = plain(markdown_inline(tour.words(stop, lang)[0]))
     if seen["count_text"] != count or seen["title"] != title:
         found.append(f"stop {number}: panel says {seen['count_text']!r} / {seen['title']!r}")
     if not (0 <= seen["top"] < seen["panelTop"] and seen["inside"]):
@@ -75,8 +77,13 @@ def walk(page, targets: dict, lang: str, shots: set[int]) -> list[str]:
             else:
                 page.locator(".tour-panel .tour-next").click()
         found += learner_path.waited(page, AT_STOP_JS, number, f"{lang} stop {number} shown", 120_000)
-        found += [f"{lang} stop {number}: {problem}"
-                  for problem in learner_path.problems(page, targets[(stop.tab, stop.preset)])]
+        if stop.check:  # the check is open, its form drawn (or the card of a checkpoint not here)
+            form = page.locator(f".your-turn-check-{stop.check}[open] .yt-answer, "
+                                f".your-turn-check-{stop.check}[open] .yt-error").first
+            form.wait_for(timeout=120_000)
+        else:
+            found += [f"{lang} stop {number}: {problem}"
+                      for problem in learner_path.problems(page, targets[(stop.tab, stop.preset)])]
         found += [f"{lang} {problem}" for problem in outline_problems(page, number, lang)]
         if number in shots:
             page.screenshot(path=str(ARTIFACTS / f"tour-{lang}-{number:02d}.png"))
