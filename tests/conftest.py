@@ -23,13 +23,67 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import pytest  # noqa: E402
 
 
-def pytest_collection_modifyitems(items):
-    """pytest-xdist runs the suite on two workers (pyproject: ``-n 2 --dist loadgroup``). The tests of one browser
-    file stay together, in order, on one worker (each worker starts one app and one Chromium for the files it
-    gets); every other test goes wherever a worker is free."""
+def work_unit(item) -> str:
+    """The unit of work ``item`` belongs to: pytest-xdist hands each unit whole to one worker, which runs its tests
+    together and in order.
+
+    By default a module is one unit, so each module-scoped fixture is made once per run, not once per worker. A
+    module may spread its tests wider with ``SPREAD``: ``SPREAD = "test"`` makes each test a unit of its own (its
+    costly fixtures are session-scoped: made at most once per worker); ``SPREAD = "<parameter>"`` makes one unit per
+    value of that parameter (``"lang"``: the zh tests may run on one worker while the en tests run on the other).
+    A test marked with an ``xdist_group`` of its own keeps that group."""
+    own = item.get_closest_marker("xdist_group")
+    if own is not None:
+        return str(own.args[0] if own.args else own.kwargs.get("name", "default"))
+    module = item.nodeid.split("::", 1)[0]
+    spread = getattr(item.module, "SPREAD", None)
+    if spread == "test":
+        return item.nodeid
+    callspec = getattr(item, "callspec", None)
+    if spread and callspec is not None and spread in callspec.params:
+        return f"{module}-{callspec.params[spread]}"
+    return module
+
+
+# Seconds a unit took (pytest --durations, setup included, on the 2-core build machine). Only the order in which the
+# units are handed to the workers depends on these figures: longest first, so that the two workers end together.
+# A unit not listed is estimated from its tests' markers.
+MEASURED: dict[str, float] = {}
+PER_TEST = {"e2e": 20.0, "slow": 10.0, "": 0.5}
+
+
+def estimate(unit: str, items: list) -> float:
+    if unit in MEASURED:
+        return MEASURED[unit]
+    return sum(PER_TEST["e2e" if item.get_closest_marker("e2e") else "slow" if item.get_closest_marker("slow")
+                        else ""] for item in items)
+
+
+def pytest_collection_modifyitems(config, items):
+    """pytest-xdist runs the suite on two workers (pyproject: ``-n 2 --dist loadgroup --no-loadscope-reorder``).
+    Each test is put in its unit of work (work_unit) as an xdist_group; under xdist the units are ordered longest
+    first, each unit's tests kept in their order, and the workers take them in that order. The browser tests share
+    one app and one Chromium per worker (tests/e2e/conftest.py)."""
+    units: dict[str, list] = {}
     for item in items:
-        if item.get_closest_marker("e2e"):
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+        unit = work_unit(item)
+        if unit != item.nodeid and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(unit))
+        units.setdefault(unit, []).append(item)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # alone (-n0), a run keeps the files' order
+        ordered = sorted(units.items(), key=lambda unit: -estimate(*unit))
+        items[:] = [item for _, unit_items in ordered for item in unit_items]
+
+
+@pytest.fixture(scope="session")
+def offline_app():
+    """`python app.py --offline --device cpu`, the way a learner starts it, on a free port: one per test worker, shared
+    by every module that talks to the offline app over HTTP (API clients, raw HTTP, the browser tests' `served_app`),
+    so it starts once and has served other tests' requests by the time most tests reach it."""
+    from tests.live_app import app_env, running_app
+
+    with running_app("--offline", "--device", "cpu", env=app_env(HF_HUB_OFFLINE="1")) as app:
+        yield app
 
 
 @pytest.fixture(scope="module")

@@ -11,15 +11,14 @@ import math
 import pytest
 
 import app
-from tests.live_app import app_env, running_app
 
 
 @pytest.fixture(scope="module")
-def client():
+def client(offline_app):
+    """gradio_client on the worker's offline app (tests/conftest.py)."""
     from gradio_client import Client
 
-    with running_app("--offline", "--device", "cpu", env=app_env(HF_HUB_OFFLINE="1")) as served:
-        yield Client(served.url, verbose=False)
+    return Client(offline_app.url, verbose=False)
 
 
 def figure(plot: dict) -> dict:

@@ -13,7 +13,6 @@ import pytest
 from core.i18n import text
 from core.limits import MAX_SCORED_TOKENS
 from demo.attention import SCORES
-from tests.live_app import app_env, running_app
 
 # The trainers run for up to their budget by design (minutes at the sliders' maxima); tests/test_trainer_budgets.py
 # and the NNLM test below show each stops within its budget plus 5 s. Everything else is called here.
@@ -27,9 +26,9 @@ INTERNAL = re.compile(re.escape(text("errors.internal", "en")).replace(r"\{name\
 
 
 @pytest.fixture(scope="module")
-def url():
-    with running_app("--offline", "--device", "cpu", env=app_env(HF_HUB_OFFLINE="1")) as app:
-        yield app.url
+def url(offline_app):
+    """The worker's offline app (tests/conftest.py)."""
+    return offline_app.url
 
 
 def call(url: str, api: str, data: list) -> tuple[str, object, int]:

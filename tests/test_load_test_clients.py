@@ -10,13 +10,12 @@ import pytest
 from benchmarks import load_test
 from benchmarks.browser_client import Api, EventFailed, Page
 from tests.conftest import run_async
-from tests.live_app import app_env, running_app
 
 
 @pytest.fixture(scope="module")
-def served():
-    with running_app("--offline", "--device", "cpu", env=app_env(HF_HUB_OFFLINE="1")) as app:
-        yield app
+def served(offline_app):
+    """The worker's offline app (tests/conftest.py)."""
+    return offline_app
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ page load. Waits are on conditions; nothing sleeps for a fixed time.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from tests.e2e.first_open import CONTENT_JS, VIEWPORT
@@ -50,6 +51,7 @@ class Target:
         return f"?tab={self.tab}&preset={self.slug}"
 
 
+@functools.cache  # read once per test process and language (the tour and the learner path share it); not changed
 def catalogue(locale: str = "en-US"):
     """Every runnable preset and every lesson step of the app, read from the built app's own registry. A preset's
     values may depend on the learner's language (it is made when it runs), so they are resolved in ``locale``'s."""

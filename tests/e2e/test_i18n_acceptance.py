@@ -35,6 +35,7 @@ from tests.e2e.conftest import VIEWPORT
 from tests.test_i18n_literals import english_words
 
 pytestmark = pytest.mark.e2e
+SPREAD = "lang"  # one unit of work per language (tests/conftest.py): each has its own page
 
 SCREENSHOTS = Path(os.environ.get("PLM_SCREENSHOTS") or Path(__file__).resolve().parent / "_artifacts" / "i18n")
 # Per-tab screenshots cost ~1 s each (20 of them): taken when scripts/refresh_screenshots.py asks (PLM_SCREENSHOTS),

@@ -1,5 +1,10 @@
 """Issue #31 in both languages (an en-US and a zh-CN browser): every lesson step and every preset link (see
-tests/e2e/learner_path.py)."""
+tests/e2e/learner_path.py).
+
+Each test is a unit of work of its own (SPREAD, tests/conftest.py), so the two test workers share the ~20 minutes
+that clicking everything in both languages takes. What the tests need is made once per worker: each language's
+catalogue, and another learner's session in that language on the worker's app before its first test there.
+"""
 from __future__ import annotations
 
 import pytest
@@ -8,6 +13,7 @@ from app import TABS
 from tests.e2e import learner_path
 
 pytestmark = pytest.mark.e2e
+SPREAD = "test"
 
 
 @pytest.fixture(scope="module", params=["en-US", "zh-CN"])
@@ -15,14 +21,24 @@ def locale(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def path(locale):
-    return learner_path.catalogue(locale)
+    return learner_path.catalogue(locale)  # made once per worker and language
 
 
-@pytest.fixture(scope="module")
-def used_server(browser, served_app, locale):
-    learner_path.use_the_server(browser, served_app.url, locale)
+@pytest.fixture(scope="session")
+def sessions_served(browser, served_app):
+    """The languages in which another learner's session has used the worker's app (learner_path.use_the_server)."""
+    return set()
+
+
+@pytest.fixture
+def used_server(browser, served_app, sessions_served, locale):
+    """The worker's app, once another learner has used it in ``locale`` (the issue's links failed only on a server
+    that had served other sessions)."""
+    if locale not in sessions_served:
+        learner_path.use_the_server(browser, served_app.url, locale)
+        sessions_served.add(locale)
     return served_app
 
 
