@@ -45,11 +45,25 @@ def work_unit(item) -> str:
     return module
 
 
-# Seconds a unit took (pytest --durations, setup included, on the 2-core build machine). Only the order in which the
-# units are handed to the workers depends on these figures: longest first, so that the two workers end together.
-# A unit not listed is estimated from its tests' markers.
-MEASURED: dict[str, float] = {}
-PER_TEST = {"e2e": 20.0, "slow": 10.0, "": 0.5}
+# Seconds a unit of work takes (pytest --durations, setup included; issue 49's run on a fast 2-core machine). Only
+# the order in which the units are handed to the workers depends on these figures: longest first, so that the two
+# workers end together. A unit not listed is estimated from its tests' markers (PER_TEST).
+E2E = "tests/e2e/"
+MEASURED: dict[str, float] = {
+    E2E + "test_figure_margins.py": 130,  # computes every preset, then draws each figure twice
+    E2E + "test_learner_path_browser.py": 110,  # the lesson steps in both languages, and another learner's session
+    **{f"{E2E}test_learner_path_browser.py-{tab}": 90 for tab in  # one tab's preset links, in both languages
+       ["overview", "ngram", "embeddings", "lstm", "attention", "transformer", "mlm", "ner", "qa", "classify"]},
+    E2E + "test_accessibility.py": 80,
+    E2E + "test_i18n_acceptance.py-zh": 60,
+    E2E + "test_i18n_acceptance.py-en": 60,
+    E2E + "test_browser.py": 60,
+    "tests/test_bounded_responses.py": 60,
+    **{f"{E2E}test_tour_browser.py::test_the_tour_walks_every_stop_and_remembers_where_it_was[{locale}]": 47
+       for locale in ("en-US", "zh-CN")},
+    E2E + "test_first_open.py::test_every_tab_and_subtab_shows_its_default_before_any_click": 45,
+}
+PER_TEST = {"e2e": 10.0, "slow": 10.0, "": 0.5}
 
 
 def estimate(unit: str, items: list) -> float:

@@ -36,6 +36,9 @@ ERRORS_JS = """() => [...document.querySelectorAll('.toast-body')].filter(
   el => /error|错误/i.test(el.className + ' ' + (el.querySelector('.toast-title')?.textContent || '')))
   .map(el => el.textContent.trim().slice(0, 200))"""
 CLOSE_TOASTS_JS = "() => document.querySelectorAll('.toast-close').forEach(b => b.click())"
+# How often a condition is checked while waiting: every 100 ms, not on every animation frame (Playwright's default),
+# since SETTLED_JS walks the whole page and its layout; the conditions are the same, found at most 0.1 s later.
+POLL_MS = 100
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ def new_page(browser, url: str, locale: str):
 
 def click_tab(page, tab_id: str) -> None:
     page.locator(f'button[role="tab"][data-tab-id="{tab_id}"]').filter(visible=True).first.click()
-    page.wait_for_function(SELECTED_JS, arg=tab_id)
+    page.wait_for_function(SELECTED_JS, arg=tab_id, polling=POLL_MS)
 
 
 def waited(page, script: str, arg=None, what: str = "", limit_ms: int = 90_000) -> list[str]:
@@ -99,7 +102,7 @@ def waited(page, script: str, arg=None, what: str = "", limit_ms: int = 90_000) 
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
-        page.wait_for_function(script, arg=arg, timeout=limit_ms)
+        page.wait_for_function(script, arg=arg, timeout=limit_ms, polling=POLL_MS)
         return []
     except PlaywrightTimeout:
         return [f"{what} not reached in {limit_ms / 1000:.0f} s; on screen: {page.evaluate(CONTENT_JS)}"]
@@ -128,11 +131,11 @@ def use_the_server(browser, url: str, locale: str) -> None:
         for tab in page.evaluate("() => [...document.querySelector('[role=tablist]')"
                                  ".querySelectorAll('button[role=tab]')].map(b => b.dataset.tabId)"):
             click_tab(page, tab)
-            page.wait_for_function(SETTLED_JS)
+            page.wait_for_function(SETTLED_JS, polling=POLL_MS)
             button = page.locator("button.preset-btn:not([disabled])").filter(visible=True)
             if button.count():
                 button.last.click()
-                page.wait_for_function(SETTLED_JS)
+                page.wait_for_function(SETTLED_JS, polling=POLL_MS)
     finally:
         page.context.close()
 

@@ -1,9 +1,10 @@
 """Issue #31 in both languages (an en-US and a zh-CN browser): every lesson step and every preset link (see
 tests/e2e/learner_path.py).
 
-Each test is a unit of work of its own (SPREAD, tests/conftest.py), so the two test workers share the ~20 minutes
-that clicking everything in both languages takes. What the tests need is made once per worker: each language's
-catalogue, and another learner's session in that language on the worker's app before its first test there.
+The tests are spread over the two test workers (SPREAD, tests/conftest.py): each tab's preset links, in both
+languages, are one unit of work (so one app computes that tab's presets, once), and the lesson steps another. What
+they need is made once per worker: each language's catalogue, and another learner's session on the worker's app
+before the first of these tests runs there.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from app import TABS
 from tests.e2e import learner_path
 
 pytestmark = pytest.mark.e2e
-SPREAD = "test"
+SPREAD = "tab"
 
 
 @pytest.fixture(scope="module", params=["en-US", "zh-CN"])
@@ -27,18 +28,10 @@ def path(locale):
 
 
 @pytest.fixture(scope="session")
-def sessions_served(browser, served_app):
-    """The languages in which another learner's session has used the worker's app (learner_path.use_the_server)."""
-    return set()
-
-
-@pytest.fixture
-def used_server(browser, served_app, sessions_served, locale):
-    """The worker's app, once another learner has used it in ``locale`` (the issue's links failed only on a server
-    that had served other sessions)."""
-    if locale not in sessions_served:
-        learner_path.use_the_server(browser, served_app.url, locale)
-        sessions_served.add(locale)
+def used_server(browser, served_app):
+    """The worker's app once another learner's session has used it (learner_path.use_the_server, in English): the
+    issue's links failed only on a server that had served other sessions."""
+    learner_path.use_the_server(browser, served_app.url, "en-US")
     return served_app
 
 
