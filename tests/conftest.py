@@ -73,9 +73,10 @@ def estimate(unit: str, items: list) -> float:
                         else ""] for item in items)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook (its plugin registers after this file)
 def pytest_collection_modifyitems(config, items):
     """pytest-xdist runs the suite on two workers (pyproject: ``-n 2 --dist loadgroup --no-loadscope-reorder``).
-    Each test is put in its unit of work (work_unit) as an xdist_group; under xdist the units are ordered longest
+    Each test is put in its unit of work (work_unit) as an xdist_group; in a worker the units are ordered longest
     first, each unit's tests kept in their order, and the workers take them in that order. The browser tests share
     one app and one Chromium per worker (tests/e2e/conftest.py)."""
     units: dict[str, list] = {}
@@ -84,9 +85,23 @@ def pytest_collection_modifyitems(config, items):
         if unit != item.nodeid and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(unit))
         units.setdefault(unit, []).append(item)
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # alone (-n0), a run keeps the files' order
+    if os.environ.get("PYTEST_XDIST_WORKER") and config.getvalue("loadgroup"):
+        for unit, unit_items in units.items():
+            for item in unit_items:
+                if unit != item.nodeid:
+                    in_group(item, unit)
         ordered = sorted(units.items(), key=lambda unit: -estimate(*unit))
         items[:] = [item for _, unit_items in ordered for item in unit_items]
+
+
+def in_group(item, group: str) -> None:
+    """Give ``item`` the id ``<id>@<group>``, from which pytest-xdist's loadgroup scheduler reads the group. xdist
+    3.8 writes it to ``item._nodeid``, which pytest 9.2 no longer reads (its node ids are structured: ``item._id``),
+    so without this every group is ignored and each test goes to any worker (pytest-dev/pytest-xdist#1386)."""
+    from _pytest.nodeid import NodeId
+
+    if "@" not in item.nodeid.rsplit("]", 1)[-1]:
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")
 
 
 @pytest.fixture(scope="session")
