@@ -43,9 +43,13 @@ def merged() -> dict[str, str]:
     return pairs
 
 
+def ids_in(file: str) -> set[str]:
+    """The test ids a file lists, one a line (an id may hold spaces: its parameters); other lines are ignored."""
+    return {line.strip() for line in Path(file).read_text(encoding="utf-8").splitlines() if "::" in line}
+
+
 def compare(before_file: str, after_file: str) -> int:
-    before = set(Path(before_file).read_text().split())
-    after = set(Path(after_file).read_text().split())
+    before, after = ids_in(before_file), ids_in(after_file)
     removed, added, where = sorted(before - after), sorted(after - before), merged()
     print(f"before: {len(before)} test ids; after: {len(after)}; kept: {len(before & after)}; "
           f"removed: {len(removed)}; added: {len(added)}")
