@@ -45,9 +45,10 @@ def work_unit(item) -> str:
     return module
 
 
-# Seconds a unit of work takes (pytest --durations, setup included; issue 49's run on a fast 2-core machine). Only
-# the order in which the units are handed to the workers depends on these figures: longest first, so that the two
-# workers end together. A unit not listed is estimated from its tests' markers (PER_TEST).
+# Seconds a unit of work takes, roughly (pytest --durations, setup included: the browser units from the durations
+# issue 49 quotes, a fast 2-core machine; the fuzzer's from a run at load ~20, divided by 8). Only the order in which
+# the units are handed to the workers depends on these figures: longest first, so that the two workers end together.
+# A unit not listed is estimated from its tests' markers (PER_TEST).
 E2E = "tests/e2e/"
 MEASURED: dict[str, float] = {
     E2E + "test_figure_margins.py": 130,  # computes every preset, then draws each figure twice
