@@ -62,6 +62,7 @@ print(json.dumps({"decorator_is_spaces_gpu": common._SPACE_GPU is spaces.GPU, "a
 """
 
 
+@pytest.mark.slow  # 15-130 s in the fast lane's run (issue 49)
 def test_on_a_space_without_zerogpu_spaces_gpu_is_applied_and_harmless():
     pytest.importorskip("spaces")
     env = dict(os.environ, SPACE_ID="someone/plm-explorer", PYTHONPATH=str(ROOT))
