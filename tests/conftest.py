@@ -23,13 +23,101 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import pytest  # noqa: E402
 
 
-def pytest_collection_modifyitems(items):
-    """pytest-xdist runs the suite on two workers (pyproject: ``-n 2 --dist loadgroup``). The tests of one browser
-    file stay together, in order, on one worker (each worker starts one app and one Chromium for the files it
-    gets); every other test goes wherever a worker is free."""
+def work_unit(item) -> str:
+    """The unit of work ``item`` belongs to: pytest-xdist hands each unit whole to one worker, which runs its tests
+    together and in order.
+
+    By default a module is one unit, so each module-scoped fixture is made once per run, not once per worker. A
+    module may spread its tests wider with ``SPREAD``: ``SPREAD = "test"`` makes each test a unit of its own (its
+    costly fixtures are session-scoped: made at most once per worker); ``SPREAD = "<parameter>"`` makes one unit per
+    value of that parameter (``"lang"``: the zh tests may run on one worker while the en tests run on the other).
+    A test marked with an ``xdist_group`` of its own keeps that group."""
+    own = item.get_closest_marker("xdist_group")
+    if own is not None:
+        return str(own.args[0] if own.args else own.kwargs.get("name", "default"))
+    module = item.nodeid.split("::", 1)[0]
+    spread = getattr(item.module, "SPREAD", None)
+    if spread == "test":
+        return item.nodeid
+    callspec = getattr(item, "callspec", None)
+    if spread and callspec is not None and spread in callspec.params:
+        return f"{module}-{callspec.params[spread]}"
+    return module
+
+
+# Seconds a unit of work takes, roughly (pytest --durations, setup included: the browser units from the durations
+# issue 49 quotes, a fast 2-core machine; the fuzzer's from a run at load ~20, divided by 8). Only the order in which
+# the units are handed to the workers depends on these figures: longest first, so that the two workers end together.
+# A unit not listed is estimated from its tests' markers (PER_TEST).
+E2E = "tests/e2e/"
+MEASURED: dict[str, float] = {
+    E2E + "test_figure_margins.py": 130,  # computes every preset, then draws each figure twice
+    E2E + "test_learner_path_browser.py": 110,  # the lesson steps in both languages, and another learner's session
+    **{f"{E2E}test_learner_path_browser.py-{tab}": 90 for tab in  # one tab's preset links, in both languages
+       ["overview", "ngram", "embeddings", "lstm", "attention", "transformer", "mlm", "ner", "qa", "classify"]},
+    E2E + "test_accessibility.py": 80,
+    E2E + "test_i18n_acceptance.py-zh": 60,
+    E2E + "test_i18n_acceptance.py-en": 60,
+    E2E + "test_browser.py": 60,
+    "tests/test_bounded_responses.py": 60,
+    **{f"{E2E}test_tour_browser.py::test_the_tour_walks_every_stop_and_remembers_where_it_was[{locale}]": 47
+       for locale in ("en-US", "zh-CN")},
+    E2E + "test_first_open.py::test_every_tab_and_subtab_shows_its_default_before_any_click": 45,
+    # the fuzzer's slowest handlers (measured 2026-11-28 at load ~20, divided by 8)
+    **{f"tests/test_fuzz_handlers.py::test_handler_survives_bad_input[{name}]": seconds for name, seconds in [
+        ("transformer_gpt_generate_open", 85), ("transformer_gpt_generate_preset", 26), ("mlm_train", 22),
+        ("mlm_train_open", 17)]},
+}
+PER_TEST = {"e2e": 10.0, "slow": 10.0, "": 0.5}
+
+
+def estimate(unit: str, items: list) -> float:
+    if unit in MEASURED:
+        return MEASURED[unit]
+    return sum(PER_TEST["e2e" if item.get_closest_marker("e2e") else "slow" if item.get_closest_marker("slow")
+                        else ""] for item in items)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook (its plugin registers after this file)
+def pytest_collection_modifyitems(config, items):
+    """pytest-xdist runs the suite on two workers (pyproject: ``-n 2 --dist loadgroup --no-loadscope-reorder``).
+    Each test is put in its unit of work (work_unit) as an xdist_group; in a worker the units are ordered longest
+    first, each unit's tests kept in their order, and the workers take them in that order. The browser tests share
+    one app and one Chromium per worker (tests/e2e/conftest.py)."""
+    units: dict[str, list] = {}
     for item in items:
-        if item.get_closest_marker("e2e"):
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+        unit = work_unit(item)
+        if unit != item.nodeid and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(unit))
+        units.setdefault(unit, []).append(item)
+    if os.environ.get("PYTEST_XDIST_WORKER") and config.getvalue("loadgroup"):
+        for unit, unit_items in units.items():
+            for item in unit_items:
+                if unit != item.nodeid:
+                    in_group(item, unit)
+        ordered = sorted(units.items(), key=lambda unit: -estimate(*unit))
+        items[:] = [item for _, unit_items in ordered for item in unit_items]
+
+
+def in_group(item, group: str) -> None:
+    """Give ``item`` the id ``<id>@<group>``, from which pytest-xdist's loadgroup scheduler reads the group. xdist
+    3.8 writes it to ``item._nodeid``, which pytest 9.2 no longer reads (its node ids are structured: ``item._id``),
+    so without this every group is ignored and each test goes to any worker (pytest-dev/pytest-xdist#1386)."""
+    from _pytest.nodeid import NodeId
+
+    if "@" not in item.nodeid.rsplit("]", 1)[-1]:
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")
+
+
+@pytest.fixture(scope="session")
+def offline_app():
+    """`python app.py --offline --device cpu`, the way a learner starts it, on a free port: one per test worker, shared
+    by every module that talks to the offline app over HTTP (API clients, raw HTTP, the browser tests' `served_app`),
+    so it starts once and has served other tests' requests by the time most tests reach it."""
+    from tests.live_app import app_env, running_app
+
+    with running_app("--offline", "--device", "cpu", env=app_env(HF_HUB_OFFLINE="1")) as app:
+        yield app
 
 
 @pytest.fixture(scope="module")

@@ -105,3 +105,41 @@ def test_behind_the_trusted_proxy_each_forwarded_address_has_its_own_share(serve
     # the flooder is refused even on an endpoint it has not used
     status, body = call(served.url, "ngram_score", NGRAM, headers={"X-Forwarded-For": "10.0.0.66"})
     assert status == 429 and "Too many requests" in body["detail"]
+
+
+def test_in_process_the_cap_counts_an_address_s_waiting_and_running_events_and_refuses_beyond_it():
+    """limit_addresses on a stand-in for Gradio's queue, without a server (the fast lane's check of this module):
+    an address's events are counted waiting and running; at the cap its join is refused with 429, Retry-After and
+    the message in the request's language; another address, and a request without a client, pass to the queue."""
+    from types import SimpleNamespace
+
+    from fastapi import HTTPException
+
+    from demo import admission
+
+    def request(host, language="en-US"):
+        return SimpleNamespace(client=SimpleNamespace(host=host) if host else None,
+                               headers={"accept-language": language})
+
+    pushed = []
+
+    async def push(body, request, username=None):
+        pushed.append(body)
+        return body
+
+    def event(host):
+        return SimpleNamespace(request=request(host))
+
+    queue = SimpleNamespace(push=push, active_jobs=[None, [event("10.0.0.1")]],
+                            event_queue_per_concurrency_id={"trainers": SimpleNamespace(
+                                queue=[event("10.0.0.1"), event("10.0.0.2"), event(None)])})
+    admission.limit_addresses(SimpleNamespace(_queue=queue), limit=2)
+    assert [admission.address_events(queue, a) for a in ("10.0.0.1", "10.0.0.2", "10.0.0.3")] == [2, 1, 0]
+    for language, start in [("zh-CN,zh;q=0.9", "来自你的地址的请求太多"), ("en-US", "Too many requests from your address:")]:
+        with pytest.raises(HTTPException) as refused:
+            run_async(queue.push("flood", request("10.0.0.1", language)))
+        assert refused.value.status_code == 429 and refused.value.headers == {"Retry-After": "5"}
+        assert refused.value.detail.startswith(start) and "2" in refused.value.detail
+    assert run_async(queue.push("classmate", request("10.0.0.2"))) == "classmate"
+    assert run_async(queue.push("no client", request(None))) == "no client"
+    assert pushed == ["classmate", "no client"]

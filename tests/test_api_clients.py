@@ -11,15 +11,14 @@ import math
 import pytest
 
 import app
-from tests.live_app import app_env, running_app
 
 
 @pytest.fixture(scope="module")
-def client():
+def client(offline_app):
+    """gradio_client on the worker's offline app (tests/conftest.py)."""
     from gradio_client import Client
 
-    with running_app("--offline", "--device", "cpu", env=app_env(HF_HUB_OFFLINE="1")) as served:
-        yield Client(served.url, verbose=False)
+    return Client(offline_app.url, verbose=False)
 
 
 def figure(plot: dict) -> dict:
@@ -61,12 +60,14 @@ def reference_tokenizer():
 # Every tab of app.TABS is usable from gradio_client: its endpoints are named after it
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_every_tab_has_documented_endpoints_named_after_it(client):
     named = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     for tab in (app.tab_id(module) for module in app.TABS):
         assert any(name.startswith(f"/{tab}_") for name in named), f"no documented /{tab}_* endpoint"
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_elmo_layers_weighted_sum_through_the_api(client):
     """ELMo (§7), a sub-tab of the RNN & LSTM tab: s = softmax(w) recomputed here by hand; the word vector h⁽⁰⁾ is
     read from the word's characters alone, so its cosine across the two sentences is exactly 1."""
@@ -80,6 +81,7 @@ def test_elmo_layers_weighted_sum_through_the_api(client):
     assert "**bank**" in note
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_overview_ladder_through_the_api_equals_core(client):
     """The ladder scores one text through every rung; the API's totals are core.ladder's (whose rungs are checked
     against each tab's own model and a hand count in tests/test_ladder.py)."""
@@ -96,6 +98,7 @@ def test_overview_ladder_through_the_api_equals_core(client):
     assert "16 characters" in summary
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_transformer_base_parameters_from_the_seed_shape(client):
     """Seed §11: N = 6 + 6 layers, d_model = 512, 8 heads, FFN 2048, a shared 37,000-token vocabulary. The total is
     checked independently in tests/test_transformer.py against torch.nn.Transformer's own module count."""
@@ -125,6 +128,7 @@ def test_ngram_counts_reproduce_the_seed(client):
     assert math.isclose({row[0]: row[-1] for row in rows(table)}["词性"], 0.2, rel_tol=1e-4)
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_ngram_counts_read_an_uploaded_file_and_refuse_unknown_choices(client, tmp_path):
     """The n-gram events preprocess their inputs in the handler (preprocess=False): an upload still arrives as a
     file, and a value that is not one of a radio's choices is still refused with a message."""
@@ -145,6 +149,7 @@ def test_ngram_counts_read_an_uploaded_file_and_refuse_unknown_choices(client, t
                        api_name="/ngram_counts")
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_embeddings_analogy_finds_queen(client):
     """GloVe 6B 50d's best-known analogy: king − man + woman ≈ queen."""
     plot, text = client.predict(a="king", b="man", c="woman", topn=5, api_name="/embeddings_analogy")
@@ -155,12 +160,14 @@ def test_embeddings_analogy_finds_queen(client):
     assert not {"king", "man", "woman"} & set(words)  # the input words are left out, as gensim's most_similar does
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_embeddings_lookup_is_the_seed_product(client):
     """Seed §3: [0 0 0 1 0] × Q = [10 12 19]."""
     text, _ = client.predict(word_number=4, api_name="/embeddings_lookup")
     assert "10" in text and "12" in text and "19" in text
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_lstm_generate_continues_the_prompt_and_is_seeded(client):
     prompt = "Call me Ishmael. "
     first = client.predict(prompt=prompt, length=40, temperature=0.8, top_k=5, top_p=0.9, seed=3,
@@ -174,6 +181,7 @@ def test_lstm_generate_continues_the_prompt_and_is_seeded(client):
     assert "top-k 5 · top-p 0.9 · seed 3" in note
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_attention_steps_reproduce_thinking_machines(client):
     """Seed §9: q1·k1 = 112, q1·k2 = 96; ÷ √64 → 14, 12; softmax → 1/(1+e⁻²) = 0.8808."""
     preset = client.predict("thinking-machines", api_name="/attention_steps_preset")  # the preset bar's event
@@ -186,6 +194,7 @@ def test_attention_steps_reproduce_thinking_machines(client):
     assert array(figure(probs)["data"][0]["z"])[0] == pytest.approx([expected, 1 - expected], abs=1e-4)
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_mlm_inputs_match_the_reference_tokenizer(client):
     """Offline, the input view runs on MiniLM's vocabulary (bert-base-uncased's); transformers gives the same ids."""
     notice, _, table, *plots = client.predict(model_id="bert-base-uncased", text="my dog is cute",
@@ -197,6 +206,7 @@ def test_mlm_inputs_match_the_reference_tokenizer(client):
     assert all(figure(p)["data"] for p in plots)
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_ner_offline_still_tokenises_and_says_how_to_get_the_model(client):
     text = "My name is Wolfgang and I live in Berlin"
     out = client.predict(text=text, model_id="dslim/bert-base-NER", strategy="first", api_name="/ner_tag")
@@ -206,12 +216,14 @@ def test_ner_offline_still_tokenises_and_says_how_to_get_the_model(client):
     assert [row[2] for row in rows(tokens)] == expected["input_ids"]
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_ner_converts_the_seed_bio_line_to_iobes(client):
     """Seed §14: 爱 B-PER, 因 I-PER, 斯坦 E-PER, 在 O, 柏林 S-LOC, 发表 O, 演讲 O."""
     table, _ = client.predict(line="爱/B-PER 因/I-PER 斯坦/I-PER 在/O 柏林/B-LOC 发表/O 演讲/O", api_name="/ner_convert")
     assert [row[2] for row in rows(table)] == ["B-PER", "I-PER", "E-PER", "O", "S-LOC", "O", "O"]
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_qa_layout_is_cls_question_sep_context_sep(client):
     question, context = "What causes precipitation to fall?", "Precipitation falls under gravity."
     layout, note, table = client.predict(model_id="distilbert-base-cased-distilled-squad", question=question,
@@ -223,6 +235,7 @@ def test_qa_layout_is_cls_question_sep_context_sep(client):
     assert "not available" in note  # offline: it says whose tokenizer it used instead
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_classify_offline_shows_the_pair_layout_and_how_to_get_the_model(client):
     a, b = "I like you very much.", "I am very fond of you."
     summary, probs, vector, logits, layout, note, table = client.predict(

@@ -13,7 +13,6 @@ import pytest
 from core.i18n import text
 from core.limits import MAX_SCORED_TOKENS
 from demo.attention import SCORES
-from tests.live_app import app_env, running_app
 
 # The trainers run for up to their budget by design (minutes at the sliders' maxima); tests/test_trainer_budgets.py
 # and the NNLM test below show each stops within its budget plus 5 s. Everything else is called here.
@@ -27,9 +26,9 @@ INTERNAL = re.compile(re.escape(text("errors.internal", "en")).replace(r"\{name\
 
 
 @pytest.fixture(scope="module")
-def url():
-    with running_app("--offline", "--device", "cpu", env=app_env(HF_HUB_OFFLINE="1")) as app:
-        yield app.url
+def url(offline_app):
+    """The worker's offline app (tests/conftest.py)."""
+    return offline_app.url
 
 
 def call(url: str, api: str, data: list) -> tuple[str, object, int]:
@@ -63,6 +62,7 @@ def test_the_ngram_score_answer_is_bounded_and_a_longer_sentence_is_refused(url)
                              "Score a shorter sentence.")
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_a_choice_of_numbers_is_advertised_as_numbers_and_accepted_as_advertised(url):
     info = httpx.get(url + "gradio_api/info", timeout=60).json()
     parameters = {p["parameter_name"]: p for p in info["named_endpoints"]["/attention_multihead"]["parameters"]}
@@ -93,6 +93,7 @@ def matrix(rows: list[list[float]]) -> dict:
     return {"headers": [f"d{j + 1}" for j in range(len(rows[0]))], "data": rows}
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_token_names_that_do_not_match_the_rows_are_refused_with_the_counts(url):
     Q = K = V = matrix([[1.0, 0.0], [0.0, 1.0]])
     steps = lambda names: [names, "Q, K, V given", Q, K, V, matrix([[0.0]]), matrix([[0.0]]), matrix([[0.0]]),  # noqa: E731
@@ -108,6 +109,7 @@ def test_token_names_that_do_not_match_the_rows_are_refused_with_the_counts(url)
     assert kind == "complete" and list(json.loads(data[3]["plot"])["data"][0]["x"]) == ["k1", "k2"]
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_the_nnlm_at_its_sliders_maxima_stops_within_its_budget(url):
     budget = 5  # the slider's minimum; 120 s at its maximum works the same way and takes 2 minutes
     kind, data, _ = call(url, "embeddings_nnlm", ["moby_dick", 4, 128, 256, 5000, budget, "the white"])
@@ -168,6 +170,7 @@ def largest_answer(url: str, api: str, inputs: list[dict]) -> tuple[str, int, li
     return api, 0, refusals
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_every_endpoint_at_its_caps_answers_within_the_bound(url):
     """Each endpoint with its text at the box's cap and its numbers at their maxima. A refusal is bounded by being one
     sentence; then the text shrinks (1/4, 1/16, 1/64, the box's default) until the view accepts it, so the largest
@@ -197,6 +200,7 @@ def refused_as(data) -> str:
     return data.get("error") or "" if isinstance(data, dict) else ""
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_every_endpoint_accepts_the_example_values_its_schema_advertises(url):
     """/gradio_api/info gives each parameter a type and an example_input (what gradio_client and the API page show a
     caller). Sent as advertised, no value may be refused for its type. An upload's example is a file on github.com,
@@ -221,6 +225,7 @@ WRONG_TYPE = {"textbox": 12345, "slider": "many", "number": "many", "checkbox": 
               "radio": ["a"], "dataframe": "a table"}
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_mismatched_inputs_get_a_clear_error_naming_the_parameter(url):
     """Every endpoint, over raw HTTP: a value too many, then a value of the wrong type in its first typed input.
     Each is refused before the handler with a sentence that names what was expected; none is a traceback."""

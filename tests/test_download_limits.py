@@ -24,6 +24,7 @@ def load_error(*args) -> str:
     return str(box["error"])
 
 
+@pytest.mark.slow  # 15-130 s in the fast lane's run (issue 49)
 def test_a_crawling_download_is_ended_by_the_floor_or_by_the_deadline_and_says_which(server, mlm_folder,
                                                                                       monkeypatch):
     server.add_repo(REPO, mlm_folder)

@@ -316,6 +316,7 @@ def _neighbour_sets(words: list[str], unit: np.ndarray, probe: list[str], topn: 
     return found
 
 
+@pytest.mark.slow  # 15-130 s in the fast lane's run (issue 49)
 def test_skipgram_neighbours_agree_with_gensim_as_well_as_gensim_agrees_with_itself():
     """Quality parity: on Moby-Dick with the tab's default settings, our top-10 neighbours of 200 common words
     overlap gensim's about as much as two gensim runs with different seeds overlap each other."""

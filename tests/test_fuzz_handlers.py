@@ -38,6 +38,20 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database
 # Handlers that train for up to minutes by design: their inputs are sliders and radios that Gradio bounds, and their
 # bad-input paths are covered by their tabs' own tests.
 LONG_RUNNING = {"lstm_train", "embeddings_train", "classify_train"}
+# Handlers whose fuzzing takes seconds to minutes (a model per example: generation, training steps, attributions):
+# marked slow, so the fast lane (-m "not e2e and not slow") fuzzes the rest; the whole suite fuzzes them all.
+SLOW_HANDLERS = {
+    "transformer_gpt_generate_open", "transformer_gpt_generate_preset", "mlm_train", "mlm_train_open",
+    "lstm_train_preset", "lstm_lesson", "lstm_train_open", "lstm_gradients", "lstm_generate_open",
+    "mlm_why_masked_preset", "lstm_generate_preset", "mlm_why_masked_open", "transformer_why_gpt_preset",
+    "lstm_gradients_open", "transformer_tokenizer_lab_open", "lstm_gradients_preset", "transformer_gpt_vs_bert_open",
+    "classify_why_open", "classify_why_preset", "lstm_why_lstm_preset", "classify_finetune_open",
+    "transformer_why_gpt_open", "transformer_gpt_vs_bert_preset", "lstm_why_lstm_open", "lstm_elmo_preset",
+    "overview_ladder_open", "mlm_compare_preset", "overview_ladder_preset", "lstm_elmo_open", "mlm_compare_open",
+    "mlm_bank_preset", "mlm_bank_open", "mlm_fill_preset", "mlm_fill_open", "attention_model_open",
+    "lstm_elmo_layers_preset", "transformer_block_preset",
+}
+SPREAD = "test"  # each handler is a unit of work of its own (tests/conftest.py): the two workers share the fuzzing
 
 INTERNAL = re.compile(re.escape(text("errors.internal", "en")).replace(r"\{name\}", ".*"))
 
@@ -177,9 +191,11 @@ def test_the_fuzzer_covers_every_tab():
     import app
 
     assert {module.__name__.rsplit(".", 1)[-1] for module in app.TABS} <= prefixes | {"app"}
+    assert SLOW_HANDLERS <= set(HANDLERS)  # each slow-marked name is a handler that is fuzzed
 
 
-@pytest.mark.parametrize("api_name", HANDLERS)
+@pytest.mark.parametrize("api_name", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_HANDLERS else name
+                                      for name in HANDLERS])
 def test_handler_survives_bad_input(api_name, tmp_path_factory):
     dep = next(dep for dep in built_app().fns.values() if dep.api_name == api_name)
     strategies = []

@@ -104,12 +104,14 @@ def run_snippet(**env_changes) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # a fresh interpreter importing the app (issue 49: out of the fast lane)
 def test_on_a_space_without_zerogpu_the_handler_is_the_function_itself():
     result = run_snippet(PYTHONPATH=str(ROOT), SPACES_ZERO_GPU="")
     assert result == {"wrapped": False, "called": {"lang": "zh", "downloads": True, "x": 42}, "runs_model": True,
                       "spaces_imported": False}
 
 
+@pytest.mark.slow  # a fresh interpreter importing the app (issue 49: out of the fast lane)
 def test_on_zerogpu_the_call_keeps_the_language_and_never_downloads(tmp_path):
     """The stand-in spaces.GPU runs the call in another thread with none of the caller's context variables, as the
     real one runs it in another process: the language still arrives (it is passed along), and inside the call a

@@ -24,6 +24,7 @@ def sub_tab_ids(tabs: gr.Tabs) -> list:
     return [child.id for child in tabs.children if isinstance(child, gr.Tab)]
 
 
+@pytest.mark.slow  # 15-130 s in the fast lane's run (issue 49)
 def test_every_sub_tab_view_is_selected_through_an_output_of_its_lesson_and_the_deep_link(built):
     blocks, reg = built
     deep_link = event(blocks, "app_deep_link")

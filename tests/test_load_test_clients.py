@@ -10,13 +10,12 @@ import pytest
 from benchmarks import load_test
 from benchmarks.browser_client import Api, EventFailed, Page
 from tests.conftest import run_async
-from tests.live_app import app_env, running_app
 
 
 @pytest.fixture(scope="module")
-def served():
-    with running_app("--offline", "--device", "cpu", env=app_env(HF_HUB_OFFLINE="1")) as app:
-        yield app
+def served(offline_app):
+    """The worker's offline app (tests/conftest.py)."""
+    return offline_app
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +37,7 @@ def browser(url: str, clicks: list[tuple[str, tuple, dict]]) -> list:
     return run_async(run())
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_a_page_gets_what_gradio_client_gets_for_the_same_clicks(url):
     from gradio_client import Client
 
@@ -58,11 +58,13 @@ def test_a_page_gets_what_gradio_client_gets_for_the_same_clicks(url):
     assert "≈ queen" in solved[1]  # king − man + woman (GloVe 6B 50d)
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_a_failed_event_is_named_not_hidden(url):
     [failed] = browser(url, [("embeddings_analogy", (), dict(a="king", b="man", c="woman", topn="many"))])
     assert isinstance(failed, EventFailed) and str(failed)
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_the_classroom_loop_runs_with_browser_pages(url):
     latencies, errors = defaultdict(list), defaultdict(list)
     names = ["ngram_counts", "ner_tag", "mlm_fill"]
@@ -95,6 +97,7 @@ def test_both_clients_make_each_learner_s_clicks_in_one_seeded_order():
     assert 0 < len(own) < 3 and all(kwargs["text"].startswith(load_test.CALLS["ner_tag"]["text"]) for kwargs in own)
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_click_cost_reads_the_server_s_cpu_around_each_series(served):
     """benchmarks/click_cost.py: /proc's CPU time read as os.times reads it, and one series per endpoint and kind,
     each the server's CPU for clicks that reached the handler (own text: computed, tens of ms each)."""
@@ -109,6 +112,7 @@ def test_click_cost_reads_the_server_s_cpu_around_each_series(served):
     assert costs[("attention_multihead", True)] > 0 and costs[("attention_multihead", False)] >= 0
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_the_queue_floor_has_the_classroom_s_events_and_answers_them(url):
     """benchmarks/queue_floor.py (load_test --floor, issue #38 §3): the app's events by name, taking the parameters
     the load test sets (each one the app's too), with the same download steps, each answered by an empty handler

@@ -8,13 +8,13 @@ only a hang guard.
 """
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from tests.live_app import AppProcess, app_env, closed_port
 
 HANG_GUARD_S = 300.0  # far beyond any start; a hang fails here instead of blocking the suite
-
-pytestmark = pytest.mark.slow
 
 
 def unreachable_network_env() -> dict[str, str]:
@@ -22,6 +22,7 @@ def unreachable_network_env() -> dict[str, str]:
                    HF_ENDPOINT=f"http://127.0.0.1:{closed_port()}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags", [["--offline"], []], ids=["offline-flag", "no-flag"])
 def test_serves_first_request_without_network(flags):
     from gradio_client import Client
@@ -36,6 +37,7 @@ def test_serves_first_request_without_network(flags):
         app.stop()
 
 
+@pytest.mark.slow
 def test_a_model_that_is_not_here_gives_a_clear_message_offline():
     """No network, a checkpoint that is not on disk: the learner reads how to get it, not a traceback."""
     from gradio_client import Client
@@ -51,3 +53,13 @@ def test_a_model_that_is_not_here_gives_a_clear_message_offline():
         assert "Traceback" not in notice
     finally:
         app.stop()
+
+
+def test_the_unreachable_network_refuses_at_once_and_does_not_say_it_is_offline():
+    """The network the start-up tests give the app, checked without starting it (the fast lane's check of this
+    module): nothing tells the app it is offline, and its Hub endpoint refuses a connection at once."""
+    env = unreachable_network_env()
+    assert "HF_HUB_OFFLINE" not in env and "TRANSFORMERS_OFFLINE" not in env
+    host, port = env["HF_ENDPOINT"].removeprefix("http://").split(":")
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((host, int(port)), timeout=30).close()

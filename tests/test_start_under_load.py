@@ -20,7 +20,6 @@ from tests.live_app import AppProcess, app_env
 HANG_GUARD_S = 400.0
 BUSY_PROCESSES = 4
 
-pytestmark = pytest.mark.slow
 
 
 def busy_loops(count: int) -> list[subprocess.Popen]:
@@ -36,6 +35,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+@pytest.mark.slow
 def test_the_app_starts_and_answers_beside_four_busy_processes():
     from gradio_client import Client
 
@@ -57,3 +57,19 @@ def test_the_app_starts_and_answers_beside_four_busy_processes():
             process.wait(10)
         if app is not None:
             app.stop()
+
+
+def test_a_busy_loop_holds_a_core_until_it_is_killed():
+    """The load the start-up test makes, alone (the fast lane's check of this module): a busy loop uses CPU time as
+    /proc counts it, and is gone once killed. Waits are on conditions (CPU time used, the process reaped)."""
+    import time
+
+    [busy] = busy_loops(1)
+    try:
+        deadline = time.monotonic() + HANG_GUARD_S  # a hang guard, not a timing check
+        while cpu_seconds(busy.pid) < 0.2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert cpu_seconds(busy.pid) >= 0.2 and busy.poll() is None
+    finally:
+        os.killpg(busy.pid, signal.SIGKILL)
+    assert busy.wait(10) == -signal.SIGKILL

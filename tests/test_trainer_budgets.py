@@ -44,6 +44,7 @@ def test_the_nnlm_at_its_sliders_maxima_stops_within_its_120_s_and_says_so(monke
     assert float(seconds) <= limits.NNLM_MAX_SECONDS + SLACK  # the whole run: preparation and held-out pass too
 
 
+@pytest.mark.slow  # 15-130 s in the fast lane's run (issue 49)
 def test_fine_tuning_at_its_sliders_maxima_stops_within_its_budget_and_says_so(monkeypatch):
     clock = FakeClock(tick=3.0)  # one reading per batch: the 110 s budget is spent after ~37 batches
     monkeypatch.setattr(finetune_train.time, "perf_counter", clock)

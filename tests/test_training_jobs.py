@@ -81,6 +81,7 @@ def test_word2vec_at_the_sliders_maxima_stops_within_its_budget_and_says_so(fast
     assert model.loss_steps[-1] <= jobs.TRAIN_SECONDS + 1  # a fake second per step: it stopped at the first step over
 
 
+@pytest.mark.slow  # 15-130 s in the fast lane's run (issue 49)
 def test_lstm_training_at_the_sliders_maxima_stops_within_its_budget_and_says_so(fast_clock, one_torch_thread):
     from demo import lstm as lstm_demo
 

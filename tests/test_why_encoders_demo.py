@@ -145,6 +145,7 @@ def test_classify_view_explains_the_checkpoints_class(tiny_checkpoint, labels):
     assert_complete(result)
 
 
+@pytest.mark.slow  # 15-130 s in the fast lane's run (issue 49)
 def test_the_fine_tuned_minilm_is_explained_per_session():
     sentence = "The staff were friendly and the room was spotless."
     session = SimpleNamespace(session_hash="why-encoders-test", headers={})

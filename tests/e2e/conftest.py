@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.live_app import app_env, running_app
 
 CHROMIUM = Path(os.environ.get("PLM_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -39,10 +38,10 @@ def browser():
 
 
 @pytest.fixture(scope="session")
-def served_app(browser):
-    """One offline app for the whole browser session (depends on `browser` so a skip skips the start-up too)."""
-    with running_app("--offline", "--device", "cpu", env=app_env(HF_HUB_OFFLINE="1")) as app:
-        yield app
+def served_app(browser, offline_app):
+    """The worker's one offline app (tests/conftest.py: `offline_app`), shared with the API tests; depends on
+    `browser` so that a skip skips the start-up too."""
+    return offline_app
 
 
 @pytest.fixture

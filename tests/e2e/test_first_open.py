@@ -11,6 +11,7 @@ from tests.e2e.first_open import (BEFORE_A_RUN, FULL_JS, IDLE_JS, OFFLINE_NOTE, 
                                   open_view, views)
 
 pytestmark = pytest.mark.e2e
+SPREAD = "test"  # each test is a unit of work of its own (tests/conftest.py): no module fixture to share
 
 
 @pytest.fixture

@@ -31,10 +31,12 @@ import pytest
 
 import app
 from core import i18n
+from tests.e2e import learner_path
 from tests.e2e.conftest import VIEWPORT
 from tests.test_i18n_literals import english_words
 
 pytestmark = pytest.mark.e2e
+SPREAD = "lang"  # one unit of work per language (tests/conftest.py): each has its own page
 
 SCREENSHOTS = Path(os.environ.get("PLM_SCREENSHOTS") or Path(__file__).resolve().parent / "_artifacts" / "i18n")
 # Per-tab screenshots cost ~1 s each (20 of them): taken when scripts/refresh_screenshots.py asks (PLM_SCREENSHOTS),
@@ -156,7 +158,8 @@ def open_tab(page, tab: str, lang: str) -> None:
     page.get_by_role("tab", name=title, exact=True).filter(visible=True).first.click()
     page.wait_for_function("""(title) => [...document.querySelectorAll('[role=tab][aria-selected=true]')]
         .some(el => el.innerText.trim() === title)""", arg=title)
-    page.wait_for_timeout(500)  # the tab's first-open event starts
+    # the tab's first-open results are on screen (what a learner reads), then nothing is left computing
+    page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
     wait_idle(page)
 
 

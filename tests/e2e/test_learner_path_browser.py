@@ -1,5 +1,11 @@
 """Issue #31 in both languages (an en-US and a zh-CN browser): every lesson step and every preset link (see
-tests/e2e/learner_path.py)."""
+tests/e2e/learner_path.py).
+
+The tests are spread over the two test workers (SPREAD, tests/conftest.py): each tab's preset links, in both
+languages, are one unit of work (so one app computes that tab's presets, once), and the lesson steps another. What
+they need is made once per worker: each language's catalogue, and another learner's session on the worker's app
+before the first of these tests runs there.
+"""
 from __future__ import annotations
 
 import pytest
@@ -8,6 +14,7 @@ from app import TABS
 from tests.e2e import learner_path
 
 pytestmark = pytest.mark.e2e
+SPREAD = "tab"
 
 
 @pytest.fixture(scope="module", params=["en-US", "zh-CN"])
@@ -15,14 +22,16 @@ def locale(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def path(locale):
-    return learner_path.catalogue(locale)
+    return learner_path.catalogue(locale)  # made once per worker and language
 
 
-@pytest.fixture(scope="module")
-def used_server(browser, served_app, locale):
-    learner_path.use_the_server(browser, served_app.url, locale)
+@pytest.fixture(scope="session")
+def used_server(browser, served_app):
+    """The worker's app once another learner's session has used it (learner_path.use_the_server, in English): the
+    issue's links failed only on a server that had served other sessions."""
+    learner_path.use_the_server(browser, served_app.url, "en-US")
     return served_app
 
 

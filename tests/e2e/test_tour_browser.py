@@ -22,6 +22,7 @@ from demo.static_html import markdown_inline
 from tests.e2e import learner_path
 
 pytestmark = pytest.mark.e2e
+SPREAD = "test"  # each walk is a unit of work of its own (tests/conftest.py): the two workers share them
 ARTIFACTS = Path(__file__).parent / "_artifacts"
 PHONE = {"width": 390, "height": 844}
 
@@ -90,8 +91,9 @@ def walk(page, targets: dict, lang: str, shots: set[int]) -> list[str]:
     return found
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def catalogues():
+    """Each language's presets by (tab, slug); learner_path.catalogue reads each once per worker."""
     return {locale: {(t.tab, t.slug): t for t in learner_path.catalogue(locale)[0]} for locale in ("en-US", "zh-CN")}
 
 
