@@ -56,6 +56,9 @@ MEASURED: dict[str, float] = {
     **{f"{E2E}test_learner_path_browser.py-{tab}": 90 for tab in  # one tab's preset links, in both languages
        ["overview", "ngram", "embeddings", "lstm", "attention", "transformer", "mlm", "ner", "qa", "classify"]},
     E2E + "test_accessibility.py": 80,
+    "tests/test_space_simulated.py": 150,  # the app as a ZeroGPU Space, every tab's events and presets over HTTP
+    **{f"{E2E}test_your_turn_browser.py-{tab}": 40 for tab in  # one tab's checks, right and wrong, in both languages
+       ["overview", "ngram", "embeddings", "lstm", "attention", "transformer", "mlm", "ner", "qa", "classify"]},
     E2E + "test_i18n_acceptance.py-zh": 60,
     E2E + "test_i18n_acceptance.py-en": 60,
     E2E + "test_browser.py": 60,

@@ -239,23 +239,20 @@ def test_learners_asking_while_it_streams_follow_the_one_computation(cached_stre
 # Through Gradio: the served app's queue streams the stages, and the cache answers the repeat in one step
 
 
-def test_the_served_app_streams_the_stages_and_answers_a_repeat_from_the_cache():
+def test_the_served_app_streams_the_stages_and_answers_a_repeat_from_the_cache(offline_app):
     """`python app.py --offline` driven by gradio_client, as a script uses the app: every stage reaches the client
     (the event's wrappers: friendly_errors, gpu_handler, the missing-model card, the result cache, local_only)."""
     from gradio_client import Client
 
-    from tests.live_app import app_env, running_app
-
-    with running_app("--offline", "--device", "cpu", env=app_env(HF_HUB_OFFLINE="1")) as served:
-        client = Client(served.url, verbose=False)
-        job = client.submit(CHAR_GPT_ID, TEXT, 16, api_name="/transformer_why")
-        job.result(timeout=300)
-        notes = [outputs[0] for outputs in job.outputs()]
-        assert len(notes) == 4 and "Shown first" in notes[0]  # the quick view, then 4, 8 and 16 steps
-        assert [re.findall(r"(\d+) steps: gap", note) for note in notes[1:]] == [["4"], ["4", "8"], ["4", "8", "16"]]
-        again = client.submit(CHAR_GPT_ID, TEXT, 16, api_name="/transformer_why")
-        again.result(timeout=300)
-        assert [outputs[0] for outputs in again.outputs()] == [notes[-1]]  # the final answer, in one step
-        lstm = client.submit("Call me Ishmae", 8, api_name="/lstm_why")
-        lstm.result(timeout=300)
-        assert [n for n in (o[0] for o in lstm.outputs()) if "Shown first" in n] and len(lstm.outputs()) == 3
+    client = Client(offline_app.url, verbose=False)  # the worker's shared offline app (tests/conftest.py)
+    job = client.submit(CHAR_GPT_ID, TEXT, 16, api_name="/transformer_why")
+    job.result(timeout=300)
+    notes = [outputs[0] for outputs in job.outputs()]
+    assert len(notes) == 4 and "Shown first" in notes[0]  # the quick view, then 4, 8 and 16 steps
+    assert [re.findall(r"(\d+) steps: gap", note) for note in notes[1:]] == [["4"], ["4", "8"], ["4", "8", "16"]]
+    again = client.submit(CHAR_GPT_ID, TEXT, 16, api_name="/transformer_why")
+    again.result(timeout=300)
+    assert [outputs[0] for outputs in again.outputs()] == [notes[-1]]  # the final answer, in one step
+    lstm = client.submit("Call me Ishmae", 8, api_name="/lstm_why")
+    lstm.result(timeout=300)
+    assert [n for n in (o[0] for o in lstm.outputs()) if "Shown first" in n] and len(lstm.outputs()) == 3

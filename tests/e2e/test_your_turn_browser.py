@@ -25,6 +25,7 @@ from tests.e2e import learner_path
 from tests.test_your_turn_demo import predictions
 
 pytestmark = pytest.mark.e2e
+SPREAD = "tab"  # one unit of work per tab, both languages in it (tests/conftest.py): the two workers share the tabs
 ARTIFACTS = Path(__file__).parent / "_artifacts"
 LOCALES = {"en": "en-US", "zh": "zh-CN"}
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -40,7 +41,7 @@ def call(url: str, name: str, data: list, lang: str):
         return response.read().decode()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker, whichever of the tabs' units it runs first
 def others_first(served_app):
     """Another learner answers every check first, in the other language of each test (both, here)."""
     for lang in ("zh", "en"):
