@@ -124,8 +124,8 @@ from demo.common import loaded_models  # noqa: E402
 from core import resolve  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, choose_device, device_label
 from core.limits import MAX_UPLOAD_BYTES
-from demo import (admission, attention, classify, embeddings, figure_head, lstm, mlm, ner, ngram, overview,
-                  presets, qa, serving, tour, transformer, your_turn)
+from demo import (admission, attention, classify, embeddings, figure_head, first_page, lstm, mlm, ner, ngram,
+                  overview, presets, qa, serving, tour, transformer, your_turn)
 from demo.i18n import I18N, TOGGLE_JS, label, language_of, text
 
 # The overview first (timeline and ladder), then the history in order: statistics → static vectors → recurrence →
@@ -275,12 +275,12 @@ def main(argv: list[str] | None = None) -> None:
         share=args.share,
         theme=THEME,
         css_paths=[CSS_PATH],
-        i18n=serving.one_language(I18N),  # each page carries its learner's table only (demo/serving.py)
+        i18n=first_page.one_language(I18N),  # each page carries its learner's table only (demo/first_page.py)
         # every figure: SVG export, a Data table, keyboard, dark mode (demo/figure_head.py); the "Your turn" checks
         head=figure_head.HEAD + your_turn.head(),
-        # compressed answers, the page in the learner's language (demo/serving.py); the "Your turn" script at its own
-        # address (fetched once, then cached)
-        app_kwargs={"middleware": serving.middleware(), "routes": [your_turn.ROUTE]},
+        # compressed answers, the page in the learner's language (demo/first_page.py); the "Your turn" script at its
+        # own address (fetched once, then cached)
+        app_kwargs={"middleware": first_page.middleware(), "routes": [your_turn.ROUTE]},
         max_file_size=MAX_UPLOAD_BYTES,
         show_error=True,
     )

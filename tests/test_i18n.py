@@ -84,7 +84,7 @@ def test_header_and_status_follow_the_request_language():
 
 def test_middleware_serves_the_page_in_the_learners_language():
     """The toggle's cookie, else Accept-Language: the front end is told the language whose table the page carries
-    (demo/serving.OneLanguage)."""
+    (demo/first_page.OneLanguage)."""
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.responses import HTMLResponse, JSONResponse

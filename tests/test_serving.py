@@ -12,7 +12,7 @@ import pytest
 from gradio.state_holder import SessionState
 from gradio.utils import error_payload
 
-from demo import serving
+from demo import first_page, serving
 from tests.conftest import run_async
 from core import resolve
 
@@ -301,8 +301,8 @@ def page_app():
         gr.Markdown(i18n("greeting"))
         out = gr.Textbox()
         gr.Button("go").click(steps, None, out, api_name="steps", api_description=FILLER)  # /gradio_api/info > 1 KB
-    blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, i18n=serving.one_language(i18n),
-                  app_kwargs={"middleware": serving.middleware()})
+    blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, i18n=first_page.one_language(i18n),
+                  app_kwargs={"middleware": first_page.middleware()})
     blocks.release = release
     try:
         yield blocks
@@ -345,7 +345,7 @@ def test_the_page_and_its_config_are_compressed_when_the_browser_accepts_it(page
         assert plain is None and fetch(url + path, **{"accept-encoding": "br"})[1] == body  # the same bytes
     # a JSON API answer without a file extension: Starlette's gzip
     encoding, info = fetch(url + "gradio_api/info", **{"accept-encoding": "gzip, br"})
-    assert encoding == "gzip" and b'"/steps"' in info and len(info) > serving.COMPRESS_FROM_BYTES
+    assert encoding == "gzip" and b'"/steps"' in info and len(info) > first_page.COMPRESS_FROM_BYTES
     # Gradio's own middleware still does its files: Brotli, not our gzip in front of it
     import re
 
@@ -360,7 +360,7 @@ def test_the_page_and_its_config_are_compressed_when_the_browser_accepts_it(page
                                            ({"accept-language": "en", "cookie": "plm_lang=zh"}, "zh"),
                                            ({}, "en")])
 def test_the_page_and_its_config_carry_only_the_learners_table(page_app, headers, lang):
-    """Reaches inside Gradio (demo/serving.OneLanguage): if this fails after a Gradio upgrade, check that
+    """Reaches inside Gradio (demo/first_page.OneLanguage): if this fails after a Gradio upgrade, check that
     ``I18n.translations_dict`` is still what ``Blocks.get_config_file`` stores in the app's config and what the
     /config route sends, and that the page route still deep-copies the stored config (``get_page_config``)."""
     import json
@@ -377,7 +377,7 @@ def test_the_page_and_its_config_carry_only_the_learners_table(page_app, headers
 
 
 def test_gradio_still_compresses_files_by_extension_only():
-    """What demo/serving.Compression relies on: Gradio's BrotliMiddleware picks what it compresses with
+    """What demo/first_page.Compression relies on: Gradio's BrotliMiddleware picks what it compresses with
     ``_is_compressible_file_type(scope)``, by extension, so the page and /config are ours to compress. If Gradio
     renames it, Compression's split breaks; if Gradio starts compressing "/", our _PagesToo can go."""
     from gradio.brotli_middleware import BrotliMiddleware
