@@ -34,7 +34,7 @@ def test_every_handler_that_builds_a_model_carries_the_gpu_decorator(handlers):
     assert not missing, missing
     # the derivation sees what it must: the BERT tabs' batched buttons, a Why view, a trainer
     assert {"demo.mlm_handlers.fill_batch", "demo.ner.tag_batch", "demo.qa.answer_batch",
-            "demo.why_encoders.explain_ner", "demo.classify.train"} <= set(runs_model)
+            "demo.why_encoders.stream_ner", "demo.classify.train"} <= set(runs_model)
     assert len(runs_model) >= 20
 
 
