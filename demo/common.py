@@ -203,11 +203,11 @@ def _resolved_annotations(fn) -> dict:
     and gets none at all when one hint fails. A hint naming a type of a torch-backed core module is imported for
     type checkers only (``if TYPE_CHECKING:``), so that building the app does not import torch (core/lazy.py):
     that hint fails here and is left out, the others stay."""
-    resolved = {}
-    for name, hint in getattr(fn, "__annotations__", {}).items():
+    resolved, module = {}, getattr(inspect.unwrap(fn), "__globals__", {})  # a wrapper's (gpu_handler's) globals
+    for name, hint in getattr(fn, "__annotations__", {}).items():  # are not the handler's: read its own module's
         if isinstance(hint, str):
             try:
-                hint = eval(hint, getattr(fn, "__globals__", {}))  # the handler's own annotation, in its module
+                hint = eval(hint, module)  # the handler's own annotation, in its module
             except (NameError, AttributeError, TypeError):
                 continue
         resolved[name] = hint

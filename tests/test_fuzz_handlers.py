@@ -22,9 +22,11 @@ import re
 
 import gradio as gr
 import pytest
+from gradio.components.api_component import Api
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.checks import CHECKS
 from core.errors import ModelUnavailableError, UserInputError
 from demo.common import preprocess_payload
 from demo.i18n import text
@@ -95,6 +97,8 @@ def payloads(component) -> st.SearchStrategy:
         sent = [item["slug"] for item in component.props.get("items", [])[:1]]
         sent += [str(step["number"]) for step in component.props.get("steps", [])]
         return st.one_of(st.sampled_from(sent), text, numbers) if sent else st.one_of(text, numbers)
+    if isinstance(component, Api):  # a gr.api endpoint's value (the checks): a real slug, or anything a client sends
+        return st.one_of(st.sampled_from(sorted(CHECKS)), text, numbers)
     raise NotImplementedError(type(component).__name__)
 
 

@@ -12,6 +12,7 @@ import json
 
 import gradio as gr
 import pytest
+from gradio.components.api_component import Api
 from gradio.state_holder import SessionState
 from gradio.utils import error_payload
 
@@ -50,6 +51,9 @@ NOT_FREE_TEXT = {
     gr.HTML: "a preset bar or lesson box: a click sends a preset's slug or a step number; an unknown one is refused "
              "with the slug cut (presets.unknown)",
     gr.Dataframe: "a grid of numbers; its size is capped (attention.matrix_too_big) and a bad cell is echoed cut",
+    Api: "a value of a gr.api endpoint (checks_list, check_setup, check_answer): core.checks refuses a slug not in "
+         "CHECKS (checks.unknown, echoed cut), own text over MAX_OWN_CHARS (checks.own_too_long) and a prediction "
+         "of the wrong kind before any model runs (tests/test_checks.py)",
 }
 
 LONG_TEXT = ("whale " * 20_000)[:110_000]  # a 110,000-character paste
