@@ -293,3 +293,27 @@ def test_finetune_check_compares_the_held_out_accuracies(flip, monkeypatch):
     accuracy = {name: float(np.mean(np.array(p) == truth)) for name, p in predicted.items()}
     assert dict(found.scores) == pytest.approx({"fine-tuned": accuracy["tuned"], "glove": accuracy["glove"]})
     assert found.value == ("fine-tuned" if accuracy["tuned"] >= accuracy["glove"] else "glove")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Under their real ids, through the local Hub: the first answer downloads the checkpoint the check names
+
+
+def test_through_the_local_hub_the_ner_and_qa_checks_fetch_their_real_ids_and_answer_like_transformers(
+        server, conll_ner_checkpoint, tiny_checkpoint):
+    """dslim/bert-base-NER and the SQuAD DistilBERT served by tests/hub_server.py (tiny random weights under the real
+    ids): no MODEL_ID is patched; the check downloads what it names, then answers as transformers does on the same
+    files."""
+    qa_folder = str(tiny_checkpoint("BertForQuestionAnswering", seed=3))
+    server.add_repo(ner_checks.MODEL_ID, conll_ner_checkpoint)
+    server.add_repo(qa_checks.MODEL_ID, qa_folder)
+    text, word = ner_checks.marked(None)
+    bio, iobes, _ = reference_ner(str(conll_ner_checkpoint), text, word)
+    found = get("ner-bio").answer(None)
+    assert found.missing is None and found.value == bio
+    assert get("ner-iobes").answer(None).value == iobes
+    question, context = qa_checks.question_context(None)
+    best = TransformersQA(qa_folder)(question, context)[0]
+    ends = np.cumsum([len(w) + 1 for w in context.split()]) - 1
+    assert get("qa-start").answer(None).value == int(np.searchsorted(ends, best["start"], side="right"))
+    assert server.count("config.json") >= 2  # both came over HTTP from the local Hub
