@@ -39,6 +39,19 @@ def test_offline_a_hub_check_shows_the_download_card_never_an_answer(slug):
     assert verdict.detail == {"missing": HUB[slug]} and not verdict.right
 
 
+def captum_top_token(model, tokenizer, forward, ids, keep) -> int:
+    """captum's Gauss–Legendre integrated gradients of ``forward`` on transformers' input embeddings, from the [PAD]
+    baseline (the ``keep`` ids stay): the index of the token it credits most."""
+    from captum.attr import IntegratedGradients
+
+    table = model.get_input_embeddings()
+    x = table(torch.tensor(ids)).detach()
+    baseline = table(torch.tensor([i if i in keep else tokenizer.pad_token_id for i in ids])).detach()
+    ig = IntegratedGradients(forward).attribute(x[None], baselines=baseline[None], n_steps=STEPS,
+                                                method="gausslegendre")[0]
+    return int(ig.sum(-1).argmax())
+
+
 def conll(tiny_checkpoint, tmp_path_factory, seed):
     import json
     import shutil
@@ -109,7 +122,6 @@ def captum_tag(folder, text, word):
     """captum on transformers' BertForTokenClassification: the word's first token's most probable tag, from the
     [PAD] baseline ([CLS], [SEP] kept)."""
     import transformers
-    from captum.attr import IntegratedGradients
 
     tokenizer = transformers.BertTokenizerFast.from_pretrained(folder)
     model = transformers.BertForTokenClassification.from_pretrained(folder, attn_implementation="eager").eval()
@@ -125,12 +137,7 @@ def captum_tag(folder, text, word):
         return model(inputs_embeds=embeds, token_type_ids=torch.zeros(embeds.shape[:2], dtype=torch.long)
                      ).logits[:, position].softmax(-1)[:, target]
 
-    table = model.get_input_embeddings()
-    x = table(torch.tensor(ids)).detach()
-    baseline = table(torch.tensor([i if i in keep else tokenizer.pad_token_id for i in ids])).detach()
-    ig = IntegratedGradients(forward).attribute(x[None], baselines=baseline[None], n_steps=STEPS,
-                                                method="gausslegendre")[0]
-    return int(ig.sum(-1).argmax()), tokenizer.convert_ids_to_tokens(ids)
+    return captum_top_token(model, tokenizer, forward, ids, keep), tokenizer.convert_ids_to_tokens(ids)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -154,7 +161,6 @@ def test_iobes_reference_on_the_seed_pattern():
 
 def captum_start(folder, question, context, start_token):
     import transformers
-    from captum.attr import IntegratedGradients
 
     tokenizer = transformers.BertTokenizerFast.from_pretrained(folder)
     model = transformers.BertForQuestionAnswering.from_pretrained(folder, attn_implementation="eager").eval()
@@ -169,12 +175,7 @@ def captum_start(folder, question, context, start_token):
         logits = model(inputs_embeds=embeds, token_type_ids=segments.expand(embeds.shape[0], -1)).start_logits
         return logits.masked_fill(~allowed, -10000.0).softmax(-1)[:, start_token]
 
-    table = model.get_input_embeddings()
-    x = table(torch.tensor(ids)).detach()
-    baseline = table(torch.tensor([i if i in keep else tokenizer.pad_token_id for i in ids])).detach()
-    ig = IntegratedGradients(forward).attribute(x[None], baselines=baseline[None], n_steps=STEPS,
-                                                method="gausslegendre")[0]
-    return int(ig.sum(-1).argmax())
+    return captum_top_token(model, tokenizer, forward, ids, keep)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -216,7 +217,6 @@ def test_hub_bert_fill_equals_the_fill_mask_pipeline(seed, tiny_checkpoint, monk
 
 def captum_class(folder, text, target):
     import transformers
-    from captum.attr import IntegratedGradients
 
     tokenizer = transformers.BertTokenizerFast.from_pretrained(folder)
     model = transformers.BertForSequenceClassification.from_pretrained(folder, attn_implementation="eager").eval()
@@ -227,12 +227,7 @@ def captum_class(folder, text, target):
         return model(inputs_embeds=embeds, token_type_ids=torch.zeros(embeds.shape[:2], dtype=torch.long)
                      ).logits.softmax(-1)[:, target]
 
-    table = model.get_input_embeddings()
-    x = table(torch.tensor(ids)).detach()
-    baseline = table(torch.tensor([i if i in keep else tokenizer.pad_token_id for i in ids])).detach()
-    ig = IntegratedGradients(forward).attribute(x[None], baselines=baseline[None], n_steps=STEPS,
-                                                method="gausslegendre")[0]
-    return int(ig.sum(-1).argmax())
+    return captum_top_token(model, tokenizer, forward, ids, keep)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
