@@ -20,7 +20,8 @@ from core.checks.base import grade
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 HUB = {"mlm-hub-fill": "bert-base-uncased", "ner-bio": "dslim/bert-base-NER", "ner-iobes": "dslim/bert-base-NER",
-       "ner-entities": "dslim/bert-base-NER", "ner-why": "dslim/bert-base-NER", "qa-start": "distilbert-base-cased-distilled-squad",
+       "ner-entities": "dslim/bert-base-NER", "ner-why": "dslim/bert-base-NER",
+       "qa-start": "distilbert-base-cased-distilled-squad",
        "qa-end": "distilbert-base-cased-distilled-squad", "qa-why": "distilbert-base-cased-distilled-squad",
        "classify-class": "distilbert-base-uncased-finetuned-sst-2-english",
        "classify-why": "distilbert-base-uncased-finetuned-sst-2-english"}
