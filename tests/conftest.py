@@ -45,40 +45,83 @@ def work_unit(item) -> str:
     return module
 
 
-# Seconds a unit of work takes, roughly (pytest --durations, setup included: the browser units from the durations
-# issue 49 quotes, a fast 2-core machine; the fuzzer's from a run at load ~20, divided by 8). Only the order in which
-# the units are handed to the workers depends on these figures: longest first, so that the two workers end together.
-# A unit not listed is estimated from its tests' markers (PER_TEST).
-E2E = "tests/e2e/"
-MEASURED: dict[str, float] = {
-    E2E + "test_figure_margins.py": 130,  # computes every preset, then draws each figure twice
-    E2E + "test_learner_path_browser.py": 110,  # the lesson steps in both languages, and another learner's session
-    **{f"{E2E}test_learner_path_browser.py-{tab}": 90 for tab in  # one tab's preset links, in both languages
-       ["overview", "ngram", "embeddings", "lstm", "attention", "transformer", "mlm", "ner", "qa", "classify"]},
-    E2E + "test_accessibility.py": 80,
-    "tests/test_space_simulated.py": 150,  # the app as a ZeroGPU Space, every tab's events and presets over HTTP
-    **{f"{E2E}test_your_turn_browser.py-{tab}": 40 for tab in  # one tab's checks, right and wrong, in both languages
-       ["overview", "ngram", "embeddings", "lstm", "attention", "transformer", "mlm", "ner", "qa", "classify"]},
-    E2E + "test_i18n_acceptance.py-zh": 60,
-    E2E + "test_i18n_acceptance.py-en": 60,
-    E2E + "test_browser.py": 60,
-    "tests/test_bounded_responses.py": 60,
-    **{f"{E2E}test_tour_browser.py::test_the_tour_walks_every_stop_and_remembers_where_it_was[{locale}]": 47
-       for locale in ("en-US", "zh-CN")},
-    E2E + "test_first_open.py::test_every_tab_and_subtab_shows_its_default_before_any_click": 45,
-    # the fuzzer's slowest handlers (measured 2026-11-28 at load ~20, divided by 8)
-    **{f"tests/test_fuzz_handlers.py::test_handler_survives_bad_input[{name}]": seconds for name, seconds in [
-        ("transformer_gpt_generate_open", 85), ("transformer_gpt_generate_preset", 26), ("mlm_train", 22),
-        ("mlm_train_open", 17)]},
-}
+# Seconds each test took (setup, call and teardown) in the last whole run that recorded them: tests/durations.tsv,
+# written by ``PLM_RECORD_DURATIONS=1 python -m pytest`` (pytest's own report durations, summed per test id). They
+# decide two things, and nothing a test asserts:
+# - the order in which the units of work go to the two workers: longest first, so that both end together;
+# - the fast lane (``-m "not e2e and not slow"``): a test measured at SLOW_SECONDS or more is marked ``slow``, except
+#   the quickest test of each module, so that the lane still runs every module that is not all browser tests.
+# A test not yet measured counts as PER_TEST for its markers, and is never marked slow by this rule.
+DURATIONS_FILE = os.path.join(ROOT, "tests", "durations.tsv")
+SLOW_SECONDS = 1.0
 PER_TEST = {"e2e": 10.0, "slow": 10.0, "": 0.5}
 
 
+def read_durations(path: str = DURATIONS_FILE) -> dict[str, float]:
+    try:
+        with open(path, encoding="utf-8") as lines:
+            rows = [line.rstrip("\n").split("\t") for line in lines if "\t" in line and not line.startswith("#")]
+    except FileNotFoundError:
+        return {}
+    return {test_id: float(seconds) for test_id, seconds in rows}
+
+
+DURATIONS = read_durations()
+
+
+def plain_id(nodeid: str) -> str:
+    """A test id without the ``@<group>`` that in_group adds for pytest-xdist."""
+    head, bracket, tail = nodeid.rpartition("]")
+    return head + bracket + tail.split("@", 1)[0] if bracket else nodeid.split("@", 1)[0]
+
+
+def measured(item) -> float:
+    return DURATIONS.get(plain_id(item.nodeid), PER_TEST["e2e" if item.get_closest_marker("e2e") else
+                                                       "slow" if item.get_closest_marker("slow") else ""])
+
+
 def estimate(unit: str, items: list) -> float:
-    if unit in MEASURED:
-        return MEASURED[unit]
-    return sum(PER_TEST["e2e" if item.get_closest_marker("e2e") else "slow" if item.get_closest_marker("slow")
-                        else ""] for item in items)
+    return sum(measured(item) for item in items)
+
+
+def mark_measured_slow(items: list) -> None:
+    """Mark ``slow`` the tests measured at SLOW_SECONDS or more, keeping each module's quickest test in the lane."""
+    by_module: dict[str, list] = {}
+    for item in items:
+        by_module.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    for module_items in by_module.values():
+        lane = [item for item in module_items if not item.get_closest_marker("e2e")]
+        if not lane:
+            continue
+        quickest = min(lane, key=measured)
+        for item in lane:
+            seconds = DURATIONS.get(plain_id(item.nodeid))
+            if item is not quickest and seconds is not None and seconds >= SLOW_SECONDS:
+                item.add_marker(pytest.mark.slow)
+
+
+class RecordDurations:
+    """``PLM_RECORD_DURATIONS=1``: at the end of the run, tests/durations.tsv holds each test's seconds (the sum of
+    its setup, call and teardown, as pytest reports them; on pytest-xdist the controller receives every report)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report):
+        test_id = plain_id(report.nodeid)
+        self.seconds[test_id] = self.seconds.get(test_id, 0.0) + report.duration
+
+    def pytest_sessionfinish(self, session):
+        if os.environ.get("PYTEST_XDIST_WORKER") or not self.seconds:
+            return
+        with open(DURATIONS_FILE, "w", encoding="utf-8") as out:
+            out.write("# test id\tseconds (setup + call + teardown), written by PLM_RECORD_DURATIONS=1 python -m pytest\n")
+            out.writelines(f"{test_id}\t{seconds:.2f}\n" for test_id, seconds in sorted(self.seconds.items()))
+
+
+def pytest_configure(config):
+    if os.environ.get("PLM_RECORD_DURATIONS") == "1" and not os.environ.get("PYTEST_XDIST_WORKER"):
+        config.pluginmanager.register(RecordDurations(), "plm-record-durations")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook (its plugin registers after this file)
@@ -93,6 +136,7 @@ def pytest_collection_modifyitems(config, items):
         if unit != item.nodeid and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(unit))
         units.setdefault(unit, []).append(item)
+    mark_measured_slow(items)
     if os.environ.get("PYTEST_XDIST_WORKER") and config.getvalue("loadgroup"):
         for unit, unit_items in units.items():
             for item in unit_items:
