@@ -109,7 +109,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_circle_finder_finds_circles_closed_late():
     """The checks below can fail: a circle through a function-level import, and one through lazy_import."""
     late = ast.parse("def f():\n    from core import b\n")
-    lazy = ast.parse("from core.lazy import lazy_import\na = lazy_import('core.a')\n")
+    lazy = ast.parse("from core.loading.lazy import lazy_import\na = lazy_import('core.a')\n")
     assert ("core.b", 2) in imported_names(late, "core.a", False)
     assert ("core.a", 2) in imported_names(lazy, "core.b", False)
     assert circles({"core.a": {"core.b"}, "core.b": {"core.a"}, "core.c": {"core.a"}}) == [["core.a", "core.b"]]
@@ -152,7 +152,7 @@ def module_getattr_shims() -> list[str]:
 
 
 def test_no_module_getattr_shim_and_no_re_export():
-    """Laziness is core/lazy.py's LazyModule (a class) or an import at the use; no module has a ``__getattr__``,
+    """Laziness is core/loading/lazy.py's LazyModule (a class) or an import at the use; no module has a ``__getattr__``,
     and no product file imports a name it does not use so that callers find it there (``noqa: F401``)."""
     assert module_getattr_shims() == []
     re_exports = [f"{file.relative_to(ROOT)}:{number}" for file in source_files(PRODUCT).values()
@@ -161,11 +161,11 @@ def test_no_module_getattr_shim_and_no_re_export():
 
 
 def test_one_bounded_cache_class():
-    """Bounded caches are core/cache.py's BoundedCache (or functools.lru_cache with a maxsize, checked in
+    """Bounded caches are core/loading/cache.py's BoundedCache (or functools.lru_cache with a maxsize, checked in
     tests/test_caches.py): no hand-written OrderedDict-and-lock cache elsewhere."""
     users = [str(file.relative_to(ROOT)) for file in source_files(PRODUCT).values()
              if "OrderedDict" in file.read_text(encoding="utf-8")]
-    assert users == ["core/cache.py"]
+    assert users == ["core/loading/cache.py"]
 
 
 @pytest.mark.parametrize("root", PACKAGES)

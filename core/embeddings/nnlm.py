@@ -23,11 +23,11 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from core import i18n
-from core.corpora import load_corpus
-from core.errors import UserInputError
-from core.limits import NNLM_MAX_CONTEXT as MAX_CONTEXT
-from core.limits import NNLM_MAX_SECONDS as MAX_SECONDS
+from core.text import i18n
+from core.text.corpora import load_corpus
+from core.text.errors import UserInputError
+from core.text.limits import NNLM_MAX_CONTEXT as MAX_CONTEXT
+from core.text.limits import NNLM_MAX_SECONDS as MAX_SECONDS
 from core.nets.nnlm import NNLM
 
 BOS, EOS, UNK = "<s>", "</s>", "<unk>"

@@ -1,6 +1,6 @@
 """word2vec trained in the Word embeddings tab (seed §4): CBOW and skip-gram with negative sampling (Mikolov et al.,
 2013; the network is core/nets/word2vec.py): pairs from a window, noise words from the unigram^¾ table, and plain SGD
-that writes only the rows a batch touches, as word2vec does. The tab's other views are core/embeddings.py.
+that writes only the rows a batch touches, as word2vec does. The tab's other views are core/embeddings/embeddings.py.
 """
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from typing import Callable
 import numpy as np
 import torch
 
-from core import i18n
-from core.device import get_device, one_cpu_thread
-from core.embeddings import WordVectors
-from core.errors import UserInputError
+from core.text import i18n
+from core.loading.device import get_device, one_cpu_thread
+from core.embeddings.embeddings import WordVectors
+from core.text.errors import UserInputError
 from core.nets.word2vec import SkipGramNS
 
 MAX_TRAIN_TOKENS = 400_000  # Moby-Dick has ~213k; longer uploads are cut so a run stays near a minute on 2 cores
@@ -55,7 +55,7 @@ class TrainedWord2Vec:
     tokens: int  # corpus tokens used (after dropping rare words)
     cut_tokens: int  # tokens left out because the corpus was longer than MAX_TRAIN_TOKENS
     seconds: float
-    stopped: str | None = None  # why training ended early (core.jobs.BUDGET / REPLACED), None if it ran to the end
+    stopped: str | None = None  # why training ended early (core.loading.jobs.BUDGET / REPLACED), None if it ran to the end
     steps_planned: int = 0
     trained: bool = True  # False: the model before its first step (untrained_word2vec), its one loss at step 0
 
@@ -65,7 +65,7 @@ _NOT_A_WORD_RE = re.compile(r"[_'’]+")  # \w is a letter, digit or '_': a run 
 
 
 def corpus_tokens(text: str) -> list[str]:
-    """Lower-case words without punctuation (the word tokens of core.tokenizer.word_tokens that hold a letter or
+    """Lower-case words without punctuation (the word tokens of core.text.tokenizer.word_tokens that hold a letter or
     digit). Unsegmented CJK runs (no spaces) are split into characters."""
     tokens = []
     for token in _CORPUS_WORD_RE.findall(text.lower()):
@@ -133,7 +133,7 @@ def train_word2vec(
     stop: Callable[[], str | None] | None = None,
 ) -> TrainedWord2Vec:
     """Train word2vec on a text; ``progress(fraction, message)`` is called as training goes. ``stop()`` is asked
-    every step: a reason (core.jobs.Budget.stop_reason) ends training there, keeping the model trained so far."""
+    every step: a reason (core.loading.jobs.Budget.stop_reason) ends training there, keeping the model trained so far."""
     return _word2vec(text, config or Word2VecConfig(), progress, stop, train=True)
 
 

@@ -1,7 +1,7 @@
 """The held-out ladder as scripts/ladder_heldout.py wrote it, and each rung's name and equation: torch-free.
 
-The Overview draws the held-out ladder into the page when the app is built (demo/overview.py), so reading it must not
-import torch (core/lazy.py: the cold start imports no torch); core/ladder.py, which scores text with the models,
+The Overview draws the held-out ladder into the page when the app is built (demo/ladder/overview.py), so reading it must not
+import torch (core/loading/lazy.py: the cold start imports no torch); core/ladder/ladder.py, which scores text with the models,
 re-exports everything here.
 """
 from __future__ import annotations
@@ -11,9 +11,9 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from core import i18n
-from core.errors import ModelUnavailableError
-from core.paths import ASSETS_DIR
+from core.text import i18n
+from core.text.errors import ModelUnavailableError
+from core.loading.paths import ASSETS_DIR
 
 HELDOUT_PATH = ASSETS_DIR / "ladder" / "heldout.json"
 ADD_K = 1.0  # add-one, the seed's smoothing (§2.1); Kneser-Ney is the rung that fixes it
@@ -55,7 +55,7 @@ class CharGPTScores:
     """The char-GPT's held-out score under the two protocols the app shows (the Overview's ladder and the Transformer
     & GPT tab's badge): they read different text with different context, so their numbers differ."""
     windows: int  # training-time protocol: this many consecutive windows of the held-out split,
-    length: int  # each this many characters, each read from a cold start (as core.lstm.evaluate for the RNN/LSTM)
+    length: int  # each this many characters, each read from a cold start (as core.recurrent.lstm.evaluate for the RNN/LSTM)
     window_nats: float  # mean nats/char over those windows (assets/gpt/config.json)
     stream_bits: float  # the ladder: the whole split as one stream, each character with up to `context` before it
     context: int

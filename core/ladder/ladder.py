@@ -1,7 +1,7 @@
 """The ladder: one text through every character-level model the app ships, side by side (issue #17).
 
-Names: the tab is called "Overview" (demo/overview.py, api_names ``overview_*``, tests/test_overview_demo.py) because
-it opens the app with the timeline; what it computes is the ladder, so this module and its tests are core/ladder.py
+Names: the tab is called "Overview" (demo/ladder/overview.py, api_names ``overview_*``, tests/test_overview_demo.py) because
+it opens the app with the timeline; what it computes is the ladder, so this module and its tests are core/ladder/ladder.py
 and tests/test_ladder.py, as DESIGN.md lists them.
 
 Every rung predicts each character from the characters before it, and is scored by its surprisal
@@ -11,13 +11,13 @@ Every rung predicts each character from the characters before it, and is scored 
 over i = 2..T: the first character has no context, and the neural models have no start symbol to predict it from,
 so every rung starts at the second character and all rows line up. The rungs:
 
-- n-gram, n = 1..5, add-one and interpolated Kneser-Ney (core/ngram.py), counted over the characters of the training
+- n-gram, n = 1..5, add-one and interpolated Kneser-Ney (core/ngram/ngram.py), counted over the characters of the training
   split as one stream (spaces included, contexts cross sentence ends, like the neural models' training windows);
-- the vanilla RNN and the LSTM of the RNN & LSTM tab (core/lstm.py, assets/rnn/), P = softmax(head(h_t));
-- the char-GPT of the Transformer & GPT tab (core/gpt.py, assets/gpt/), on the RNN's vocabulary; its context is
-  128 characters, so a longer text is read in sliding windows exactly as core.gpt.evaluate reads held-out text.
+- the vanilla RNN and the LSTM of the RNN & LSTM tab (core/recurrent/lstm.py, assets/rnn/), P = softmax(head(h_t));
+- the char-GPT of the Transformer & GPT tab (core/transformer/gpt.py, assets/gpt/), on the RNN's vocabulary; its context is
+  128 characters, so a longer text is read in sliding windows exactly as core.transformer.gpt.evaluate reads held-out text.
 
-All of them are trained on the same split of Moby-Dick (core.lstm.split_text: the last 5% is held out). A character
+All of them are trained on the same split of Moby-Dick (core.recurrent.lstm.split_text: the last 5% is held out). A character
 outside a rung's vocabulary is what that rung scores as its <unk> (the RNNs' <unk> id, the n-gram's empty slot
 outside V); the ladder names these characters per rung and shows what they cost.
 """
@@ -33,12 +33,12 @@ from typing import Callable
 import numpy as np
 import torch
 
-from core import lstm
-from core.corpora import load_corpus
-from core.device import get_device
-from core.errors import UserInputError
-from core.ladder_heldout import ADD_K, TAB_LINKS, describe, gpt_context
-from core.ngram import NgramModel
+from core.recurrent import lstm
+from core.text.corpora import load_corpus
+from core.loading.device import get_device
+from core.text.errors import UserInputError
+from core.ladder.heldout import ADD_K, TAB_LINKS, describe, gpt_context
+from core.ngram.ngram import NgramModel
 
 MAX_CHARS = 300  # the RNN tab's cap too: beyond a few hundred columns a per-character strip is unreadable
 NGRAM_ORDERS = (1, 2, 3, 4, 5)
@@ -104,7 +104,7 @@ def _one_cpu_thread():
 
 def _recurrent_scorer(model: lstm.RecurrentLM, vocab: lstm.Vocab) -> Callable[[str], np.ndarray]:
     def log2_probs(text: str) -> np.ndarray:
-        """The RNN tab's own computation (core.lstm.inspect): forward_fused, softmax, P of the next token."""
+        """The RNN tab's own computation (core.recurrent.lstm.inspect): forward_fused, softmax, P of the next token."""
         x = torch.tensor([vocab.encode(text)[0]], device=get_device())  # (1, T)
         with torch.inference_mode(), _one_cpu_thread():
             probs = model.forward_fused(x, keep_gates=False).logits[0].softmax(-1)  # (T, V)
@@ -117,7 +117,7 @@ def _recurrent_scorer(model: lstm.RecurrentLM, vocab: lstm.Vocab) -> Callable[[s
 def _gpt_scorer(model, vocab: lstm.Vocab, batch: int = 64) -> Callable[[str], np.ndarray]:
     def log2_probs(text: str) -> np.ndarray:
         """The char-GPT's own forward pass. Its context is n_positions characters; a longer text is read as
-        core.gpt.evaluate reads held-out text: the first window whole, then strides of half the context, each
+        core.transformer.gpt.evaluate reads held-out text: the first window whole, then strides of half the context, each
         position predicted with at least context/2 characters before it. Windows run in batches."""
         ids = torch.tensor(vocab.encode(text)[0], device=model.lm_head.weight.device)  # (T,)
         x, targets, context = ids[:-1], ids[1:], model.config.n_positions  # predict characters 2..T from 1..T-1
@@ -173,7 +173,7 @@ def rungs() -> tuple[Rung, ...]:
 
 
 def gpt_rungs() -> list[Rung]:
-    from core import gpt  # the Transformer & GPT tab's module (loads the tokenisers it also serves)
+    from core.transformer import gpt  # the Transformer & GPT tab's module (loads the tokenisers it also serves)
 
     model, vocab, _ = gpt.shipped_char_gpt()
     assert model.config.n_positions == gpt_context()
@@ -208,7 +208,7 @@ class RungScore:
 
     @property
     def bits_per_byte(self) -> float:
-        """total bits / bytes = bits/char × chars/bytes (core.ladder_heldout.bits_per_byte)."""
+        """total bits / bytes = bits/char × chars/bytes (core.ladder.heldout.bits_per_byte)."""
         return self.total_bits / self.scored_bytes
 
     @property

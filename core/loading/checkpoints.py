@@ -1,15 +1,15 @@
 """Which checkpoint each task uses: the ids the tabs offer, their defaults, and the ones the presets name.
 
-Plain data, no torch: the UI reads it while it is built. core/resolve.py finds (and downloads) the files of these ids
-and of any other the learner types; core/registry.py builds and loads the models.
+Plain data, no torch: the UI reads it while it is built. core/loading/resolve.py finds (and downloads) the files of these ids
+and of any other the learner types; core/loading/registry.py builds and loads the models.
 """
 from __future__ import annotations
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
-CHAR_GPT_ID = "char-gpt"  # the GPT trained in this repository (scripts/train_gpt.py, assets/gpt/), core/gpt.py
-CHAR_BERT_ID = "char-bert"  # the masked LM trained here (scripts/train_char_bert.py, assets/char_bert/), core/mlm_char.py
-# MiniLM-L6 with the head (and top layers) fine-tuned in the learner's own session (core/finetune_train.py): the
-# classification tab's "Why this answer" explains it offline (core/why_encoders.py).
+CHAR_GPT_ID = "char-gpt"  # the GPT trained in this repository (scripts/train_gpt.py, assets/gpt/), core/transformer/gpt.py
+CHAR_BERT_ID = "char-bert"  # the masked LM trained here (scripts/train_char_bert.py, assets/char_bert/), core/mlm/char.py
+# MiniLM-L6 with the head (and top layers) fine-tuned in the learner's own session (core/tasks/finetune_train.py): the
+# classification tab's "Why this answer" explains it offline (core/why/encoders.py).
 FINE_TUNED_MINILM_ID = "minilm-fine-tuned-here"
 # Model ids whose files ship inside a PyPI package: id -> (import name, sub-directory, pip name).
 PACKAGED_MODELS = {

@@ -10,7 +10,7 @@ import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # torch is imported by the first function that needs it: starting the app does not (core/lazy.py)
+if TYPE_CHECKING:  # torch is imported by the first function that needs it: starting the app does not (core/loading/lazy.py)
     import torch
 
 CHOICES = ("auto", "cpu", "cuda", "mps")

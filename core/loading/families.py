@@ -1,9 +1,9 @@
 """Model families: ``config.json``'s ``model_type`` -> how to read the config, map the checkpoint keys, pick the
 class for a task, and read the tokenizer.
 
-core/resolve.py asks ``family_of`` before it fetches any weights (an unsupported type is refused from config.json
-alone) and ``estimated_bytes`` for the size cap; core/registry.py builds the class ``classes[task]`` picks. A
-family's nn.Module code is one file in core/nets/, imported here on first use (core/lazy.py), so reading this table
+core/loading/resolve.py asks ``family_of`` before it fetches any weights (an unsupported type is refused from config.json
+alone) and ``estimated_bytes`` for the size cap; core/loading/registry.py builds the class ``classes[task]`` picks. A
+family's nn.Module code is one file in core/nets/, imported here on first use (core/loading/lazy.py), so reading this table
 does not import torch. Adding a family is one file in core/nets/, one ``Family`` below and its tokenizer rule:
 
     model_type   nets file                  tasks                                     tokenizer
@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from core.errors import ModelUnavailableError, UserInputError
-from core.lazy import lazy_import
-from core.tokenizer import ByteBPETokenizer, SentencePieceTokenizer, WordPieceGPTTokenizer, WordPieceTokenizer
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.loading.lazy import lazy_import
+from core.text.tokenizer import ByteBPETokenizer, SentencePieceTokenizer, WordPieceGPTTokenizer, WordPieceTokenizer
 
-# the network code, imported when a model is built or counted (core/lazy.py): this table is read at start-up
+# the network code, imported when a model is built or counted (core/loading/lazy.py): this table is read at start-up
 bert_encoder = lazy_import("core.nets.bert_encoder")
 bert = lazy_import("core.nets.bert")
 distilbert = lazy_import("core.nets.distilbert")

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from core import i18n
-from core.errors import LearnerError, ModelUnavailableError
+from core.text import i18n
+from core.text.errors import LearnerError, ModelUnavailableError
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
 
@@ -343,7 +343,7 @@ _gate_passed = contextvars.ContextVar("plm_download_gate_passed", default=False)
 
 
 def set_download_gate(gate: Callable[[], contextlib.AbstractContextManager] | None) -> None:
-    """What a download waits for before it starts (the app's slots, demo/downloads.py). Only the caller that runs a
+    """What a download waits for before it starts (the app's slots, demo/server/downloads.py). Only the caller that runs a
     download enters it; whoever asks for the same key meanwhile waits for that download, not for the gate."""
     global _gate
     _gate = gate

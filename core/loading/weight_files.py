@@ -1,13 +1,13 @@
 """Which files are a checkpoint's weights: safetensors first, an index standing for a sharded set whose shards must
-be plain names inside the index's own folder. No torch: core/resolve.py checks a download with it before any weights
-are read; core/weights.py reads them.
+be plain names inside the index's own folder. No torch: core/loading/resolve.py checks a download with it before any weights
+are read; core/loading/weights.py reads them.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path, PurePosixPath
 
-from core.errors import ModelUnavailableError
+from core.text.errors import ModelUnavailableError
 
 SAFETENSORS = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"

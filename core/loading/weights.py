@@ -1,6 +1,6 @@
 """Checkpoint weights on disk: shapes from the safetensors headers (nothing allocated), tensors read safely, and
 the key/shape comparison with a model. Which files hold the weights (and shard indexes confined to their folder)
-is core/weight_files.py's.
+is core/loading/weight_files.py's.
 
 Safetensors first. ``pytorch_model.bin`` is read only with ``torch.load(weights_only=True)``, which refuses
 pickled code; nothing else is ever unpickled.
@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from core.errors import ModelUnavailableError
-from core.weight_files import shard_paths
+from core.text.errors import ModelUnavailableError
+from core.loading.weight_files import shard_paths
 
 
 def weight_shapes(path: Path, model_id: str | None = None) -> dict[str, torch.Size]:

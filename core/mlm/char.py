@@ -10,7 +10,7 @@ only in what they read: the char-GPT the left side of a position, the char-BERT 
                 iterative    fill the position whose best character is most probable, run the model again with it
                              filled in, repeat until none is left (confidence-ordered decoding, as in Mask-Predict,
                              Ghazvininejad et al., 2019): later characters see earlier choices. What is written there
-                             is drawn by core/sampling.py's Sampler (τ, top-k, top-p, seed; τ = 0: the argmax)
+                             is drawn by core/text/sampling.py's Sampler (τ, top-k, top-p, seed; τ = 0: the argmax)
 Candidates are ranked over the characters only (a special token is never proposed); their probabilities are the full
 softmax's, not renormalised, so what a special token took is simply missing from the column.
 
@@ -30,16 +30,16 @@ from pathlib import Path
 
 import torch
 
-from core import i18n, sampling
-from core.checkpoints import CHAR_BERT_ID
-from core.device import get_device
-from core.errors import UserInputError
-from core.limits import DEFAULT_BLANK_CHARS, MAX_BLANK_CHARS, MAX_FILLED_CHARS, MAX_MASKS, MAX_TEXT_CHARS
-from core.lstm import clean_text, name_tokens
-from core.mlm import BLANK
+from core.text import i18n, sampling
+from core.loading.checkpoints import CHAR_BERT_ID
+from core.loading.device import get_device
+from core.text.errors import UserInputError
+from core.text.limits import DEFAULT_BLANK_CHARS, MAX_BLANK_CHARS, MAX_FILLED_CHARS, MAX_MASKS, MAX_TEXT_CHARS
+from core.recurrent.lstm import clean_text, name_tokens
+from core.mlm.mlm import BLANK
 from core.nets.bert import BertConfig, BertForMaskedLM
-from core.paths import ASSETS_DIR
-from core.weights import load_state_dict
+from core.loading.paths import ASSETS_DIR
+from core.loading.weights import load_state_dict
 
 CHAR_BERT_ASSETS = ASSETS_DIR / "char_bert"
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -50,7 +50,7 @@ EMBEDDINGS_KEY = "bert.embeddings.word_embeddings.weight"
 DECODER_KEY = "cls.predictions.decoder.weight"  # tied to the embeddings: save_pretrained leaves it out of the file
 MAX_TOP_K = 20
 # A word blank as the learner writes it: a run of underscores, one per character, or [MASK]s side by side, one per
-# character. (A Hub BERT reads either as one blank: core.mlm.BLANK.)
+# character. (A Hub BERT reads either as one blank: core.mlm.mlm.BLANK.)
 WORD_BLANK = re.compile(r"(?:\[mask\])+|_+", re.IGNORECASE)
 
 
@@ -148,7 +148,7 @@ def load_char_bert(directory: Path = CHAR_BERT_ASSETS, device: torch.device | st
 
 @lru_cache(maxsize=1)
 def shipped_char_bert() -> LoadedCharBert:
-    """The char-BERT in assets/char_bert/, loaded once per process on core.device's device."""
+    """The char-BERT in assets/char_bert/, loaded once per process on core.loading.device's device."""
     return load_char_bert(CHAR_BERT_ASSETS)
 
 
@@ -340,7 +340,7 @@ def fill_prepared(loaded: LoadedCharBert, prepared: Prepared, top_k: int = 5,
     τ = 1), whatever the settings: the settings decide what is written, not where. Ordering by confidence is what
     makes the iterative fill better than the independent one (the model writes first where it is surest, and the
     uncertain positions read those characters); a sampled order would fill an uncertain position first, blind. The
-    character written there is drawn by one core.sampling.Sampler, seeded once per fill (a seed reproduces the whole
+    character written there is drawn by one core.text.sampling.Sampler, seeded once per fill (a seed reproduces the whole
     fill), from that position's logits over the characters (special tokens at −∞: never drawn). No settings, or
     τ = 0: the argmax, as the fill always was (the leftmost character on a tie)."""
     settings = (settings or sampling.Settings(0.0)).checked()

@@ -1,14 +1,14 @@
 """One blank, read three ways (seed §12 vs §13.1): the char-GPT from the left, the char-BERT from both sides, and the
-char-BERT from the left only. The two models share their text, split and characters (core/mlm_char.py), so what
+char-BERT from the left only. The two models share their text, split and characters (core/mlm/char.py), so what
 differs is the side they read, and for the last pair not even the model.
 
     char-GPT     P(c_1 | left)  then greedy: c_i = argmax P(· | left, c_1 … c_{i−1})     (reads left to right)
-    char-BERT    P(c_i | left, [MASK] × n, right), filled iteratively (core/mlm_char.py)    (both sides)
+    char-BERT    P(c_i | left, [MASK] × n, right), filled iteratively (core/mlm/char.py)    (both sides)
     left only    the same char-BERT on the text cut right after the blank: [CLS] left [MASK] × n [SEP]
 
 The char-GPT's first character is the one number that compares directly with the char-BERT's first position: both are
 a distribution over the blank's first character. Candidates are ranked over characters only (never <unk> or a
-special token), with the probabilities of the full softmax, as in core/mlm_char.py.
+special token), with the probabilities of the full softmax, as in core/mlm/char.py.
 """
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import torch
 
-from core import gpt
-from core.errors import UserInputError
-from core.i18n import text as translate
-from core.mlm_char import (CharCandidate, CharFill, check_top_k, fill_prepared, prepare, shipped_char_bert,
+from core.transformer import gpt
+from core.text.errors import UserInputError
+from core.text.i18n import text as translate
+from core.mlm.char import (CharCandidate, CharFill, check_top_k, fill_prepared, prepare, shipped_char_bert,
                            written_blanks)
 
 
@@ -71,7 +71,7 @@ def gpt_word(left: str, length: int, top_k: int) -> GptWord:
 
 
 def both_sides_vs_left(text: str, blank_chars: int | None = None, top_k: int = 5) -> SidesComparison:
-    """One blank (``blank_chars`` characters, default core.limits.DEFAULT_BLANK_CHARS) read by the char-GPT from the
+    """One blank (``blank_chars`` characters, default core.text.limits.DEFAULT_BLANK_CHARS) read by the char-GPT from the
     left, by the char-BERT from both sides, and by the char-BERT from the left only."""
     top_k = check_top_k(top_k)
     loaded = shipped_char_bert()

@@ -1,10 +1,10 @@
 """The char-BERT on held-out Moby-Dick: its masked-LM loss, and a fair comparison with the char-GPT.
 
-Both models were trained on the training split of core.lstm.split_text (the last 5% held out), the split of every
+Both models were trained on the training split of core.recurrent.lstm.split_text (the last 5% held out), the split of every
 character model in the app. Two measurements, both on the held-out 5% only:
 
 1. ``recipe_scores``: the training objective itself. The held-out text cut into consecutive windows of 128
-   characters, each read as [CLS] window [SEP] and corrupted by core/mlm_masking.py's recipe (19 of 128 chosen;
+   characters, each read as [CLS] window [SEP] and corrupted by core/mlm/masking.py's recipe (19 of 128 chosen;
    80/10/10), seeded; cross-entropy (nats) and accuracy at the chosen positions.
 
 2. ``compare``: the same held-out positions for both models. 15% of the held-out characters (not the first, which
@@ -34,11 +34,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from core.corpora import load_corpus
-from core.lstm import split_text
-from core.mlm_char import (CHAR_BERT_ASSETS, CLS_ID, FIRST_CHAR_ID, MASK_ID, SEP_ID, LoadedCharBert,
+from core.text.corpora import load_corpus
+from core.recurrent.lstm import split_text
+from core.mlm.char import (CHAR_BERT_ASSETS, CLS_ID, FIRST_CHAR_ID, MASK_ID, SEP_ID, LoadedCharBert,
                            probabilities_at)
-from core.mlm_masking import choose_positions, chosen_count, mask_batch
+from core.mlm.masking import choose_positions, chosen_count, mask_batch
 
 HELDOUT_PATH = CHAR_BERT_ASSETS / "heldout.json"
 WINDOW = 128  # characters a model reads around one position: the char-GPT's context

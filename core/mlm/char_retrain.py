@@ -1,11 +1,11 @@
-"""A short char-BERT run in the BERT masked LM tab (issue #34 item 6): the shipped recipe (core/mlm_char_train.py) at
-a smaller scale, on a bundled corpus or the learner's text, within the training slot's time budget (core/jobs.py).
+"""A short char-BERT run in the BERT masked LM tab (issue #34 item 6): the shipped recipe (core/mlm/char_train.py) at
+a smaller scale, on a bundled corpus or the learner's text, within the training slot's time budget (core/loading/jobs.py).
 
-    split       core.lstm.split_text: the last 5% held out, as for every character model in the app
+    split       core.recurrent.lstm.split_text: the last 5% held out, as for every character model in the app
     vocabulary  the training split's characters seen at least MIN_COUNT times (at most MAX_CHARACTERS, the most
                 frequent), then [PAD] [UNK] [CLS] [SEP] [MASK]; another character reads as [UNK]
     model       the shipped char-BERT's shape (4 layers, 4 heads, H = 96), started from BERT's initialisation
-    recipe      masked LM with core/mlm_masking.py's 15% / 80-10-10; windows of 8, then 16, then 32 characters
+    recipe      masked LM with core/mlm/masking.py's 15% / 80-10-10; windows of 8, then 16, then 32 characters
                 (the shipped run's first phases), RUN_CHARS_PER_STEP characters a step, warm-up then linear decay
     held out    core/mlm_char_heldout.recipe_scores on the held-out split's first HELD_OUT_CHARS characters, in
                 windows of the last training window (the first 16,000 of Moby-Dick's 59,418 score in about a second)
@@ -21,12 +21,12 @@ from typing import Iterator
 
 import torch
 
-from core.errors import UserInputError
-from core.limits import MAX_CHAR_BERT_STEPS
-from core.lstm import split_text
-from core.mlm_char import CharBertTokenizer, LoadedCharBert, char_bert_config
-from core.mlm_char_heldout import recipe_scores
-from core.mlm_char_train import Recipe, init_like_bert, train_steps
+from core.text.errors import UserInputError
+from core.text.limits import MAX_CHAR_BERT_STEPS
+from core.recurrent.lstm import split_text
+from core.mlm.char import CharBertTokenizer, LoadedCharBert, char_bert_config
+from core.mlm.char_heldout import recipe_scores
+from core.mlm.char_train import Recipe, init_like_bert, train_steps
 from core.nets.bert import BertConfig, BertForMaskedLM
 
 MIN_COUNT = 3

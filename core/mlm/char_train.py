@@ -1,6 +1,6 @@
 """Pre-training the char-BERT: batches, initialisation, schedule and the step loop (scripts/train_char_bert.py).
 
-    batch      B random windows of the training text, each [CLS] c_1 … c_T [SEP], corrupted by core/mlm_masking.py
+    batch      B random windows of the training text, each [CLS] c_1 … c_T [SEP], corrupted by core/mlm/masking.py
     loss       mean over the chosen positions of −ln P(original character | corrupted window)
     schedule   linear warm-up to the peak learning rate, then linear decay to 0 (BERT's)
     phases     a curriculum of window lengths: 8, 16, 32, 64, then 128, 256 and 510 characters (510 + [CLS] +
@@ -31,8 +31,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from core.mlm_char import CLS_ID, FIRST_CHAR_ID, MASK_ID, SEP_ID
-from core.mlm_masking import MaskedBatch, mask_batch
+from core.mlm.char import CLS_ID, FIRST_CHAR_ID, MASK_ID, SEP_ID
+from core.mlm.masking import MaskedBatch, mask_batch
 from core.nets.bert import BertForMaskedLM
 
 

@@ -8,7 +8,7 @@
 
 The offline-capable views run on the picked checkpoint or, when it cannot be had, on MiniLM-L6's encoder
 (``registry.load_or_fallback``). What goes into the encoder, the masking procedure, contextual vectors and the model
-card are in core/mlm_pretraining.py. Every message for the learner is a key into the ``mlm`` section of assets/i18n/*.yaml.
+card are in core/mlm/pretraining.py. Every message for the learner is a key into the ``mlm`` section of assets/i18n/*.yaml.
 """
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import torch
 
-from core import registry
-from core.checkpoints import MINILM_ID
-from core.errors import UserInputError
-from core.limits import FILL_BATCH, MAX_MASKS, MAX_MODEL_TOKENS, MAX_TEXT_CHARS
-from core.textio import normalize_text
-from core.tokenizer import WordPieceEncoding, WordPieceTokenizer
+from core.loading import registry
+from core.loading.checkpoints import MINILM_ID
+from core.text.errors import UserInputError
+from core.text.limits import FILL_BATCH, MAX_MASKS, MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.text.textio import normalize_text
+from core.text.tokenizer import WordPieceEncoding, WordPieceTokenizer
 
 BLANK = re.compile(r"\[mask\]|_+", re.IGNORECASE)  # "[MASK]", "[mask]" and runs of "_" all mean one blank
 MAX_TOP_K = 50
@@ -86,7 +86,7 @@ def bert_word_tokenizer() -> WordPieceTokenizer:
 def mask_word(tokenizer: WordPieceTokenizer, text: str, index: int, per_character: bool = False) -> str:
     """The text (blanks written as [MASK]) with its ``index``-th word replaced by one [MASK]: BERT predicts one
     WordPiece per mask. ``per_character``: by one "_" per character instead, a blank as long as the word (one [MASK]
-    for a WordPiece BERT, one per character for the char-BERT: core/mlm_char.py)."""
+    for a WordPiece BERT, one per character for the char-BERT: core/mlm/char.py)."""
     words = words_of(tokenizer, text)
     if not 0 <= index < len(words):
         raise UserInputError("mlm.pick_word_in_range", count=len(words))

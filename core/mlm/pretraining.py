@@ -1,8 +1,8 @@
 """What BERT reads and how it was pre-trained (seed §13): the input representation E = token + segment + position,
 the 80/10/10 masking procedure, one word's contextual vectors against a static table, and the parameter count.
 
-Split from core/mlm.py (which runs the masked LM itself: fill-mask, NSP, both sides vs left only); the tab is still
-``mlm`` (demo/mlm.py).
+Split from core/mlm/mlm.py (which runs the masked LM itself: fill-mask, NSP, both sides vs left only); the tab is still
+``mlm`` (demo/mlm/mlm.py).
 """
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core import registry
-from core.checkpoints import model_id_or_default
-from core.embeddings import GLOVE_NAME, cosine_matrix, load_glove
-from core.errors import ModelUnavailableError, UserInputError
-from core.limits import MAX_DRAWS, MAX_MODEL_TOKENS
-from core.mlm import clean_text, encode, with_mask_tokens
-from core.mlm_masking import KEEP, MASK, RANDOM, UNCHANGED, chosen_count, choose_positions, draw_actions
+from core.loading import registry
+from core.loading.checkpoints import model_id_or_default
+from core.embeddings.embeddings import GLOVE_NAME, cosine_matrix, load_glove
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.text.limits import MAX_DRAWS, MAX_MODEL_TOKENS
+from core.mlm.mlm import clean_text, encode, with_mask_tokens
+from core.mlm.masking import KEEP, MASK, RANDOM, UNCHANGED, chosen_count, choose_positions, draw_actions
 from core.nets.bert_encoder import BertConfig
-from core.param_count import parameter_breakdown, seed_hand_count
-from core.tokenizer import WordPieceEncoding, WordPieceTokenizer
+from core.transformer.param_count import parameter_breakdown, seed_hand_count
+from core.text.tokenizer import WordPieceEncoding, WordPieceTokenizer
 
 DRAW_CHUNK = 2048  # draws simulated at once in bert_masking: bounds its memory
 
@@ -62,7 +62,7 @@ def input_representation(loaded: registry.LoadedModel, text: str, pair: str | No
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# The masking procedure (create_pretraining_data.py in Google's BERT repository; the recipe is core/mlm_masking.py,
+# The masking procedure (create_pretraining_data.py in Google's BERT repository; the recipe is core/mlm/masking.py,
 # which also pre-trains the char-BERT)
 
 ACTION_NAMES = {KEEP: "not chosen", MASK: "[MASK]", RANDOM: "random token", UNCHANGED: "chosen, unchanged"}
@@ -151,7 +151,7 @@ class ContextualVsStatic:
 
 
 def glove_vector(word: str) -> tuple[np.ndarray, str]:
-    """The word's GloVe 6B 50d vector, via core.embeddings (one table lookup, the same for every sentence)."""
+    """The word's GloVe 6B 50d vector, via core.embeddings.embeddings (one table lookup, the same for every sentence)."""
     return load_glove().vector(word), GLOVE_NAME
 
 

@@ -33,10 +33,10 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from core import i18n
-from core.errors import UserInputError
-from core.lazy import lazy_import
-from core.ngram_results import (
+from core.text import i18n
+from core.text.errors import UserInputError
+from core.loading.lazy import lazy_import
+from core.ngram.results import (
     BOS,
     EOS,
     UNK,
@@ -48,10 +48,10 @@ from core.ngram_results import (
     log2_or_inf,
     log_or_minus_inf,
 )
-from core.tokenizer import char_tokens, word_tokens
+from core.text.tokenizer import char_tokens, word_tokens
 
-# Sampling runs on torch (core/sampling.py), which counting and scoring never need: it loads on the first draw.
-sampling = lazy_import("core.sampling")
+# Sampling runs on torch (core/text/sampling.py), which counting and scoring never need: it loads on the first draw.
+sampling = lazy_import("core.text.sampling")
 
 MAX_ORDER = 5
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])")  # split after these; they are one-character tokens
@@ -334,7 +334,7 @@ class NgramModel:
 
     def generate(self, prompt: list[str], steps: int = 20, smoothing: Smoothing = "mle", k: float = 1.0,
                  settings: "sampling.Settings | None" = None) -> Generation:
-        """Sample one token at a time from P(w | last n-1 tokens), through core/sampling.py: the scores are
+        """Sample one token at a time from P(w | last n-1 tokens), through core/text/sampling.py: the scores are
         log P, so temperature τ draws from P^(1/τ) renormalised, and top-k / top-p cut as for the neural models.
         <s> and <UNK> are never drawn; drawing </s> ends the sentence."""
         sampler = sampling.Sampler(settings or sampling.Settings())

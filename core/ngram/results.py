@@ -1,6 +1,6 @@
-"""What core/ngram.py's NgramModel hands the N-gram tab: counts behind one context, a sentence's chain-rule
+"""What core/ngram/ngram.py's NgramModel hands the N-gram tab: counts behind one context, a sentence's chain-rule
 factors, the steps of sampling. Plain dataclasses and arrays (the tab turns them into tables and figures); split off
-core/ngram.py, which counts and estimates, to keep each file short. Import them from core.ngram.
+core/ngram/ngram.py, which counts and estimates, to keep each file short. Import them from core.ngram.ngram.
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:  # annotations only: core.sampling imports torch, which counting never needs
-    from core.sampling import Cut
+if TYPE_CHECKING:  # annotations only: core.text.sampling imports torch, which counting never needs
+    from core.text.sampling import Cut
 
 BOS, EOS, UNK = "<s>", "</s>", "<UNK>"
 

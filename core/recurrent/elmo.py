@@ -23,12 +23,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from core.device import get_device
-from core.errors import UserInputError
+from core.loading.device import get_device
+from core.text.errors import UserInputError
 from core.nets.elmo import ElmoBiLM
-from core.paths import ASSETS_DIR
-from core.textio import normalize_text
-from core.tokenizer import word_tokens
+from core.loading.paths import ASSETS_DIR
+from core.text.textio import normalize_text
+from core.text.tokenizer import word_tokens
 
 ELMO_ASSETS = ASSETS_DIR / "elmo"
 LAYER_NAMES = ("word", "layer 1", "layer 2")
@@ -91,7 +91,7 @@ def save_model(model: ElmoBiLM, vocab: ElmoVocab, info: dict, directory: Path) -
 @torch.inference_mode(False)  # loaded inside an inference-mode view, its weights could never get gradients (Why)
 def load_model(directory: Path = ELMO_ASSETS) -> tuple[ElmoBiLM, ElmoVocab, dict]:
     """The model, loaded strictly (every checkpoint key used, none missing), in eval mode."""
-    from core.weights import load_state_dict
+    from core.loading.weights import load_state_dict
 
     config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
     model = ElmoBiLM(**config["model"])

@@ -21,14 +21,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from core import i18n, sampling
-from core.device import get_device, one_cpu_thread
-from core.errors import UserInputError
-from core.limits import MAX_GENERATE
+from core.text import i18n, sampling
+from core.loading.device import get_device, one_cpu_thread
+from core.text.errors import UserInputError
+from core.text.limits import MAX_GENERATE
 from core.nets.recurrent import RecurrentLM
-from core.paths import ASSETS_DIR
-from core.textio import normalize_text
-from core.tokenizer import word_tokens
+from core.loading.paths import ASSETS_DIR
+from core.text.textio import normalize_text
+from core.text.tokenizer import word_tokens
 
 RNN_ASSETS = ASSETS_DIR / "rnn"
 UNK = "<unk>"
@@ -115,7 +115,7 @@ def save_models(models: ModelSet, directory: Path) -> None:
 
 @torch.inference_mode(False)  # loaded inside an inference-mode view, its weights could never get gradients (Why)
 def load_models(directory: Path = RNN_ASSETS) -> ModelSet:
-    from core.weights import load_state_dict
+    from core.loading.weights import load_state_dict
 
     config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
     models = {}
@@ -257,7 +257,7 @@ def gradient_norms(model: RecurrentLM, windows: torch.Tensor) -> list[float]:
 @lru_cache(maxsize=1)
 def held_out_text() -> str:
     """The held-out end of Moby-Dick: real text the shipped models never trained on."""
-    from core.corpora import load_corpus
+    from core.text.corpora import load_corpus
 
     return split_text(load_corpus("moby_dick"))[1]
 
@@ -282,7 +282,7 @@ def forget_products(model: RecurrentLM, ids: list[int]) -> list[list[float]]:
 @torch.inference_mode()
 def generate_steps(model: RecurrentLM, vocab: Vocab, prompt: str, length: int = 200,
                    settings: sampling.Settings = sampling.Settings(0.8), shown: int = 5) -> list[sampling.Draw]:
-    """Read the prompt, then draw length tokens through core/sampling.py (temperature, top-k, top-p, seeded for
+    """Read the prompt, then draw length tokens through core/text/sampling.py (temperature, top-k, top-p, seeded for
     repeatability; <unk> is never drawn). Each draw carries its cut, for the tab's next-token figure."""
     sampler = sampling.Sampler(settings)
     if not 1 <= length <= MAX_GENERATE:

@@ -3,7 +3,7 @@ states (core/nets/seq2seq_lstm.py), trained alike on the same corpus, scored on 
 length (as Bahdanau et al., 2015, figure 2), and the attention model's alignment of each target word to the source.
 
 Length is the number of source tokens (Chinese characters, French words). The figures per length bin are
-core/seq2seq.py's: greedy exact match and token accuracy.
+core/seq2seq/seq2seq.py's: greedy exact match and token accuracy.
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import torch
 
 from core.nets.seq2seq_lstm import LSTMSeq2Seq, LSTMSeq2SeqConfig
-from core.seq2seq import (BOS, SEQ2SEQ_ASSETS, Vocab, greedy_batch, greedy_outputs, scores, shipped, source_ids)
-from core.seq2seq_train import TrainSettings, train
+from core.seq2seq.seq2seq import (BOS, SEQ2SEQ_ASSETS, Vocab, greedy_batch, greedy_outputs, scores, shipped, source_ids)
+from core.seq2seq.train import TrainSettings, train
 
 BINS = ((1, 8), (9, 16), (17, 24), (25, 32), (33, 60))  # source tokens, inclusive
 CONTEXTS = ("vector", "attention")

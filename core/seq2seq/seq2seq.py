@@ -25,8 +25,8 @@ from pathlib import Path
 import torch
 
 from core.nets.seq2seq import Seq2SeqConfig, Transformer, from_state_dict
-from core.paths import ASSETS_DIR
-from core.sampling import Sampler, Settings
+from core.loading.paths import ASSETS_DIR
+from core.text.sampling import Sampler, Settings
 
 SEQ2SEQ_ASSETS = ASSETS_DIR / "seq2seq"
 SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]
@@ -303,7 +303,7 @@ def translate_t5(text: str, model_id: str | None = None, settings: Settings = Se
     """t5-small (or any T5 id) decoding "translate English to French: I am a student" one SentencePiece piece at a
     time, with the same per-step record as ``translate``. Offline without the checkpoint, the registry's
     ModelUnavailableError names ``hf download <id>``."""
-    from core import registry
+    from core.loading import registry
 
     loaded = registry.load("seq2seq", model_id)
     model, tokenizer = loaded.model, loaded.tokenizer

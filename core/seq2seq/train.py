@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.nets.seq2seq import Seq2SeqConfig, Transformer
-from core.seq2seq import BOS, EOS, PAD, Vocab, evaluate, pad
+from core.seq2seq.seq2seq import BOS, EOS, PAD, Vocab, evaluate, pad
 
 
 @dataclass

@@ -15,7 +15,7 @@ convention), and the result says so. Scores follow transformers' text-classifica
 labels, or a sigmoid when the checkpoint has a single output or is multi-label, so labels and scores are equal.
 
 A pair longer than the model's window is cut with ``longest_first`` (the longer side loses tokens first), and the
-cut is reported. Fine-tuning a classifier offline on MiniLM is core/finetune.py.
+cut is reported. Fine-tuning a classifier offline on MiniLM is core/tasks/finetune.py.
 """
 from __future__ import annotations
 
@@ -24,13 +24,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core import registry
-from core.checkpoints import COLA_ID, MRPC_ID, SIMILARITY_ZH_ID, model_id_or_default
-from core.errors import UserInputError
-from core.i18n import text
-from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
-from core.textio import normalize_text
-from core.tokenizer import WordPieceEncoding
+from core.loading import registry
+from core.loading.checkpoints import COLA_ID, MRPC_ID, SIMILARITY_ZH_ID, model_id_or_default
+from core.text.errors import UserInputError
+from core.text.i18n import text
+from core.text.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.text.textio import normalize_text
+from core.text.tokenizer import WordPieceEncoding
 
 # Display names for checkpoints whose config.json only says LABEL_0 / LABEL_1 (from the dataset's convention), as
 # keys of the translation tables: (one key per class index, the key of where the names come from).

@@ -16,7 +16,7 @@ Every logistic regression minimises the mean cross-entropy  −(1/N) Σ_i log P(
 MiniLM (all-MiniLM-L6-v2) was trained with mean pooling, so its sentence vector is the masked mean of the last layer,
 not the [CLS] vector. The shared MiniLM loaded by the registry is never modified: the top layers are deep copies.
 
-Training runs in core/finetune_train.py; this module holds data, features and baselines.
+Training runs in core/tasks/finetune_train.py; this module holds data, features and baselines.
 """
 from __future__ import annotations
 
@@ -33,13 +33,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from core.cache import BoundedCache
-from core.corpora import LABELLED
-from core.errors import UserInputError
-from core.i18n import text as tr
-from core.limits import DEFAULT_SEED
-from core.textio import normalize_text, read_text_upload
-from core.tokenizer import word_tokens
+from core.loading.cache import BoundedCache
+from core.text.corpora import LABELLED
+from core.text.errors import UserInputError
+from core.text.i18n import text as tr
+from core.text.limits import DEFAULT_SEED
+from core.text.textio import normalize_text, read_text_upload
+from core.text.tokenizer import word_tokens
 
 MAX_UPLOAD_BYTES = 1024 * 1024  # labelled data: 1 MB is thousands of sentences
 MAX_EXAMPLES = 2000  # more would take minutes to encode on 2 cores
@@ -314,7 +314,7 @@ def ngram_baseline(data: Split, max_vocab: int = 20_000) -> Baseline:
 
 
 def glove_baseline(data: Split) -> Baseline:
-    from core.embeddings import load_glove
+    from core.embeddings.embeddings import load_glove
 
     glove = load_glove()
     found = total = 0

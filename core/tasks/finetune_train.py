@@ -1,4 +1,4 @@
-"""Fine-tuning MiniLM-L6 on a split from core/finetune.py: (a) a head on frozen features, then (b) the head plus the
+"""Fine-tuning MiniLM-L6 on a split from core/tasks/finetune.py: (a) a head on frozen features, then (b) the head plus the
 top k layers unfrozen; what changed (PCA of held-out vectors before and after, ‖ΔW‖/‖W‖ per layer); one run per
 browser session.
 
@@ -22,13 +22,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from core import finetune, registry
-from core.cache import BoundedCache, bounded_cache
-from core.checkpoints import MINILM_ID
-from core.embeddings import pca
-from core.errors import UserInputError
-from core.i18n import text as tr
-from core.limits import DEFAULT_EPOCHS, DEFAULT_HEAD_STEPS, DEFAULT_LAYERS, MAX_EPOCHS, MAX_HEAD_STEPS, MAX_LAYERS
+from core.tasks import finetune
+from core.loading import registry
+from core.loading.cache import BoundedCache, bounded_cache
+from core.loading.checkpoints import MINILM_ID
+from core.embeddings.embeddings import pca
+from core.text.errors import UserInputError
+from core.text.i18n import text as tr
+from core.text.limits import DEFAULT_EPOCHS, DEFAULT_HEAD_STEPS, DEFAULT_LAYERS, MAX_EPOCHS, MAX_HEAD_STEPS, MAX_LAYERS
 from core.nets.bert_encoder import additive_attention_mask
 
 BATCH_SIZE = 16

@@ -24,11 +24,12 @@ from typing import Callable
 import numpy as np
 import torch
 
-from core import i18n, registry
-from core.errors import UserInputError
-from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS, NER_STRATEGIES
-from core.textio import CleanText, clean_text
-from core.tokenizer import WordPieceTokenizer
+from core.text import i18n
+from core.loading import registry
+from core.text.errors import UserInputError
+from core.text.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS, NER_STRATEGIES
+from core.text.textio import CleanText, clean_text
+from core.text.tokenizer import WordPieceTokenizer
 
 DEFAULT_STRIDE = 128  # tokens shared by neighbouring windows, so no word loses all its context at a cut
 OUTSIDE = "O"

@@ -33,14 +33,14 @@ import numpy as np
 import torch
 from tokenizers import Encoding, Tokenizer
 
-from core import registry
-from core.checkpoints import model_id_or_default
-from core.errors import UserInputError
-from core.i18n import text
-from core.limits import (MAX_MODEL_TOKENS, MAX_TEXT_CHARS, QA_DEFAULT_MAX_ANSWER_LEN, QA_DEFAULT_MAX_SEQ_LEN,
+from core.loading import registry
+from core.loading.checkpoints import model_id_or_default
+from core.text.errors import UserInputError
+from core.text.i18n import text
+from core.text.limits import (MAX_MODEL_TOKENS, MAX_TEXT_CHARS, QA_DEFAULT_MAX_ANSWER_LEN, QA_DEFAULT_MAX_SEQ_LEN,
                          QA_MAX_TOP_K)
-from core.textio import CleanText, clean_text, normalize_text
-from core.tokenizer import WordPieceTokenizer
+from core.text.textio import CleanText, clean_text, normalize_text
+from core.text.tokenizer import WordPieceTokenizer
 
 MASKED_LOGIT = -10000.0  # what the pipeline writes over question tokens before the softmax
 BATCH_WINDOWS = 16  # windows per forward pass

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from core.paths import ASSETS_DIR, CORPORA_DIR
+from core.loading.paths import ASSETS_DIR, CORPORA_DIR
 
 # The seed's toy corpus (§2.1), already segmented into words with spaces, one sentence per line.
 TOY_CORPUS_ZH = "词性 是 动词\n判断 单词 的 词性\n磁性 很 强 的 磁铁\n北京 的 词性 是 名词\n"
@@ -15,7 +15,7 @@ BUNDLED = {
 }
 FILES = {"moby_dick": "moby_dick.txt", "tang_poems": "tang_poems.txt"}
 
-# Labelled sentences for fine-tuning (core/finetune.py; provenance in assets/README.md): the data radio's value ->
+# Labelled sentences for fine-tuning (core/tasks/finetune.py; provenance in assets/README.md): the data radio's value ->
 # file, and the key of the name the learner sees.
 LABELLED = {"English sentiment (bundled)": ASSETS_DIR / "classify" / "sentiment_en.tsv",
             "Chinese sentiment 中文情感 (bundled)": ASSETS_DIR / "classify" / "sentiment_zh.tsv"}

@@ -2,13 +2,13 @@
 
 A message is a key into the translation tables (assets/i18n/*.yaml) plus its named fields:
 ``UserInputError("ner.too_long", chars=len(text), limit=MAX_TEXT_CHARS)``. ``str(error)`` renders it in the current
-call's language (core.i18n), so the UI shows it verbatim in 中文 or English; each message says what was wrong and
+call's language (core.text.i18n), so the UI shows it verbatim in 中文 or English; each message says what was wrong and
 what to do instead.
 """
 from __future__ import annotations
 
-from core import i18n
-from core.limits import MAX_ECHO_CHARS
+from core.text import i18n
+from core.text.limits import MAX_ECHO_CHARS
 
 # Fields a message fills with text the app assembles (choices, suggestions, one line per problem, a loader's
 # diagnosis of a checkpoint); every other text field may hold what the learner typed and is cut to MAX_ECHO_CHARS.

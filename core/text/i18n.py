@@ -1,7 +1,7 @@
 """The translation tables (assets/i18n/en.yaml and zh.yaml) and the learner's language for the current call.
 
 Gradio-free, so that core's error messages are keys into the same tables the UI uses: ``UserInputError("ngram.
-empty_corpus", n=3)`` is rendered in the learner's language where it is shown (demo.common.friendly_errors).
+empty_corpus", n=3)`` is rendered in the learner's language where it is shown (demo.server.handlers.friendly_errors).
 
 ``text(key, **fields)`` without a language uses the language of the event being handled: friendly_errors sets it
 from the request (the 中文/English toggle's cookie, else the browser's Accept-Language) for the length of the call.
@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import yaml
 
-from core.paths import ASSETS_DIR
+from core.loading.paths import ASSETS_DIR
 
 LANGUAGES = ("en", "zh")
 DEFAULT_LANGUAGE = "en"
@@ -57,7 +57,7 @@ def current_language() -> str:
 
 @contextlib.contextmanager
 def using_language(lang: str):
-    """Make ``lang`` the current language inside the block (demo.common.friendly_errors does this per call)."""
+    """Make ``lang`` the current language inside the block (demo.server.handlers.friendly_errors does this per call)."""
     token = _CURRENT.set(lang if lang in LANGUAGES else DEFAULT_LANGUAGE)
     try:
         yield

@@ -1,5 +1,5 @@
 """Drawing the next token: temperature, top-k, top-p (nucleus) and a seed. Every generator of the app samples here:
-the n-gram (core/ngram.py), the RNN and LSTM (core/lstm.py), the char-GPT and GPT-2 (core/gpt.py). A masked LM that
+the n-gram (core/ngram/ngram.py), the RNN and LSTM (core/recurrent/lstm.py), the char-GPT and GPT-2 (core/transformer/gpt.py). A masked LM that
 fills blanks one at a time (issue #34's char-BERT) calls ``Sampler.draw`` on the scores of the blank it fills.
 
 Given the scores z of every token (logits, or log-probabilities for the n-gram; −∞ = never drawn):
@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from core.errors import UserInputError
+from core.text.errors import UserInputError
 
 MAX_TEMPERATURE = 3.0
 MAX_SEED = 2**32 - 1

@@ -1,7 +1,7 @@
 """The seed's worked examples (../shared/seed-examples.md) as data, for the tabs' presets and the tests.
 
 Torch-free on purpose: the UI reads these while the app is built, before any model (and torch) is imported
-(core/lazy.py). The torch-backed core modules re-export the names they always had (``core.qa.SEED_ZH`` …).
+(core/loading/lazy.py). The torch-backed core modules re-export the names they always had (``core.tasks.qa.SEED_ZH`` …).
 
 - §3 (embeddings): SEED_Q, the 5 × 3 embedding matrix that a one-hot vector selects a row of.
 - §9 (attention): thinking_machines(), q·k = 112 and 96 with d_k = 64.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.checkpoints import CHINESE_GPT2_ID
+from core.loading.checkpoints import CHINESE_GPT2_ID
 
 # §3: 5 words, 3 dimensions. The one-hot vector of word 4 picks row 4.
 SEED_Q = np.array([[17, 24, 1], [23, 5, 7], [4, 6, 13], [10, 12, 19], [11, 18, 25]], dtype=float)

@@ -9,8 +9,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from core.errors import UserInputError
-from core.limits import MAX_UPLOAD_BYTES
+from core.text.errors import UserInputError
+from core.text.limits import MAX_UPLOAD_BYTES
 
 
 def read_text_upload(path: str | os.PathLike, max_bytes: int = MAX_UPLOAD_BYTES) -> str:

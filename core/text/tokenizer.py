@@ -16,8 +16,8 @@ from pathlib import Path
 from tokenizers import Encoding, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import WordPiece
 
-from core.errors import UserInputError
-from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.text.errors import UserInputError
+from core.text.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 
 # ----------------------------------------------------------------------------------------------------------------
 # Word and character tokens (n-gram, word2vec, RNN/LSTM tabs)

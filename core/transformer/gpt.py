@@ -2,7 +2,7 @@
 
 What the tab shows, for any of the models:
 
-    next token     p(x_{t+1} = w | x_{≤t}) = softmax(z / τ)_w over the tokens top-k and top-p keep (core/sampling.py)
+    next token     p(x_{t+1} = w | x_{≤t}) = softmax(z / τ)_w over the tokens top-k and top-p keep (core/text/sampling.py)
     generation     draw x_{t+1} from that distribution, append it, repeat; the keys and values of earlier positions
                    are cached, so each step runs the network on one new token only
     attention      softmax(QKᵀ/√d_h + M) per layer and head: lower-triangular, because M hides the future
@@ -13,7 +13,7 @@ RNN & LSTM tab's Moby-Dick split and character vocabulary, so their held-out los
 
     held-out loss = mean over positions t of −ln p(x_{t+1} | x_{≤t})      (nats/char; ÷ ln 2 for bits/char)
 
-computed on the same 64 consecutive 200-character windows as core/lstm.py's ``evaluate``; every window is read
+computed on the same 64 consecutive 200-character windows as core/recurrent/lstm.py's ``evaluate``; every window is read
 from its first character, as the recurrent models read it from a zero state. The context is 128 characters, so a
 window's last 72 are read with a sliding window (at least 64 characters of context each).
 """
@@ -28,18 +28,19 @@ from typing import Iterator
 import torch
 import torch.nn.functional as F
 
-from core import i18n, registry, resolve, sampling
-from core.checkpoints import CHAR_GPT_ID, CHINESE_GPT2_ID
-from core.device import get_device
-from core.errors import ModelUnavailableError, UserInputError
-from core.limits import MAX_GENERATE, MAX_TEXT_CHARS
-from core.lstm import UNK, Vocab, clean_text, name_tokens
+from core.text import i18n, sampling
+from core.loading import registry, resolve
+from core.loading.checkpoints import CHAR_GPT_ID, CHINESE_GPT2_ID
+from core.loading.device import get_device
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.text.limits import MAX_GENERATE, MAX_TEXT_CHARS
+from core.recurrent.lstm import UNK, Vocab, clean_text, name_tokens
 from core.nets.gpt import GPT, GPTConfig, from_state_dict, to_gpt2_state_dict
-from core.paths import ASSETS_DIR
-from core.seeds import GPT_VS_BERT
-from core.textio import normalize_text
-from core.tokenizer import ByteBPETokenizer, CausalEncoding, WordPieceGPTTokenizer
-from core.weights import load_state_dict
+from core.loading.paths import ASSETS_DIR
+from core.text.seeds import GPT_VS_BERT
+from core.text.textio import normalize_text
+from core.text.tokenizer import ByteBPETokenizer, CausalEncoding, WordPieceGPTTokenizer
+from core.loading.weights import load_state_dict
 
 GPT_ASSETS = ASSETS_DIR / "gpt"
 MAX_TOKENS = 512  # text read at once, in tokens (also capped by each model's context)
@@ -73,7 +74,7 @@ def shipped_char_gpt() -> tuple[GPT, Vocab, dict]:
 
 def held_out_losses() -> dict[str, float]:
     """Held-out nats/char of the shipped char-GPT, RNN and LSTM: one split, one vocabulary, the same windows."""
-    from core.lstm import RNN_ASSETS
+    from core.recurrent.lstm import RNN_ASSETS
 
     rnn_info = json.loads((RNN_ASSETS / "config.json").read_text(encoding="utf-8"))["info"]
     return {"char-GPT": shipped_char_gpt()[2]["held_out"]["loss_nats"],
@@ -83,7 +84,7 @@ def held_out_losses() -> dict[str, float]:
 @torch.inference_mode()
 def evaluate(model: GPT, data: torch.Tensor, seq_len: int = 200, max_windows: int = 64) -> float:
     """Mean next-character cross-entropy (nats) on the first max_windows consecutive windows of data: the windows
-    of core/lstm.py's evaluate. A window longer than the context is read in strides of half the context (the
+    of core/recurrent/lstm.py's evaluate. A window longer than the context is read in strides of half the context (the
     standard sliding-window evaluation), so every position keeps at least context/2 characters of its window."""
     n = min(max_windows, (len(data) - 1) // seq_len)
     device = model.lm_head.weight.device
@@ -101,7 +102,7 @@ def evaluate(model: GPT, data: torch.Tensor, seq_len: int = 200, max_windows: in
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# The char-GPT's tokens: characters (GPT-2's byte-level BPE and WordPiece wrappers live in core/tokenizer.py)
+# The char-GPT's tokens: characters (GPT-2's byte-level BPE and WordPiece wrappers live in core/text/tokenizer.py)
 
 
 class CharTokenizer:
@@ -243,7 +244,7 @@ class Step:
 def generate_steps(model_id: str | None, prompt: str, length: int = 200,
                    settings: sampling.Settings = sampling.Settings(0.8), use_cache: bool = True,
                    shown: int = 5) -> Iterator[Step]:
-    """Sample one token at a time (core/sampling.py, seeded), each step feeding only the new token and the KV
+    """Sample one token at a time (core/text/sampling.py, seeded), each step feeding only the new token and the KV
     cache. The draws are transformers' generate(do_sample=True) draws for the same seed and settings."""
     sampler = sampling.Sampler(settings)
     if not 1 <= length <= MAX_GENERATE:
@@ -309,7 +310,7 @@ class GptVsBert:
 
 def split_at_blank(text: str) -> tuple[str, str]:
     """(left of the blank, the text with the blank written as [MASK]); exactly one blank ("__" or [MASK])."""
-    from core.mlm import BLANK
+    from core.mlm.mlm import BLANK
 
     text = normalize_text(text or "").strip()
     if not text:
@@ -327,8 +328,8 @@ def gpt_vs_bert(text: str, gpt_id: str | None = None, bert_id: str | None = "ber
     """The causal LM's next-token distribution from the left context, beside the masked LM's at the blank.
 
     Offline, a GPT-2 id falls back to the char-GPT (its next character) and the BERT side says what to fetch.
-    ``bert_id`` None: the causal side only (the char-BERT's side is core/mlm_char_compare.py's)."""
-    from core import mlm  # here: the masked LM imports torch-backed code only the GPT vs BERT view needs
+    ``bert_id`` None: the causal side only (the char-BERT's side is core/mlm/char_compare.py's)."""
+    from core.mlm import mlm  # here: the masked LM imports torch-backed code only the GPT vs BERT view needs
 
     left, masked = split_at_blank(text)
     if not left.strip():

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core import i18n
-from core.errors import UserInputError
+from core.text import i18n
+from core.text.errors import UserInputError
 
 if TYPE_CHECKING:  # counting needs the config's numbers only; core.nets imports torch
     from core.nets.bert_encoder import BertConfig

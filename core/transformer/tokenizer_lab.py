@@ -5,7 +5,7 @@
     WordPiece        BERT's subwords, greedily longest-first from the word's start ("strawberries" → straw ##berries);
                      MiniLM-L6's English vocabulary offline, bert-base-chinese's when it is on this machine
     byte-level BPE   GPT-2's merges over bytes, when its tokenizer is on this machine (hf download gpt2)
-    BPE trained here the same kind of tokenizer, learned from a corpus in the tab (core/bpe.py, or ``tokenizers``
+    BPE trained here the same kind of tokenizer, learned from a corpus in the tab (core/transformer/bpe.py, or ``tokenizers``
                      when the corpus is too large for the teaching trainer to finish in 2 s)
 
 For each: tokens per character = tokens / characters, and characters per token, its inverse: what a model's
@@ -20,21 +20,23 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-from core import bpe, i18n, resolve
-from core.cache import BoundedCache
-from core.checkpoints import MINILM_ID
-from core.corpora import load_corpus
-from core.errors import ModelUnavailableError, UserInputError
-from core.lazy import lazy_import
-from core.limits import MAX_SHORT_TEXT_CHARS
-from core.textio import normalize_text, read_text_upload
+from core.transformer import bpe
+from core.text import i18n
+from core.loading import resolve
+from core.loading.cache import BoundedCache
+from core.loading.checkpoints import MINILM_ID
+from core.text.corpora import load_corpus
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.loading.lazy import lazy_import
+from core.text.limits import MAX_SHORT_TEXT_CHARS
+from core.text.textio import normalize_text, read_text_upload
 
-registry = lazy_import("core.registry")  # torch-backed: loaded when a WordPiece vocabulary is first asked for
+registry = lazy_import("core.loading.registry")  # torch-backed: loaded when a WordPiece vocabulary is first asked for
 
 CORPORA = ("moby_dick", "tang_poems", "toy_zh")  # the bundled corpora the live BPE can learn from
 MIN_VOCAB, MAX_VOCAB = 260, 5000  # the 256 byte symbols, then merges
 STEPS_SHOWN = 40  # merges the step-by-step view replays, each with the pair counts that chose it
-# Above this many bytes of corpus, core/bpe.py takes more than 2 s to train at MAX_VOCAB: benchmarks/
+# Above this many bytes of corpus, core/transformer/bpe.py takes more than 2 s to train at MAX_VOCAB: benchmarks/
 # bench_tokenizer_lab.py measured 3.03 MB (CPU time of its one thread, 1-4 copies of Moby-Dick, 2026-11-26; counting
 # words is ~0.5 s per MB, the merges ~1 s). Above it the tab trains with ``tokenizers`` (equal merges,
 # tests/test_tokenizer_lab.py) and replays only the first steps here.
@@ -165,9 +167,9 @@ class Trained:
     vocab_size: int  # what the vocabulary reached (the slider's value, unless the corpus ran out of pairs)
     asked: int  # the slider's value
     merges: list[tuple[str, str]]  # every merge, in order
-    steps: list[bpe.Merge]  # the first STEPS_SHOWN merges, with their counts and rivals (core/bpe.py)
+    steps: list[bpe.Merge]  # the first STEPS_SHOWN merges, with their counts and rivals (core/transformer/bpe.py)
     words: int  # distinct words counted
-    trainer: str  # "core/bpe.py" or "tokenizers"
+    trainer: str  # "core/transformer/bpe.py" or "tokenizers"
     seconds: float  # training time, counting words included
     ranks: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
 
@@ -197,8 +199,8 @@ def corpus_text(corpus: str, upload: str | None) -> tuple[str, str]:
 
 def train_bpe(corpus: str, text: str, vocab_size: int, progress: Callable[[float, str], None] | None = None,
               ours_max_bytes: int = OURS_MAX_BYTES) -> Trained:
-    """The lab's BPE on a corpus: core/bpe.py when it finishes within 2 s, else ``tokenizers`` for the vocabulary
-    (the same merges) and core/bpe.py for the first STEPS_SHOWN steps only. Cached per corpus and size."""
+    """The lab's BPE on a corpus: core/transformer/bpe.py when it finishes within 2 s, else ``tokenizers`` for the vocabulary
+    (the same merges) and core/transformer/bpe.py for the first STEPS_SHOWN steps only. Cached per corpus and size."""
     if not MIN_VOCAB <= vocab_size <= MAX_VOCAB:
         raise UserInputError("tokenizer_lab.err_vocab", low=MIN_VOCAB, high=MAX_VOCAB)
     size = len(text.encode("utf-8"))
@@ -214,7 +216,7 @@ def train_bpe(corpus: str, text: str, vocab_size: int, progress: Callable[[float
     if size <= ours_max_bytes:
         report(0.6, i18n.text("tokenizer_lab.progress_merging"))
         learned = bpe.train(counts, vocab_size, watch=STEPS_SHOWN)
-        merges, trainer = [(m.left, m.right) for m in learned.merges], "core/bpe.py"
+        merges, trainer = [(m.left, m.right) for m in learned.merges], "core/transformer/bpe.py"
     else:
         report(0.5, i18n.text("tokenizer_lab.progress_library"))
         merges, trainer = library_merges(lines, vocab_size), "tokenizers"
@@ -226,7 +228,7 @@ def train_bpe(corpus: str, text: str, vocab_size: int, progress: Callable[[float
 
 
 def library_merges(lines: list[str], vocab_size: int) -> list[tuple[str, str]]:
-    """The merges ``tokenizers``' BpeTrainer learns from the lines, with core/bpe.py's settings."""
+    """The merges ``tokenizers``' BpeTrainer learns from the lines, with core/transformer/bpe.py's settings."""
     import json
 
     from tokenizers import Tokenizer, models, trainers

@@ -19,7 +19,7 @@ to ‖x‖; how far the whole sub-layer (with its Add & LayerNorm) moves the vec
 cos(x_ℓ, x₀), how much of the input embedding's direction survives.
 
 The tab's parameter counts from a shape alone (the seed's Transformer base, the loaded encoder's config) are in
-core.param_count.
+core.transformer.param_count.
 """
 from __future__ import annotations
 
@@ -30,13 +30,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from core import registry
-from core.checkpoints import model_id_or_default
-from core.errors import UserInputError
-from core.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
+from core.loading import registry
+from core.loading.checkpoints import model_id_or_default
+from core.text.errors import UserInputError
+from core.text.limits import MAX_MODEL_TOKENS, MAX_TEXT_CHARS
 from core.nets.bert_encoder import attention
-from core.textio import normalize_text
-from core.tokenizer import Truncation
+from core.text.textio import normalize_text
+from core.text.tokenizer import Truncation
 
 
 @dataclass

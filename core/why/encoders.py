@@ -1,5 +1,5 @@
 """Why this answer for the BERT-like tabs (issue #35): each tab's checkpoint and text turned into the arguments of
-core.why.explain_encoder (which attributes to the input token embeddings), and the masked LM's logit lens.
+core.why.why.explain_encoder (which attributes to the input token embeddings), and the masked LM's logit lens.
 
     masked LM        f = p(w_i = ŵ | text)        i: the first [MASK]; ŵ: its most probable word (what Fill shows)
     NER              f = p(y_i = ŷ | text)        i: the token the learner picks (default: the first entity token)
@@ -8,14 +8,14 @@ core.why.explain_encoder (which attributes to the input token embeddings), and t
     classification   f = p(c = ĉ | text)          ĉ: the predicted class; sigmoid heads (one output, multi-label) as
                                                   softmax([0, z_c])₁ = σ(z_c), so the score is the tab's probability
     fine-tuned MiniLM the same f, through the frozen bottom of the shared MiniLM-L6, this session's fine-tuned copies of
-                     its top k layers, the mean pool and the head (core/finetune_train.py); before any fine-tuning, the
+                     its top k layers, the mean pool and the head (core/tasks/finetune_train.py); before any fine-tuning, the
                      head (a) at its seeded random initialisation on the frozen model
 
 The baseline is [PAD] at every text position ([CLS], [SEP], [MASK] keep theirs), so f(x') is the answer's
 probability with the words taken away. Rollout is read at the predicting position: the [MASK], the tagged token, the
 span's start or end, and [CLS] for the classifiers (MiniLM's mean pool reads every position; [CLS] stands in).
 
-As in core/why.py, each ``explain_*_stages`` yields the quick view (gradient × input, rollout) first and then
+As in core/why/why.py, each ``explain_*_stages`` yields the quick view (gradient × input, rollout) first and then
 integrated gradients at each stage; ``explain_*`` is the last stage alone.
 """
 from __future__ import annotations
@@ -27,15 +27,18 @@ from types import SimpleNamespace
 import torch
 from torch import nn
 
-from core import attribution, classify, finetune, finetune_train, logit_lens, mlm, ner, qa, registry
-from core.attribution import Why, last
-from core.checkpoints import MINILM_ID
-from core.corpora import DEFAULT_LABELLED
-from core.errors import UserInputError, echo
-from core.i18n import text as tr
-from core.limits import DEFAULT_SEED, MAX_MODEL_TOKENS
-from core.logit_lens import LogitLens
-from core.why import (encoder_attentions, explain_encoder_stages, read_class, read_masked_word, read_span,
+from core.why import attribution, logit_lens
+from core.tasks import classify, finetune, finetune_train, ner, qa
+from core.mlm import mlm
+from core.loading import registry
+from core.why.attribution import Why, last
+from core.loading.checkpoints import MINILM_ID
+from core.text.corpora import DEFAULT_LABELLED
+from core.text.errors import UserInputError, echo
+from core.text.i18n import text as tr
+from core.text.limits import DEFAULT_SEED, MAX_MODEL_TOKENS
+from core.why.logit_lens import LogitLens
+from core.why.why import (encoder_attentions, explain_encoder_stages, read_class, read_masked_word, read_span,
                       read_token_tag)
 
 STEPS = attribution.DEFAULT_STEPS

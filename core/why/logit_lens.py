@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from core import gpt, mlm_char
+from core.transformer import gpt
+from core.mlm import char as mlm_char
 
 DEFAULT_TOP_K = 5
 

@@ -1,5 +1,5 @@
 """Why this answer, per model family: the answer each predicting view explains, as a function of the input token
-embeddings (core/attribution.py computes the attributions; this module says what f is for each model).
+embeddings (core/why/attribution.py computes the attributions; this module says what f is for each model).
 
     char-GPT / GPT-2   f = p(x_{T+1} = ŵ | x_{≤T})          ŵ: the most probable next token (banned tokens aside)
     char-BERT          f = p(c_i = ĉ | text)                 i: the first [MASK] of the first blank; ĉ its best character
@@ -20,9 +20,12 @@ from typing import Callable, Iterator
 import torch
 from torch import nn
 
-from core import attribution, gpt, lstm, mlm_char
-from core.attribution import Attribution, Why, last
-from core.errors import UserInputError
+from core.why import attribution
+from core.transformer import gpt
+from core.recurrent import lstm
+from core.mlm import char as mlm_char
+from core.why.attribution import Attribution, Why, last
+from core.text.errors import UserInputError
 
 Score = Callable[[torch.Tensor], torch.Tensor]  # ids (B, T) → (B,)
 MAX_TOKEN_STEPS = 16_384  # steps × tokens of one explanation (512 tokens × 32 steps, 128 characters × 128 steps)
@@ -31,7 +34,7 @@ MAX_TOKEN_STEPS = 16_384  # steps × tokens of one explanation (512 tokens × 32
 def methods_in_stages(embedding: nn.Embedding, ids: torch.Tensor, score: Score, baseline: torch.Tensor,
                       tokens: list[str], steps: int, stream: bool = True) -> Iterator[list[Attribution]]:
     """[gradient × input], then [integrated gradients, gradient × input] at each stage, of one answer, at the
-    embeddings that ``ids`` (T,) look up (core.attribution.attribute_in_stages)."""
+    embeddings that ``ids`` (T,) look up (core.why.attribution.attribute_in_stages)."""
     if len(ids) * steps > MAX_TOKEN_STEPS:
         raise UserInputError("why.too_much_work", tokens=len(ids), steps=steps, limit=f"{MAX_TOKEN_STEPS:,}",
                              most=max(1, MAX_TOKEN_STEPS // len(ids)))

@@ -5,12 +5,13 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from core.errors import UserInputError
-from core.lazy import lazy_import
-from core.limits import MAX_LIST_CHARS, MAX_TEXT_CHARS
-from core.seeds import thinking_machines
-from demo import lessons, presets, result_cache
-from demo.attention_views import (
+from core.text.errors import UserInputError
+from core.loading.lazy import lazy_import
+from core.text.limits import MAX_LIST_CHARS, MAX_TEXT_CHARS
+from core.text.seeds import thinking_machines
+from demo.kit import lessons, presets
+from demo.server import result_cache
+from demo.attention.views import (
     MODEL_EXAMPLES,
     PERMUTATION_HEADERS,
     SHAPE_HEADERS,
@@ -20,13 +21,13 @@ from demo.attention_views import (
     positional_view,
     show_head,
 )
-from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, model_picker
-from demo.downloads import model_event
-from demo.figures import DIVERGING_SCALE, heatmap
-from demo.i18n import label, t
+from demo.server.handlers import LATEX, TABLE_BUTTONS, friendly_errors, model_picker
+from demo.server.downloads import model_event
+from demo.kit.figures import DIVERGING_SCALE, heatmap
+from demo.kit.i18n import label, t
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-att = lazy_import("core.attention")
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+att = lazy_import("core.attention.attention")
 
 TITLE = "Attention"
 HISTORY = [(8, "2014–15", "attention", "attention", "thinking-machines")]  # the Overview's timeline

@@ -1,6 +1,6 @@
 """Attention tab, the views past the arithmetic (seed §10–§11, §8 on a real model): multi-head attention, the
 sinusoidal positional encoding and what word order means without it, and the maps of a pretrained encoder.
-Their layout and presets are in demo/attention.py."""
+Their layout and presets are in demo/attention/attention.py."""
 from __future__ import annotations
 
 import math
@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.errors import ModelUnavailableError, UserInputError
-from core.lazy import lazy_import
-from demo.common import friendly_errors, gpu_handler, whole_number
-from demo.figures import (
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.loading.lazy import lazy_import
+from demo.server.handlers import friendly_errors, gpu_handler, whole_number
+from demo.kit.figures import (
     COLORWAY,
     DIVERGING_SCALE,
     SEQUENTIAL_SCALE,
@@ -23,10 +23,10 @@ from demo.figures import (
     subplot_grid,
     unique_labels,
 )
-from demo.i18n import t
+from demo.kit.i18n import t
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-att = lazy_import("core.attention")
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+att = lazy_import("core.attention.attention")
 
 MODEL_EXAMPLES = [
     ["The animal didn't cross the street because it was too tired.", ""],

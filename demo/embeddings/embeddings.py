@@ -7,24 +7,26 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from core import jobs
-from core.corpora import load_corpus
-from core.errors import UserInputError
-from core.lazy import lazy_import
-from core.limits import MAX_LIST_CHARS, MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
-from core.seeds import SEED_Q
-from core.textio import read_text_upload
-from demo import embeddings_nnlm, lessons, presets, result_cache
-from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, sig4,
+from core.loading import jobs
+from core.text.corpora import load_corpus
+from core.text.errors import UserInputError
+from core.loading.lazy import lazy_import
+from core.text.limits import MAX_LIST_CHARS, MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
+from core.text.seeds import SEED_Q
+from core.text.textio import read_text_upload
+from demo.embeddings import nnlm as embeddings_nnlm
+from demo.kit import lessons, presets
+from demo.server import result_cache
+from demo.server.handlers import (TABLE_BUTTONS, TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, sig4,
                          sig4_text, stopped_error, stopped_note, training_run, whole_number)
-from demo.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
-from demo.i18n import label, t, untitled_columns
+from demo.kit.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
+from demo.kit.i18n import label, t, untitled_columns
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-w2v = lazy_import("core.embeddings")
-word2vec = lazy_import("core.embeddings_word2vec")
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+w2v = lazy_import("core.embeddings.embeddings")
+word2vec = lazy_import("core.embeddings.word2vec")
 if TYPE_CHECKING:  # annotations only: the module imports torch, which the app loads on first use
-    from core.embeddings_word2vec import TrainedWord2Vec
+    from core.embeddings.word2vec import TrainedWord2Vec
 
 TITLE = "Word embeddings"
 HISTORY = [(3, "2003", "NNLM", "nnlm", "nnlm-toy"), (4, "2013", "word2vec", "word2vec", "king-queen")]  # timeline
@@ -162,7 +164,7 @@ def static_vectors(word: str, first: str, second: str, progress=gr.Progress()):
 def train(source: str, upload: str | None, architecture: str, dim: float, window: float, epochs: float,
           min_count: float, progress=gr.Progress(), request: gr.Request = None):
     """Train word2vec; the model is kept in this browser session's state (never written to disk). A run has a
-    work budget and replaces this session's previous run (demo.common.training_run)."""
+    work budget and replaces this session's previous run (demo.server.handlers.training_run)."""
     if source == UPLOAD:
         if not upload:
             raise UserInputError("embeddings.err.no_upload")

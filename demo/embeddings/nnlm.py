@@ -1,23 +1,23 @@
 """The NNLM sub-tab of the Word embeddings tab (seed §2.2): Bengio's neural LM, trained here, one prediction
-stepped through with every matrix's shape. Split off demo/embeddings.py to keep files short; api names stay
+stepped through with every matrix's shape. Split off demo/embeddings/embeddings.py to keep files short; api names stay
 `embeddings_*`; its strings are the nnlm section of assets/i18n."""
 from __future__ import annotations
 
 import gradio as gr
 import pandas as pd
 
-from core.errors import UserInputError
-from core.lazy import lazy_import
-from core.limits import MAX_LIST_CHARS, NNLM_MAX_CONTEXT, NNLM_MAX_SECONDS
-from demo import presets
-from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler
-from demo.figures import bar, lines
-from demo.i18n import label, t
+from core.text.errors import UserInputError
+from core.loading.lazy import lazy_import
+from core.text.limits import MAX_LIST_CHARS, NNLM_MAX_CONTEXT, NNLM_MAX_SECONDS
+from demo.kit import presets
+from demo.server.handlers import TABLE_BUTTONS, friendly_errors, gpu_handler
+from demo.kit.figures import bar, lines
+from demo.kit.i18n import label, t
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-nnlm = lazy_import("core.nnlm")
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+nnlm = lazy_import("core.embeddings.nnlm")
 
-# Language-free choice values (the corpus keys of core.corpora); the browser shows their labels.
+# Language-free choice values (the corpus keys of core.text.corpora); the browser shows their labels.
 TOY, MOBY = "toy_zh", "moby_dick"
 CORPORA = {TOY: "nnlm.corpus_toy", MOBY: "nnlm.corpus_moby"}
 

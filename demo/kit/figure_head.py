@@ -1,7 +1,7 @@
 """The script every page loads for its plotly figures (app.py passes :data:`HEAD` to ``launch(head=...)``).
 
 Gradio draws each figure with ``Plotly.react(div, data, layout, config)``, where ``config`` comes from the figure's
-JSON (demo/figures.py's SlideFigure). What the JSON cannot carry (JavaScript functions, the page's theme and language)
+JSON (demo/kit/figures.py's SlideFigure). What the JSON cannot carry (JavaScript functions, the page's theme and language)
 this script adds in the browser, by wrapping ``Plotly.react``:
 
 - **SVG export**: for every figure with our slide-size ``toImageButtonOptions``, a modebar button beside the PNG
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 
-from core.i18n import LANGUAGES, table, text
+from core.text.i18n import LANGUAGES, table, text
 
 # Dark template colours: text slate-200 on the block's own background, axes slate-500, grid slate-700.
 DARK = {"ink": "#e2e8f0", "axis": "#64748b", "grid": "#334155", "paper": "#1e293b"}

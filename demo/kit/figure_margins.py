@@ -169,7 +169,7 @@ def _axis_extent(axis: dict, texts: Sequence[str], font_size: float, letter: str
         extent += ROTATED_LABEL_SHIFT if letter == "x" and angle % 180 else 0
     title = axis.get("title") or {}
     title_text = title.get("text") if isinstance(title, dict) else title
-    if title_text:  # its height, and the standoff it keeps from the tick labels (demo/figures.py's template)
+    if title_text:  # its height, and the standoff it keeps from the tick labels (demo/kit/figures.py's template)
         extent += text_size(title_text, (title.get("font") or {}).get("size") or font_size)[1]
         extent += title.get("standoff") or 0
     return extent + AUTOMARGIN_PAD

@@ -16,8 +16,8 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from core.i18n import DEFAULT_LANGUAGE, table, text
-from demo.figure_margins import reserved_margins, text_size
+from core.text.i18n import DEFAULT_LANGUAGE, table, text
+from demo.kit.figure_margins import reserved_margins, text_size
 
 # Latin fonts first, then CJK ones, so 中文 titles, tokens and axis labels render as glyphs (not boxes) on screen and
 # in the PNG/SVG exports: the SVG keeps this stack in every text's font-family, so a slide tool picks whichever of
@@ -112,7 +112,7 @@ class SlideFigure(go.Figure):
     Gradio hands ``fig.to_json()`` straight to ``Plotly.react(div, data, layout, config)``, so putting the export
     settings into the JSON makes the camera button download a slide-resolution PNG instead of a screen-sized one.
     The margins are reserved here, when the figure is sent, after every change a tab made to it: plotly.js then
-    draws it once instead of twice (demo/figure_margins.py).
+    draws it once instead of twice (demo/kit/figure_margins.py).
     """
 
     def to_json(self, pretty: bool = False, engine: str | None = None, **_) -> str:
@@ -408,7 +408,7 @@ def plotly_chunk() -> str | None:
 
 
 # Evaluating plotly.js is the largest single cost of a page: 1-2.5 s of the browser's main thread on 2 cores. A view
-# drawn without plotly (the Overview's path, demo/static_html.py) starts that import once it is on screen and the
+# drawn without plotly (the Overview's path, demo/kit/static_html.py) starts that import once it is on screen and the
 # browser is idle, so the learner's first plotted view does not pay it. The module is imported by the same address
 # as Gradio's own import (beside Gradio's main script), so the browser evaluates it once and Gradio's import reuses it.
 PLOTLY_CHUNK = plotly_chunk()

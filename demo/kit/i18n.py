@@ -7,7 +7,7 @@ The tables live in assets/i18n/en.yaml and zh.yaml, nested for the translators a
   front end translates it in the browser, from ``I18N`` passed to ``launch(i18n=...)``.
 - Static Markdown (a tab's explanation) is ``gr.Markdown(label("<tab>.intro"))`` too.
 - Result sentences, error messages and figure titles are made by handlers on the server: ``t("<tab>.result",
-  n=3)``. Every handler is wrapped in demo.common.friendly_errors, which sets the call's language from the request
+  n=3)``. Every handler is wrapped in demo.server.handlers.friendly_errors, which sets the call's language from the request
   (``language_of``), so ``text`` needs no language argument inside a handler. Core raises
   ``UserInputError("ngram.empty_corpus", ...)`` with a key, rendered the same way.
 
@@ -25,11 +25,11 @@ from typing import Callable
 import gradio as gr
 from gradio.i18n import I18nData
 
-from core.i18n import DEFAULT_LANGUAGE, LANGUAGES, current_language, placeholders, table, text, using_language
+from core.text.i18n import DEFAULT_LANGUAGE, LANGUAGES, current_language, placeholders, table, text, using_language
 
 COOKIE = "plm_lang"
 
-# The tables and text() live in core.i18n (gradio-free, so core's error messages use the same keys).
+# The tables and text() live in core.text.i18n (gradio-free, so core's error messages use the same keys).
 __all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "table", "placeholders", "text", "t", "current_language", "using_language",
            "label", "in_every_language", "BROWSER_LANGUAGE_JS", "language_of", "I18N", "TOGGLE_JS",
            "LanguageMiddleware"]
@@ -37,7 +37,7 @@ __all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "table", "placeholders", "text", "t"
 t = text  # the short name tab modules use (their inputs are often called ``text``): ``t("ngram.result", n=3)``
 
 
-# Sections whose texts only the server renders, or sends once in <head> (demo/your_turn.py): the "Your turn" checks'
+# Sections whose texts only the server renders, or sends once in <head> (demo/kit/your_turn.py): the "Your turn" checks'
 # questions and explanations, and their page's words. Left out of Gradio's tables, which every page load carries.
 SERVER_ONLY = ("checks.", "your_turn.")
 
@@ -63,7 +63,7 @@ def label(key: str):
 
 
 def in_every_language(value, render: Callable[[str], str] = html.escape) -> dict[str, str]:
-    """``{language: HTML}`` for HTML the browser renders itself (demo/presets.py's preset bar, demo/lessons.py): a
+    """``{language: HTML}`` for HTML the browser renders itself (demo/kit/presets.py's preset bar, demo/kit/lessons.py): a
     ``label(key)`` in each language, or a plain string (a checkpoint id, a formula) as it is; ``render`` turns the
     text into HTML (default: escaped). The browser picks its language with :data:`BROWSER_LANGUAGE_JS`."""
     if isinstance(value, I18nData):
@@ -117,7 +117,7 @@ def language_of(request: gr.Request | None) -> str:
 # code of ours could run (Gradio injects that with the config). So the choice is made on the server: the toggle sets a
 # cookie and reloads, and LanguageMiddleware puts a first script into the page that presents the server's choice
 # (language_of: the cookie, else Accept-Language) as the browser's. The same cookie tells the handlers (language_of),
-# so labels and results switch together, and the page carries only that language's table (demo/serving.py).
+# so labels and results switch together, and the page carries only that language's table (demo/server/serving.py).
 TOGGLE_JS = ("(choice) => { const lang = choice === '中文' ? 'zh' : 'en'; "
              f"document.cookie = `{COOKIE}=${{lang}}; path=/; max-age=31536000; SameSite=Lax`; "
              "location.reload(); return choice; }")

@@ -1,11 +1,11 @@
 """"Try this" lessons (issue #18): three or more questions per tab, each naming the seed § it comes from, with a button
-that runs a preset of one of the tab's views (demo/presets.py) and an answer revealed on demand.
+that runs a preset of one of the tab's views (demo/kit/presets.py) and an answer revealed on demand.
 
     lessons.lesson_table(LESSON, views)     # in a tab's build(): rows (§, question, answer[, view key], preset slug)
 
 A lesson is ONE ``gr.HTML`` and ONE event (``<tab>_lesson``, whose input is the step's number), not an accordion
 holding a row, Markdown, a button and an answer accordion per step: Gradio's front end pays for every component and
-event when the page opens (see demo/presets.py). Questions and answers are Markdown in the translation tables; they
+event when the page opens (see demo/kit/presets.py). Questions and answers are Markdown in the translation tables; they
 are rendered to HTML here, in every language (markdown-it, raw HTML off), and the browser shows its own language.
 """
 from __future__ import annotations
@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import gradio as gr
-from core.errors import UserInputError
-from demo.common import friendly_errors
-from demo.i18n import BROWSER_LANGUAGE_JS, in_every_language, label
-from demo.presets import View, unique
-from demo.static_html import markdown_inline
+from core.text.errors import UserInputError
+from demo.server.handlers import friendly_errors
+from demo.kit.i18n import BROWSER_LANGUAGE_JS, in_every_language, label
+from demo.kit.presets import View, unique
+from demo.kit.static_html import markdown_inline
 
 # The box, rendered by the browser from its props. It never reads ``value`` (the number of the last step asked
 # for), so a click re-renders nothing and the open answers stay open.

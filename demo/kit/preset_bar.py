@@ -2,7 +2,7 @@
 its props, with one "click" event whose value is the preset's slug."""
 from __future__ import annotations
 
-from demo.i18n import BROWSER_LANGUAGE_JS
+from demo.kit.i18n import BROWSER_LANGUAGE_JS
 
 # A chain-link icon drawn in the text colour: an emoji (🔗) needs a colour-emoji font, which a screenshot machine
 # may lack (Debian's headless Chromium drew an empty box).

@@ -1,4 +1,4 @@
-"""What the server remembers for demo/presets.py's views: per session, which views the learner asked for and which
+"""What the server remembers for demo/kit/presets.py's views: per session, which views the learner asked for and which
 defaults an open event already sent (the open-event race and the double open), and per process, every preset's
 result (first paint). Bounded, thread-safe, and forgotten on restart: losing a record only costs a recomputation.
 """
@@ -7,20 +7,20 @@ from __future__ import annotations
 import time
 from typing import Callable, Protocol
 
-from core import resolve
-from core.cache import BoundedCache
-from core.i18n import current_language
-from demo.common import loaded_models
-from demo.result_cache import fresh_updates
+from core.loading import resolve
+from core.loading.cache import BoundedCache
+from core.text.i18n import current_language
+from demo.server.handlers import loaded_models
+from demo.server.result_cache import fresh_updates
 
 
-class ViewLike(Protocol):  # demo.presets.View: what a record needs of a view
+class ViewLike(Protocol):  # demo.kit.presets.View: what a record needs of a view
     tab: str
     key: str
     fn: Callable
 
 
-class PresetLike(Protocol):  # demo.presets.Preset
+class PresetLike(Protocol):  # demo.kit.presets.Preset
     slug: str
 
     def resolved(self) -> tuple: ...

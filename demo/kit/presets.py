@@ -3,7 +3,7 @@
 A *view* is one input form and the results it fills (a sub-tab, or part of one). A *preset* is a named set of
 input values for a view; running it sets the inputs AND runs the view's handler, so one click shows a result.
 
-    from demo import presets
+    from demo.kit import presets
 
     view = presets.View(
         "attention", "steps",                   # the tab's id (= its demo module's name) and a key for the view
@@ -14,7 +14,7 @@ input values for a view; running it sets the inputs AND runs the view's handler,
         where=sub_tab,                          # the gr.Tab (with an id) the view lives in; None: the tab itself
     )
     view.buttons()                              # the preset bar: a button and a 🔗 copy link per preset
-    lessons.lesson([lessons.Step("§9", "question…", "answer…", view, "thinking-machines"), ...])  # demo/lessons.py
+    lessons.lesson([lessons.Step("§9", "question…", "answer…", view, "thinking-machines"), ...])  # demo/kit/lessons.py
 
 What each piece does:
 - **First open.** The first preset of a view is its default. When the learner opens the tab (or the sub-tab) the
@@ -28,13 +28,13 @@ What each piece does:
   (``<tab>_<view>_preset``, whose input is the preset's slug, so API clients call it too). Gradio's front end pays
   for every component and event when the page loads (it matches each component against each event:
   ``find_attached_events``); one Gradio button and event per preset made that 1,360 components x 336 events, most of
-  a 5-9 s page open. Its text is rendered in the browser's language (demo.i18n.in_every_language).
+  a 5-9 s page open. Its text is rendered in the browser's language (demo.kit.i18n.in_every_language).
 - **Deep links.** ``?tab=<tab id>&preset=<preset slug>`` selects the tab (and sub-tab) and computes the preset;
   ``?tab=<tab id>`` alone computes the tab's defaults. The browser copies the address's query into a hidden box,
   whose change runs ``app_deep_link`` (every view as output): only a page opened with a query pays for it. Slugs are
   unique within a tab. The 🔗 beside each preset is a real link (:func:`preset_link`, also used in Markdown); a
   click puts it in the address bar and the clipboard.
-- **Lessons.** demo/lessons.py: a "Try this" box whose steps run presets of these views.
+- **Lessons.** demo/kit/lessons.py: a "Try this" box whose steps run presets of these views.
 - **Slots.** A preset whose ``values`` is None is a documented slot (an example whose model lives in another issue:
   classification, Chinese QA, Chinese NER); :meth:`View.buttons` shows it disabled with its ``note``.
 
@@ -55,12 +55,12 @@ from urllib.parse import parse_qsl
 import gradio as gr
 from gradio.context import Context
 
-from core.errors import UserInputError
-from demo.common import add_csv_downloads, friendly_errors, on_zero_gpu
-from demo.downloads import fetch_models
-from demo.i18n import in_every_language, label
-from demo.preset_bar import BAR_JS, BAR_TEMPLATE
-from demo.preset_records import ASKED, OPENED, RESULTS
+from core.text.errors import UserInputError
+from demo.server.handlers import add_csv_downloads, friendly_errors, on_zero_gpu
+from demo.server.downloads import fetch_models
+from demo.kit.i18n import in_every_language, label
+from demo.kit.preset_bar import BAR_JS, BAR_TEMPLATE
+from demo.kit.preset_records import ASKED, OPENED, RESULTS
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ class View:
         self.inputs, self.outputs, self.fn = list(inputs), list(outputs), fn
         self.presets = {p.slug: p for p in presets}
         self.default = presets[0].slug
-        # The input that seeds sampling, if any: a link's ``&seed=`` goes there (demo/sampling.py, issue #36)
+        # The input that seeds sampling, if any: a link's ``&seed=`` goes there (demo/kit/sampling.py, issue #36)
         self.seed_index = next((i for i, c in enumerate(self.inputs) if c is seed), None) if seed is not None else None
         self.where = where
         # The gr.Tabs that holds the sub-tab, to select it from a lesson or a deep link. Read now: Gradio wraps
@@ -163,9 +163,9 @@ class View:
         return updates
 
     def fetch_checkpoints(self, preset: Preset) -> None:
-        """Make the checkpoints ``preset`` sets in the view's pickers (demo.common.model_picker) local, before the
-        handler's GPU call: on ZeroGPU that call never downloads (demo.common.gpu_handler). Errors are the handler's
-        to show (demo.downloads.fetch_models)."""
+        """Make the checkpoints ``preset`` sets in the view's pickers (demo.server.handlers.model_picker) local, before the
+        handler's GPU call: on ZeroGPU that call never downloads (demo.server.handlers.gpu_handler). Errors are the handler's
+        to show (demo.server.downloads.fetch_models)."""
         models = [(component.checkpoint_task, value) for component, value in zip(self.inputs, preset.resolved())
                   if hasattr(component, "checkpoint_task")]
         if models:
@@ -192,7 +192,7 @@ class View:
     def run_default(self, request=None) -> dict:
         """:meth:`run` for an open event: nothing if the learner has asked this view for a result in this session
         (before the default started, or while it was computing), or if another open event of the session claimed
-        the default first (see :class:`demo.preset_records.SessionViews`)."""
+        the default first (see :class:`demo.kit.preset_records.SessionViews`)."""
         asked = ASKED.count(self, request)
         if asked or not OPENED.claim(self, request):
             return {self.done: True}

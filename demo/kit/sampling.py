@@ -1,7 +1,7 @@
 """The sampling controls and the next-token figure, the same in every tab that generates (issue #36): the N-gram
 tab's Generate view, the RNN & LSTM tab's, the Transformer & GPT tab's next-token and generation views (the
-char-GPT and GPT-2), and the BERT masked LM tab's Fill view on the char-BERT (demo/mlm_char_views.py: each character
-of its iterative fill is drawn). core/sampling.py draws; this module builds the four controls (temperature, top-k, top-p, seed),
+char-GPT and GPT-2), and the BERT masked LM tab's Fill view on the char-BERT (demo/mlm/char_views.py: each character
+of its iterative fill is drawn). core/text/sampling.py draws; this module builds the four controls (temperature, top-k, top-p, seed),
 reads them, and turns a ``Cut`` into the figure (demo/token_figures.next_token_figure), its table and its sentences.
 
 What the controls accept, and what a learner gets at their ends:
@@ -9,20 +9,20 @@ What the controls accept, and what a learner gets at their ends:
 - top-k 0: no top-k cut; a k above the vocabulary: no cut either, and the note says so;
 - top-p 1: no top-p cut; top-p 0: only the most probable token (min_tokens_to_keep = 1, as in transformers);
 - seed: a whole number from 0 to 2³²−1; the same seed and settings give the same text, and a preset's link carries
-  its seed (``?tab=…&preset=…&seed=…``, demo/presets.py).
+  its seed (``?tab=…&preset=…&seed=…``, demo/kit/presets.py).
 """
 from __future__ import annotations
 
 import gradio as gr
 import pandas as pd
 
-from core.lazy import lazy_import
-from demo.common import TABLE_BUTTONS, sig4
-from demo.token_figures import next_token_figure
-from demo.i18n import label, t
+from core.loading.lazy import lazy_import
+from demo.server.handlers import TABLE_BUTTONS, sig4
+from demo.kit.token_figures import next_token_figure
+from demo.kit.i18n import label, t
 
-# torch-backed: loaded on the first draw, not when the app is built (core/lazy.py)
-sampling = lazy_import("core.sampling")
+# torch-backed: loaded on the first draw, not when the app is built (core/loading/lazy.py)
+sampling = lazy_import("core.text.sampling")
 
 MAX_SEED = 2**32 - 1
 TABLE_COLUMNS = 7  # rank, token, P (τ = 1), P_τ, kept, q, Σ P_τ (sampling.col_*)
@@ -126,7 +126,7 @@ def table_component(**options) -> gr.Dataframe:
 
 def result_link(tab: str, presets, values: tuple, seed_index: int, positions: list[int] | None = None) -> str:
     """"🔗 link to this result" when the inputs are a preset's, whatever the seed: the preset's link with the seed in
-    it (demo/presets.py reads ``&seed=``). ``values`` are the preset's values at ``positions`` (default: all of
+    it (demo/kit/presets.py reads ``&seed=``). ``values`` are the preset's values at ``positions`` (default: all of
     them, in order); ``seed_index`` is the seed's position in the preset. Empty once the learner changed anything
     else, since the link would then show another result."""
     positions = list(range(len(values))) if positions is None else positions

@@ -1,6 +1,6 @@
 """Figures, tables and Markdown drawn into the page when the app is built: content that is the same for every learner.
 
-A plotly figure (demo/figures.py) reaches the browser only after the page has loaded and asked the server for it, and
+A plotly figure (demo/kit/figures.py) reaches the browser only after the page has loaded and asked the server for it, and
 plotly.js (a 4.6 MB chunk) must then be fetched and evaluated before it draws. For the Overview, which the page opens, that
 was most of the wait between opening the app and seeing anything (benchmarks/first_paint_results.md, run 8). What
 never changes (the timeline, the held-out ladder read from its file) is therefore drawn here once, as SVG and HTML in
@@ -10,8 +10,8 @@ every language, and shown by a ``gr.HTML`` as soon as Gradio mounts the tab: no 
                   value_title="bits per character") + table(headers, rows, "overview-held-out", lang) ...}
     gr.HTML("", html_template=TEMPLATE, js_on_load=EXPORT_JS, html=html)   # the browser shows its language
 
-The look is demo/figures.py's (colours, fonts, sizes). Like every plotly figure, each figure has a PNG button (slide
-width, 3200 px) and an SVG button, and each table a "⬇ CSV" button (UTF-8 with a byte-order mark, as demo/common.py's);
+The look is demo/kit/figures.py's (colours, fonts, sizes). Like every plotly figure, each figure has a PNG button (slide
+width, 3200 px) and an SVG button, and each table a "⬇ CSV" button (UTF-8 with a byte-order mark, as demo/server/handlers.py's);
 EXPORT_JS makes the files in the browser. Every text is escaped here; Markdown is rendered with raw HTML off.
 """
 from __future__ import annotations
@@ -26,12 +26,12 @@ from typing import Sequence
 
 from markdown_it import MarkdownIt
 
-from core.i18n import text
-from demo.figures import (BASE_FONT_SIZE, COLORWAY, FONT_FAMILY, HIGHLIGHT, SLIDE_EXPORT, TITLE_FONT_SIZE,
+from core.text.i18n import text
+from demo.kit.figures import (BASE_FONT_SIZE, COLORWAY, FONT_FAMILY, HIGHLIGHT, SLIDE_EXPORT, TITLE_FONT_SIZE,
                           diverging_colours)
-from demo.i18n import BROWSER_LANGUAGE_JS
+from demo.kit.i18n import BROWSER_LANGUAGE_JS
 
-INK, AXIS, SUBDUED = "#1f2937", "#9ca3af", "#4b5563"  # demo/figures.py's text and axis colours
+INK, AXIS, SUBDUED = "#1f2937", "#9ca3af", "#4b5563"  # demo/kit/figures.py's text and axis colours
 WIDTH = 1200  # every figure's viewBox width; it scales to the column it sits in
 SLIDE_WIDTH = SLIDE_EXPORT["width"] * SLIDE_EXPORT["scale"]  # 3200 px, the plotly figures' PNG width
 
@@ -222,7 +222,7 @@ def bars(labels: Sequence[str], values: Sequence[float], title: str, name: str, 
 def table(headers: Sequence[str], rows: Sequence[Sequence], name: str, lang: str,
           markdown_columns: Sequence[int] = ()) -> str:
     """A table (cells escaped, or inline Markdown in ``markdown_columns``) and its "⬇ CSV" button, whose file holds
-    the cells as they are (RFC 4180, what demo/common.py's CSV buttons write)."""
+    the cells as they are (RFC 4180, what demo/server/handlers.py's CSV buttons write)."""
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\r\n").writerows([list(headers), *[[str(cell) for cell in r] for r in rows]])
     head = "".join(f"<th>{escape(str(h))}</th>" for h in headers)

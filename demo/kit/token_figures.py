@@ -1,13 +1,13 @@
-"""The figures of how text becomes tokens and how a next token is drawn: the sampling cut (core/sampling.py) and
-the tokenizer lab's strips (core/tokenizer_lab.py). Built on demo/figures.py's theme like every other figure."""
+"""The figures of how text becomes tokens and how a next token is drawn: the sampling cut (core/text/sampling.py) and
+the tokenizer lab's strips (core/transformer/tokenizer_lab.py). Built on demo/kit/figures.py's theme like every other figure."""
 from __future__ import annotations
 
 from typing import Sequence
 
 import plotly.graph_objects as go
 
-from demo.figures import BASE_FONT_SIZE, COLORWAY, HIGHLIGHT, SlideFigure, styled, tint, unique_labels
-from core.i18n import text
+from demo.kit.figures import BASE_FONT_SIZE, COLORWAY, HIGHLIGHT, SlideFigure, styled, tint, unique_labels
+from core.text.i18n import text
 
 KEPT_FILL, CUT_FILL = tint(COLORWAY[0], 0.6), "#eef0f3"  # before the cut: kept tokens solid, cut ones pale, hatched
 PALE_FILL = tint(COLORWAY[0], 0.8)  # every other token of a strip, beside KEPT_FILL
@@ -17,7 +17,7 @@ FRAGMENT_FILL, FRAGMENT_LINE = tint(HIGHLIGHT, 0.8), tint(HIGHLIGHT, -0.2)  # a 
 def next_token_figure(tokens: Sequence[str], tempered: Sequence[float], renormalised: Sequence[float],
                       kept: Sequence[bool], title: str, *, original: Sequence[float] | None = None,
                       rest: tuple[str, float, float] | None = None) -> SlideFigure:
-    """The next-token distribution and the cut sampling makes (core/sampling.py), the same in every tab that
+    """The next-token distribution and the cut sampling makes (core/text/sampling.py), the same in every tab that
     generates. Per token, most probable first: its probability before the cut (softmax(z/τ)), after it (renormalised
     over the kept set) and, if given, the model's own (τ = 1) as a diamond. The kept set is not told by colour
     alone: kept bars are solid with a dark outline and read "✓ q"; cut ones are pale, hatched and read "✗".

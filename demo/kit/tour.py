@@ -1,7 +1,7 @@
 """The guided tour (issue #37): the seed's whole arc, from counting word pairs to the ladder, in 29 stops, each chapter's
 ending with one of its "Your turn" checks (issue #51): 39 in all.
 
-Each stop opens one preset of one view through the page's own link router (``window.plmOpenLink``, demo/presets.py),
+Each stop opens one preset of one view through the page's own link router (``window.plmOpenLink``, demo/kit/presets.py),
 so the tab and sub-tab are selected and the preset's results computed exactly as a "Try this" step or a ``?tab=…``
 link does; a check stop opens its check as a ``?check=<slug>`` link does (assets/your_turn.js). The tour then outlines the result the stop talks about (one of the view's outputs, tagged here with a
 class when the app is built), scrolls it into view, and says in a few sentences what to look at, citing the seed §.
@@ -28,10 +28,10 @@ from dataclasses import dataclass
 import gradio as gr
 
 from core import checks
-from core.i18n import LANGUAGES, text
-from demo.i18n import BROWSER_LANGUAGE_JS, in_every_language, label
-from demo.presets import Registry, enclosing_tab, preset_link
-from demo.static_html import markdown_inline
+from core.text.i18n import LANGUAGES, text
+from demo.kit.i18n import BROWSER_LANGUAGE_JS, in_every_language, label
+from demo.kit.presets import Registry, enclosing_tab, preset_link
+from demo.kit.static_html import markdown_inline
 
 # The seed's arc, in order, as issue #37 lists it: every stop belongs to one step, every step has a stop.
 ARC = ["counting", "sparsity", "smoothing", "nnlm", "one-hot-vs-dense", "word2vec", "rnn", "vanishing-gradients",

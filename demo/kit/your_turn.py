@@ -38,11 +38,12 @@ from starlette.routing import Route
 
 from core import checks as registry
 from core.checks.base import TABS, Answer, Check, Setup, grade
-from core.i18n import LANGUAGES, current_language, text, using_language
-from demo import downloads, static_html
-from demo.common import friendly_errors, gpu_handler, sig4_text
+from core.text.i18n import LANGUAGES, current_language, text, using_language
+from demo.server import downloads
+from demo.kit import static_html
+from demo.server.handlers import friendly_errors, gpu_handler, sig4_text
 
-SCRIPT = Path(__file__).resolve().parent.parent / "assets" / "your_turn.js"
+SCRIPT = Path(__file__).resolve().parents[2] / "assets" / "your_turn.js"
 LOADER = SCRIPT.with_name("your_turn_loader.js")
 STORAGE_KEY = "plm-checks"  # localStorage: {slug: {"tried": true, "right": bool}}
 # The page's words, sent once in <head> for both languages (the block is drawn by the browser).
@@ -114,7 +115,7 @@ def _sentence(check: Check, setup: Setup, verdict) -> str:
 
 
 def _figure(check: Check, setup: Setup, verdict, lang: str) -> str:
-    """The answer's scores as a bar chart (demo/static_html.py's theme), the model's answer highlighted and marked ✓,
+    """The answer's scores as a bar chart (demo/kit/static_html.py's theme), the model's answer highlighted and marked ✓,
     the learner's pick marked ◆ in its label: nothing told by colour alone. "" when there is nothing to draw."""
     answer: Answer = verdict.answer
     title = text("your_turn.figure_title", lang)

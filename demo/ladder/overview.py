@@ -1,9 +1,9 @@
 """Overview tab (issue #17): the history as a timeline, and the ladder: one text through every character model.
 
 Names: the tab is "Overview" (this module, api_names ``overview_*``, tests/test_overview_demo.py); what it computes
-is the ladder, in core/ladder.py (tests/test_ladder.py), as DESIGN.md lists it. Its strings are the overview section
+is the ladder, in core/ladder/ladder.py (tests/test_ladder.py), as DESIGN.md lists it. Its strings are the overview section
 of assets/i18n; the ladder's presets, first open and deep links (``?tab=overview&preset=closing-quote``) are
-demo/presets.py's.
+demo/kit/presets.py's.
 """
 from __future__ import annotations
 
@@ -13,23 +13,24 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from core import ladder_heldout
-from core.lazy import lazy_import
-from core.limits import MAX_SHORT_TEXT_CHARS
-from demo import lessons, presets, result_cache, static_html, tour
-from demo.common import friendly_errors, gpu_handler, sig4
-from demo.figures import PLOTLY_PRELOAD_JS, bar, heatmap
-from demo.i18n import LANGUAGES, label, t, using_language
+from core.ladder import heldout as ladder_heldout
+from core.loading.lazy import lazy_import
+from core.text.limits import MAX_SHORT_TEXT_CHARS
+from demo.kit import lessons, presets, static_html, tour
+from demo.server import result_cache
+from demo.server.handlers import friendly_errors, gpu_handler, sig4
+from demo.kit.figures import PLOTLY_PRELOAD_JS, bar, heatmap
+from demo.kit.i18n import LANGUAGES, label, t, using_language
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-ladder = lazy_import("core.ladder")
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+ladder = lazy_import("core.ladder.ladder")
 
 TITLE = "Overview"
-LINK = "?tab={tab}&preset={preset}"  # deep links, read by demo/presets.py's Registry (tests check every target exists)
+LINK = "?tab={tab}&preset={preset}"  # deep links, read by demo/kit/presets.py's Registry (tests check every target exists)
 
 
 def link(tab: str, preset: str | None) -> str:
-    """A deep link to a tab, and to one of its presets when the tab registers presets (demo/presets.py)."""
+    """A deep link to a tab, and to one of its presets when the tab registers presets (demo/kit/presets.py)."""
     return LINK.format(tab=tab, preset=preset) if preset else f"?tab={tab}"
 
 
@@ -88,7 +89,7 @@ PRESETS = [presets.Preset(slug, label(f"overview.preset.{_key(slug)}"), (text, l
 
 # ----------------------------------------------------------------------------------------------------------------
 # The path: the timeline and the held-out ladder. Both are the same for every learner, so they are drawn into the page
-# when the app is built, in every language (demo/static_html.py): the page shows them as soon as it mounts, with no
+# when the app is built, in every language (demo/kit/static_html.py): the page shows them as soon as it mounts, with no
 # request and no plotly.js (benchmarks/first_paint_results.md, run 8).
 
 

@@ -1,12 +1,12 @@
 """The char-BERT in the BERT masked LM tab: "Fill in the blank" and "Both sides vs left only" on the masked LM this
-repository trained (core/mlm_char.py), chosen in the picker as "char-bert" or standing in for a Hub checkpoint that is
+repository trained (core/mlm/char.py), chosen in the picker as "char-bert" or standing in for a Hub checkpoint that is
 not on this machine.
 
 A word blank is as long as it is written ("_____" five characters, "[MASK][MASK]" two): one [MASK] per character.
 The fill view shows the top-k at every masked character (the first pass, everything still masked), the whole word
 filled iteratively (the most confident position first, the model run again after each) and beside it each
-position's own argmax. Each character of the iterative fill is drawn by core/sampling.py with the controls every
-generating tab has (demo/sampling.py: τ, top-k, top-p, seed; τ = 0, the default, is the argmax): the steps table says
+position's own argmax. Each character of the iterative fill is drawn by core/text/sampling.py with the controls every
+generating tab has (demo/kit/sampling.py: τ, top-k, top-p, seed; τ = 0, the default, is the argmax): the steps table says
 what each step drew, and the next-token figure shows the first step's cut. Every string is a key of the
 ``mlm.char_bert`` section of assets/i18n/*.yaml.
 """
@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import gradio as gr
 
-from core.checkpoints import CHAR_BERT_ID
-from core.lazy import lazy_import
-from demo import presets, sampling
-from demo.common import sig4
-from demo.downloads import results_visible
-from demo.i18n import label, t
-from demo.mlm_figures import candidates_figure, table
+from core.loading.checkpoints import CHAR_BERT_ID
+from core.loading.lazy import lazy_import
+from demo.kit import presets, sampling
+from demo.server.handlers import sig4
+from demo.server.downloads import results_visible
+from demo.kit.i18n import label, t
+from demo.mlm.figures import candidates_figure, table
 
-char_bert = lazy_import("core.mlm_char")  # torch-backed: loaded on first use (core/lazy.py)
-sides = lazy_import("core.mlm_char_compare")
-held_out = lazy_import("core.mlm_char_heldout")
+char_bert = lazy_import("core.mlm.char")  # torch-backed: loaded on first use (core/loading/lazy.py)
+sides = lazy_import("core.mlm.char_compare")
+held_out = lazy_import("core.mlm.char_heldout")
 
 GREEDY = (0.0, 0, 1.0, 0)  # temperature, top-k, top-p, seed: the argmax fill, the controls' default
 MAX_TOP_K = 80  # the sampling top-k slider's end (the char-BERT draws among its 76 characters)
@@ -36,7 +36,7 @@ CHAR_FILL_EXAMPLES = [
     "the man went to ___ store. he bought a gallon __ milk.",  # seed §6's NSP pair: "the", "of"
     "The weather today is very ___, so we had to cancel the outdoor game.",  # seed §13.1: "bad"
 ]
-# model, text, top-k shown, temperature, top-k cut, top-p, seed (the fill view's inputs; demo/mlm.py adds the Hub's)
+# model, text, top-k shown, temperature, top-k cut, top-p, seed (the fill view's inputs; demo/mlm/mlm.py adds the Hub's)
 P = presets.Preset
 FILL_PRESETS = [
     P("char-bert-hairy", label("mlm.preset_char_hairy"), (CHAR_BERT_ID, HAIRY, 5, *GREEDY), "§13"),

@@ -1,11 +1,11 @@
-"""The BERT masked-LM tab's result figure and tables, shared by the Hub checkpoints' views (demo/mlm_handlers.py)
-and the char-BERT's (demo/mlm_char_views.py): top-k candidates per blank or per masked character."""
+"""The BERT masked-LM tab's result figure and tables, shared by the Hub checkpoints' views (demo/mlm/handlers.py)
+and the char-BERT's (demo/mlm/char_views.py): top-k candidates per blank or per masked character."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from demo.figures import COLORWAY, HIGHLIGHT, bar, styled, subplot_grid
-from demo.i18n import t
+from demo.kit.figures import COLORWAY, HIGHLIGHT, bar, styled, subplot_grid
+from demo.kit.i18n import t
 
 Column = tuple[str, list[tuple[str, float]]]  # (subplot title, [(candidate, probability), …] best first)
 

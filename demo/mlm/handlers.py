@@ -1,6 +1,6 @@
-"""The BERT masked-LM tab's handlers (core/mlm.py, core/mlm_pretraining.py → figures, tables, Markdown).
+"""The BERT masked-LM tab's handlers (core/mlm/mlm.py, core/mlm/pretraining.py → figures, tables, Markdown).
 
-The layout, presets and lesson are in demo/mlm.py. Every sentence, figure title and table header a handler returns
+The layout, presets and lesson are in demo/mlm/mlm.py. Every sentence, figure title and table header a handler returns
 is a key of the ``mlm`` section of assets/i18n/*.yaml, rendered in the learner's language (friendly_errors sets it;
 ``fill_batch`` sets it per request, since Gradio gives a batched call one request per sample).
 """
@@ -12,22 +12,22 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from core.checkpoints import model_id_or_default
-from core.errors import LearnerError, ModelUnavailableError, UserInputError
-from core.lazy import lazy_import
-from core.param_count import PART_KEYS
-from demo.common import friendly_errors, gpu_handler, log, sig4, whole_number
-from demo import mlm_char_views as char_views
-from demo import sampling
-from demo.downloads import SHORT_REASONS, byte_progress, missing_model_card, needs_download, results_visible
-from demo.figures import COLORWAY, DIVERGING_SCALE, bar, empty_figure, heatmap
-from demo.mlm_figures import candidates_figure, table
-from demo.i18n import language_of, t, using_language
+from core.loading.checkpoints import model_id_or_default
+from core.text.errors import LearnerError, ModelUnavailableError, UserInputError
+from core.loading.lazy import lazy_import
+from core.transformer.param_count import PART_KEYS
+from demo.server.handlers import friendly_errors, gpu_handler, log, sig4, whole_number
+from demo.mlm import char_views
+from demo.kit import sampling
+from demo.server.downloads import SHORT_REASONS, byte_progress, missing_model_card, needs_download, results_visible
+from demo.kit.figures import COLORWAY, DIVERGING_SCALE, bar, empty_figure, heatmap
+from demo.mlm.figures import candidates_figure, table
+from demo.kit.i18n import language_of, t, using_language
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-registry = lazy_import("core.registry")
-fm = lazy_import("core.mlm")
-pretraining = lazy_import("core.mlm_pretraining")
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+registry = lazy_import("core.loading.registry")
+fm = lazy_import("core.mlm.mlm")
+pretraining = lazy_import("core.mlm.pretraining")
 
 EMBEDDING_DIMS_SHOWN = 48  # columns per heatmap: enough to see the patterns, few enough to read at 1280 px
 
@@ -64,7 +64,7 @@ def no_model(exc: ModelUnavailableError, model_id: str | None, shows_key: str, *
 def stand_in(exc: ModelUnavailableError, model_id: str | None, shows_key: str, view, text: str, top_k,
              *empty) -> tuple:
     """A Hub checkpoint that is not on this machine: the char-BERT answers in its place (``view``: a function of
-    demo/mlm_char_views.py), with a note naming the checkpoint and its `hf download`. When a download would not
+    demo/mlm/char_views.py), with a note naming the checkpoint and its `hf download`. When a download would not
     help, or the char-BERT cannot read the text (Chinese: it knows Moby-Dick's characters), the card or the reason
     alone, as before."""
     if not needs_download(exc):
@@ -299,7 +299,7 @@ def masking(model_id: str, text: str, seed: float, draws: float):
     """→ highlighted draw, table, counts figure, per-position figure, summary."""
     fm.clean_text(text)
     tokenizer, _, missing = registry.tokenizer_or_fallback(model_id)  # MiniLM-L6: bert-base-uncased's vocabulary
-    if char_views.is_char_bert(model_id):  # its masking is this very code, on characters (core/mlm_masking.py)
+    if char_views.is_char_bert(model_id):  # its masking is this very code, on characters (core/mlm/masking.py)
         note = "\n\n" + t("mlm.char_bert.masking_note")
     else:
         note = "\n\n" + t("mlm.masking_fallback", model=str(model_id)[:100]) if missing else ""
@@ -383,7 +383,7 @@ def card(model_id: str):
 
 
 def _part(name: str) -> str:
-    """A row of core.param_count's breakdown in the learner's language."""
+    """A row of core.transformer.param_count's breakdown in the learner's language."""
     return t(f"mlm.part.{PART_KEYS[name]}") if name in PART_KEYS else name
 
 

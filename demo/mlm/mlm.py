@@ -1,21 +1,24 @@
 """BERT masked LM tab (issue #7): fill in blanks, both sides vs left only, what goes in, masking, NSP, the card.
 
-The layout, examples, presets and lesson; the handlers are in demo/mlm_handlers.py. Every string the learner sees is
+The layout, examples, presets and lesson; the handlers are in demo/mlm/handlers.py. Every string the learner sees is
 a key of the ``mlm`` section of assets/i18n/*.yaml.
 """
 from __future__ import annotations
 
 import gradio as gr
 
-from core.checkpoints import CHAR_BERT_ID, CHECKPOINTS
-from core.limits import FILL_BATCH, MAX_DRAWS, MAX_TEXT_CHARS, MAX_WORD_CHARS
-from demo import batching, lessons, mlm_train, presets, sampling, why_encoders
-from demo import mlm_char_views as char_views
-from demo.common import TABLE_BUTTONS, LATEX, model_picker
-from demo.downloads import TOKENIZER, model_event
-from demo.figures import COLORWAY
-from demo.i18n import label
-from demo.mlm_handlers import (bank, card, compare, fill, fill_batch, inputs, mask_chosen_word, masking, nsp,
+from core.loading.checkpoints import CHAR_BERT_ID, CHECKPOINTS
+from core.text.limits import FILL_BATCH, MAX_DRAWS, MAX_TEXT_CHARS, MAX_WORD_CHARS
+from demo.server import batching
+from demo.kit import lessons, presets, sampling
+from demo.mlm import train as mlm_train
+from demo.why import encoders as why_encoders
+from demo.mlm import char_views
+from demo.server.handlers import TABLE_BUTTONS, LATEX, model_picker
+from demo.server.downloads import TOKENIZER, model_event
+from demo.kit.figures import COLORWAY
+from demo.kit.i18n import label
+from demo.mlm.handlers import (bank, card, compare, fill, fill_batch, inputs, mask_chosen_word, masking, nsp,
                                word_choices)
 
 TITLE = "BERT masked LM"
@@ -61,7 +64,7 @@ MLM_ID = CHECKPOINTS["mlm"][0]  # bert-base-uncased: the seed's model; offline, 
 ZH_ID = "bert-base-chinese"  # 21,128 entries, one per Chinese character (and some English pieces)
 P = presets.Preset
 GREEDY = char_views.GREEDY  # a Hub checkpoint fills in one pass: the sampling controls stay at their default
-# model, text, top-k shown, temperature, top-k cut, top-p, seed; the char-BERT's presets are demo/mlm_char_views.py's
+# model, text, top-k shown, temperature, top-k cut, top-p, seed; the char-BERT's presets are demo/mlm/char_views.py's
 FILL_PRESETS = [P("my-dog-is", label("mlm.preset_my_dog_is"), (MLM_ID, FILL_EXAMPLES[0][0], 5, *GREEDY), "§13"),
                 P("capital-of-france", label("mlm.preset_capital"), (MLM_ID, FILL_EXAMPLES[1][0], 5, *GREEDY), "§13"),
                 P("gallon-of-milk", label("mlm.preset_gallon"), (MLM_ID, FILL_EXAMPLES[2][0], 5, *GREEDY), "§13"),
@@ -121,7 +124,7 @@ def build() -> None:
                 fill_controls = sampling.controls(*GREEDY, max_top_k=char_views.MAX_TOP_K)
             with gr.Row():
                 # The words come from the tokenizer when the list is opened or the text changes, not while the app
-                # is built (which would load the tokenizer, and torch with it: core/lazy.py).
+                # is built (which would load the tokenizer, and torch with it: core/loading/lazy.py).
                 word = gr.Dropdown(choices=[], value=None, label=label("mlm.word_to_hide"), scale=3)
                 mask_button = gr.Button(label("mlm.mask_word_button"), scale=1)
                 fill_button = gr.Button(label("mlm.fill_button"), variant="primary", scale=1)

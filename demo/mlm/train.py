@@ -1,6 +1,6 @@
 """BERT masked LM tab, "Retrain the char-BERT" sub-tab: a short masked-LM run from scratch, as the RNN & LSTM tab's
-Train sub-tab does for its pair (issue #34 item 6). core/mlm_char_retrain.py sets up the run with the shipped
-recipe at a smaller scale; the run takes the session's training slot and the server's time budget (core/jobs.py) and
+Train sub-tab does for its pair (issue #34 item 6). core/mlm/char_retrain.py sets up the run with the shipped
+recipe at a smaller scale; the run takes the session's training slot and the server's time budget (core/loading/jobs.py) and
 draws its loss curve as it goes. Before any run (first open, or the preset) the view shows the model a run starts
 from: its held-out loss at step 0, next to what a uniform guess scores.
 """
@@ -10,19 +10,19 @@ from functools import lru_cache
 
 import gradio as gr
 
-from core import jobs
-from core.corpora import load_corpus
-from core.errors import UserInputError
-from core.lazy import lazy_import
-from core.limits import MAX_CHAR_BERT_STEPS
-from core.textio import read_text_upload
-from demo import presets
-from demo.common import (TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, number_in_range,
+from core.loading import jobs
+from core.text.corpora import load_corpus
+from core.text.errors import UserInputError
+from core.loading.lazy import lazy_import
+from core.text.limits import MAX_CHAR_BERT_STEPS
+from core.text.textio import read_text_upload
+from demo.kit import presets
+from demo.server.handlers import (TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, number_in_range,
                          stopped_error, training_run)
-from demo.figures import lines
-from demo.i18n import label, t
+from demo.kit.figures import lines
+from demo.kit.i18n import label, t
 
-retrain = lazy_import("core.mlm_char_retrain")  # imports torch: loaded on first use (core/lazy.py)
+retrain = lazy_import("core.mlm.char_retrain")  # imports torch: loaded on first use (core/loading/lazy.py)
 
 MOBY, UPLOAD = "moby_dick", "upload"  # language-free choice values; the browser shows their labels
 DEFAULT_STEPS = 300

@@ -7,12 +7,12 @@ import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.cache import bounded_cache
-from core.corpora import load_corpus
-from core.errors import UserInputError
-from core.limits import (MAX_LIST_CHARS, MAX_LONG_TEXT_CHARS, MAX_SCORED_TOKENS, MAX_SHORT_TEXT_CHARS,
+from core.loading.cache import bounded_cache
+from core.text.corpora import load_corpus
+from core.text.errors import UserInputError
+from core.text.limits import (MAX_LIST_CHARS, MAX_LONG_TEXT_CHARS, MAX_SCORED_TOKENS, MAX_SHORT_TEXT_CHARS,
                          MAX_UPLOAD_BYTES, MAX_WORD_CHARS)
-from core.ngram import (
+from core.ngram.ngram import (
     EOS,
     KN_DISCOUNT,
     MAX_ORDER,
@@ -23,11 +23,11 @@ from core.ngram import (
     short,
     tokenize_sentences,
 )
-from core.textio import normalize_text, read_text_upload
-from demo import lessons, presets, sampling
-from demo.common import TABLE_BUTTONS, friendly_errors, preprocess_in_handler, sig4, sig4_text
-from demo.figures import COLORWAY, bar, empty_figure, styled
-from demo.i18n import label, t
+from core.text.textio import normalize_text, read_text_upload
+from demo.kit import lessons, presets, sampling
+from demo.server.handlers import TABLE_BUTTONS, friendly_errors, preprocess_in_handler, sig4, sig4_text
+from demo.kit.figures import COLORWAY, bar, empty_figure, styled
+from demo.kit.i18n import label, t
 
 TITLE = "N-gram"
 HISTORY = [(2.1, "§2.1 · 1948 → 1990s", "n-gram", "ngram", "p-cixing-de")]  # the Overview's timeline
@@ -275,7 +275,7 @@ def generation_table(gen: Generation):
 @friendly_errors
 def generate_text(corpus, own_text, upload, unit, lowercase, n, boundaries, smoothing, k, prompt, steps, temperature,
                   top_k, top_p, seed, progress=gr.Progress()):
-    """Sample token by token from P(w | context) through core/sampling.py: temperature, top-k, top-p, seeded."""
+    """Sample token by token from P(w | context) through core/text/sampling.py: temperature, top-k, top-p, seeded."""
     settings = sampling.settings(temperature, top_k, top_p, seed)
     model = get_model(corpus, own_text, upload, unit, lowercase, n, boundaries, progress)
     gen = model.generate(query_tokens(prompt, unit, lowercase), int(steps), smoothing, as_k(k), settings)

@@ -1,6 +1,6 @@
-"""ELMo's three layers and their weighted sum (§7), a sub-tab of the RNN & LSTM tab (demo/lstm.py calls build()).
+"""ELMo's three layers and their weighted sum (§7), a sub-tab of the RNN & LSTM tab (demo/recurrent/lstm.py calls build()).
 
-The learner picks a word and two sentences; the shipped two-layer bidirectional LM (core/elmo.py) gives the word three
+The learner picks a word and two sentences; the shipped two-layer bidirectional LM (core/recurrent/elmo.py) gives the word three
 vectors in each sentence. The figure compares the word's vectors across the two sentences, layer by layer, and for
 ELMo = γ · Σ_j s_j h^(j) with s = softmax(w) and γ from the sliders.
 """
@@ -9,16 +9,16 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from core.errors import ModelUnavailableError
-from core.lazy import lazy_import
-from core.limits import MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
-from demo import presets
-from demo.common import LATEX, friendly_errors, gpu_handler, number_in_range, sig4
-from demo.figures import bar
-from demo.i18n import label, t
+from core.text.errors import ModelUnavailableError
+from core.loading.lazy import lazy_import
+from core.text.limits import MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
+from demo.kit import presets
+from demo.server.handlers import LATEX, friendly_errors, gpu_handler, number_in_range, sig4
+from demo.kit.figures import bar
+from demo.kit.i18n import label, t
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-elmo = lazy_import("core.elmo")
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+elmo = lazy_import("core.recurrent.elmo")
 
 RIVER = "He sat on the grassy bank of the river and watched the water."
 MONEY = "She put all her money in the bank and asked for a loan."

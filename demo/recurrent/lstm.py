@@ -9,21 +9,23 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core import jobs
-from core.errors import ModelUnavailableError, UserInputError
-from core.lazy import lazy_import
-from core.limits import MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
-from demo import lessons, lstm_generate, lstm_train, presets, why
-from demo import elmo as elmo_layers  # the ELMo sub-tab with two layers and the weighted sum (§7)
-from demo.common import (TABLE_BUTTONS, TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler,
+from core.loading import jobs
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.loading.lazy import lazy_import
+from core.text.limits import MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
+from demo.kit import lessons, presets
+from demo.recurrent import lstm_generate, lstm_train
+from demo.why import why
+from demo.recurrent import elmo as elmo_layers  # the ELMo sub-tab with two layers and the weighted sum (§7)
+from demo.server.handlers import (TABLE_BUTTONS, TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler,
                          number_in_range, sig4, stopped_error, stopped_note, training_run)
-from demo.figures import COLORWAY, heatmap, lines, styled
-from demo.i18n import label, t
+from demo.kit.figures import COLORWAY, heatmap, lines, styled
+from demo.kit.i18n import label, t
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-lstm = lazy_import("core.lstm")
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+lstm = lazy_import("core.recurrent.lstm")
 if TYPE_CHECKING:  # annotations only: the module imports torch, which the app loads on first use
-    from core.lstm import ModelSet
+    from core.recurrent.lstm import ModelSet
 
 TITLE = "RNN & LSTM"
 HISTORY = [(6, "LSTM 1997 · RNN LM 2010", "RNN / LSTM", "lstm", "forget-gate"),  # the Overview's timeline
@@ -203,7 +205,7 @@ def compare_contexts(word: str, first: str, second: str, third: str):
 @gpu_handler(duration=TRAINER_GPU_SECONDS)
 def train_models(level: str, steps: float, seconds: float, progress=gr.Progress(), request: gr.Request = None):
     """Retrain an RNN and an LSTM from scratch on Moby-Dick, streaming the loss curves; the result is this session's.
-    The run stops at its time limit (at most the server's budget, core.jobs) or when this session starts another."""
+    The run stops at its time limit (at most the server's budget, core.loading.jobs) or when this session starts another."""
     if level not in ("char", "word"):
         raise UserInputError("lstm.pick_level")
     steps = int(number_in_range(steps, t("lstm.steps_name"), 10, 5000))
@@ -296,7 +298,7 @@ def build() -> None:
     models = gr.State(None)  # None: the shipped checkpoints; a ModelSet after "Train"
     badge = gr.Markdown()
     # Filled on page load, in the learner's language: what gr.Markdown(shipped_badge) does, without also calling it
-    # while the app is built (which would load the models, and torch with them: core/lazy.py).
+    # while the app is built (which would load the models, and torch with them: core/loading/lazy.py).
     badge.attach_load_event(shipped_badge, None)
 
     with gr.Tabs():

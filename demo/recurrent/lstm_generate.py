@@ -1,17 +1,17 @@
 """RNN & LSTM tab, "Generate" sub-tab: both models continue one prompt with the same sampling settings and seed,
-through core/sampling.py, with the same controls and next-token figure as every tab that generates (issue #36)."""
+through core/text/sampling.py, with the same controls and next-token figure as every tab that generates (issue #36)."""
 from __future__ import annotations
 
 import gradio as gr
 
-from core.errors import ModelUnavailableError
-from core.lazy import lazy_import
-from core.limits import MAX_GENERATE, MAX_LIST_CHARS
-from demo import presets, sampling
-from demo.common import friendly_errors, gpu_handler, number_in_range
-from demo.i18n import label, t
+from core.text.errors import ModelUnavailableError
+from core.loading.lazy import lazy_import
+from core.text.limits import MAX_GENERATE, MAX_LIST_CHARS
+from demo.kit import presets, sampling
+from demo.server.handlers import friendly_errors, gpu_handler, number_in_range
+from demo.kit.i18n import label, t
 
-lstm = lazy_import("core.lstm")  # imports torch: loaded on first use (core/lazy.py)
+lstm = lazy_import("core.recurrent.lstm")  # imports torch: loaded on first use (core/loading/lazy.py)
 
 # prompt, tokens, temperature, top-k, top-p, seed
 EXAMPLES = [

@@ -1,6 +1,6 @@
 """RNN & LSTM tab, "Train" sub-tab: the pair before training and after it, scored the same way (issue #31).
 
-Before training the view shows the very RNN and LSTM that ``core.lstm.train_pair`` starts from (untrained_pair: the
+Before training the view shows the very RNN and LSTM that ``core.recurrent.lstm.train_pair`` starts from (untrained_pair: the
 same seed and initialisation), with their held-out loss at step 0 and a sample from each; a uniform guess over V
 tokens scores ln V, and a random pair lands close to it. After a run, the same table holds the trained pair.
 """
@@ -12,15 +12,15 @@ from functools import lru_cache
 import gradio as gr
 import pandas as pd
 
-from core.corpora import load_corpus
-from core.errors import UserInputError
-from core.lazy import lazy_import
-from demo import presets, sampling
-from demo.common import friendly_errors, gpu_handler, sig4
-from demo.figures import lines
-from demo.i18n import label, t
+from core.text.corpora import load_corpus
+from core.text.errors import UserInputError
+from core.loading.lazy import lazy_import
+from demo.kit import presets, sampling
+from demo.server.handlers import friendly_errors, gpu_handler, sig4
+from demo.kit.figures import lines
+from demo.kit.i18n import label, t
 
-lstm = lazy_import("core.lstm")  # imports torch: loaded on first use (core/lazy.py)
+lstm = lazy_import("core.recurrent.lstm")  # imports torch: loaded on first use (core/loading/lazy.py)
 
 SAMPLE_PROMPT = "Call me Ishmael. "
 SAMPLE_LENGTH = {"char": 120, "word": 25}  # tokens sampled after the prompt, at temperature 1 and seed 0

@@ -22,8 +22,8 @@ from collections import Counter
 
 from fastapi import HTTPException
 
-from core.i18n import text
-from demo.i18n import language_of
+from core.text.i18n import text
+from demo.kit.i18n import language_of
 
 MAX_EVENTS_PER_ADDRESS = 16  # queued or running events one client address may hold (--max-events-per-address)
 ADDRESS_BUSY = "common.address_busy"  # the refusal (assets/i18n/*.yaml)

@@ -2,8 +2,8 @@
 
 With ``batch=True`` Gradio gathers the requests waiting for the same event into one call: each parameter arrives as
 a list (one value per request) and each output must be a list. ``by_checkpoint`` does the bookkeeping a batch
-handler needs (demo/ner.py ``tag_batch``): requests are grouped by checkpoint, each group runs through the core's
-batched function (core.ner.tag_many: the windows of all texts share forward passes), and a request's own problem
+handler needs (demo/tasks/ner.py ``tag_batch``): requests are grouped by checkpoint, each group runs through the core's
+batched function (core.tasks.ner.tag_many: the windows of all texts share forward passes), and a request's own problem
 (empty text, a slip of ours) becomes that request's message in its notice output, the other outputs left as they
 were, so the other requests of the batch still answer. The batch runs in the language of its first request (Gradio
 passes one request per batch).
@@ -18,10 +18,10 @@ from collections.abc import Callable
 
 import gradio as gr
 
-from core.checkpoints import model_id_or_default
-from core.errors import LearnerError
-from core.i18n import text, using_language
-from demo.common import log
+from core.loading.checkpoints import model_id_or_default
+from core.text.errors import LearnerError
+from core.text.i18n import text, using_language
+from demo.server.handlers import log
 
 
 def max_batch(size: int) -> int:
@@ -38,7 +38,7 @@ def max_batch(size: int) -> int:
     return max(1, min(size, int(cap))) if cap.isdigit() else 1
 
 
-BATCH = dict(batch=True, max_batch_size=max_batch(8))  # pass to demo.downloads.model_event with a batch handler
+BATCH = dict(batch=True, max_batch_size=max_batch(8))  # pass to demo.server.downloads.model_event with a batch handler
 REFUSED = "⚠️ {message}"
 
 
@@ -47,7 +47,7 @@ def by_checkpoint(task: str, model_ids: list, run: Callable[[str, list[int]], li
     """The output lists of a batch. ``run(checkpoint, indices)`` answers the requests at ``indices`` (all for one
     checkpoint) with one entry each: that request's outputs, or the LearnerError that refuses it. ``notice`` is the
     index of the output that shows a refused request's message."""
-    from demo.i18n import language_of  # demo.i18n imports demo.common; keep the import local, as common does
+    from demo.kit.i18n import language_of  # demo.kit.i18n imports demo.server.handlers; keep the import local, as common does
 
     groups: dict[str, list[int]] = {}
     for index, model_id in enumerate(model_ids):

@@ -7,8 +7,8 @@ A model view's event is two chained steps (``model_event``):
    so it returns at once, so a click on a checkpoint that is here never waits behind downloads. Otherwise it waits,
    holding no worker thread, for a slot of ``SLOTS`` (DOWNLOAD_SLOTS at once for the server, SESSION_DOWNLOAD_SLOTS
    of them per browser session, in arrival order), then makes them local (``resolve.fetch``) with gr.Progress in MB
-   of MB (``byte_progress``). core/hub.py ends a download that crawls (a rate floor, a deadline scaled to its size)
-   or fills the disk; core/resolve.py remembers why, and step 2 reports it in the view's own way (a view with an
+   of MB (``byte_progress``). core/loading/hub.py ends a download that crawls (a rate floor, a deadline scaled to its size)
+   or fills the disk; core/loading/resolve.py remembers why, and step 2 reports it in the view's own way (a view with an
    offline fallback falls back).
 2. ``<api_name>``, on the "bert" group (or the queue the view asks for; "bert" computes in BERT_SLOTS slots and
    answers a cached result without one), with Gradio's batching when asked: the
@@ -20,7 +20,7 @@ A model view's event is two chained steps (``model_event``):
 A view that needs only a checkpoint's tokenizer (the masked LM's Masking procedure) names ``TOKENIZER`` instead of a
 task, and its tokenizer comes through the same step. The tab-open and preset events run the handlers directly (their
 own concurrency groups, not "bert"), and may download there through the same resolver, with the same limits, after
-waiting (in their worker thread) for a slot of the same ``SLOTS``: core/hub.py's gate, set below.
+waiting (in their worker thread) for a slot of the same ``SLOTS``: core/loading/hub.py's gate, set below.
 """
 from __future__ import annotations
 
@@ -37,21 +37,21 @@ import anyio
 import gradio as gr
 from gradio.context import LocalContext
 
-from core import hub, resolve
-from core.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, FINE_TUNED_MINILM_ID, model_id_or_default
-from core.errors import LearnerError, ModelUnavailableError, echo
-from core.i18n import text, using_language
-from demo import result_cache
-from demo.common import log
-from demo.i18n import language_of
+from core.loading import hub, resolve
+from core.loading.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, FINE_TUNED_MINILM_ID, model_id_or_default
+from core.text.errors import LearnerError, ModelUnavailableError, echo
+from core.text.i18n import text, using_language
+from demo.server import result_cache
+from demo.server.handlers import log
+from demo.kit.i18n import language_of
 
 # The step's Gradio group has no limit: what bounds the downloads is SLOTS, which only real downloads wait for.
 DOWNLOAD_QUEUE = dict(concurrency_id="download", concurrency_limit=None)
-DOWNLOAD_SLOTS = 8  # downloads running at once (I/O-bound; each bounded by core/hub.py's floor and deadline)
+DOWNLOAD_SLOTS = 8  # downloads running at once (I/O-bound; each bounded by core/loading/hub.py's floor and deadline)
 SESSION_DOWNLOAD_SLOTS = 2  # of which one browser session may hold this many
 SLOT_POLL_SECONDS = 0.2  # how often a waiting download looks for a free slot (it holds no thread meanwhile)
 # The "bert" group admits BERT_WAITING requests at once, and BERT_SLOTS of them compute at once (the model's share of
-# the CPU): a request the result cache answers (demo/result_cache.py) returns without waiting for a compute slot, so
+# the CPU): a request the result cache answers (demo/server/result_cache.py) returns without waiting for a compute slot, so
 # a class pressing the preset of the moment is not queued behind the learners who typed their own text.
 BERT_SLOTS = 4
 BERT_WAITING = 16
@@ -145,7 +145,7 @@ SLOTS = DownloadSlots()
 
 
 def _slot_for_this_event() -> contextlib.AbstractContextManager:
-    """core/hub.py's gate for a download that starts outside the download step: a slot of the event's session."""
+    """core/loading/hub.py's gate for a download that starts outside the download step: a slot of the event's session."""
     request = LocalContext.request.get(None)
     return SLOTS.hold_here(getattr(request, "session_hash", None) or "-")
 
@@ -286,7 +286,7 @@ def model_event(trigger: Callable, models: dict[str, object], fn: Callable, inpu
     "bert" group, computing in one of its BERT_SLOTS) with ``options`` (batch=True, max_batch_size,
     api_visibility, ...). Returns the model step.
     ``cache_results``: fn gives the same answer to the same inputs and checkpoints (no sampling, no training), so
-    identical requests share one result (demo/result_cache.py)."""
+    identical requests share one result (demo/server/result_cache.py)."""
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     if queue is None:
         fn = in_bert_slot(fn)

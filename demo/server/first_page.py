@@ -77,7 +77,7 @@ _PAGE_LANGUAGE: contextvars.ContextVar[str | None] = contextvars.ContextVar("plm
 
 
 class PageLanguage:
-    """ASGI middleware: while the page or its config is made, the learner's language (demo.i18n.language_of: the
+    """ASGI middleware: while the page or its config is made, the learner's language (demo.kit.i18n.language_of: the
     toggle's cookie, then Accept-Language) is the one whose table goes into it (``one_language``)."""
 
     def __init__(self, app):
@@ -86,7 +86,7 @@ class PageLanguage:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or _path(scope) not in PAGES:
             return await self.app(scope, receive, send)
-        from demo.i18n import language_of
+        from demo.kit.i18n import language_of
 
         token = _PAGE_LANGUAGE.set(language_of(_HeadersOnly(Headers(scope=scope))))
         try:
@@ -112,7 +112,7 @@ class _TablesPerPage(dict):
 class OneLanguage(gr.I18n):
     """``gr.I18n`` whose tables, in a page or /config made for a learner, are that learner's language only.
 
-    The browser needs one table: LanguageMiddleware (demo/i18n.py) tells Gradio's front end the language the server
+    The browser needs one table: LanguageMiddleware (demo/kit/i18n.py) tells Gradio's front end the language the server
     chose, and svelte-i18n falls back to Gradio's own English strings, never to another of our tables. The zh table
     was 200 KB of each page (61 KB gzipped).
 
@@ -136,6 +136,6 @@ def one_language(i18n: gr.I18n) -> OneLanguage:
 def middleware() -> list[Middleware]:
     """For ``launch(app_kwargs={"middleware": middleware()})``, outermost first: compression sees the finished page;
     LanguageMiddleware puts the chosen language into it; PageLanguage picks the table Gradio puts into it."""
-    from demo.i18n import LanguageMiddleware
+    from demo.kit.i18n import LanguageMiddleware
 
     return [Middleware(Compression), Middleware(LanguageMiddleware), Middleware(PageLanguage)]

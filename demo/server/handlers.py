@@ -15,18 +15,18 @@ import sys
 import gradio as gr
 from gradio.context import Context
 
-from core import jobs
-from core.checkpoints import CHECKPOINTS
-from core.errors import LearnerError, UserInputError
-from core.i18n import DEFAULT_LANGUAGE, current_language, table, text, using_language
+from core.loading import jobs
+from core.loading.checkpoints import CHECKPOINTS
+from core.text.errors import LearnerError, UserInputError
+from core.text.i18n import DEFAULT_LANGUAGE, current_language, table, text, using_language
 
 log = logging.getLogger("plm_explorer")
 
 
 def loaded_models() -> list[str]:
-    """Badges of the models this process has loaded (core/registry.py), for the status panel and the preset results'
+    """Badges of the models this process has loaded (core/loading/registry.py), for the status panel and the preset results'
     keys. Before the first model there is none, and asking does not import the registry (it imports torch)."""
-    registry = sys.modules.get("core.registry")
+    registry = sys.modules.get("core.loading.registry")
     return registry.loaded_models() if registry is not None else []
 
 
@@ -43,7 +43,7 @@ def _to_gradio_error(exc: Exception) -> gr.Error:
 def _space_gpu_decorator():
     """``spaces.GPU`` on a ZeroGPU Space (SPACE_ID set, SPACES_ZERO_GPU=true), else None (off a Space ``spaces`` is not
     imported). It attaches a GPU for each call, run in a worker process of its own: models load onto it inside the
-    call, where every handler loads them (lazily, onto core.device.get_device()). On CPU basic it would do nothing."""
+    call, where every handler loads them (lazily, onto core.loading.device.get_device()). On CPU basic it would do nothing."""
     zero_gpu = os.environ.get("SPACES_ZERO_GPU", "").strip().lower() in ("1", "t", "true")
     if not os.environ.get("SPACE_ID") or not zero_gpu:
         return None
@@ -63,7 +63,7 @@ def on_zero_gpu() -> bool:
 
 
 # ZeroGPU's default duration is 60 s (spaces.zero.client): what a call asks of the visitor's GPU quota before it starts
-# (the seconds used are charged). A trainer asks for its budget (core.jobs) plus ~20 s of setup: the 120 s it ends in.
+# (the seconds used are charged). A trainer asks for its budget (core.loading.jobs) plus ~20 s of setup: the 120 s it ends in.
 TRAINER_GPU_SECONDS = int(jobs.TRAIN_SECONDS) + 20
 
 
@@ -71,7 +71,7 @@ def gpu_handler(fn=None, *, duration: int | None = None):
     """Mark a handler that runs a model (``@gpu_handler``; ``@gpu_handler(duration=seconds)`` past ZeroGPU's default
     60 s): on a ZeroGPU Space it runs with a GPU attached (spaces.GPU), elsewhere it is ``fn`` itself; ``runs_model``
     lets a test check every model handler. The GPU call keeps the learner's language and never downloads: the app
-    fetched its checkpoints before (demo.downloads.model_event, demo.presets.View.run): GPU time is for models."""
+    fetched its checkpoints before (demo.server.downloads.model_event, demo.kit.presets.View.run): GPU time is for models."""
     if fn is None:
         return functools.partial(gpu_handler, duration=duration)
     wrapped = fn if _SPACE_GPU is None else _on_gpu(fn, duration)
@@ -81,7 +81,7 @@ def gpu_handler(fn=None, *, duration: int | None = None):
 
 def _on_gpu(fn, duration: int | None):
     """``fn`` through spaces.GPU, the caller's language passed along (no context variable reaches its worker)."""
-    from core.resolve import downloads_elsewhere
+    from core.loading.resolve import downloads_elsewhere
 
     if inspect.isgeneratorfunction(fn):
         def inside(lang, *args, **kwargs):
@@ -146,7 +146,7 @@ def request_language(request=None) -> str:
     """The learner's language for this call: of ``request``; else of the event Gradio is running (a ``*args``
     handler, such as the presets' tab-open event, gets no request argument); else the caller's, so that a handler
     called by another handler outside any event (a preset running its view) keeps it instead of English."""
-    from demo.i18n import language_of  # demo.i18n imports this module's neighbours; keep the import local
+    from demo.kit.i18n import language_of  # demo.kit.i18n imports this module's neighbours; keep the import local
 
     request = request if request is not None else _event_request()
     return language_of(request) if request is not None else current_language()
@@ -155,7 +155,7 @@ def request_language(request=None) -> str:
 def friendly_errors(fn):
     """Wrap an event handler so the learner sees a clear message, in their language, instead of a traceback.
 
-    - The call runs in the learner's language (core.i18n.using_language): ``text(key)`` in the handler and the
+    - The call runs in the learner's language (core.text.i18n.using_language): ``text(key)`` in the handler and the
       messages of our errors need no language argument. The wrapper asks Gradio for the request to know it.
     - Our own UserInputError/ModelUnavailableError messages are shown as they are; anything unexpected is logged
       with its traceback on the server and shown as a short generic message.
@@ -201,7 +201,7 @@ def _resolved_annotations(fn) -> dict:
 
     Gradio reads a handler's type hints (typing.get_type_hints) to find its gr.Request / gr.EventData parameters,
     and gets none at all when one hint fails. A hint naming a type of a torch-backed core module is imported for
-    type checkers only (``if TYPE_CHECKING:``), so that building the app does not import torch (core/lazy.py):
+    type checkers only (``if TYPE_CHECKING:``), so that building the app does not import torch (core/loading/lazy.py):
     that hint fails here and is left out, the others stay."""
     resolved, module = {}, getattr(inspect.unwrap(fn), "__globals__", {})  # a wrapper's (gpu_handler's) globals
     for name, hint in getattr(fn, "__annotations__", {}).items():  # are not the handler's: read its own module's
@@ -329,7 +329,7 @@ def model_picker(task: str, label: str = "common.checkpoint", first: tuple[str, 
     """A dropdown of the task's known checkpoints that also accepts any Hub id or local folder. ``label`` is a
     table key (or an already made gr.I18n label); ``first``: ids offered before them (a model bundled with the app),
     not the default."""
-    from demo.i18n import label as i18n_label
+    from demo.kit.i18n import label as i18n_label
 
     shown = i18n_label(label) if isinstance(label, str) and label in table(DEFAULT_LANGUAGE) else label
     # min_width: wide enough for the longest id offered (distilbert-base-uncased-finetuned-sst-2-english); a row too
@@ -337,7 +337,7 @@ def model_picker(task: str, label: str = "common.checkpoint", first: tuple[str, 
     picker = gr.Dropdown(choices=[*first, *CHECKPOINTS[task]], value=CHECKPOINTS[task][0], label=shown,
                          allow_custom_value=True, info=i18n_label("common.checkpoint_info"), min_width=400,
                          elem_classes=["checkpoint-picker"])
-    picker.checkpoint_task = task  # what a preset that sets it fetches before its GPU call (demo.presets.View.run)
+    picker.checkpoint_task = task  # what a preset that sets it fetches before its GPU call (demo.kit.presets.View.run)
     return picker
 
 
@@ -350,7 +350,7 @@ LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": 
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Training runs (core/jobs.py): a work budget each, one at a time per browser session, on the "train" concurrency
+# Training runs (core/loading/jobs.py): a work budget each, one at a time per browser session, on the "train" concurrency
 # group (at most TRAIN_CONCURRENCY runs at once across all users, so light tabs keep the other core).
 
 TRAIN_QUEUE = dict(concurrency_id="train", concurrency_limit=1)  # pass to .click(**TRAIN_QUEUE) for every trainer
@@ -413,7 +413,7 @@ CSV_JS = r"""(frame) => {
 def csv_download(table: gr.Dataframe, name: str) -> gr.Button:
     """A small "⬇ CSV" button for ``table`` (created where the caller is in the layout): it downloads the rows the
     table holds as ``<name>.csv``. A browser-only event (``js``, no ``fn``): no API endpoint, no request."""
-    from demo.i18n import label
+    from demo.kit.i18n import label
 
     button = gr.Button(label("presets.csv"), size="sm", scale=0, min_width=90, elem_classes=["table-csv"])
     button.click(None, table, None, js=CSV_JS.replace("FILE_NAME", json.dumps(f"{name}.csv")),
@@ -424,7 +424,7 @@ def csv_download(table: gr.Dataframe, name: str) -> gr.Button:
 
 def add_csv_downloads(root: gr.blocks.BlockContext, prefix: str) -> list[gr.Button]:
     """Give every result table (a gr.Dataframe not made for input) under ``root`` a CSV download button, placed
-    right after it in its row or column (demo.common.csv_download). The Registry calls it on each built tab, so a
+    right after it in its row or column (demo.server.handlers.csv_download). The Registry calls it on each built tab, so a
     tab needs no code of its own for it."""
     tables = [block for block in _descendants(root)
               if isinstance(block, gr.Dataframe) and block.interactive is not True]

@@ -1,7 +1,7 @@
 """The cap on every free-text input, checked on the server for every client.
 
-A gr.Textbox's ``max_length`` (one of the caps in core/limits.py) only stops typing in the browser; a script calling
-the API sends what it likes. ``check_caps`` runs before any handler (demo/serving.py calls it on every event's raw
+A gr.Textbox's ``max_length`` (one of the caps in core/text/limits.py) only stops typing in the browser; a script calling
+the API sends what it likes. ``check_caps`` runs before any handler (demo/server/serving.py calls it on every event's raw
 values), so a value over its box's cap is refused with one message that names the box and the cap and repeats
 none of the text. A checkpoint picker takes a typed Hub id too (allow_custom_value), so it has a cap as well.
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import gradio as gr
 
-from core.errors import UserInputError
-from core.limits import MAX_CUSTOM_CHOICE_CHARS
-from demo.common import component_name
+from core.text.errors import UserInputError
+from core.text.limits import MAX_CUSTOM_CHOICE_CHARS
+from demo.server.handlers import component_name
 
 TOO_LONG = "common.too_long_input"  # the message (assets/i18n/*.yaml)
 

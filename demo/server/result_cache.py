@@ -4,7 +4,7 @@ In a class, most clicks are the same: the teacher says "press the Thinking Machi
 one result. Keyed by the event, its inputs, the learner's language and each checkpoint's revision
 (``revision``: the Hub commit, the package version, a folder's file times), so a new download or a
 retrained asset is never answered from an old result. Single-flight: while one learner's request computes a key,
-the others with that key wait for it (core.cache.BoundedCache.get_or_compute_many), and in a batched event the
+the others with that key wait for it (core.loading.cache.BoundedCache.get_or_compute_many), and in a batched event the
 identical requests of a batch are computed once. Bounded by the results' pickled size (``RESULT_CACHE_BYTES``).
 
 Only events wired with ``model_event(..., cache_results=True)`` use it, and the light tabs' deterministic views
@@ -35,12 +35,12 @@ import gradio as gr
 import plotly.graph_objects as go
 from gradio.components.plot import PlotData
 
-from core import resolve
-from core.cache import BoundedCache
-from core.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, FINE_TUNED_MINILM_ID, PACKAGED_MODELS, model_id_or_default
-from core.errors import LearnerError
-from core.paths import ASSETS_DIR
-from demo.common import request_language
+from core.loading import resolve
+from core.loading.cache import BoundedCache
+from core.loading.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, FINE_TUNED_MINILM_ID, PACKAGED_MODELS, model_id_or_default
+from core.text.errors import LearnerError
+from core.loading.paths import ASSETS_DIR
+from demo.server.handlers import request_language
 
 # PLM_RESULT_CACHE_MB=0 turns it off (benchmarks/load_test.py measures the classroom with and without it). 16 MB:
 # a lesson's presets (0.1-1.4 MB each) stay, recently used; at 128 MB the soak's new texts grew RSS by +216 MB.
@@ -92,7 +92,7 @@ def fresh_updates(results):
 def as_sent(outputs):
     """``outputs`` with each plotly figure (also one inside an update dict) replaced by the JSON that Gradio sends
     for it: gr.Plot passes a PlotData through unchanged. A cached answer's figures are then serialised once, not for
-    every learner it answers: a SlideFigure's to_json fits its margins to its labels (demo/figures.py), and for the
+    every learner it answers: a SlideFigure's to_json fits its margins to its labels (demo/kit/figures.py), and for the
     attention view's three figures that was most of a cached click's server CPU (issue #38)."""
     def sent(value):
         if isinstance(value, go.Figure):

@@ -5,18 +5,18 @@
 * **API errors.** Gradio's own messages for a malformed API call name Python objects
   (``<gradio.components.dropdown.Dropdown object at 0x…>``, ``Original error: TypeError``). ``guard_api`` checks the
   number of values first and, when a value cannot be read, says which parameter (by its API name) and what it wants.
-  Text longer than its box's cap is refused before any handler runs (demo/input_caps.py).
+  Text longer than its box's cap is refused before any handler runs (demo/server/input_caps.py).
 * **Queue fairness.** ``limit_sessions`` caps the events one browser session (``session_hash``) may have waiting or
   running at MAX_EVENTS_PER_SESSION; beyond it the request is refused at once with SESSION_BUSY, so one client cannot
   fill the shared queue and other users are always admitted (Gradio's queue itself only has a global ``max_size``).
   A new training run from a session replaces that session's queued and running ones (``replace_training``).
-  A client that invents sessions is bounded per address instead (demo/admission.py: HTTP 429 beyond 16 events).
+  A client that invents sessions is bounded per address instead (demo/server/admission.py: HTTP 429 beyond 16 events).
 * **Uploads.** DELETE_CACHE goes to gr.Blocks(delete_cache=...): Gradio deletes cached uploads once that old.
 * **Per-block work.** Gradio inspects a component class's ``__init__`` for every component it constructs and for
   every block each time it builds a config: three times at start, and once per new browser session (its copy of
   the ~1,000 blocks' config). ``remember_signatures`` reads each class's signature once, and
   ``remember_data_schemas`` builds each data model's JSON schema once instead of once per component.
-* **A light first page:** demo/first_page.py (compression, and one translation table per page).
+* **A light first page:** demo/server/first_page.py (compression, and one translation table per page).
 * **Start on a busy machine.** ``launch()`` asks its own server once whether it answers (``networking.url_ok``: a 3 s
   timeout, then it gives up and raises "When localhost is not accessible…"). With other processes holding both
   cores, the first answer can take longer; ``patient_url_ok`` keeps asking for LAUNCH_CHECK_SECONDS instead.
@@ -39,12 +39,12 @@ from gradio import networking
 from gradio.blocks import _get_api_parameter_name
 from gradio.utils import get_function_params
 
-from core import jobs
-from core.errors import UserInputError, echo
-from core.i18n import text, using_language
-from demo import admission
-from demo.common import TRAIN_QUEUE, UnreadableValue
-from demo.input_caps import check_caps
+from core.loading import jobs
+from core.text.errors import UserInputError, echo
+from core.text.i18n import text, using_language
+from demo.server import admission
+from demo.server.handlers import TRAIN_QUEUE, UnreadableValue
+from demo.server.input_caps import check_caps
 
 MAX_EVENTS_PER_SESSION = 8  # queued or running events one browser session may hold
 QUEUE_MAX_SIZE = 1024  # the whole queue; one session fills at most MAX_EVENTS_PER_SESSION of it
@@ -147,7 +147,7 @@ def _readable(message: str, payload: object = None) -> str:
 
 def _bad_value(block_fn, inputs: list, exc: Exception) -> gr.Error:
     """Find the first input the components refuse and name it; Gradio's text never reaches the client."""
-    from demo.common import preprocess_payload
+    from demo.server.handlers import preprocess_payload
 
     names = _parameter_names(block_fn)
     for index, (component, payload) in enumerate(zip(block_fn.inputs, inputs)):
@@ -185,7 +185,7 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
                 names = names or _parameter_names(block_fn)
                 reason = text("common.api_expected", wants=_wants(component), given=type(payload).__name__)
                 raise _error(text(BAD_VALUE, name=names[index], reason=reason))
-        try:  # text over its box's cap never reaches a handler, whoever sent it (demo/input_caps.py)
+        try:  # text over its box's cap never reaches a handler, whoever sent it (demo/server/input_caps.py)
             check_caps(block_fn.inputs, inputs)
         except UserInputError as too_long:
             raise _error(too_long.message()) from None
@@ -200,7 +200,7 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
     @functools.wraps(process_api)
     async def in_language(*args, **kwargs):
         """Run the event's API processing (and so ``checked`` above) in the language of its request."""
-        from demo.i18n import language_of
+        from demo.kit.i18n import language_of
 
         request = kwargs.get("request")
         if isinstance(request, list):  # a batch: its requests come from one page
@@ -238,7 +238,7 @@ def limit_sessions(app: gr.Blocks, limit: int = MAX_EVENTS_PER_SESSION) -> None:
     @functools.wraps(push)
     async def fair_push(body, request, username=None):
         session = getattr(body, "session_hash", None)
-        from demo.i18n import language_of
+        from demo.kit.i18n import language_of
 
         lang = language_of(request)
         if session and _is_training(app, body):
@@ -360,7 +360,7 @@ def remember_data_schemas() -> None:
 
 def serve(app: gr.Blocks, per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
     """Everything above, applied to the built app (call after ``app.queue(...)``), and the per-address cap
-    (demo/admission.py), checked before the per-session one."""
+    (demo/server/admission.py), checked before the per-session one."""
     guard_api(app)
     typed_choices(app)
     limit_sessions(app)

@@ -7,26 +7,27 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from core import limits, seeds
-from core.corpora import DEFAULT_LABELLED
-from core.errors import ModelUnavailableError, UserInputError
-from core.lazy import lazy_import
-from core.limits import MAX_LONG_TEXT_CHARS, MAX_SHORT_TEXT_CHARS, MAX_TEXT_CHARS
-from core.checkpoints import COLA_ID, DIANPING_ID, MRPC_ID, SIMILARITY_ZH_ID, SST2_ID
-from demo import lessons, presets, why_encoders
-from demo.classify_finetune import (ACCURACY_COLUMNS, DATA_CHOICES, SAMPLE_COLUMNS, accuracy_table, baseline_rows,
+from core.text import limits, seeds
+from core.text.corpora import DEFAULT_LABELLED
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.loading.lazy import lazy_import
+from core.text.limits import MAX_LONG_TEXT_CHARS, MAX_SHORT_TEXT_CHARS, MAX_TEXT_CHARS
+from core.loading.checkpoints import COLA_ID, DIANPING_ID, MRPC_ID, SIMILARITY_ZH_ID, SST2_ID
+from demo.kit import lessons, presets
+from demo.why import encoders as why_encoders
+from demo.tasks.classify_finetune import (ACCURACY_COLUMNS, DATA_CHOICES, SAMPLE_COLUMNS, accuracy_table, baseline_rows,
                                     before_training, before_training_bundled, models_table, show_upload, split_data)
-from demo.classify_finetune import PRESETS as FINETUNE_PRESETS
-from demo.common import TABLE_BUTTONS, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, model_picker, sig4
-from demo.downloads import missing_model_card, model_event, needs_download, results_visible
-from demo.figures import COLORWAY, bar, empty_figure, heatmap, styled, subplot_grid
-from demo.i18n import label, t
-from demo.i18n import table as table_of
+from demo.tasks.classify_finetune import PRESETS as FINETUNE_PRESETS
+from demo.server.handlers import TABLE_BUTTONS, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, model_picker, sig4
+from demo.server.downloads import missing_model_card, model_event, needs_download, results_visible
+from demo.kit.figures import COLORWAY, bar, empty_figure, heatmap, styled, subplot_grid
+from demo.kit.i18n import label, t
+from demo.kit.i18n import table as table_of
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-classify = lazy_import("core.classify")
-finetune = lazy_import("core.finetune")
-finetune_train = lazy_import("core.finetune_train")
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+classify = lazy_import("core.tasks.classify")
+finetune = lazy_import("core.tasks.finetune")
+finetune_train = lazy_import("core.tasks.finetune_train")
 
 TITLE = "Classification & fine-tuning"
 
@@ -358,7 +359,7 @@ def build() -> None:
     view1_inputs = [model_id, task, text_a, text_b, max_length]
     model_event(run_button.click, {"classify": model_id}, classify_text, view1_inputs, view1_outputs,
                 api_name="classify_run", cache_results=True)
-    # Presets, content on first open (the tab or this sub-tab), deep links and the lesson: demo/presets.py.
+    # Presets, content on first open (the tab or this sub-tab), deep links and the lesson: demo/kit/presets.py.
     view = presets.View("classify", "checkpoint", [preset_index, *view1_inputs], view1_outputs, run_example,
                         VIEW_PRESETS, where=checkpoint_tab)
     with preset_bar:

@@ -1,9 +1,9 @@
 """Classification tab, "Fine-tune MiniLM yourself": the data, the baselines, and the state before training.
 
-Before training the view shows head (a) as training starts it (core.finetune_train.initial_head: random weights from
+Before training the view shows head (a) as training starts it (core.tasks.finetune_train.initial_head: random weights from
 the split's seed) on MiniLM's frozen vectors of the held-out sentences: its accuracy and cross-entropy there (an even
 guess over C labels scores ln C), and every model's probabilities for the learner's sentence, labelled "before
-training (random initialisation)". Training (demo/classify.py) then replaces them with the trained models.
+training (random initialisation)". Training (demo/tasks/classify.py) then replaces them with the trained models.
 """
 from __future__ import annotations
 
@@ -12,18 +12,18 @@ import math
 import numpy as np
 import pandas as pd
 
-from core.corpora import DEFAULT_LABELLED, LABELLED, LABELLED_NAMES
-from core.errors import UserInputError
-from core.lazy import lazy_import
-from core.limits import DEFAULT_SEED
-from demo import presets
-from demo.common import friendly_errors, gpu_handler, sig4
-from demo.figures import lines
-from demo.i18n import current_language, label, t
+from core.text.corpora import DEFAULT_LABELLED, LABELLED, LABELLED_NAMES
+from core.text.errors import UserInputError
+from core.loading.lazy import lazy_import
+from core.text.limits import DEFAULT_SEED
+from demo.kit import presets
+from demo.server.handlers import friendly_errors, gpu_handler, sig4
+from demo.kit.figures import lines
+from demo.kit.i18n import current_language, label, t
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-finetune = lazy_import("core.finetune")
-finetune_train = lazy_import("core.finetune_train")
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+finetune = lazy_import("core.tasks.finetune")
+finetune_train = lazy_import("core.tasks.finetune_train")
 
 MY_DATA = "My data (paste or upload below)"  # the data radio's value for the learner's own lines
 DATA_CHOICES = [*((label(LABELLED_NAMES[name]), name) for name in LABELLED),

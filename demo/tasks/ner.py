@@ -7,24 +7,25 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from core.checkpoints import CHECKPOINTS, MINILM_ID, model_id_or_default
-from core.corpora import load_corpus
-from core.errors import LearnerError, ModelUnavailableError
-from core.limits import MAX_SHORT_TEXT_CHARS, MAX_TEXT_CHARS, NER_STRATEGIES
-from core.lazy import lazy_import
-from core.seeds import SEED_WORD_TAGS
-from demo import lessons, presets, why_encoders
-from demo.batching import BATCH, by_checkpoint
-from demo.common import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker, sig4
-from demo.downloads import missing_model_card, model_event, needs_download, results_visible
-from demo.figures import COLORWAY, HIGHLIGHT, empty_figure, heatmap
-from demo.i18n import label, t
+from core.loading.checkpoints import CHECKPOINTS, MINILM_ID, model_id_or_default
+from core.text.corpora import load_corpus
+from core.text.errors import LearnerError, ModelUnavailableError
+from core.text.limits import MAX_SHORT_TEXT_CHARS, MAX_TEXT_CHARS, NER_STRATEGIES
+from core.loading.lazy import lazy_import
+from core.text.seeds import SEED_WORD_TAGS
+from demo.kit import lessons, presets
+from demo.why import encoders as why_encoders
+from demo.server.batching import BATCH, by_checkpoint
+from demo.server.handlers import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker, sig4
+from demo.server.downloads import missing_model_card, model_event, needs_download, results_visible
+from demo.kit.figures import COLORWAY, HIGHLIGHT, empty_figure, heatmap
+from demo.kit.i18n import label, t
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-registry = lazy_import("core.registry")
-ner = lazy_import("core.ner")
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+registry = lazy_import("core.loading.registry")
+ner = lazy_import("core.tasks.ner")
 if TYPE_CHECKING:  # annotations only: the module imports torch, which the app loads on first use
-    from core.ner import TaggedText
+    from core.tasks.ner import TaggedText
 
 TITLE = "NER"
 
@@ -196,7 +197,7 @@ def _tagged_outputs(tagged: TaggedText, strategy: str) -> tuple:
 @gpu_handler
 def tag_batch(text: list, model_id: list, strategy: list, request: gr.Request = None) -> tuple[list, ...]:
     """``tag_text`` for a batch of requests (batch=True): requests for one checkpoint share forward passes
-    (core.ner.tag_many). A request's own problem is shown in its note; the others answer. The parameters keep
+    (core.tasks.ner.tag_many). A request's own problem is shown in its note; the others answer. The parameters keep
     tag_text's names (each a list here): they are the endpoint's parameter names for API clients."""
     def one_checkpoint(checkpoint: str, indices: list[int]) -> list:
         try:

@@ -7,23 +7,24 @@ import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.corpora import load_corpus
-from core.errors import ModelUnavailableError
-from core.lazy import lazy_import
-from core.limits import (MAX_LONG_TEXT_CHARS, MAX_TEXT_CHARS, QA_DEFAULT_MAX_ANSWER_LEN, QA_DEFAULT_MAX_SEQ_LEN,
+from core.text.corpora import load_corpus
+from core.text.errors import ModelUnavailableError
+from core.loading.lazy import lazy_import
+from core.text.limits import (MAX_LONG_TEXT_CHARS, MAX_TEXT_CHARS, QA_DEFAULT_MAX_ANSWER_LEN, QA_DEFAULT_MAX_SEQ_LEN,
                          QA_MAX_TOP_K)
-from core.checkpoints import CHECKPOINTS, CHINESE_QA_ID, SQUAD2_ID, model_id_or_default
-from core.seeds import PRECIPITATION, SEED_EN, SEED_ZH
-from demo import lessons, presets, why_encoders
-from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
-from demo.batching import BATCH, by_checkpoint
-from demo.downloads import missing_model_card, model_event, needs_download, results_visible
-from demo.figures import COLORWAY, HIGHLIGHT, HIGHLIGHT_TINT, empty_figure, styled
-from demo.i18n import LANGUAGES, label, t
-from demo.i18n import table as table_of
+from core.loading.checkpoints import CHECKPOINTS, CHINESE_QA_ID, SQUAD2_ID, model_id_or_default
+from core.text.seeds import PRECIPITATION, SEED_EN, SEED_ZH
+from demo.kit import lessons, presets
+from demo.why import encoders as why_encoders
+from demo.server.handlers import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
+from demo.server.batching import BATCH, by_checkpoint
+from demo.server.downloads import missing_model_card, model_event, needs_download, results_visible
+from demo.kit.figures import COLORWAY, HIGHLIGHT, HIGHLIGHT_TINT, empty_figure, styled
+from demo.kit.i18n import LANGUAGES, label, t
+from demo.kit.i18n import table as table_of
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-qa = lazy_import("core.qa")
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+qa = lazy_import("core.tasks.qa")
 
 TITLE = "QA"
 
@@ -258,7 +259,7 @@ def _answer_outputs(result: qa.QAResult, expected: str = "") -> tuple:
 def answer_batch(model_id: list, question: list, context: list, max_answer_len: list, top_k: list, doc_stride: list,
                  max_seq_len: list, no_answer: list, request: gr.Request = None) -> tuple[list, ...]:
     """``answer_question`` for a batch of requests (batch=True): requests for one checkpoint share forward passes
-    (core.qa.answer_many). A request's own problem is shown in its summary; the others answer. The parameters keep
+    (core.tasks.qa.answer_many). A request's own problem is shown in its summary; the others answer. The parameters keep
     answer_question's names (each a list here): they are the endpoint's parameter names for API clients."""
     def one_checkpoint(checkpoint: str, indices: list[int]) -> list:
         asked: list = []

@@ -1,6 +1,6 @@
 """Transformer & GPT tab, GPT half (issue #16): next-token probabilities, generation token by token, causal
 attention maps, and GPT vs BERT on one blank. ``build()`` adds the sub-tabs inside the tab's shell
-(demo/transformer.py); events are named ``transformer_gpt_*``. Each sub-tab is a demo/presets.py view: it shows its
+(demo/transformer/transformer.py); events are named ``transformer_gpt_*``. Each sub-tab is a demo/kit/presets.py view: it shows its
 default preset's result when opened, and every preset (the seed's 今天天气很 included) is one click."""
 from __future__ import annotations
 
@@ -8,21 +8,21 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from core import ladder_heldout
-from core.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, CHECKPOINTS, CHINESE_GPT2_ID
-from core.errors import UserInputError
-from core.lazy import lazy_import
-from core.limits import MAX_GENERATE, MAX_TEXT_CHARS
-from core.seeds import GPT_VS_BERT
-from demo import presets, sampling
-from demo.common import TABLE_BUTTONS, friendly_errors, gpu_handler, number_in_range
-from demo.downloads import card_when_missing, missing_model_card, model_event, needs_download, results_visible
-from demo.figures import bar, empty_figure, heatmap
-from demo.i18n import label, t
+from core.ladder import heldout as ladder_heldout
+from core.loading.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, CHECKPOINTS, CHINESE_GPT2_ID
+from core.text.errors import UserInputError
+from core.loading.lazy import lazy_import
+from core.text.limits import MAX_GENERATE, MAX_TEXT_CHARS
+from core.text.seeds import GPT_VS_BERT
+from demo.kit import presets, sampling
+from demo.server.handlers import TABLE_BUTTONS, friendly_errors, gpu_handler, number_in_range
+from demo.server.downloads import card_when_missing, missing_model_card, model_event, needs_download, results_visible
+from demo.kit.figures import bar, empty_figure, heatmap
+from demo.kit.i18n import label, t
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-gpt = lazy_import("core.gpt")
-char_sides = lazy_import("core.mlm_char_compare")  # the char-BERT's side of GPT vs BERT
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+gpt = lazy_import("core.transformer.gpt")
+char_sides = lazy_import("core.mlm.char_compare")  # the char-BERT's side of GPT vs BERT
 
 MODEL_CHOICES = (CHAR_GPT_ID, *CHECKPOINTS["causal-lm"])  # the bundled char-GPT first
 

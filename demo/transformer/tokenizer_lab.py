@@ -1,6 +1,6 @@
 """Transformer & GPT tab, "Tokenizer lab" sub-tab (issue #36): one text cut into characters, UTF-8 bytes,
 WordPiece, GPT-2's byte-level BPE and a BPE learned in the tab, side by side; then that BPE's first merges, one at
-a time, with the pair counts that chose them. core/tokenizer_lab.py and core/bpe.py compute; this module draws.
+a time, with the pair counts that chose them. core/transformer/tokenizer_lab.py and core/transformer/bpe.py compute; this module draws.
 
 Why here: the lab explains what a model reads before its first layer, and the two tokenizers it compares are those
 of the tab's two halves: the encoder's WordPiece (MiniLM-L6, the "Inside a block" view) and GPT-2's byte-level BPE
@@ -11,14 +11,14 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from core import tokenizer_lab as lab  # torch-free until a tokenizer is asked of the registry
-from core.limits import MAX_SHORT_TEXT_CHARS
-from demo import presets
-from demo.common import TABLE_BUTTONS, friendly_errors, number_in_range, sig4
-from demo.downloads import missing_model_card, needs_download
-from demo.figures import bar
-from demo.token_figures import token_strips
-from demo.i18n import label, t
+from core.transformer import tokenizer_lab as lab  # torch-free until a tokenizer is asked of the registry
+from core.text.limits import MAX_SHORT_TEXT_CHARS
+from demo.kit import presets
+from demo.server.handlers import TABLE_BUTTONS, friendly_errors, number_in_range, sig4
+from demo.server.downloads import missing_model_card, needs_download
+from demo.kit.figures import bar
+from demo.kit.token_figures import token_strips
+from demo.kit.i18n import label, t
 
 CORPORA = {"moby_dick": "ngram.corpus_moby", "tang_poems": "ngram.corpus_tang", "toy_zh": "ngram.corpus_toy"}
 SHOWS = {"wordpiece_zh": "tokenizer_lab.shows_wordpiece_zh", "gpt2": "tokenizer_lab.shows_gpt2"}

@@ -1,5 +1,5 @@
 """Transformer & GPT tab (issue #16), view 1: one token through every step of a real encoder block, and the seed's
-Transformer-base numbers computed from its config (seed §10–§11). The GPT views are further sub-tabs (demo/gpt.py)."""
+Transformer-base numbers computed from its config (seed §10–§11). The GPT views are further sub-tabs (demo/transformer/gpt.py)."""
 from __future__ import annotations
 
 import math
@@ -8,20 +8,22 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from core import param_count as pc
-from core.checkpoints import MINILM_ID, model_id_or_default
-from core.errors import ModelUnavailableError, UserInputError
-from core.lazy import lazy_import
-from core.limits import MAX_TEXT_CHARS
-from demo import gpt, lessons, presets, tokenizer_lab, why
-from demo.common import friendly_errors, gpu_handler, model_picker, sig4, whole_number
-from demo.downloads import model_event
-from demo.figures import bar, empty_figure, heatmap, lines
-from demo.i18n import label, t
+from core.transformer import param_count as pc
+from core.loading.checkpoints import MINILM_ID, model_id_or_default
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.loading.lazy import lazy_import
+from core.text.limits import MAX_TEXT_CHARS
+from demo.transformer import gpt, tokenizer_lab
+from demo.kit import lessons, presets
+from demo.why import why
+from demo.server.handlers import friendly_errors, gpu_handler, model_picker, sig4, whole_number
+from demo.server.downloads import model_event
+from demo.kit.figures import bar, empty_figure, heatmap, lines
+from demo.kit.i18n import label, t
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-registry = lazy_import("core.registry")
-tr = lazy_import("core.transformer")
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+registry = lazy_import("core.loading.registry")
+tr = lazy_import("core.transformer.transformer")
 
 TITLE = "Transformer & GPT"
 HISTORY = [(10, "2017", "Transformer", "transformer", None), (13, "2018", "GPT", "pretrain", None)]  # timeline
@@ -282,7 +284,7 @@ def base_preset(preset: str, model_id: str):
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Presets and lessons (demo/presets.py: each view shows its first preset when opened; deep links ?tab=transformer&…)
+# Presets and lessons (demo/kit/presets.py: each view shows its first preset when opened; deep links ?tab=transformer&…)
 
 P = presets.Preset
 BLOCK_SLUGS = {"bank in two contexts": ("bank-two-contexts", "§10"), "it: what does the pronoun look at?":

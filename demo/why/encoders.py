@@ -1,11 +1,11 @@
 """Why this answer (issue #35) in the BERT tabs: the masked word (char-BERT or a BERT checkpoint), an NER token's
 tag, a QA answer's start and end, a classifier's class (a checkpoint, or the MiniLM fine-tuned in this session).
 
-Each ``build_*`` is one sub-tab, called inside its tab's gr.Tabs(), in the shape of demo/why.py's views: the inputs, a
+Each ``build_*`` is one sub-tab, called inside its tab's gr.Tabs(), in the shape of demo/why/why.py's views: the inputs, a
 step slider, a button, the preset bar, and in a results column (hidden while the checkpoint is missing: the note
 shows the card) one Markdown (answer, f(x) − f(x'), completeness gap) and one gr.HTML (coloured tokens per method and
-rollout, the numbers; PNG/SVG/CSV), plus the logit-lens heatmap for the masked LM. core/why_encoders.py computes;
-demo/why.py formats. As there, the button streams (``stream_*``: gradient × input and rollout first, then integrated
+rollout, the numbers; PNG/SVG/CSV), plus the logit-lens heatmap for the masked LM. core/why/encoders.py computes;
+demo/why/why.py formats. As there, the button streams (``stream_*``: gradient × input and rollout first, then integrated
 gradients refining) and a preset computes the last stage only (``explain_*``).
 """
 from __future__ import annotations
@@ -14,15 +14,15 @@ from dataclasses import replace
 
 import gradio as gr
 
-from core.checkpoints import CHAR_BERT_ID, CHECKPOINTS, FINE_TUNED_MINILM_ID, MRPC_ID, SIMILARITY_ZH_ID, SST2_ID
-from core.lazy import lazy_import
-from core.limits import MAX_LONG_TEXT_CHARS, MAX_SHORT_TEXT_CHARS, MAX_TEXT_CHARS
-from core.seeds import GPT_VS_BERT, PRECIPITATION, SEED_PAIR_EN, SEED_PAIR_ZH, SEED_ZH
-from demo import presets
-from demo.common import friendly_errors, gpu_handler
-from demo.downloads import card_when_missing, model_event
-from demo.i18n import label, t
-from demo.why import (ANIMAL, CHAR_BERT_PRESETS, DEFAULT_STEPS, _explain_char_bert, _or_message, _outputs, _shown,
+from core.loading.checkpoints import CHAR_BERT_ID, CHECKPOINTS, FINE_TUNED_MINILM_ID, MRPC_ID, SIMILARITY_ZH_ID, SST2_ID
+from core.loading.lazy import lazy_import
+from core.text.limits import MAX_LONG_TEXT_CHARS, MAX_SHORT_TEXT_CHARS, MAX_TEXT_CHARS
+from core.text.seeds import GPT_VS_BERT, PRECIPITATION, SEED_PAIR_EN, SEED_PAIR_ZH, SEED_ZH
+from demo.kit import presets
+from demo.server.handlers import friendly_errors, gpu_handler
+from demo.server.downloads import card_when_missing, model_event
+from demo.kit.i18n import label, t
+from demo.why.why import (ANIMAL, CHAR_BERT_PRESETS, DEFAULT_STEPS, _explain_char_bert, _or_message, _outputs, _shown,
                       _steps, _steps_slider, details, lens_figure, staged, summary, unchanged)
 
 
@@ -30,11 +30,11 @@ def class_summary(result, gaps=None) -> str:
     """summary() with the class name quoted: a name from the data or the checkpoint ("positive", "LABEL_1")."""
     return summary(replace(result, answer=f"“{result.answer}”"), None, gaps)
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-attribution = lazy_import("core.attribution")
-why_encoders = lazy_import("core.why_encoders")
-logit_lens = lazy_import("core.logit_lens")
-finetune_train = lazy_import("core.finetune_train")
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+attribution = lazy_import("core.why.attribution")
+why_encoders = lazy_import("core.why.encoders")
+logit_lens = lazy_import("core.why.logit_lens")
+finetune_train = lazy_import("core.tasks.finetune_train")
 
 NER_ID, ZH_NER_ID = CHECKPOINTS["ner"]
 QA_ID, CHINESE_QA_ID = CHECKPOINTS["qa"][0], CHECKPOINTS["qa"][2]
@@ -42,7 +42,7 @@ MLM_ID, ZH_MLM_ID = CHECKPOINTS["mlm"][0], CHECKPOINTS["mlm"][2]
 
 
 def _session(request: gr.Request | None) -> str:
-    """The browser session whose fine-tuning run the classification view explains (demo/classify.py's key)."""
+    """The browser session whose fine-tuning run the classification view explains (demo/tasks/classify.py's key)."""
     return getattr(request, "session_hash", None) or "local"
 
 

@@ -2,11 +2,11 @@
 
 One view per predicting tab, each one call: ``build_gpt()`` inside the Transformer & GPT tab's sub-tabs (the char-GPT's
 or a GPT-2's next token), ``build_lstm()`` inside the RNN & LSTM tab's (the shipped LSTM's next character; no rollout,
-no logit lens); the BERT tabs' views (masked LM, NER, QA, classification) are in demo/why_encoders.py.
+no logit lens); the BERT tabs' views (masked LM, NER, QA, classification) are in demo/why/encoders.py.
 A view is ~11 components and 3 events: the text, the step count, a button, the preset bar, one Markdown (the
 answer, f(x) − f(x'), the completeness gap), one gr.HTML (the tokens coloured by each method, the numbers, the
-logit-lens table: PNG/SVG/CSV from demo/static_html.py) and one plot (the logit-lens heatmap, demo/figures.py).
-core/attribution.py, core/why.py and core/logit_lens.py compute; this module formats.
+logit-lens table: PNG/SVG/CSV from demo/kit/static_html.py) and one plot (the logit-lens heatmap, demo/kit/figures.py).
+core/why/attribution.py, core/why/why.py and core/why/logit_lens.py compute; this module formats.
 
 A click streams (issue #53): the button's handler (``stream_*``) is a generator that shows gradient × input and
 rollout first, then integrated gradients at 4, 8, 16, … steps with the completeness gap of each, so the learner sees
@@ -20,21 +20,21 @@ from typing import Callable, Iterator
 import gradio as gr
 import numpy as np
 
-from core.checkpoints import CHAR_GPT_ID, CHECKPOINTS, CHINESE_GPT2_ID
-from core.i18n import current_language
-from core.lazy import lazy_import
-from core.limits import MAX_TEXT_CHARS
-from demo import presets
-from demo.common import friendly_errors, gpu_handler, number_in_range, sig4, sig4_text
-from demo.downloads import card_when_missing, model_event, results_visible
-from demo.figures import empty_figure, heatmap
-from demo.i18n import label, t
-from demo.static_html import EXPORT_JS, coloured_tokens, table
+from core.loading.checkpoints import CHAR_GPT_ID, CHECKPOINTS, CHINESE_GPT2_ID
+from core.text.i18n import current_language
+from core.loading.lazy import lazy_import
+from core.text.limits import MAX_TEXT_CHARS
+from demo.kit import presets
+from demo.server.handlers import friendly_errors, gpu_handler, number_in_range, sig4, sig4_text
+from demo.server.downloads import card_when_missing, model_event, results_visible
+from demo.kit.figures import empty_figure, heatmap
+from demo.kit.i18n import label, t
+from demo.kit.static_html import EXPORT_JS, coloured_tokens, table
 
-# torch-backed core modules load on first use, not when the app starts (core/lazy.py)
-why_core = lazy_import("core.why")
-logit_lens = lazy_import("core.logit_lens")
-attribution = lazy_import("core.attribution")
+# torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
+why_core = lazy_import("core.why.why")
+logit_lens = lazy_import("core.why.logit_lens")
+attribution = lazy_import("core.why.attribution")
 
 DEFAULT_STEPS = 32
 MAX_STEPS = 128
