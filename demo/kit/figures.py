@@ -8,16 +8,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from pathlib import Path
 from typing import Sequence
 
-import gradio
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
 from core.text.i18n import DEFAULT_LANGUAGE, table, text
 from demo.kit.figure_margins import reserved_margins, text_size
+from demo.server.gradio_inside import plotly_chunk
 
 # Latin fonts first, then CJK ones, so 中文 titles, tokens and axis labels render as glyphs (not boxes) on screen and
 # in the PNG/SVG exports: the SVG keeps this stack in every text's font-family, so a slide tool picks whichever of
@@ -398,13 +397,6 @@ def scatter(
         fig.update_xaxes(title_text=axis_titles[0], zeroline=False)
         fig.update_yaxes(title_text=axis_titles[1])
     return styled(fig, title, height)
-
-
-def plotly_chunk() -> str | None:
-    """The file name of Gradio's plotly.js chunk (``PlotlyPlot-<hash>.js``, 4.6 MB), which its Plot component imports
-    the first time a page draws a plotly figure; None if this Gradio ships no single such file."""
-    found = sorted((Path(gradio.__file__).parent / "templates" / "frontend" / "assets").glob("PlotlyPlot-*.js"))
-    return found[0].name if len(found) == 1 else None
 
 
 # Evaluating plotly.js is the largest single cost of a page: 1-2.5 s of the browser's main thread on 2 cores. A view

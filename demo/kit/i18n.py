@@ -23,9 +23,9 @@ from http.cookies import CookieError, SimpleCookie
 from typing import Callable
 
 import gradio as gr
-from gradio.i18n import I18nData
 
 from core.text.i18n import DEFAULT_LANGUAGE, LANGUAGES, current_language, placeholders, table, text, using_language
+from demo.server.gradio_inside import is_translation, plain_example_props
 
 COOKIE = "plm_lang"
 
@@ -66,7 +66,7 @@ def in_every_language(value, render: Callable[[str], str] = html.escape) -> dict
     """``{language: HTML}`` for HTML the browser renders itself (demo/kit/presets.py's preset bar, demo/kit/lessons.py): a
     ``label(key)`` in each language, or a plain string (a checkpoint id, a formula) as it is; ``render`` turns the
     text into HTML (default: escaped). The browser picks its language with :data:`BROWSER_LANGUAGE_JS`."""
-    if isinstance(value, I18nData):
+    if is_translation(value):
         return {lang: render(table(lang)[value.key]) for lang in LANGUAGES}
     return dict.fromkeys(LANGUAGES, render(str(value or "")))
 
@@ -176,7 +176,5 @@ def untitled_columns(examples: gr.Examples) -> gr.Examples:
     gr.I18n key as the raw key: the examples' label (which it does translate) names the columns instead. A click
     sends back the inputs' props: a label is held as the "__i18n__{…}" string the page gets, which the API route's
     json.dumps can write (an I18nData dropped /gradio_api/call/load_example's connection with no answer)."""
-    examples.dataset.headers = []
-    examples.input_component_props = [{key: str(value) if isinstance(value, I18nData) else value
-                                       for key, value in props.items()} for props in examples.input_component_props]
+    plain_example_props(examples)
     return examples
