@@ -124,17 +124,18 @@ from demo.server.handlers import loaded_models  # noqa: E402
 from core.loading import resolve  # noqa: E402
 from core.loading.device import CHOICES as DEVICE_CHOICES, choose_device, device_label
 from core.text.limits import MAX_UPLOAD_BYTES
-from demo.server import admission, first_page, serving
 from demo.attention import attention
-from demo.tasks import classify, ner, qa
 from demo.embeddings import embeddings
 from demo.kit import figure_head, presets, tour, your_turn
-from demo.recurrent import lstm
+from demo.kit.i18n import I18N, TOGGLE_JS, label, language_of, text
+from demo.ladder import overview
 from demo.mlm import mlm
 from demo.ngram import ngram
-from demo.ladder import overview
+from demo.recurrent import lstm
+from demo.server import admission, first_page, serving
+from demo.server.gradio_inside import wrap_tab_bars
+from demo.tasks import classify, ner, qa
 from demo.transformer import transformer
-from demo.kit.i18n import I18N, TOGGLE_JS, label, language_of, text
 
 # The overview first (timeline and ladder), then the history in order: statistics → static vectors → recurrence →
 # attention → the Transformer and GPT → BERT and its tasks.
@@ -212,9 +213,7 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
                     your_turn.build(tab_id(module))  # "Your turn": predict, then the live model answers (issue #51)
         # Tab bars wrap onto a second line instead of folding tabs into a "⋯" menu: on a phone each tab and sub-tab
         # is one tap (issue #31).
-        for block in app.blocks.values():
-            if isinstance(block, gr.Tabs):
-                block.overflow_behavior = "wrap"
+        wrap_tab_bars(app)
         # Content on first open: each tab computes its default preset when selected; ?tab=…&preset=… deep-links.
         collector.wire(app, tabs)
         tour.wire(tour_box, collector)  # each stop checked against the tabs, and what it outlines tagged
