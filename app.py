@@ -133,7 +133,6 @@ from demo.mlm import mlm
 from demo.ngram import ngram
 from demo.recurrent import lstm
 from demo.server import admission, first_page, serving
-from demo.server.gradio_inside import wrap_tab_bars
 from demo.tasks import classify, ner, qa
 from demo.transformer import transformer
 
@@ -205,7 +204,7 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
         language.input(None, inputs=language, js=TOGGLE_JS, api_name=False)  # browser-only: no server endpoint
         app.load(page_language, outputs=[intro, badge, language], api_name="app_language")
         collector = presets.Registry(TABS)
-        with gr.Tabs() as tabs:
+        with gr.Tabs(overflow_behavior="wrap") as tabs:
             for module in TABS:
                 with gr.Tab(label(f"tabs.{tab_id(module)}"), id=tab_id(module)) as tab, \
                         collector.tab(tab_id(module), tab):
@@ -213,7 +212,6 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
                     your_turn.build(tab_id(module))  # "Your turn": predict, then the live model answers (issue #51)
         # Tab bars wrap onto a second line instead of folding tabs into a "⋯" menu: on a phone each tab and sub-tab
         # is one tap (issue #31).
-        wrap_tab_bars(app)
         # Content on first open: each tab computes its default preset when selected; ?tab=…&preset=… deep-links.
         collector.wire(app, tabs)
         tour.wire(tour_box, collector)  # each stop checked against the tabs, and what it outlines tagged

@@ -87,6 +87,11 @@ def test_every_tab_bar_holds_only_tabs():
               for child in tabs.children if not isinstance(child, gr.Tab)]
     assert sum(isinstance(b, gr.Tabs) for b in blocks.blocks.values()) >= 9
     assert not strays, strays
+    # and each tab bar wraps onto a second line instead of folding tabs into a "⋯" menu: on a phone each tab and
+    # sub-tab is one tap (issue #31)
+    folded = [[str(t.label) for t in tabs.children][:2] for tabs in blocks.blocks.values()
+              if isinstance(tabs, gr.Tabs) and tabs.overflow_behavior != "wrap"]
+    assert not folded, folded
 
 
 def test_events_keep_the_browsers_loading_statuses_small():

@@ -125,12 +125,6 @@ def check_block_context():
     assert isinstance(gr.Row(render=False), gr.blocks.BlockContext), "gr.blocks.BlockContext is gone"
 
 
-def check_plot_data():
-    from gradio.components.plot import PlotData
-
-    assert {"type", "plot"} <= set(PlotData.model_fields), "PlotData(type, plot) changed"
-
-
 def check_i18n_data():
     from gradio.i18n import I18nData
 
@@ -143,12 +137,6 @@ def check_examples():
         examples = gr.Examples([["a"]], [box])
     assert isinstance(examples.input_component_props, list) and hasattr(examples.dataset, "headers"), \
         "gr.Examples.input_component_props or .dataset.headers changed"
-
-
-def check_tabs_overflow():
-    assert "overflow_behavior" in params(gr.Tabs), "gr.Tabs(overflow_behavior=...) is gone"
-    assert gr.Tabs(overflow_behavior="wrap", render=False).get_config().get("overflow_behavior") == "wrap", \
-        "gr.Tabs no longer sends overflow_behavior in its config"
 
 
 def check_plotly_chunk():
@@ -177,11 +165,9 @@ USES = [  # (what, where in demo/server/, the check)
     ("gradio.context.Context.block (read, rebound), LocalContext.request",
      "handlers.add_csv_downloads, handlers._event_request, downloads, gradio_inside.current_block", check_contexts),
     ("gr.blocks.BlockContext", "downloads, handlers.add_csv_downloads", check_block_context),
-    ("gradio.components.plot.PlotData", "result_cache.as_sent", check_plot_data),
     ("gradio.i18n.I18nData", "gradio_inside.is_translation", check_i18n_data),
     ("gr.Examples.input_component_props, .dataset.headers (replaced)", "gradio_inside.plain_example_props",
      check_examples),
-    ("gr.Tabs.overflow_behavior (set after build)", "gradio_inside.wrap_tab_bars", check_tabs_overflow),
     ("templates/frontend/assets/PlotlyPlot-*.js", "gradio_inside.plotly_chunk", check_plotly_chunk),
 ]
 

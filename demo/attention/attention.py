@@ -253,7 +253,7 @@ def build() -> None:
     gr.Markdown(label("attention.intro"), latex_delimiters=LATEX)
     lesson_slot = gr.Column()
 
-    with gr.Tabs():
+    with gr.Tabs(overflow_behavior="wrap"):
         with gr.Tab(label("attention.tab_steps"), id="steps") as steps_tab:
             gr.Markdown(label("attention.steps_intro"))
             preset_bar = gr.Column()

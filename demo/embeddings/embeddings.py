@@ -277,7 +277,7 @@ LESSON = [(section, label(f"embeddings.lesson.q{i}"), label(f"embeddings.lesson.
 def build() -> None:
     gr.Markdown(label("embeddings.intro"))
     lesson_slot = gr.Column()
-    with gr.Tabs():
+    with gr.Tabs(overflow_behavior="wrap"):
         with gr.Tab(label("embeddings.tab_onehot"), id="onehot") as onehot_tab:
             with gr.Row():
                 with gr.Column(scale=1):

@@ -270,7 +270,7 @@ def build() -> None:
     gr.Markdown(label("overview.intro"))
     lesson_slot = gr.Column()  # the whole path's lesson, above both sub-tabs
 
-    with gr.Tabs():
+    with gr.Tabs(overflow_behavior="wrap"):
         # Two sub-tabs, one screen each. The page opens on the path, drawn into the page when the app is built (see
         # path_html): it shows as soon as Gradio mounts the tab. The ladder runs its models when its sub-tab opens.
         with gr.Tab(label("overview.tab_path"), id="path"):

@@ -112,7 +112,7 @@ def build() -> None:
         model_id = model_picker("mlm", first=(CHAR_BERT_ID,))  # the char-BERT: trained here, always offline
         notice = gr.Markdown(label("mlm.notice_start"))
     gr.Markdown(label("mlm.checkpoints"))
-    with gr.Tabs():
+    with gr.Tabs(overflow_behavior="wrap"):
         with gr.Tab(label("mlm.tab_fill"), id="fill") as fill_tab:
             with gr.Row():
                 text = gr.Textbox(value=FILL_EXAMPLES[0][0], label=label("mlm.fill_text_label"), scale=4,

@@ -362,7 +362,7 @@ def build() -> None:
             with gr.Accordion(label("ngram.conventions_title"), open=False):
                 gr.Markdown(label("ngram.conventions"))
         with gr.Column(scale=3):
-            with gr.Tabs():
+            with gr.Tabs(overflow_behavior="wrap"):
                 with gr.Tab(label("ngram.tab_counts"), id="counts") as counts_tab:
                     with gr.Row():
                         context = gr.Textbox("的", label=label("ngram.context"), max_length=MAX_LIST_CHARS)

@@ -301,7 +301,7 @@ def build() -> None:
     # while the app is built (which would load the models, and torch with them: core/loading/lazy.py).
     badge.attach_load_event(shipped_badge, None)
 
-    with gr.Tabs():
+    with gr.Tabs(overflow_behavior="wrap"):
         with gr.Tab(label("lstm.tab_gates"), id="gates") as gates_tab:
             with gr.Row():
                 text = gr.Textbox(label=label("lstm.text_label"), lines=2, scale=4, value=INSPECT_EXAMPLES[0][0],

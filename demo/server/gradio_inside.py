@@ -31,15 +31,6 @@ def plain_example_props(examples: gradio.Examples) -> None:
                                        for key, value in props.items()} for props in examples.input_component_props]
 
 
-def wrap_tab_bars(app: gradio.Blocks) -> None:
-    """Every gr.Tabs of the built app wraps its tab bar onto a second line instead of folding tabs into a "⋯" menu.
-    ``overflow_behavior`` is a constructor argument; set here once on the ~20 tab bars (the tabs' own and their
-    sub-tabs') instead of at each ``with gr.Tabs()``."""
-    for block in app.blocks.values():
-        if isinstance(block, gradio.Tabs):
-            block.overflow_behavior = "wrap"
-
-
 def plotly_chunk() -> str | None:
     """The file name of Gradio's plotly.js chunk (``PlotlyPlot-<hash>.js``, 4.6 MB) in its built front end, which its
     Plot component imports the first time a page draws a plotly figure; None if this Gradio ships no single such file.

@@ -33,7 +33,6 @@ from pathlib import Path
 
 import gradio as gr
 import plotly.graph_objects as go
-from gradio.components.plot import PlotData
 
 from core.loading import resolve
 from core.loading.cache import BoundedCache
@@ -89,6 +88,9 @@ def fresh_updates(results):
     return results
 
 
+_PLOT = gr.Plot(render=False)  # its postprocess is the one that turns a figure into what is sent
+
+
 def as_sent(outputs):
     """``outputs`` with each plotly figure (also one inside an update dict) replaced by the JSON that Gradio sends
     for it: gr.Plot passes a PlotData through unchanged. A cached answer's figures are then serialised once, not for
@@ -96,7 +98,7 @@ def as_sent(outputs):
     attention view's three figures that was most of a cached click's server CPU (issue #38)."""
     def sent(value):
         if isinstance(value, go.Figure):
-            return PlotData(type="plotly", plot=value.to_json())
+            return _PLOT.postprocess(value)  # what gr.Plot sends: the figure's JSON, in Gradio's PlotData
         if isinstance(value, dict) and isinstance(value.get("value"), go.Figure):  # gr.update(value=figure, ...)
             return {**value, "value": sent(value["value"])}
         return value

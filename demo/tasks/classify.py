@@ -284,7 +284,7 @@ def show_changes(dataset, pasted, upload, seed, request: gr.Request = None):
 def build() -> None:
     gr.Markdown(label("classify.intro"))
     lesson_slot = gr.Column()
-    with gr.Tabs():
+    with gr.Tabs(overflow_behavior="wrap"):
         with gr.Tab(label("classify.tab_checkpoint"), id="classify-checkpoint") as checkpoint_tab:
             gr.Markdown(label("classify.checkpoints"))
             with gr.Row():

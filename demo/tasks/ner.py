@@ -313,7 +313,7 @@ def build() -> None:
     with gr.Column() as entities_results:
         highlighted = gr.HighlightedText(label=label("ner.entities_label"), show_legend=False, combine_adjacent=False)
 
-    with gr.Tabs():
+    with gr.Tabs(overflow_behavior="wrap"):
         with gr.Tab(label("ner.tab_schemes"), id="schemes") as schemes_tab:
             gr.Markdown(label("ner.schemes_intro"))
             with gr.Row() as schemes_results:

@@ -368,7 +368,7 @@ def build() -> None:
     layout = gr.HighlightedText(label=label("qa.layout_label"), show_legend=True, show_inline_category=False)
     layout_table = gr.Dataframe(headers=[label(key) for key in LAYOUT_COLUMNS], label=label("qa.layout_table_label"),
                                 interactive=False, max_height=320, buttons=TABLE_BUTTONS)
-    with gr.Tabs():  # one sub-tab: its view's default shows when the tab opens (a short sentence, cached per process)
+    with gr.Tabs(overflow_behavior="wrap"):  # one sub-tab: its view's default shows when the tab opens (a short sentence, cached per process)
         why_encoders.build_qa()  # why the answer starts and ends where it does (issue #35)
 
     options = [max_answer_len, top_k, doc_stride, max_seq_len]

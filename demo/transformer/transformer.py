@@ -324,7 +324,7 @@ def build() -> None:
     """The tab: the equations, then one sub-tab per view; each view shows its default when its sub-tab is opened."""
     gr.Markdown(label("transformer.intro"), latex_delimiters=LATEX)
     lesson_slot = gr.Column()
-    with gr.Tabs():
+    with gr.Tabs(overflow_behavior="wrap"):
         block_view, picker = build_block_view()
         base_view = build_base_numbers_view(picker)
         views = {"block": block_view, "base": base_view, **gpt.build(),  # GPT: next token, generation, maps, vs BERT
