@@ -37,11 +37,11 @@ if __name__ == "__main__":
 
 # On a Space with persistent storage (/data), the Hugging Face cache moves there (unless the operator set HF_HOME), so
 # downloads survive a restart; the preloaded checkpoints (README's preload_from_hub) are still read from the image's
-# own cache. Before gradio imports huggingface_hub, which reads HF_HOME once, at import (core/hub.py). Only when run
+# own cache. Before gradio imports huggingface_hub, which reads HF_HOME once, at import (core/loading/hub.py). Only when run
 # as the app: importing this module changes no environment.
 PERSISTENT_HF_HOME = None
 if __name__ == "__main__":
-    from core.hub import use_persistent_storage
+    from core.loading.hub import use_persistent_storage
 
     PERSISTENT_HF_HOME = use_persistent_storage()
 
@@ -119,14 +119,22 @@ def settle_collector() -> None:
 import gradio as gr  # noqa: E402
 
 # the first of our modules: on a ZeroGPU Space it imports `spaces` before anything imports torch (gpu_handler)
-from demo.common import loaded_models  # noqa: E402
+from demo.server.handlers import loaded_models  # noqa: E402
 
-from core import resolve  # noqa: E402
-from core.device import CHOICES as DEVICE_CHOICES, choose_device, device_label
-from core.limits import MAX_UPLOAD_BYTES
-from demo import (admission, attention, classify, embeddings, figure_head, first_page, lstm, mlm, ner, ngram,
-                  overview, presets, qa, serving, tour, transformer, your_turn)
-from demo.i18n import I18N, TOGGLE_JS, label, language_of, text
+from core.loading import resolve  # noqa: E402
+from core.loading.device import CHOICES as DEVICE_CHOICES, choose_device, device_label
+from core.text.limits import MAX_UPLOAD_BYTES
+from demo.attention import attention
+from demo.embeddings import embeddings
+from demo.kit import figure_head, presets, tour, your_turn
+from demo.kit.i18n import I18N, TOGGLE_JS, label, language_of, text
+from demo.ladder import overview
+from demo.mlm import mlm
+from demo.ngram import ngram
+from demo.recurrent import lstm
+from demo.server import admission, first_page, serving
+from demo.tasks import classify, ner, qa
+from demo.transformer import transformer
 
 # The overview first (timeline and ladder), then the history in order: statistics → static vectors → recurrence →
 # attention → the Transformer and GPT → BERT and its tasks.
@@ -175,8 +183,8 @@ def page_language(request: gr.Request = None) -> tuple[str, str, str]:
 
 def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
     """The whole UI: one gr.Tab per demo module. Importing this builds nothing; call it. ``per_address``: the
-    events one client address may have waiting or running (demo/admission.py)."""
-    serving.remember_signatures()  # before the first config is built (demo/serving.py)
+    events one client address may have waiting or running (demo/server/admission.py)."""
+    serving.remember_signatures()  # before the first config is built (demo/server/serving.py)
     serving.remember_data_schemas()
     # delete_cache: uploads and generated files are removed once an hour old (checked every 10 minutes).
     with gr.Blocks(title="PLM Explorer", delete_cache=serving.DELETE_CACHE) as app:
@@ -190,13 +198,13 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
             with gr.Column(scale=5):
                 intro = gr.Markdown(text("app.intro"))
                 badge = gr.Markdown()
-                tour_box = tour.build()  # "Start the guided tour"; the tour's panel (demo/tour.py)
+                tour_box = tour.build()  # "Start the guided tour"; the tour's panel (demo/kit/tour.py)
             language = gr.Radio(LANGUAGE_CHOICES, value=None, label=label("app.language"), scale=1, min_width=160)
         # The toggle stores the choice (cookie + localStorage) and reloads, so labels and results switch together.
         language.input(None, inputs=language, js=TOGGLE_JS, api_name=False)  # browser-only: no server endpoint
         app.load(page_language, outputs=[intro, badge, language], api_name="app_language")
         collector = presets.Registry(TABS)
-        with gr.Tabs() as tabs:
+        with gr.Tabs(overflow_behavior="wrap") as tabs:
             for module in TABS:
                 with gr.Tab(label(f"tabs.{tab_id(module)}"), id=tab_id(module)) as tab, \
                         collector.tab(tab_id(module), tab):
@@ -204,9 +212,6 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
                     your_turn.build(tab_id(module))  # "Your turn": predict, then the live model answers (issue #51)
         # Tab bars wrap onto a second line instead of folding tabs into a "⋯" menu: on a phone each tab and sub-tab
         # is one tap (issue #31).
-        for block in app.blocks.values():
-            if isinstance(block, gr.Tabs):
-                block.overflow_behavior = "wrap"
         # Content on first open: each tab computes its default preset when selected; ?tab=…&preset=… deep-links.
         collector.wire(app, tabs)
         tour.wire(tour_box, collector)  # each stop checked against the tabs, and what it outlines tagged
@@ -275,10 +280,10 @@ def main(argv: list[str] | None = None) -> None:
         share=args.share,
         theme=THEME,
         css_paths=[CSS_PATH],
-        i18n=first_page.one_language(I18N),  # each page carries its learner's table only (demo/first_page.py)
-        # every figure: SVG export, a Data table, keyboard, dark mode (demo/figure_head.py); the "Your turn" checks
+        i18n=first_page.one_language(I18N),  # each page carries its learner's table only (demo/server/first_page.py)
+        # every figure: SVG export, a Data table, keyboard, dark mode (demo/kit/figure_head.py); the "Your turn" checks
         head=figure_head.HEAD + your_turn.head(),
-        # compressed answers, the page in the learner's language (demo/first_page.py); the "Your turn" script at its
+        # compressed answers, the page in the learner's language (demo/server/first_page.py); the "Your turn" script at its
         # own address (fetched once, then cached)
         app_kwargs={"middleware": first_page.middleware(), "routes": [your_turn.ROUTE]},
         max_file_size=MAX_UPLOAD_BYTES,

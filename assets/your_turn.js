@@ -1,4 +1,4 @@
-// "Your turn" (issue #51): the browser side of demo/your_turn.py, fetched once from its own address (and cached), after
+// "Your turn" (issue #51): the browser side of demo/kit/your_turn.py, fetched once from its own address (and cached), after
 // <head> set window.plmYourTurnConfig = {words: {en, zh}, key, checks: {tab: [slug…]}, tabs: {tab: {en, zh}}} and
 // ran assets/your_turn_loader.js, which queued the blocks' calls until now.
 //

@@ -1,5 +1,5 @@
 // "Your turn" (issue #51): the part of assets/your_turn.js that every page runs at once, inline in <head>, after
-// window.plmYourTurnConfig. The script itself comes from its own address (demo/your_turn.py's ROUTE) and may load
+// window.plmYourTurnConfig. The script itself comes from its own address (demo/kit/your_turn.py's ROUTE) and may load
 // after the blocks mount: until then their calls wait in a queue, which the script replays.
 (() => {
   if (window.plmYourTurn) return;

@@ -3,9 +3,9 @@
 The app is built as it is served (app.build_app()). For each batched BERT event (mlm_fill, ner_tag, qa_answer) a
 second, unbatched event is added on the same components with the per-request handler (mlm.fill, ner.tag_text,
 qa.answer_question), in the same "bert" concurrency group of 4 and run like the app's model step
-(demo.downloads.local_only). (attention_model is not batched: a per-request loop inside a batch, tried first,
+(demo.server.downloads.local_only). (attention_model is not batched: a per-request loop inside a batch, tried first,
 measured 1.03x the unbatched throughput and 0.76-0.81x for NER and QA, one 6 s round on a loaded machine; it keeps
-4 parallel slots until core/attention.py reads many requests in one pass.) 16 gradio_client users call one endpoint for a phase of
+4 parallel slots until core/attention/attention.py reads many requests in one pass.) 16 gradio_client users call one endpoint for a phase of
 --seconds, then the other, alternating for --rounds, so drifting machine load hits both alike; the ratio is the
 median batched throughput over the median unbatched one, per event. Users call the model step only (the checkpoints
 are local folders, so the download step would return at once for both).
@@ -59,8 +59,8 @@ def make_checkpoint(folder: str, class_name: str) -> str:
     import torch
     import transformers
 
-    from core.checkpoints import MINILM_ID
-    from core.resolve import resolve
+    from core.loading.checkpoints import MINILM_ID
+    from core.loading.resolve import resolve
 
     torch.manual_seed(0)
     config = transformers.BertConfig(num_labels=9 if class_name == "BertForTokenClassification" else 2)
@@ -70,7 +70,8 @@ def make_checkpoint(folder: str, class_name: str) -> str:
 
 
 def single_handler(event: str):
-    from demo import mlm, ner, qa
+    from demo.mlm import mlm
+    from demo.tasks import ner, qa
 
     return {"mlm_fill": mlm.fill, "ner_tag": ner.tag_text, "qa_answer": qa.answer_question}[event]
 
@@ -80,7 +81,7 @@ def build(events: list[str]):
     import gradio as gr
 
     import app
-    from demo.downloads import BERT_QUEUE, in_bert_slot, local_only
+    from demo.server.downloads import BERT_QUEUE, in_bert_slot, local_only
 
     blocks = app.build_app()
     by_name = {fn.api_name: fn for fn in blocks.fns.values()}
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(2)
     from gradio_client import Client
 
-    from core.device import get_device
+    from core.loading.device import get_device
 
     results, errors = {}, 0
     with tempfile.TemporaryDirectory() as root:

@@ -1,7 +1,7 @@
 """Attention tab benchmark: extracting every attention map of a 64-token sentence, end to end, on core's picked
 device (benchmarks.run: the CPU, then the GPU where there is one; the goal is stated for the CPU).
 
-ours:      core.attention's extraction (WordPiece tokenise → core.bert encoder → every layer's (A, T, T) probabilities
+ours:      core.attention.attention's extraction (WordPiece tokenise → core.bert encoder → every layer's (A, T, T) probabilities
            as one NumPy array), the cache bypassed.
 reference: transformers BertTokenizerFast + BertModel(attn_implementation="eager", output_attentions=True) on the same
            MiniLM-L6 weights, probabilities collected the same way, measured in the same process.
@@ -19,10 +19,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from benchmarks.common import median_seconds, paired_median_seconds  # noqa: E402
-from core import attention as att  # noqa: E402
-from core.checkpoints import MINILM_ID  # noqa: E402
-from core.resolve import resolve  # noqa: E402
-from core.device import get_device  # noqa: E402
+from core.attention import attention as att  # noqa: E402
+from core.loading.checkpoints import MINILM_ID  # noqa: E402
+from core.loading.resolve import resolve  # noqa: E402
+from core.loading.device import get_device  # noqa: E402
 
 SENTENCE = ("Attention lets every token look at every other token in the sentence, so the model can relate a pronoun "
             "to the noun it refers to, even when many words lie between them, and it computes all of these "
@@ -65,7 +65,7 @@ def run(quick: bool = False) -> list[dict]:
                      "goal": "≤ 150 ms"})
     torch.set_num_threads(default_threads)
 
-    from demo.attention import explore
+    from demo.attention.attention import explore
 
     texts = _uncached_texts()
     ui_ms = 1e3 * median_seconds(lambda: explore(MINILM_ID, next(texts), "", 3, 5, False), max(3, repeats // 5),

@@ -23,9 +23,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import alternating_medians, print_table, row  # noqa: E402
-from core import attribution, registry, resolve  # noqa: E402
-from core.checkpoints import MINILM_ID  # noqa: E402
-from core.device import get_device  # noqa: E402
+from core.why import attribution  # noqa: E402
+from core.loading import registry, resolve  # noqa: E402
+from core.loading.checkpoints import MINILM_ID  # noqa: E402
+from core.loading.device import get_device  # noqa: E402
 from core.nets.bert import BertOnlyEncoder  # noqa: E402
 
 TOKENS = 64

@@ -11,11 +11,11 @@ import tempfile
 import torch
 
 from benchmarks.common import paired_median_seconds, print_table, row
-from core import registry
+from core.loading import registry
 from core.nets import bert
-from core.checkpoints import MINILM_ID
-from core.resolve import resolve
-from core.device import get_device
+from core.loading.checkpoints import MINILM_ID
+from core.loading.resolve import resolve
+from core.loading.device import get_device
 
 SEQ_LEN = 128
 

@@ -4,7 +4,7 @@ BertForMaskedLM holding the same shipped weights, in the same process, on the sa
 - 256-character forward: [CLS] + 256 characters + [SEP] → logits at every position. Ours as the tab runs it (no
   attention maps kept) against transformers' default (SDPA); then both returning every attention map and hidden
   state (transformers' eager attention, which is what output_attentions needs).
-- Iterative fill of a 6-character blank: core.mlm_char.fill_prepared (first pass, top-k, then 6 passes filling the
+- Iterative fill of a 6-character blank: core.mlm.char.fill_prepared (first pass, top-k, then 6 passes filling the
   most confident position each time, with its per-step records) against the same loop written plainly on
   transformers' model (6 passes, argmax only). Both must write the same word.
 
@@ -24,9 +24,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import alternating_medians, print_table, row  # noqa: E402
-from core import mlm_char  # noqa: E402
-from core.device import get_device  # noqa: E402
-from core.mlm_char_heldout import held_out_text  # noqa: E402
+from core.mlm import char as mlm_char  # noqa: E402
+from core.loading.device import get_device  # noqa: E402
+from core.mlm.char_heldout import held_out_text  # noqa: E402
 
 FILL_TEXT = ("Call me Ishmael. Some years ago, never mind how long precisely, having little or no ______ in my purse, "
              "and nothing particular to interest me on shore, I thought I would sail about a little.")

@@ -1,7 +1,7 @@
 """Classification & fine-tuning: our classifier vs transformers' text-classification pipeline (same weights), then
 the fine-tuning view's wall times on this machine.
 
-1. Latency of one sentence pair through core.classify.classify and through transformers.pipeline(
+1. Latency of one sentence pair through core.tasks.classify.classify and through transformers.pipeline(
    "text-classification"), measured alternately (medians), on a BERT-base-sized BertForSequenceClassification with
    random weights (12 layers, hidden 768) written by transformers into a temporary folder.
 2. The default fine-tune (baselines, frozen MiniLM features, (a) head 150 steps, (b) top layer × 4 epochs) on the
@@ -19,10 +19,10 @@ import time
 import torch
 
 from benchmarks.common import paired_median_seconds, print_table, row
-from core import classify, finetune, finetune_train
-from core.corpora import DEFAULT_LABELLED, LABELLED
-from core.checkpoints import MINILM_ID
-from core.resolve import resolve
+from core.tasks import classify, finetune, finetune_train
+from core.text.corpora import DEFAULT_LABELLED, LABELLED
+from core.loading.checkpoints import MINILM_ID
+from core.loading.resolve import resolve
 
 PAIR = ("The film was funny, warm and beautifully acted.", "I loved every minute of this movie.")
 

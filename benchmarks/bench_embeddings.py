@@ -17,11 +17,11 @@ import torch
 from gensim.models import KeyedVectors, Word2Vec
 
 from benchmarks.common import paired_median_seconds, print_table, row
-from core import embeddings as w2v
-from core import embeddings_word2vec as word2vec
-from core.device import one_cpu_thread
-from core.corpora import load_corpus
-from core.paths import REPO_ROOT
+from core.embeddings import embeddings as w2v
+from core.embeddings import word2vec
+from core.loading.device import one_cpu_thread
+from core.text.corpora import load_corpus
+from core.loading.paths import REPO_ROOT
 
 LOAD_SNIPPET = ("import time; from core import embeddings as w; t = time.perf_counter(); w.load_glove(); "
                 "print(time.perf_counter() - t)")

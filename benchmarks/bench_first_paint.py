@@ -75,7 +75,7 @@ def gradio_floor(browser, pages: int) -> list[float]:
     import gradio as gr
 
     import app as plm_app
-    from demo.figures import bar
+    from demo.kit.figures import bar
 
     def fill():
         return bar(["whale", "sea", "ship"], [0.5, 0.3, 0.2], "Next word"), [["whale", 0.5], ["sea", 0.3]]

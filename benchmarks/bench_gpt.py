@@ -19,13 +19,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import paired_median_seconds, print_table, row  # noqa: E402
-from core import gpt  # noqa: E402
-from core.sampling import Settings  # noqa: E402
+from core.transformer import gpt  # noqa: E402
+from core.text.sampling import Settings  # noqa: E402
 from core.nets.gpt import GPTConfig, from_state_dict  # noqa: E402
 
 PROMPT = "Call me Ishmael. "
 TOKENS = 200
-SETTINGS = Settings(temperature=0.8, seed=0)  # core/sampling.py: seeded, so every repeat draws the same text
+SETTINGS = Settings(temperature=0.8, seed=0)  # core/text/sampling.py: seeded, so every repeat draws the same text
 
 
 def gpt2_pair():

@@ -16,7 +16,8 @@ from collections import Counter
 import torch
 
 from benchmarks.common import median_seconds, paired_median_seconds, print_table, row
-from core import ladder, lstm
+from core.ladder import ladder
+from core.recurrent import lstm
 
 TEXT = ("Call me Ishmael. Some years ago—never mind how long precisely—having little or no money in my purse, and "
         "nothing particular to interest me on shore, I thought I would sail about a little and see the watery part "

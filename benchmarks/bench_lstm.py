@@ -20,13 +20,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import alternating_medians, paired_median_seconds, row  # noqa: E402
-from core import lstm  # noqa: E402
-from core.sampling import Settings  # noqa: E402
-from core.device import one_cpu_thread  # noqa: E402
+from core.recurrent import lstm  # noqa: E402
+from core.text.sampling import Settings  # noqa: E402
+from core.loading.device import one_cpu_thread  # noqa: E402
 
 PROMPT = "Call me Ishmael. "
 TOKENS = 200
-SETTINGS = Settings(temperature=0.8, seed=0)  # core/sampling.py: seeded, so every repeat draws the same text
+SETTINGS = Settings(temperature=0.8, seed=0)  # core/text/sampling.py: seeded, so every repeat draws the same text
 
 
 def torch_twin(model: lstm.RecurrentLM) -> torch.nn.Module:

@@ -29,8 +29,8 @@ def write_checkpoint(folder: Path, size: str) -> str:
     import torch
     import transformers
 
-    from core.checkpoints import MINILM_ID
-    from core.resolve import resolve
+    from core.loading.checkpoints import MINILM_ID
+    from core.loading.resolve import resolve
 
     torch.manual_seed(0)
     config = (transformers.BertConfig() if size == "base" else
@@ -46,8 +46,9 @@ def run(quick: bool = False) -> list[dict]:
     import transformers
 
     from benchmarks.common import paired_median_seconds, row
-    from core import mlm, registry
-    from core.device import get_device
+    from core.mlm import mlm
+    from core.loading import registry
+    from core.loading.device import get_device
 
     transformers.logging.set_verbosity_error()
     device = get_device()

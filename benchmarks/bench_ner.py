@@ -1,4 +1,4 @@
-"""NER latency: our core.ner pipeline vs transformers' token-classification pipeline, same weights, same process.
+"""NER latency: our core.tasks.ner pipeline vs transformers' token-classification pipeline, same weights, same process.
 
 Text: 200 words of Moby-Dick (one window), and 20,000 characters (many 512-token windows, stride 128). Both sides
 return grouped entities with aggregation "simple"; ours also computes the full per-token probability table. Two
@@ -13,11 +13,12 @@ import tempfile
 import torch
 
 from benchmarks.common import paired_median_seconds, print_table, row
-from core import ner, registry
-from core.checkpoints import MINILM_ID
-from core.resolve import resolve
-from core.corpora import load_corpus
-from core.limits import MAX_TEXT_CHARS
+from core.tasks import ner
+from core.loading import registry
+from core.loading.checkpoints import MINILM_ID
+from core.loading.resolve import resolve
+from core.text.corpora import load_corpus
+from core.text.limits import MAX_TEXT_CHARS
 
 CONLL = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
 

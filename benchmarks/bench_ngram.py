@@ -1,4 +1,4 @@
-"""N-gram counting throughput on Moby-Dick: core.ngram.NgramModel against fitting nltk.lm, in the same run.
+"""N-gram counting throughput on Moby-Dick: core.ngram.ngram.NgramModel against fitting nltk.lm, in the same run.
 
 Both count every k-gram, k = 1..n, of the same tokenised sentences with NLTK's padding (n-1 <s> and </s>), and
 both end with structures that answer P(w | context). Tokenisation is done once beforehand and not timed.
@@ -17,8 +17,8 @@ from nltk.lm.preprocessing import pad_both_ends, padded_everygram_pipeline
 from nltk.util import ngrams
 
 from benchmarks.common import paired_median_seconds, print_table, row
-from core.corpora import load_corpus
-from core.ngram import NgramModel, tokenize_sentences
+from core.text.corpora import load_corpus
+from core.ngram.ngram import NgramModel, tokenize_sentences
 
 GOAL = "≥ 20× NLTK's tokens/s"
 

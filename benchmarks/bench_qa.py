@@ -1,4 +1,4 @@
-"""Question-answering latency: our core.qa pipeline vs transformers' question-answering pipeline, same weights.
+"""Question-answering latency: our core.tasks.qa pipeline vs transformers' question-answering pipeline, same weights.
 
 transformers 5 removed QuestionAnsweringPipeline, so ``TransformersQA`` below is that pipeline (its last version,
 4.5x) put back together from what transformers still ships: the fast tokenizer call with the pipeline's arguments,
@@ -19,10 +19,11 @@ import numpy as np
 import torch
 
 from benchmarks.common import paired_median_seconds, print_table, row
-from core import qa, registry
-from core.checkpoints import MINILM_ID
-from core.resolve import resolve
-from core import seeds
+from core.tasks import qa
+from core.loading import registry
+from core.loading.checkpoints import MINILM_ID
+from core.loading.resolve import resolve
+from core.text import seeds
 
 QUESTION = "Where do water droplets collide with ice crystals?"
 

@@ -42,8 +42,8 @@ def write_checkpoint(folder: Path, layers: int) -> None:
     import torch
     import transformers
 
-    from core.checkpoints import MINILM_ID
-    from core.resolve import resolve
+    from core.loading.checkpoints import MINILM_ID
+    from core.loading.resolve import resolve
 
     torch.manual_seed(0)
     config = transformers.BertConfig(num_hidden_layers=layers)  # bert-base: H=768, A=12, V=30522
@@ -52,7 +52,8 @@ def write_checkpoint(folder: Path, layers: int) -> None:
 
 
 def first_answer_in_process(offline: bool) -> float:
-    from core import mlm, registry, resolve
+    from core.mlm import mlm
+    from core.loading import registry, resolve
 
     registry.clear_cache()
     resolve._offline_flag = offline
@@ -91,7 +92,7 @@ def app_timings(env: dict[str, str], *flags: str) -> tuple[float, float, float]:
 
 
 def run(quick: bool = False) -> list[dict]:
-    from core import hub, registry, resolve
+    from core.loading import hub, registry, resolve
     from tests.hub_server import HubServer
     from tests.live_app import app_env, closed_port
 

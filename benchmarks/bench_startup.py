@@ -4,7 +4,7 @@ goes (interpreter, imports, building the tabs, launching the server, the first a
 The measured request is the N-gram tab's "Show counts" (`/ngram_counts`, with the tab's default inputs): the
 first event a learner can ask for that needs no model. (The first tab, Overview, opens on the perplexity ladder,
 which needs torch and the shipped models; the app imports torch for the first request that needs it, after the
-server is up: core/lazy.py.)
+server is up: core/loading/lazy.py.)
 
 Two measurements, alternating:
 - end to end: the real `python app.py --offline --device cpu` in a subprocess (tests/live_app.AppProcess); the clock
@@ -41,8 +41,8 @@ import gradio
 mark()
 import app
 mark()
-from core import resolve
-from core.device import choose_device
+from core.loading import resolve
+from core.loading.device import choose_device
 resolve.set_offline(True)
 choose_device("cpu")
 blocks = app.build_app()

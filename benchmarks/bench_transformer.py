@@ -21,10 +21,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from benchmarks.common import paired_median_seconds, print_table  # noqa: E402
-from core import registry  # noqa: E402
-from core import transformer as tr  # noqa: E402
-from core.checkpoints import MINILM_ID  # noqa: E402
-from core.device import get_device  # noqa: E402
+from core.loading import registry  # noqa: E402
+from core.transformer import transformer as tr  # noqa: E402
+from core.loading.checkpoints import MINILM_ID  # noqa: E402
+from core.loading.device import get_device  # noqa: E402
 
 SENTENCE = ("The bank raised its interest rates again this spring, so on Sunday we walked along the quiet river "
             "bank and talked about whether to move our savings elsewhere.")
@@ -37,7 +37,7 @@ def clear_caches() -> None:
 
 
 def run(quick: bool = False) -> list[dict]:
-    from demo.transformer import block
+    from demo.transformer.transformer import block
 
     device = get_device()
     repeats = 5 if quick else 30

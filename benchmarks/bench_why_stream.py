@@ -1,7 +1,7 @@
 """Why this answer, streamed (issue #53 §3): how soon the first attribution is ready, and what the stream costs.
 
-Three measurements, each in one run, on the views' own streaming handlers (demo/why.py, demo/why_encoders.py) and
-on core/attribution.py:
+Three measurements, each in one run, on the views' own streaming handlers (demo/why/why.py, demo/why/encoders.py) and
+on core/why/attribution.py:
 
 1. **Time to the first attribution** (gradient × input and rollout, the stream's first output, formatted as the
    view sends it): p50 and p95 over repeats, for the char-GPT, the char-BERT and the LSTM (128 characters), MiniLM-L6
@@ -35,8 +35,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import alternating_medians, print_table, row  # noqa: E402
-from core import attribution, registry, resolve  # noqa: E402
-from core.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, MINILM_ID  # noqa: E402
+from core.why import attribution  # noqa: E402
+from core.loading import registry, resolve  # noqa: E402
+from core.loading.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, MINILM_ID  # noqa: E402
 
 STEPS = 32
 WORDS = ("the bank of the river was muddy after the rain so we walked along it to the old bridge and watched the "
@@ -131,8 +132,8 @@ def captum_rows(name: str, f, x, baseline, repeats: int) -> list[dict]:
 
 
 def encoder_function(model_id: str, task: str, ids: list[int], target_read):
-    """f, x, x' of a BERT-like view (as core.why.explain_encoder_stages builds them) for the benchmark's rows."""
-    from core.why_encoders import _specials
+    """f, x, x' of a BERT-like view (as core.why.why.explain_encoder_stages builds them) for the benchmark's rows."""
+    from core.why.encoders import _specials
 
     loaded = registry.load(task, model_id)
     model = loaded.model
@@ -145,15 +146,15 @@ def encoder_function(model_id: str, task: str, ids: list[int], target_read):
 
     embedding = model.input_embeddings()
     pad_id, keep = _specials(loaded.tokenizer)
-    from core.why import pad_baseline
+    from core.why.why import pad_baseline
 
     f = attribution.embedding_function(embedding, id_tensor, score)
     return f, attribution.token_embeddings(embedding, id_tensor), pad_baseline(embedding, id_tensor, pad_id, keep)
 
 
 def run(quick: bool = False) -> list[dict]:
-    from demo import why, why_encoders
-    from core.why import read_class, read_masked_word
+    from demo.why import why, encoders as why_encoders
+    from core.why.why import read_class, read_masked_word
 
     resolve.set_offline(True)
     load_before = os.getloadavg()

@@ -1,6 +1,6 @@
 """The GPU table: our models against their references on CUDA, fp32 and fp16, same weights, same process.
 
-Runs only where torch sees a CUDA GPU (the app runs every model on ``core.device.get_device()``, so a GPU machine or
+Runs only where torch sees a CUDA GPU (the app runs every model on ``core.loading.device.get_device()``, so a GPU machine or
 Space needs no code change). Rows, each a paired median (ours and the reference alternately, ≥ 20 repeats):
 
 - BERT-base (random weights, 12 × 768): forward, batch 1 and 32, T = 128, against transformers' default (SDPA)
@@ -35,7 +35,7 @@ def _sync():
 def bert_rows(dtype_name: str, repeats: int) -> list[dict]:
     import transformers
 
-    from core import registry
+    from core.loading import registry
     from core.nets import bert
 
     dtype, device = DTYPES[dtype_name], torch.device("cuda")
@@ -121,7 +121,7 @@ def lstm_gates_rows(repeats: int) -> list[dict]:
     """The RNN & LSTM tab's Gates view on cuda: torch's fused LSTM, then every gate recovered from the saved inputs
     and hidden states (core/nets/recurrent.py), against nn.LSTM + the same head on the same texts."""
     from benchmarks.bench_lstm import torch_twin
-    from core import lstm
+    from core.recurrent import lstm
 
     models = lstm.shipped_models()
     twin = torch_twin(models.lstm)
@@ -150,7 +150,7 @@ def lstm_gates_rows(repeats: int) -> list[dict]:
 
 def char_gpt_rows(repeats: int) -> list[dict]:
     from benchmarks.common import median_seconds
-    from core import gpt
+    from core.transformer import gpt
 
     gpt.load()
     seconds = median_seconds(lambda: gpt.generate(None, "Call me Ishmael. ", 200, 0.8, seed=0), repeats, warmup=2)
@@ -165,7 +165,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("No CUDA GPU: the GPU table needs one (the CPU table is python -m benchmarks.run).")
         return 0
-    from core.device import set_device
+    from core.loading.device import set_device
 
     set_device("cuda")
     repeats = 5 if args.quick else 30

@@ -2,7 +2,7 @@
 
 Each user loops over the tabs' main offline endpoints (round-robin, starting at a different tab per user) until the
 time is up, then the script prints p50/p95 latency, call count and errors per endpoint. Events the browser runs in
-two steps (download, then model: demo/downloads.py) are called the same way and timed as one. Exit status 1 when any call
+two steps (download, then model: demo/server/downloads.py) are called the same way and timed as one. Exit status 1 when any call
 failed or an endpoint's p95 is over --p95 seconds.
 
     python benchmarks/load_test.py                          # starts `app.py --offline` itself; 32 users × 60 s
@@ -79,7 +79,7 @@ CLASSROOM_CALLS: dict[str, dict] = {
                          text_a="I like you very much.", text_b="I am very fond of you.", max_length=128),
 }
 CALLS.update(CLASSROOM_CALLS)
-# Events that the browser runs in two steps (demo/downloads.py): ``<name>_download`` with the checkpoint id(s),
+# Events that the browser runs in two steps (demo/server/downloads.py): ``<name>_download`` with the checkpoint id(s),
 # then ``<name>``. The load test does the same and times both together, as the learner waits for both.
 DOWNLOAD_FIRST = {"attention_model": ["model_id"], "mlm_inputs": ["model_id"], "transformer_block": ["model_id"],
                   "transformer_gpt_next": ["model_id"], "mlm_fill": ["model_id"], "ner_tag": ["model_id"],
@@ -134,9 +134,9 @@ def start_server(timeout: float = 300, result_cache: bool = True, max_batch: int
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     # Every simulated user calls from 127.0.0.1, where a real class comes from many addresses: lift the per-address
-    # cap (demo/admission.py) so it measures the queue, not one address's share of it.
+    # cap (demo/server/admission.py) so it measures the queue, not one address's share of it.
     env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1", PLM_MAX_EVENTS_PER_ADDRESS="100000")
-    if not result_cache:  # demo/result_cache.py off: every click computes (the comparison of issue #38 §3)
+    if not result_cache:  # demo/server/result_cache.py off: every click computes (the comparison of issue #38 §3)
         env["PLM_RESULT_CACHE_MB"] = "0"
     if max_batch is not None:  # demo/batching.max_batch: requests per batched call (the comparison of issue #38 §2)
         env["PLM_MAX_BATCH"] = str(max_batch)

@@ -42,7 +42,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from core.i18n import table
+from core.text.i18n import table
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, VIEWPORT
 from tests.e2e.first_open import FULL_JS, open_tab
 from tests.live_app import app_env, free_port, serves

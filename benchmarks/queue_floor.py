@@ -26,7 +26,7 @@ import gradio as gr  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: benchmarks.load_test, demo
 from benchmarks.load_test import CALLS, DOWNLOAD_FIRST  # noqa: E402
-from demo.downloads import BERT_QUEUE, DOWNLOAD_QUEUE  # noqa: E402 - the app's own groups
+from demo.server.downloads import BERT_QUEUE, DOWNLOAD_QUEUE  # noqa: E402 - the app's own groups
 
 
 def answering(parameters: list[str]):

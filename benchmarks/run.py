@@ -46,7 +46,7 @@ def uses_device(name: str) -> bool:
 
 def run_pass(names: list[str], device: str, quick: bool) -> list[dict]:
     """Run the named benchmarks in this process on `device` ("cpu" or "cuda")."""
-    from core.device import set_device
+    from core.loading.device import set_device
 
     set_device(device)
     rows = []
@@ -110,7 +110,7 @@ def print_issue_22(rows: list[dict]) -> None:
 # Issue #36's rows: the live BPE of the tokenizer lab, ours against tokenizers, and the size where the tab switches.
 ISSUE_36 = [
     ("tokenizer_lab", "BPE on Moby-Dick, vocabulary 1,000", "live BPE, Moby-Dick, vocab 1,000 (vs tokenizers)"),
-    ("tokenizer_lab", "corpus bytes where core/bpe.py takes 2 s", "  size where ours takes 2 s (tab switches)"),
+    ("tokenizer_lab", "corpus bytes where core/transformer/bpe.py takes 2 s", "  size where ours takes 2 s (tab switches)"),
 ]
 
 

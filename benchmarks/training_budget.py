@@ -25,8 +25,9 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(1)
-    from core import jobs
-    from demo import embeddings, lstm
+    from core.loading import jobs
+    from demo.embeddings import embeddings
+    from demo.recurrent import lstm
 
     rows = []
     start = time.perf_counter()

@@ -3,7 +3,7 @@
     python scripts/char_bert_heldout.py                              # a few minutes on one core
     python scripts/char_bert_heldout.py --out /tmp/heldout.json
 
-The protocol is core/mlm_char_heldout.py's docstring: 15% of the held-out characters (seed 0), each hidden on its
+The protocol is core/mlm/char_heldout.py's docstring: 15% of the held-out characters (seed 0), each hidden on its
 own; the char-GPT reads the 127 characters before it, the char-BERT a 128-character window around it (both sides) or
 ending at it (left only). Also the first SUBSET_POSITIONS positions' figures, which tests/test_mlm_char_heldout.py
 recomputes from the shipped weights, and the training objective's held-out loss on 128- and 510-character windows
@@ -22,9 +22,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import gpt  # noqa: E402
-from core.mlm_char import shipped_char_bert  # noqa: E402
-from core.mlm_char_heldout import (COMPARE_SEED, HELDOUT_PATH, ROWS, SUBSET_POSITIONS, WINDOW,  # noqa: E402
+from core.transformer import gpt  # noqa: E402
+from core.mlm.char import shipped_char_bert  # noqa: E402
+from core.mlm.char_heldout import (COMPARE_SEED, HELDOUT_PATH, ROWS, SUBSET_POSITIONS, WINDOW,  # noqa: E402
                                    compare, compared_positions, held_out_text, recipe_scores)
 
 RECIPE_WINDOWS = (128, 510)  # the window of most training steps, and the longest the 512 positions hold
@@ -61,9 +61,9 @@ def main() -> None:
         print(f"training objective on held-out {scores['window']}-character windows: {scores['loss_nats']:.4f} nats, "
               f"accuracy {scores['accuracy']:.4f}")
     data = {
-        "split": {"corpus": "moby_dick", "split": "core.lstm.split_text: the last 5% of the cleaned text is held out",
+        "split": {"corpus": "moby_dick", "split": "core.recurrent.lstm.split_text: the last 5% of the cleaned text is held out",
                   "held_out_chars": len(text)},
-        "protocol": {"positions": len(positions), "share": "15% of positions 1 … N−1 (core.mlm_masking's chooser)",
+        "protocol": {"positions": len(positions), "share": "15% of positions 1 … N−1 (core.mlm.masking's chooser)",
                      "seed": COMPARE_SEED, "window": WINDOW, "hidden": "one position at a time; the rest of the "
                      "window is the true text", "accuracy": "the most probable character (no special token, no "
                      "<unk>) is the true one", "bits": "mean −log2 P(true character), full softmax",

@@ -4,7 +4,7 @@
     python scripts/ladder_heldout.py --out /tmp/heldout.json
     python scripts/ladder_heldout.py --bytes-only          # add or refresh the per-byte columns of the file as it is
 
-For each rung: bits per character and perplexity on the whole held-out split (core.lstm.split_text, the last 5%, read
+For each rung: bits per character and perplexity on the whole held-out split (core.recurrent.lstm.split_text, the last 5%, read
 as one stream), the same on its first SUBSET_CHARS characters (tests/test_ladder.py recomputes that figure),
 parameters (weights, or stored counts for an n-gram), training time and data; and per byte: the UTF-8 bytes of the
 characters scored, bits per byte = bits/char × characters/bytes, and the tokenizer the rung reads with. Training time
@@ -25,8 +25,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import ladder, ladder_heldout, lstm  # noqa: E402
-from core.ngram import NgramModel  # noqa: E402
+from core.ladder import ladder, heldout as ladder_heldout  # noqa: E402
+from core.recurrent import lstm  # noqa: E402
+from core.ngram.ngram import NgramModel  # noqa: E402
 
 TIMED_STEPS = 20  # neural training steps timed per model (after 3 warm-up steps)
 
@@ -63,7 +64,7 @@ def training_facts(train: str) -> dict[str, tuple[float, str, str]]:
         facts[kind] = (steps * per_step, f"{steps:,} Adam steps × {per_step:.3f} s per step (timed here)",
                        f"{chars}: {steps:,} steps × {info['batch_size']} windows × {info['seq_len']} characters "
                        f"= {seen / 1e6:.1f}M characters read")
-    from core import gpt
+    from core.transformer import gpt
 
     info = gpt.shipped_char_gpt()[2]
     seen = info["steps"] * info["batch_size"] * info["seq_len"]
@@ -114,7 +115,7 @@ def main() -> None:
                          subset_bits_per_char=subset, **byte_columns(rung, bits_per_char, held)))
         print(f"{rung.name:22s} {bits_per_char:.4f} bits/char  (subset {subset:.4f})  {rung.parameters:>9,} "
               f"{rung.parameters_kind}  {seconds:8.1f} s", flush=True)
-    split = dict(corpus="moby_dick", split="core.lstm.split_text: the last 5% of the cleaned text is held out",
+    split = dict(corpus="moby_dick", split="core.recurrent.lstm.split_text: the last 5% of the cleaned text is held out",
                  training_chars=len(train), held_out_chars=len(held), held_out_bytes=len(held.encode("utf-8")),
                  subset_chars=ladder.SUBSET_CHARS,
                  scored="every character after the first, each predicted from all the characters before it",

@@ -21,9 +21,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.nets.seq2seq import Seq2SeqConfig  # noqa: E402
-from core.seq2seq import SEQ2SEQ_ASSETS, read_corpus, shipped  # noqa: E402
-from core.seq2seq_compare import context_experiment, save_lstm  # noqa: E402
-from core.seq2seq_train import TrainSettings, mask_experiment  # noqa: E402
+from core.seq2seq.seq2seq import SEQ2SEQ_ASSETS, read_corpus, shipped  # noqa: E402
+from core.seq2seq.compare import context_experiment, save_lstm  # noqa: E402
+from core.seq2seq.train import TrainSettings, mask_experiment  # noqa: E402
 from scripts.train_seq2seq import update_results  # noqa: E402
 
 

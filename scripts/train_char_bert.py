@@ -3,18 +3,18 @@
     python scripts/train_char_bert.py                               # the shipped run (its time: assets/README.md)
     python scripts/train_char_bert.py --steps 40 --out /tmp/cb      # a quick check
 
-Same corpus, same split (core.lstm.split_text: the last 5% held out) and the same 76 characters as the char-GPT
+Same corpus, same split (core.recurrent.lstm.split_text: the last 5% held out) and the same 76 characters as the char-GPT
 (read from assets/gpt/config.json), plus [PAD] [UNK] [CLS] [SEP] [MASK]. A BERT of the char-GPT's size: 4 layers,
 4 heads, H = 96, FFN 384, 512 positions.
 
-The objective is the masked LM alone, with the seed's recipe from core/mlm_masking.py (the code the "Masking
+The objective is the masked LM alone, with the seed's recipe from core/mlm/masking.py (the code the "Masking
 procedure" view explains): 15% of a window's characters chosen, of those 80% [MASK], 10% a random character, 10%
 unchanged; cross-entropy at the chosen positions. No next-sentence prediction: a stream of characters has no
 sentence pairs to tell apart, and RoBERTa (Liu et al., 2019) found that dropping NSP and training on full windows of
 contiguous text matches or beats BERT's MLM + NSP on downstream tasks; for a 500K-parameter model every step goes to
 the one objective the app shows.
 
-Short windows first (core/mlm_char_train.py): with 128-character windows from the start, the loss sat at the
+Short windows first (core/mlm/char_train.py): with 128-character windows from the start, the loss sat at the
 unigram level (2.8 nats) for all of 800 steps: a masked character can only be recovered from its neighbours, and
 attention that is still spread evenly over 130 positions carries almost nothing about them, so nothing teaches it to
 look there. On 8-character windows the same model leaves that plateau within 300 steps; the window then doubles
@@ -44,13 +44,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.corpora import load_corpus  # noqa: E402
-from core.gpt import GPT_ASSETS  # noqa: E402
-from core.lstm import split_text  # noqa: E402
-from core.mlm_char import (CHAR_BERT_ASSETS, CharBertTokenizer, LoadedCharBert, char_bert_config,  # noqa: E402
+from core.text.corpora import load_corpus  # noqa: E402
+from core.transformer.gpt import GPT_ASSETS  # noqa: E402
+from core.recurrent.lstm import split_text  # noqa: E402
+from core.mlm.char import (CHAR_BERT_ASSETS, CharBertTokenizer, LoadedCharBert, char_bert_config,  # noqa: E402
                            save_char_bert)
-from core.mlm_char_heldout import recipe_scores  # noqa: E402
-from core.mlm_char_train import Recipe, init_like_bert, train_steps  # noqa: E402
+from core.mlm.char_heldout import recipe_scores  # noqa: E402
+from core.mlm.char_train import Recipe, init_like_bert, train_steps  # noqa: E402
 from core.nets.bert import BertConfig, BertForMaskedLM  # noqa: E402
 
 
@@ -106,8 +106,8 @@ def main() -> None:
     held_out = recipe_scores(loaded, held)
     print(f"held-out MLM loss {held_out['loss_nats']:.4f} nats, accuracy {held_out['accuracy']:.4f}; "
           f"{seconds:.0f} s wall, {cpu_seconds:.0f} s CPU", flush=True)
-    info = {"corpus": "moby_dick", "split": "last 5% held out (core.lstm.split_text)", "vocabulary": "assets/gpt",
-            "objective": "masked LM only (core/mlm_masking.py: 15%; 80/10/10), no next-sentence prediction",
+    info = {"corpus": "moby_dick", "split": "last 5% held out (core.recurrent.lstm.split_text)", "vocabulary": "assets/gpt",
+            "objective": "masked LM only (core/mlm/masking.py: 15%; 80/10/10), no next-sentence prediction",
             "steps": recipe.steps, "chars_per_step": recipe.chars_per_step,
             "phases": [{"share": share, "window": chars, "batch": recipe.batch(chars)} for share, chars in phases],
             "lr": recipe.lr, "warmup": recipe.warmup,
@@ -115,7 +115,7 @@ def main() -> None:
             "optimizer": "AdamW(0.9, 0.98, eps 1e-6), weight decay 0.01 on matrices, clip 1.0",
             "init": "N(0, 0.02)",
             "positions": "when the window grows, its new position rows start as copies of the rows one old window "
-                         "earlier (core.mlm_char_train.extend_positions)",
+                         "earlier (core.mlm.char_train.extend_positions)",
             "seed": recipe.seed, "threads": args.threads, "torch": torch.__version__,
             "train_seconds": round(seconds),  # wall time: on a shared machine it includes waiting for a core
             "train_cpu_seconds": round(cpu_seconds),

@@ -16,9 +16,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.corpora import load_corpus  # noqa: E402
-from core.device import get_device  # noqa: E402
-from core.elmo import (ELMO_ASSETS, ElmoBiLM, ElmoVocab, corpus_tensors, evaluate, save_model,  # noqa: E402
+from core.text.corpora import load_corpus  # noqa: E402
+from core.loading.device import get_device  # noqa: E402
+from core.recurrent.elmo import (ELMO_ASSETS, ElmoBiLM, ElmoVocab, corpus_tensors, evaluate, save_model,  # noqa: E402
                        split_tokens, train_steps, words)
 
 

@@ -21,10 +21,10 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.corpora import load_corpus  # noqa: E402
-from core.gpt import GPT_ASSETS, evaluate, save_char_gpt  # noqa: E402
+from core.text.corpora import load_corpus  # noqa: E402
+from core.transformer.gpt import GPT_ASSETS, evaluate, save_char_gpt  # noqa: E402
 from core.nets.gpt import GPT, GPTConfig  # noqa: E402
-from core.lstm import RNN_ASSETS, Vocab, corpus_ids, split_text  # noqa: E402
+from core.recurrent.lstm import RNN_ASSETS, Vocab, corpus_ids, split_text  # noqa: E402
 
 TEST_WINDOWS = 8  # the test recomputes the loss on the first 8 windows (fast) and compares with this stored number
 
@@ -85,7 +85,7 @@ def main() -> None:
     held_loss = evaluate(model, held)
     subset_loss = evaluate(model, held, max_windows=TEST_WINDOWS)
     print(f"held-out loss {held_loss:.4f} nats/char ({held_loss / math.log(2):.3f} bits/char)", flush=True)
-    info = {"corpus": "moby_dick", "split": "last 5% held out (core.lstm.split_text)", "vocabulary": "assets/rnn",
+    info = {"corpus": "moby_dick", "split": "last 5% held out (core.recurrent.lstm.split_text)", "vocabulary": "assets/rnn",
             "steps": args.steps, "batch_size": args.batch, "seq_len": args.seq_len, "lr": args.lr,
             "warmup": args.warmup, "optimizer": "AdamW(0.9, 0.99), weight decay 0.01, clip 1.0, cosine to lr/20",
             "seed": args.seed, "threads": args.threads, "train_seconds": round(seconds),

@@ -17,9 +17,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.corpora import load_corpus  # noqa: E402
-from core.device import get_device  # noqa: E402
-from core.lstm import (RNN_ASSETS, ModelSet, RecurrentLM, Vocab, corpus_ids, evaluate, save_models,  # noqa: E402
+from core.text.corpora import load_corpus  # noqa: E402
+from core.loading.device import get_device  # noqa: E402
+from core.recurrent.lstm import (RNN_ASSETS, ModelSet, RecurrentLM, Vocab, corpus_ids, evaluate, save_models,  # noqa: E402
                       split_text, train_steps)
 
 

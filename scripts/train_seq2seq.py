@@ -20,8 +20,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.nets.seq2seq import Seq2SeqConfig, Transformer  # noqa: E402
-from core.seq2seq import SEED_SENTENCES, SEQ2SEQ_ASSETS, Vocab, evaluate, read_corpus, save, translate  # noqa: E402
-from core.seq2seq_train import TrainSettings, train  # noqa: E402
+from core.seq2seq.seq2seq import SEED_SENTENCES, SEQ2SEQ_ASSETS, Vocab, evaluate, read_corpus, save, translate  # noqa: E402
+from core.seq2seq.train import TrainSettings, train  # noqa: E402
 
 
 def update_results(directory: Path, **entries) -> None:

@@ -10,7 +10,7 @@ import inspect
 import types
 
 import app
-from demo.presets import View
+from demo.kit.presets import View
 
 
 @functools.lru_cache(maxsize=1)
@@ -62,20 +62,20 @@ def _ours(obj) -> bool:
     return (getattr(obj, "__module__", None) or "").split(".")[0] in ("core", "demo")
 
 
-# Where every checkpoint a registry call loads becomes a torch module (its classes come from core/families.py's tables,
+# Where every checkpoint a registry call loads becomes a torch module (its classes come from core/loading/families.py's tables,
 # which the code does not name).
-CHECKPOINT_TO_MODULE = "core.registry.build"
+CHECKPOINT_TO_MODULE = "core.loading.registry.build"
 
 
 def builds_a_model(fn, seen: set | None = None) -> list[str]:
     """The call path by which ``fn`` reaches a torch.nn.Module of ours (a class it names, or one a function of ours
-    that it calls names, or core.registry.build), read from the code: every global name its code uses and every
+    that it calls names, or core.loading.registry.build), read from the code: every global name its code uses and every
     function its closure holds (a wrapper's ``fn``), followed through the functions and
     classes of core/ and demo/ it names, and through the attributes it reads of a core/demo module (the UI holds the
-    torch-backed ones through core.lazy's stand-ins; a read imports the real module). [] when it reaches none."""
+    torch-backed ones through core.loading.lazy's stand-ins; a read imports the real module). [] when it reaches none."""
     import torch
 
-    from core.lazy import LazyModule
+    from core.loading.lazy import LazyModule
 
     seen = set() if seen is None else seen
     fn = getattr(inspect.unwrap(fn), "__func__", inspect.unwrap(fn))
@@ -103,7 +103,7 @@ def builds_a_model(fn, seen: set | None = None) -> list[str]:
         elif (inspect.isfunction(value) or inspect.isclass(value)) and _ours(value):
             callees.append(value)
     for callee in callees:
-        if getattr(callee, "runs_model", False):  # a handler of its own (demo.common.gpu_handler): its own GPU call
+        if getattr(callee, "runs_model", False):  # a handler of its own (demo.server.handlers.gpu_handler): its own GPU call
             continue
         for method in [callee] if inspect.isfunction(callee) else \
                 [m for m in vars(callee).values() if inspect.isfunction(m) and m.__name__ in names | {"__init__"}]:

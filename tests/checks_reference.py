@@ -6,7 +6,7 @@ import torch
 
 from core.checks import get
 
-STEPS = 32  # integrated gradients' steps in the Why views (core.attribution.DEFAULT_STEPS)
+STEPS = 32  # integrated gradients' steps in the Why views (core.why.attribution.DEFAULT_STEPS)
 
 
 def answer(slug, own_text=None):

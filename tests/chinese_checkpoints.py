@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import torch
-from core import resolve
+from core.loading import resolve
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 TEXTS = ["今天的最高温度是多少", "天气预报显示今天最高温度 37 摄氏度", "我很喜欢你", "我很中意你",
@@ -116,7 +116,7 @@ def write_ner(folder: Path, text: str) -> Path:
 def serve(monkeypatch, tmp_path, repos: dict[str, Path], timeout: float = 5.0):
     """A local Hub (tests/hub_server.py) serving ``repos`` {id: folder}, an empty HF cache, online, a ``timeout``
     deadline for every Hub call. Returns the server; ``stop`` closes it and restores the deadline and the cache."""
-    from core import hub, registry
+    from core.loading import hub, registry
     from tests.hub_server import HubServer
 
     server = HubServer()
@@ -133,7 +133,7 @@ def serve(monkeypatch, tmp_path, repos: dict[str, Path], timeout: float = 5.0):
 
 
 def stop(server) -> None:
-    from core import hub, registry
+    from core.loading import hub, registry
 
     server.close()
     hub.set_timeout(None)

@@ -190,10 +190,10 @@ def tiny_checkpoint(tmp_path_factory):
     import torch
     import transformers
 
-    from core import resolve
+    from core.loading import resolve
 
 
-    from core.checkpoints import MINILM_ID
+    from core.loading.checkpoints import MINILM_ID
 
     made = {}
 
@@ -239,10 +239,10 @@ def tiny_gpt2_checkpoint(tmp_path_factory):
     import transformers
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from core import resolve
+    from core.loading import resolve
 
 
-    from core.checkpoints import MINILM_ID
+    from core.loading.checkpoints import MINILM_ID
 
     made = {}
 
@@ -287,15 +287,15 @@ def run_async(coroutine):
 
 @pytest.fixture(autouse=True)
 def fresh_preset_results():
-    """demo.preset_records keeps each preset's result for the process (first paint) and which views a session asked for
+    """demo.kit.preset_records keeps each preset's result for the process (first paint) and which views a session asked for
     (the open-event race); a test that changes what the server can load (tiny checkpoints, offline, monkeypatched
     corpora) must not see another test's result or requests."""
-    records = sys.modules.get("demo.preset_records")
+    records = sys.modules.get("demo.kit.preset_records")
     if records is not None:
         records.RESULTS.clear()
         records.ASKED.clear()  # requests without a session (tests, API clients) share one record
         records.OPENED.clear()
-    cache = sys.modules.get("demo.result_cache")
+    cache = sys.modules.get("demo.server.result_cache")
     if cache is not None:  # the model views' shared results (issue #38)
         cache.RESULTS.clear()
     yield

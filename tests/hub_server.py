@@ -1,4 +1,4 @@
-"""A small Hugging Face Hub on 127.0.0.1 for tests: the API subset that core/hub.py and huggingface_hub 2.4 use.
+"""A small Hugging Face Hub on 127.0.0.1 for tests: the API subset that core/loading/hub.py and huggingface_hub 2.4 use.
 
     GET  /api/models/{id}[/revision/{rev}]      repo info: {"id", "sha", "siblings": [{"rfilename", "size", "blobId",
                                                 "lfs": {"sha256", "size", "pointerSize"}}]}

@@ -7,7 +7,8 @@ import threading
 
 import pytest
 
-from core import mlm, registry, resolve
+from core.mlm import mlm
+from core.loading import registry, resolve
 
 TEXT = "the man went to the [MASK] to buy milk ."
 REPO = "tiny-org/tiny-bert-mlm"

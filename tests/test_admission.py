@@ -16,7 +16,7 @@ import time
 import httpx
 import pytest
 
-from demo.admission import MAX_EVENTS_PER_ADDRESS
+from demo.server.admission import MAX_EVENTS_PER_ADDRESS
 from tests.live_app import app_env, running_app
 from tests.conftest import run_async
 
@@ -115,7 +115,7 @@ def test_in_process_the_cap_counts_an_address_s_waiting_and_running_events_and_r
 
     from fastapi import HTTPException
 
-    from demo import admission
+    from demo.server import admission
 
     def request(host, language="en-US"):
         return SimpleNamespace(client=SimpleNamespace(host=host) if host else None,

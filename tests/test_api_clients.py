@@ -48,10 +48,10 @@ def reference_tokenizer():
     """transformers' BERT tokenizer on the vocabulary the offline views use (MiniLM-L6 = bert-base-uncased's)."""
     import transformers
 
-    from core import resolve
+    from core.loading import resolve
 
 
-    from core.checkpoints import MINILM_ID
+    from core.loading.checkpoints import MINILM_ID
 
     return transformers.BertTokenizerFast.from_pretrained(str(resolve.resolve(MINILM_ID).directory))
 
@@ -71,7 +71,7 @@ def test_every_tab_has_documented_endpoints_named_after_it(client):
 def test_elmo_layers_weighted_sum_through_the_api(client):
     """ELMo (§7), a sub-tab of the RNN & LSTM tab: s = softmax(w) recomputed here by hand; the word vector h⁽⁰⁾ is
     read from the word's characters alone, so its cosine across the two sentences is exactly 1."""
-    from demo.elmo import MONEY, RIVER
+    from demo.recurrent.elmo import MONEY, RIVER
 
     note, plot, table = client.predict("bank", RIVER, MONEY, 0.0, 1.0, 2.0, 1.5, api_name="/elmo_layers")
     z = sum(math.exp(w) for w in (0.0, 1.0, 2.0))
@@ -83,9 +83,9 @@ def test_elmo_layers_weighted_sum_through_the_api(client):
 
 @pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_overview_ladder_through_the_api_equals_core(client):
-    """The ladder scores one text through every rung; the API's totals are core.ladder's (whose rungs are checked
+    """The ladder scores one text through every rung; the API's totals are core.ladder.ladder's (whose rungs are checked
     against each tab's own model and a hand count in tests/test_ladder.py)."""
-    from core import ladder
+    from core.ladder import ladder
 
     text = "Call me Ishmael."
     summary, strip, totals, table = client.predict(text, api_name="/overview_score")
@@ -93,7 +93,7 @@ def test_overview_ladder_through_the_api_equals_core(client):
     got = {row[0]: row[1] for row in rows(table)}
     assert got.keys() == expected.keys() and len(got) >= 13
     for name, bits in expected.items():
-        assert got[name] == float(f"{bits:.4g}"), name  # 4 significant digits (demo.common.sig4)
+        assert got[name] == float(f"{bits:.4g}"), name  # 4 significant digits (demo.server.handlers.sig4)
     assert len(figure(strip)["data"][0]["x"]) == len(text)  # one cell per character, aligned across rungs
     assert "16 characters" in summary
 
@@ -134,7 +134,7 @@ def test_ngram_counts_read_an_uploaded_file_and_refuse_unknown_choices(client, t
     file, and a value that is not one of a radio's choices is still refused with a message."""
     from gradio_client import handle_file
 
-    from demo.ngram import OWN
+    from demo.ngram.ngram import OWN
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a b c\na b c\na b d\n", encoding="utf-8")  # b is followed by c twice, by d once

@@ -10,7 +10,7 @@ import app
 def test_tabs_are_in_the_historical_order():
     """The Overview first; then the tabs in the order of the history they teach (each one's first step on the
     timeline, its demo module's HISTORY); the tasks built on BERT, which add no step of their own, come last."""
-    from demo import overview
+    from demo.ladder import overview
 
     assert app.TABS[0] is overview
     with_steps = [i for i, module in enumerate(app.TABS) if getattr(module, "HISTORY", None)]
@@ -40,7 +40,9 @@ def test_every_event_is_wired_with_an_explicit_api_name():
     import pathlib
 
     missing = []
-    for path in [pathlib.Path(app.__file__), *sorted(pathlib.Path(app.__file__).parent.joinpath("demo").glob("*.py"))]:
+    paths = [pathlib.Path(app.__file__), *sorted(pathlib.Path(app.__file__).parent.joinpath("demo").rglob("*.py"))]
+    assert len(paths) >= 55, f"the scan read {len(paths)} files: demo/'s packages were not walked"
+    for path in paths:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in EVENT_METHODS and node.args
@@ -61,7 +63,7 @@ def test_the_page_stays_light_for_the_browser():
     """Gradio's front end pays for every component and event when the page opens: it matches each component
     against each event (find_attached_events) and mounts every component. One Gradio button and event per preset
     made it 1,360 components and 336 events (page open to the Overview's content: 5.5 s); a preset bar and a lesson
-    are one gr.HTML and one event each (demo/presets.py, demo/lessons.py). The BERT tab's "Retrain the char-BERT"
+    are one gr.HTML and one event each (demo/kit/presets.py, demo/kit/lessons.py). The BERT tab's "Retrain the char-BERT"
     sub-tab (issue #34) added 14 components and 3 events."""
     config = app.build_app().get_config_file()
     # +37: issue #35's three "Why" views; +45: issue #35's encoder views (masked LM model picker, NER, QA, classify);
@@ -85,6 +87,11 @@ def test_every_tab_bar_holds_only_tabs():
               for child in tabs.children if not isinstance(child, gr.Tab)]
     assert sum(isinstance(b, gr.Tabs) for b in blocks.blocks.values()) >= 9
     assert not strays, strays
+    # and each tab bar wraps onto a second line instead of folding tabs into a "⋯" menu: on a phone each tab and
+    # sub-tab is one tap (issue #31)
+    folded = [[str(t.label) for t in tabs.children][:2] for tabs in blocks.blocks.values()
+              if isinstance(tabs, gr.Tabs) and tabs.overflow_behavior != "wrap"]
+    assert not folded, folded
 
 
 def test_events_keep_the_browsers_loading_statuses_small():
@@ -154,7 +161,7 @@ print(json.dumps({"after_build": built, "after_answer": "torch" in sys.modules, 
 
 def test_building_the_app_and_a_first_ngram_answer_do_not_import_torch():
     """Issue #15/#22: torch is ~1.5 s of a cold start, and neither the page nor the n-gram counts need it: the tabs
-    hold the torch-backed core modules lazily (core/lazy.py). A fresh interpreter, since this one has torch."""
+    hold the torch-backed core modules lazily (core/loading/lazy.py). A fresh interpreter, since this one has torch."""
     import json
     import subprocess
     import sys
@@ -170,7 +177,7 @@ def test_building_the_app_and_a_first_ngram_answer_do_not_import_torch():
 
 
 def test_no_plot_repeats_its_title_in_a_gradio_label():
-    """Every figure carries its own title (demo/figures.py); a Gradio label above it ("Plot", or a second title)
+    """Every figure carries its own title (demo/kit/figures.py); a Gradio label above it ("Plot", or a second title)
     would show in every screenshot a teacher takes. The label stays, hidden, for screen readers."""
     import gradio as gr
 

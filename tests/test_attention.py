@@ -9,11 +9,11 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 
-from core import attention as att
-from core.seeds import thinking_machines
-from core import resolve
-from core.checkpoints import MINILM_ID
-from core.errors import UserInputError
+from core.attention import attention as att
+from core.text.seeds import thinking_machines
+from core.loading import resolve
+from core.loading.checkpoints import MINILM_ID
+from core.text.errors import UserInputError
 
 import transformers
 

@@ -5,9 +5,9 @@ import pytest
 
 import gradio as gr
 
-from core.checkpoints import MINILM_ID  # noqa: E402
-from demo import attention as tab  # noqa: E402
-from demo import attention_views  # noqa: E402
+from core.loading.checkpoints import MINILM_ID  # noqa: E402
+from demo.attention import attention as tab  # noqa: E402
+from demo.attention import views as attention_views  # noqa: E402
 
 
 def has_data(fig) -> bool:
@@ -155,7 +155,7 @@ def test_presets_run_and_show_the_seed_numbers():
 
 def test_results_and_errors_come_in_the_learners_language():
     """Under 中文 the arithmetic, the figure titles and the errors are Chinese; English stays the default."""
-    from core.i18n import using_language
+    from core.text.i18n import using_language
 
     values = tab.load_preset(list(tab.PRESETS)[0])
     tokens, mode, *matrices, score, causal, note = values

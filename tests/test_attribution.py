@@ -1,4 +1,4 @@
-"""core/attribution.py and core/why.py against captum (IntegratedGradients, InputXGradient) run on transformers'
+"""core/why/attribution.py and core/why/why.py against captum (IntegratedGradients, InputXGradient) run on transformers'
 own models (inputs_embeds) where transformers has the model, and on the same embeddings → score function where it
 has not (the LSTM); completeness; attention rollout against a numpy recomputation."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from core import attribution, why
+from core.why import attribution, why
 
 from captum.attr import InputXGradient, IntegratedGradients  # a test requirement: missing, the module fails
 
@@ -39,7 +39,7 @@ def captum_both(forward, x: torch.Tensor, baseline: torch.Tensor, steps: int = S
 def hf_char_gpt(tmp_path_factory):
     import transformers
 
-    from core.gpt import GPT_ASSETS
+    from core.transformer.gpt import GPT_ASSETS
 
     folder = tmp_path_factory.mktemp("char_gpt")
     shutil.copy(GPT_ASSETS / "char_gpt.safetensors", folder / "model.safetensors")
@@ -51,7 +51,7 @@ def test_char_gpt_next_token_equals_captum_on_transformers(hf_char_gpt):
     text = "The weather today is very goo"
     result = why.explain_gpt(text, steps=STEPS)
     assert result.answer == "d" and result.baseline == "zeros"
-    from core import gpt
+    from core.transformer import gpt
 
     loaded = gpt.load(None)
     ids = torch.tensor(loaded.tokenizer.encode(text).ids)
@@ -75,7 +75,7 @@ def test_gpt2_next_token_equals_captum_on_transformers(tiny_gpt2_checkpoint):
     """A GPT-2 checkpoint (tiny, random, byte-level BPE) through core/gpt.load by folder, as the tab loads GPT-2."""
     import transformers
 
-    from core import gpt
+    from core.transformer import gpt
 
     folder = tiny_gpt2_checkpoint("bpe")
     hf = transformers.GPT2LMHeadModel.from_pretrained(str(folder), attn_implementation="eager").eval()
@@ -105,7 +105,7 @@ def test_gpt2_next_token_equals_captum_on_transformers(tiny_gpt2_checkpoint):
 def test_char_bert_masked_char_equals_captum_on_transformers():
     import transformers
 
-    from core import mlm_char
+    from core.mlm import char as mlm_char
 
     hf = transformers.BertForMaskedLM.from_pretrained(str(mlm_char.CHAR_BERT_ASSETS), attn_implementation="eager")
     hf.eval()
@@ -140,7 +140,7 @@ def test_char_bert_masked_char_equals_captum_on_transformers():
 def test_bert_targets_equal_captum_on_transformers(tiny_checkpoint, class_name, read_kind, overrides):
     import transformers
 
-    from core import registry
+    from core.loading import registry
     from core.nets import bert as ours
 
     folder = tiny_checkpoint(class_name, **overrides)
@@ -185,7 +185,7 @@ def test_bert_targets_equal_captum_on_transformers(tiny_checkpoint, class_name, 
 
 
 def test_lstm_next_char_equals_captum_on_the_same_function():
-    from core import lstm
+    from core.recurrent import lstm
 
     text = "Call me Ishmae"
     result = why.explain_lstm(text, steps=STEPS)
@@ -247,7 +247,7 @@ def test_attention_rollout_equals_a_numpy_recomputation():
 
 
 def test_char_gpt_rollout_is_causal_and_matches_numpy():
-    from core import gpt
+    from core.transformer import gpt
 
     loaded = gpt.load(None)
     text = "Call me Ishmael."
@@ -300,7 +300,7 @@ def test_long_inputs_run_in_chunks_with_the_same_result(monkeypatch):
 
 
 def test_too_much_work_is_refused_with_a_message():
-    from core.errors import UserInputError
+    from core.text.errors import UserInputError
 
     with pytest.raises(UserInputError) as caught:
         why.explain_gpt("Call me Ishmael. " * 7, steps=256)
@@ -311,7 +311,10 @@ def test_models_first_loaded_inside_an_inference_mode_view_still_explain(tiny_ch
     """A learner who opens GPT's next token (an inference-mode view) before Why: the char-GPT, char-BERT, LSTM and a
     registry checkpoint are loaded there first, and their weights must still take gradients (found by test order:
     "Inference tensors cannot be saved for backward")."""
-    from core import gpt, lstm, mlm_char, registry
+    from core.transformer import gpt
+    from core.recurrent import lstm
+    from core.mlm import char as mlm_char
+    from core.loading import registry
 
     monkeypatch.setattr(registry, "_models", registry.BoundedCache(8))
     for cached in (gpt.shipped_char_gpt, mlm_char.shipped_char_bert, lstm.shipped_models):

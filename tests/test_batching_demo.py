@@ -7,12 +7,13 @@ import gradio as gr
 import numpy as np
 import pytest
 
-from core import ner as core_ner
-from core import registry
-from core.limits import FILL_BATCH
-from core.i18n import using_language
-from core import qa as core_qa
-from demo import batching, ner, qa
+from core.tasks import ner as core_ner
+from core.loading import registry
+from core.text.limits import FILL_BATCH
+from core.text.i18n import using_language
+from core.tasks import qa as core_qa
+from demo.server import batching
+from demo.tasks import ner, qa
 
 TEXTS = ["Wolfgang lives in Berlin.", "   ", "Angela Merkel visited Emmanuel Macron in Paris on a rainy Monday."]
 

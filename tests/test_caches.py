@@ -9,9 +9,9 @@ import pytest
 
 import core
 import demo
-from core import registry
-from core.cache import BoundedCache, bounded_cache
-from core import resolve
+from core.loading import registry
+from core.loading.cache import BoundedCache, bounded_cache
+from core.loading import resolve
 
 
 def test_bounded_cache_keeps_entry_and_weight_limits_and_the_newest_entry():
@@ -59,19 +59,19 @@ def test_no_unbounded_lru_cache_in_core_or_demo():
     assert caches, "expected some functools caches to check"
     unbounded = [name for name, fn in caches.items() if fn.cache_info().maxsize is None]
     # bounded by construction: keyed by a language code, and an unknown code raises (exceptions are not cached)
-    assert [name for name in unbounded if name != "demo.i18n.table"] == []
+    assert [name for name in unbounded if name != "demo.kit.i18n.table"] == []
 
 
 def test_heavy_caches_are_bounded_by_weight():
-    from core import attention
-    from demo import ngram
+    from core.attention import attention
+    from demo.ngram import ngram
 
     assert attention._extract.entries.max_weight <= 200e6  # bytes of attention probabilities
     assert ngram._fit.entries.max_weight <= 5_000_000  # characters of corpus text
 
 
 def test_attention_cache_drops_old_maps_beyond_its_weight():
-    from core import attention
+    from core.attention import attention
 
     cache = attention._extract.entries
     saved = list(cache._entries.items())

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from core import i18n
+from core.text import i18n
 from core.checks import CHECKS, checks_for, get
 from core.checks.base import KINDS, MAX_OWN_CHARS, TABS, Answer, Check, Setup, grade, own
-from core.errors import UserInputError
+from core.text.errors import UserInputError
 
 # ----------------------------------------------------------------------------------------------------------------
 # The registry
@@ -191,7 +191,9 @@ def test_every_setting_name_and_worded_value_is_in_both_languages():
     value in core/checks/ is a key of both tables (read from the source, so setups that need a model count too)."""
     en, zh = i18n.table("en"), i18n.table("zh")
     folder = Path(__file__).resolve().parent.parent / "core" / "checks"
-    source = "\n".join(path.read_text(encoding="utf-8") for path in folder.glob("*.py"))
+    paths = sorted(folder.glob("*.py"))
+    assert len(paths) >= 12, f"read {len(paths)} files of core/checks/"
+    source = "\n".join(path.read_text(encoding="utf-8") for path in paths)
     calls = [node for node in ast.walk(ast.parse(source))
              if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "shown"]
     names = {keyword.arg for call in calls for keyword in call.keywords if keyword.arg}
@@ -203,6 +205,6 @@ def test_every_setting_name_and_worded_value_is_in_both_languages():
 
 
 def param_count_names():
-    from core import param_count
+    from core.transformer import param_count
 
     return [key for key in param_count.TRANSFORMER_BASE if key != "name"]  # the Transformer base's shape, as shown

@@ -13,13 +13,16 @@ import numpy as np
 import pytest
 import torch
 
-from core import attention, embeddings, mlm_pretraining, param_count
-from core.checkpoints import MINILM_ID
+from core.attention import attention
+from core.embeddings import embeddings
+from core.mlm import pretraining as mlm_pretraining
+from core.transformer import param_count
+from core.loading.checkpoints import MINILM_ID
 from core.checks import CHECKS, get
 from core.checks import attention as attention_checks
 from core.checks import ngram as ngram_checks
 from core.checks.base import grade
-from core.corpora import load_corpus
+from core.text.corpora import load_corpus
 from tests.checks_reference import answer
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -159,7 +162,7 @@ def test_glove_checks_follow_another_matrix(raw_glove, monkeypatch):
 def transformers_head_row(text, layer, head):
     import transformers
 
-    from core import resolve
+    from core.loading import resolve
 
     folder = str(resolve.resolve(MINILM_ID).directory)
     tokenizer = transformers.BertTokenizerFast.from_pretrained(folder)
@@ -206,7 +209,7 @@ def test_the_causal_mask_answer_is_read_from_the_live_map(monkeypatch):
 
 @pytest.mark.parametrize("d_k", [64, 16])
 def test_thinking_machines_weight_is_the_softmax_of_the_scaled_scores(d_k, monkeypatch):
-    from core.seeds import thinking_machines
+    from core.text.seeds import thinking_machines
 
     m = thinking_machines(d_k)
     monkeypatch.setattr(attention_checks, "thinking_machines", lambda: m)

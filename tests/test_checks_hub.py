@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from benchmarks.bench_qa import TransformersQA
-from core import finetune_train
+from core.tasks import finetune_train
 from core.checks import classify as classify_checks
 from core.checks import get
 from core.checks import mlm as mlm_checks
@@ -193,7 +193,7 @@ def test_qa_checks_equal_transformers(seed, tiny_checkpoint, monkeypatch):
         assert get("qa-end").answer(own).value == int(np.searchsorted(ends, best["end"] - 1, side="right"))
         assert get("qa-start").setup(own).options == tuple(words)
     question, context = qa_checks.question_context(None)
-    from core import qa
+    from core.tasks import qa
 
     start = qa.answer(question, context, folder).best.token_start
     assert get("qa-why").answer(None).value == captum_start(folder, question, context, start)

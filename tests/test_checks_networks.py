@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from core import gpt, ladder, lstm, mlm_char
+from core.transformer import gpt
+from core.ladder import ladder
+from core.recurrent import lstm
+from core.mlm import char as mlm_char
 from core.checks import get
 from tests.checks_reference import STEPS, answer, noisy_copy
 

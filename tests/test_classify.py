@@ -1,14 +1,15 @@
-"""core.classify and core.finetune(_train): logits and pipeline outputs equal transformers' on tiny random
+"""core.tasks.classify and core.tasks.finetune(_train): logits and pipeline outputs equal transformers' on tiny random
 checkpoints; labelled-data parsing and its messages; baselines; reproducible fine-tuning that beats the majority."""
 import numpy as np
 import pytest
 import torch
 
-from core import classify, finetune, finetune_train, registry
-from core.corpora import DEFAULT_LABELLED
-from core.errors import ModelUnavailableError, UserInputError
-from core import checkpoints
-from core import seeds
+from core.tasks import classify, finetune, finetune_train
+from core.loading import registry
+from core.text.corpora import DEFAULT_LABELLED
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.loading import checkpoints
+from core.text import seeds
 
 LABELS = {0: "negative", 1: "positive", 2: "neutral"}
 SINGLE = ("The soup was hot, fresh and full of flavour.", None)
@@ -214,10 +215,10 @@ def test_same_seed_same_accuracy_and_it_beats_the_majority(small_split, outcome)
 def test_frozen_vectors_equal_sentence_transformers_mean_pooling(small_split):
     import transformers
 
-    from core import resolve
+    from core.loading import resolve
 
 
-    from core.checkpoints import MINILM_ID
+    from core.loading.checkpoints import MINILM_ID
 
     texts = [e.text for e in small_split.test[:5]]
     ours = finetune_train.encode(texts, 1).frozen
@@ -336,7 +337,7 @@ def chinese_hub(monkeypatch, tmp_path):
 
 
 def test_chinese_checkpoints_load_through_the_registry_with_their_label_sets(chinese_hub):
-    from core.i18n import using_language
+    from core.text.i18n import using_language
 
     review = classify.classify(seeds.DIANPING_REVIEW, None, checkpoints.DIANPING_ID)
     assert review.labels == ["negative (stars 1, 2 and 3)", "positive (stars 4 and 5)"]
@@ -359,7 +360,7 @@ def test_chinese_checkpoints_load_through_the_registry_with_their_label_sets(chi
 
 
 def test_finetune_messages_come_out_in_chinese():
-    from core.i18n import using_language
+    from core.text.i18n import using_language
 
     with using_language("zh"):
         with pytest.raises(UserInputError, match="第 2 行：标签和句子之间没有制表符"):

@@ -1,4 +1,4 @@
-"""demo.classify handlers, called directly: the checkpoint view (layout, v and W, probabilities), the offline
+"""demo.tasks.classify handlers, called directly: the checkpoint view (layout, v and W, probabilities), the offline
 message, the data view, a short training run streamed to the end, every model on one sentence, what changed."""
 from types import SimpleNamespace
 
@@ -6,15 +6,15 @@ import gradio as gr
 import numpy as np
 import pytest
 
-from core import classify as core_classify
-from core import finetune_train
-from core.corpora import DEFAULT_LABELLED
-from core.i18n import using_language
-from demo import classify
-from demo.common import sig4
-from core import checkpoints
-from demo import classify_finetune
-from core import seeds
+from core.tasks import classify as core_classify
+from core.tasks import finetune_train
+from core.text.corpora import DEFAULT_LABELLED
+from core.text.i18n import using_language
+from demo.tasks import classify
+from demo.server.handlers import sig4
+from core.loading import checkpoints
+from demo.tasks import classify_finetune
+from core.text import seeds
 
 LABELS = {0: "negative", 1: "positive"}
 

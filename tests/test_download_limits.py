@@ -10,9 +10,9 @@ import os
 
 import pytest
 
-from core import hub, registry, resolve
-from core.errors import ModelUnavailableError
-from demo.downloads import missing_model_card
+from core.loading import hub, registry, resolve
+from core.text.errors import ModelUnavailableError
+from demo.server.downloads import missing_model_card
 from tests.local_hub import REPO, in_thread, probabilities, same
 
 
@@ -126,7 +126,7 @@ def test_hf_download_is_suggested_only_for_hub_ids():
 
 
 def test_the_ner_view_names_a_folder_as_typed_without_a_download_hint(monkeypatch):
-    from demo import ner as tab
+    from demo.tasks import ner as tab
 
     monkeypatch.setattr(resolve, "settings", resolve.Settings())
     outputs = tab.tag_text("Berlin is a city.", "/etc", "first")

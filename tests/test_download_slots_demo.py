@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from core import hub, registry
-from demo import downloads
+from core.loading import hub, registry
+from demo.server import downloads
 from tests import chinese_checkpoints
 
 TEXT = "My name is Wolfgang and I live in Berlin."
@@ -136,7 +136,7 @@ def test_a_preset_that_downloads_takes_a_slot_of_its_session_too(server, blocks,
     """A preset (or a tab's first open) runs its view's handler directly, which may download its default checkpoint:
     that download waits for the same slots, so a session with 2 downloads running waits, asking nothing of the Hub,
     until one of them ends."""
-    from core.checkpoints import CHECKPOINTS
+    from core.loading.checkpoints import CHECKPOINTS
 
     for repo in [*CRAWLING[:2], CHECKPOINTS["ner"][0]]:
         server.add_repo(repo, conll_ner_checkpoint)

@@ -1,4 +1,4 @@
-"""The download step (demo/downloads.py) driven through Gradio as a browser drives it: first ``<name>_download``
+"""The download step (demo/server/downloads.py) driven through Gradio as a browser drives it: first ``<name>_download``
 (the "download" concurrency group), then ``<name>`` (the "bert" group), against the local Hub (tests/hub_server.py).
 
 Calls are counted, never timed: the join/poll limits below only guard against a hang."""
@@ -9,12 +9,12 @@ import threading
 import gradio as gr
 import pytest
 
-from core import families, hub, registry
-from core import ner as core_ner
-from core.errors import ModelUnavailableError
-from demo import downloads
+from core.loading import families, hub, registry
+from core.tasks import ner as core_ner
+from core.text.errors import ModelUnavailableError
+from demo.server import downloads
 from tests import chinese_checkpoints
-from core import resolve
+from core.loading import resolve
 
 REPO = "tiny-org/tiny-bert-ner"
 TEXT = "My name is Wolfgang and I live in Berlin."
@@ -51,7 +51,7 @@ def client(blocks):
 
 @pytest.fixture
 def tag_calls(monkeypatch):
-    """How many requests reached the NER model step (core.ner.tag_many, one entry per text), with which ids."""
+    """How many requests reached the NER model step (core.tasks.ner.tag_many, one entry per text), with which ids."""
     calls: list[str] = []
     real = core_ner.tag_many
 
@@ -131,7 +131,7 @@ def test_download_step_shows_megabytes_while_bytes_arrive(server, client, ner_fo
 
 
 def test_fetch_models_reports_bytes_in_the_learners_language(server, ner_folder):
-    from core.i18n import using_language
+    from core.text.i18n import using_language
 
     server.add_repo(REPO, ner_folder)
     seen: list[tuple[float, str]] = []

@@ -1,13 +1,13 @@
-"""core/elmo.py and core/nets/elmo.py: ELMo's three layers per word (§7), the weighted sum, the shipped checkpoint."""
+"""core/recurrent/elmo.py and core/nets/elmo.py: ELMo's three layers per word (§7), the weighted sum, the shipped checkpoint."""
 import json
 import math
 
 import pytest
 import torch
 
-from core import elmo
-from core.errors import UserInputError
-from core.i18n import using_language
+from core.recurrent import elmo
+from core.text.errors import UserInputError
+from core.text.i18n import using_language
 from core.nets.elmo import ElmoBiLM
 
 
@@ -69,7 +69,7 @@ def test_layer_zero_is_the_word_alone_and_each_direction_reads_only_its_side(shi
 def test_held_out_losses_in_the_config_are_the_shipped_models_own(shipped):
     model, vocab, info = shipped
     config = json.loads((elmo.ELMO_ASSETS / "config.json").read_text(encoding="utf-8"))
-    from core.corpora import load_corpus
+    from core.text.corpora import load_corpus
 
     _, held = elmo.split_tokens(elmo.words(load_corpus("moby_dick")))
     fwd, bwd = elmo.evaluate(model, *elmo.corpus_tensors(held, vocab))

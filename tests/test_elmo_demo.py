@@ -1,12 +1,12 @@
-"""demo/elmo.py: the ELMo sub-tab's handler, presets and wiring."""
+"""demo/recurrent/elmo.py: the ELMo sub-tab's handler, presets and wiring."""
 import math
 
 import gradio as gr
 import pytest
 
 from types import SimpleNamespace
-from demo import elmo
-from demo.common import sig4
+from demo.recurrent import elmo
+from demo.server.handlers import sig4
 
 
 def test_the_bank_preset_shows_layers_that_differ_across_contexts():
@@ -53,7 +53,7 @@ def test_result_and_errors_in_chinese():
 
 
 def test_the_sub_tab_is_wired_with_its_presets():
-    from demo import presets
+    from demo.kit import presets
 
     with gr.Blocks() as blocks:
         registry = presets.Registry()

@@ -1,4 +1,4 @@
-"""core/embeddings.py: the one-hot lookup, GloVe queries (parity with gensim's KeyedVectors), PCA and word2vec training."""
+"""core/embeddings/embeddings.py: the one-hot lookup, GloVe queries (parity with gensim's KeyedVectors), PCA and word2vec training."""
 from __future__ import annotations
 
 import unicodedata
@@ -9,10 +9,10 @@ import torch
 import torch.nn.functional as F
 from gensim.models import KeyedVectors
 
-from core import embeddings as w2v
-from core import embeddings_word2vec as word2vec
-from core.seeds import SEED_Q
-from core.errors import UserInputError
+from core.embeddings import embeddings as w2v
+from core.embeddings import word2vec
+from core.text.seeds import SEED_Q
+from core.text.errors import UserInputError
 from core.nets import word2vec as word2vec_net
 
 
@@ -294,8 +294,8 @@ def test_unigram_table_draws_in_proportion_to_count_to_the_three_quarters():
 
 
 def test_corpus_tokens_are_the_word_tokens_that_hold_a_letter_or_digit():
-    from core.corpora import load_corpus
-    from core.tokenizer import word_tokens
+    from core.text.corpora import load_corpus
+    from core.text.tokenizer import word_tokens
 
     text = load_corpus("moby_dick") + " __ _a_ don't x_’_y ’’ 今天天气很好 北京"
     expected = []
@@ -322,7 +322,7 @@ def test_skipgram_neighbours_agree_with_gensim_as_well_as_gensim_agrees_with_its
     overlap gensim's about as much as two gensim runs with different seeds overlap each other."""
     from gensim.models import Word2Vec
 
-    from core.corpora import load_corpus
+    from core.text.corpora import load_corpus
 
     torch.set_num_threads(1)
     text = load_corpus("moby_dick")
@@ -351,7 +351,7 @@ def test_skipgram_neighbours_agree_with_gensim_as_well_as_gensim_agrees_with_its
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# NNLM (seed §2.2), core/nets/nnlm.py and core/nnlm.py
+# NNLM (seed §2.2), core/nets/nnlm.py and core/embeddings/nnlm.py
 
 
 def test_nnlm_forward_is_the_papers_equation():
@@ -375,7 +375,7 @@ def test_nnlm_forward_is_the_papers_equation():
 
 def test_nnlm_on_the_toy_corpus_learns_the_bigram_estimate():
     """With one context word the cross-entropy optimum is the empirical P(w | 的): 2/3 for 词性 (seed §2.1)."""
-    from core import nnlm
+    from core.embeddings import nnlm
 
     model = nnlm.train("toy_zh", context=1, dim=16, hidden=32, steps=150, seconds=60)
     prediction = nnlm.predict(model, "的")

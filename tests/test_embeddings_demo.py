@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from demo import embeddings as tab
+from demo.embeddings import embeddings as tab
 
 API_NAMES = {"embeddings_onehot", "embeddings_lookup", "embeddings_neighbours", "embeddings_analogy",
              "embeddings_projection", "embeddings_static", "embeddings_train", "embeddings_compare"}
@@ -138,7 +138,7 @@ def test_presets_run_and_show_the_seed_numbers():
 def test_results_and_errors_in_chinese():
     """Under using_language("zh"): a handler's summary, figure and table headers, and its errors (an unknown word is
     named) are 中文; English by default."""
-    from core.i18n import using_language
+    from core.text.i18n import using_language
 
     with using_language("zh"):
         one_hot, one_hot_cos, dense_cos, summary = tab.compare_one_hot("king, queen, apple")
@@ -157,8 +157,8 @@ def test_results_and_errors_in_chinese():
 def test_nnlm_answers_in_chinese():
     """The NNLM sub-tab's default preset in 中文: the summary, the step table's headers and step names, and the
     message that names a word outside the toy corpus."""
-    from core.i18n import using_language
-    from demo import embeddings_nnlm
+    from core.text.i18n import using_language
+    from demo.embeddings import nnlm as embeddings_nnlm
 
     values = embeddings_nnlm.PRESETS[0].resolved()
     with using_language("zh"):

@@ -1,7 +1,7 @@
 """Colours every reader can tell apart, in every figure the app's presets draw (issue #37).
 
 The app is built offline and every runnable preset of every view is computed, as a click on it would; every plotly
-figure among the results is read as it is sent to the browser (``to_json``: after demo/figures.py's last touches),
+figure among the results is read as it is sent to the browser (``to_json``: after demo/kit/figures.py's last touches),
 and the Overview's drawn SVG figures as they are in the page. Checked:
 
 - colour scales are colour-blind-safe ones (viridis/cividis for magnitudes, RdBu/PuOr for signed values): compared
@@ -17,9 +17,9 @@ import re
 import plotly.colors
 import pytest
 
-from core import resolve
-from core.i18n import using_language
-from demo import figures, static_html
+from core.loading import resolve
+from core.text.i18n import using_language
+from demo.kit import figures, static_html
 
 SAFE_SCALES = [plotly.colors.get_colorscale(name) for name in figures.COLOR_SAFE_SCALES]
 # Okabe & Ito's colours, and their tints and shades (figures.tint: mixed with white or black in steps of 5%).
@@ -159,7 +159,7 @@ def test_highlights_and_series_are_marked_without_colour():
 
 def test_the_drawn_figures_use_the_same_colours():
     import app
-    from demo import overview
+    from demo.ladder import overview
 
     for lang in ("en", "zh"):
         page = overview.path_html(lang, app.TABS)

@@ -3,7 +3,7 @@ import json
 
 import numpy as np
 
-from demo import figures
+from demo.kit import figures
 
 
 def test_every_styled_figure_carries_the_slide_export_config():
@@ -16,7 +16,7 @@ def test_every_styled_figure_carries_the_slide_export_config():
 
 
 def test_margins_are_reserved_in_what_is_sent_not_in_the_figure():
-    """SlideFigure.to_json declares margins that fit the labels (demo/figure_margins.py), so plotly.js draws once;
+    """SlideFigure.to_json declares margins that fit the labels (demo/kit/figure_margins.py), so plotly.js draws once;
     the figure object itself keeps its own margins, so a tab may still change it after building it."""
     long_names = ["a rather long category name"] * 2
     fig = figures.bar(long_names, [0.7, 0.3], "Top predictions")

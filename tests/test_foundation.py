@@ -7,20 +7,20 @@ import sys
 import pytest
 import torch
 
-from core import registry
-from core.checkpoints import MINILM_ID
-from core.device import resolve_device
-from core.errors import ModelUnavailableError, UserInputError
-from core.tokenizer import WordPieceTokenizer, build_wordpiece, char_tokens, word_tokens
-from core import resolve
-from core import weights
+from core.loading import registry
+from core.loading.checkpoints import MINILM_ID
+from core.loading.device import resolve_device
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.text.tokenizer import WordPieceTokenizer, build_wordpiece, char_tokens, word_tokens
+from core.loading import resolve
+from core.loading import weights
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_importing_core_does_not_import_gradio():
-    code = ("import sys, core, core.nets.bert, core.nets.distilbert, core.nets.recurrent, core.registry, core.tokenizer, core.device, core.textio, "
-            "core.corpora\nimport pkgutil, importlib\n"
+    code = ("import sys, core, core.nets.bert, core.nets.distilbert, core.nets.recurrent, core.loading.registry, core.text.tokenizer, core.loading.device, core.text.textio, "
+            "core.text.corpora\nimport pkgutil, importlib\n"
             "for m in pkgutil.iter_modules(core.__path__): importlib.import_module('core.' + m.name)\n"
             "print('gradio' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

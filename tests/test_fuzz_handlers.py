@@ -27,10 +27,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.checks import CHECKS
-from core.errors import ModelUnavailableError, UserInputError
-from demo.common import preprocess_payload
-from demo.i18n import text
-from core import resolve
+from core.text.errors import ModelUnavailableError, UserInputError
+from demo.server.handlers import preprocess_payload
+from demo.kit.i18n import text
+from core.loading import resolve
 from tests.conftest import run_async
 
 EXAMPLES = int(os.environ.get("PLM_FUZZ_EXAMPLES", "6"))
@@ -223,7 +223,7 @@ def test_handler_survives_bad_input(api_name, tmp_path_factory):
                 # With preprocess=False the handler gets the FileData payload and preprocesses it itself.
                 args.append(value if dep.preprocess or value is None else file_payload(value))
                 continue
-            if not dep.preprocess:  # demo.common.preprocess_in_handler: the handler runs Gradio's preprocess
+            if not dep.preprocess:  # demo.server.handlers.preprocess_in_handler: the handler runs Gradio's preprocess
                 args.append(value)
                 continue
             try:
@@ -250,11 +250,17 @@ ALLOWED = (UserInputError, ModelUnavailableError)
 
 
 def core_calls():
-    from core import (attention, classify, embeddings, finetune, lstm, mlm, ner, ngram, param_count, qa, textio,
-                      tokenizer, transformer)
-    from core import resolve
+    from core.attention import attention
+    from core.tasks import classify, finetune, ner, qa
+    from core.embeddings import embeddings
+    from core.recurrent import lstm
+    from core.mlm import mlm
+    from core.ngram import ngram
+    from core.transformer import param_count, transformer
+    from core.text import textio, tokenizer
+    from core.loading import resolve
 
-    from core.checkpoints import MINILM_ID
+    from core.loading.checkpoints import MINILM_ID
 
     wordpiece = tokenizer.WordPieceTokenizer.from_directory(resolve.resolve(MINILM_ID).directory)
     return {

@@ -1,4 +1,4 @@
-"""core/nets/gpt.py against transformers' GPT2LMHeadModel, the shipped char-GPT, and core/gpt.py's tab logic."""
+"""core/nets/gpt.py against transformers' GPT2LMHeadModel, the shipped char-GPT, and core/transformer/gpt.py's tab logic."""
 from __future__ import annotations
 
 import json
@@ -8,11 +8,11 @@ import shutil
 import pytest
 import torch
 
-from core.weights import load_state_dict
-from core.errors import ModelUnavailableError, UserInputError
+from core.loading.weights import load_state_dict
+from core.text.errors import ModelUnavailableError, UserInputError
 from core.nets.gpt import GPT, GPTConfig, causal_attention, from_state_dict, normalize_state_dict, to_gpt2_state_dict
-from core import checkpoints
-from core.sampling import Settings
+from core.loading import checkpoints
+from core.text.sampling import Settings
 
 TOL = 1e-5
 
@@ -141,7 +141,7 @@ def test_config_refuses_options_it_does_not_implement():
 
 
 def test_sliding_window_evaluate_matches_a_position_by_position_forward():
-    from core.gpt import evaluate
+    from core.transformer.gpt import evaluate
 
     torch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=20, n_positions=16, n_embd=16, n_layer=1, n_head=2)).eval()
@@ -160,9 +160,9 @@ def test_sliding_window_evaluate_matches_a_position_by_position_forward():
 
 
 def test_shipped_char_gpt_held_out_loss_is_recomputed_from_the_file():
-    from core.corpora import load_corpus
-    from core.gpt import GPT_ASSETS, evaluate, load_char_gpt
-    from core.lstm import RNN_ASSETS, corpus_ids, split_text
+    from core.text.corpora import load_corpus
+    from core.transformer.gpt import GPT_ASSETS, evaluate, load_char_gpt
+    from core.recurrent.lstm import RNN_ASSETS, corpus_ids, split_text
 
     model, vocab, info = load_char_gpt(GPT_ASSETS)
     rnn_tokens = json.loads((RNN_ASSETS / "config.json").read_text(encoding="utf-8"))["tokens"]
@@ -177,7 +177,7 @@ def test_shipped_char_gpt_held_out_loss_is_recomputed_from_the_file():
 
 def test_transformers_reads_the_shipped_char_gpt_file_the_same_way(tmp_path):
     """The asset is in GPT-2's own layout: GPT2LMHeadModel loads it and computes the same numbers."""
-    from core.gpt import GPT_ASSETS, load_char_gpt
+    from core.transformer.gpt import GPT_ASSETS, load_char_gpt
 
     shutil.copy(GPT_ASSETS / "char_gpt.safetensors", tmp_path / "model.safetensors")
     shutil.copy(GPT_ASSETS / "config.json", tmp_path / "config.json")
@@ -187,11 +187,11 @@ def test_transformers_reads_the_shipped_char_gpt_file_the_same_way(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# core/gpt.py: what the tab computes
+# core/transformer/gpt.py: what the tab computes
 
 
 def test_next_token_applies_temperature_and_top_k():
-    from core import gpt
+    from core.transformer import gpt
 
     loaded = gpt.load(checkpoints.CHAR_GPT_ID)
     text = "The White Wha"
@@ -211,7 +211,7 @@ def test_next_token_applies_temperature_and_top_k():
 
 
 def test_generation_with_and_without_kv_cache_is_the_same_text():
-    from core import gpt
+    from core.transformer import gpt
 
     cached = gpt.generate(None, "The whale ", 60, Settings(0.8, 10, seed=3))
     uncached = gpt.generate(None, "The whale ", 60, Settings(0.8, 10, seed=3), use_cache=False)
@@ -220,14 +220,14 @@ def test_generation_with_and_without_kv_cache_is_the_same_text():
 
 
 def test_generation_past_the_context_slides_the_window():
-    from core import gpt
+    from core.transformer import gpt
 
     steps = list(gpt.generate_steps(None, "x" * 100, 60, Settings(1.0)))  # 160 > the 128 context
     assert len(steps) == 60 and all(0 < s.draw.probability <= 1 for s in steps)
 
 
 def test_attention_maps_are_causal_and_rows_sum_to_one():
-    from core import gpt
+    from core.transformer import gpt
 
     result = gpt.attention_maps(None, "Call me Ishmael.")
     L, H, T, _ = result.maps.shape
@@ -241,7 +241,7 @@ def test_attention_maps_are_causal_and_rows_sum_to_one():
     ("今天天气", "knows none of these characters: '今', '天', '气'"),
 ])
 def test_bad_text_gets_a_clear_message(text, message):
-    from core import gpt
+    from core.transformer import gpt
 
     with pytest.raises(UserInputError, match=message):
         gpt.next_token(None, text)
@@ -249,14 +249,14 @@ def test_bad_text_gets_a_clear_message(text, message):
 
 @pytest.mark.parametrize("temperature", [-1, float("nan"), 10, "warm"])
 def test_bad_temperature_gets_a_clear_message(temperature):
-    from core import gpt
+    from core.transformer import gpt
 
     with pytest.raises(UserInputError, match="temperature must be a number from 0"):
         gpt.next_token(None, "Call me", Settings(temperature))
 
 
 def test_unknown_characters_are_named_and_read_as_unk():
-    from core import gpt
+    from core.transformer import gpt
 
     result = gpt.next_token(None, "Call me 伊什梅尔 Ishmael")
     assert "'伊'" in result.note and "<unk>" in result.note
@@ -264,14 +264,14 @@ def test_unknown_characters_are_named_and_read_as_unk():
 
 
 def test_a_gpt2_id_offline_names_the_download():
-    from core import gpt
+    from core.transformer import gpt
 
     with pytest.raises(ModelUnavailableError, match="download distilgpt2"):
         gpt.load("distilgpt2")
 
 
 def test_a_bert_checkpoint_is_refused_by_name(tiny_checkpoint):
-    from core import gpt
+    from core.transformer import gpt
 
     with pytest.raises(UserInputError, match=r"is a masked LM \(BertForMaskedLM\).*use it in BERT masked LM"):
         gpt.load(str(tiny_checkpoint("BertForMaskedLM")))
@@ -282,7 +282,7 @@ def test_gpt2_with_byte_level_bpe_from_a_local_folder(tiny_gpt2_checkpoint):
     transformers' softmax of the last position's logits."""
     from tokenizers import Tokenizer
 
-    from core import gpt
+    from core.transformer import gpt
 
     folder = tiny_gpt2_checkpoint("bpe")
     text = "The weather today is very"
@@ -300,7 +300,7 @@ def test_gpt2_with_byte_level_bpe_from_a_local_folder(tiny_gpt2_checkpoint):
 
 def test_gpt2_with_a_bert_vocabulary_reads_cls_first(tiny_gpt2_checkpoint):
     """uer/gpt2-chinese-cluecorpussmall's layout: vocab.txt only; the text starts with [CLS], no [SEP]."""
-    from core import gpt
+    from core.transformer import gpt
 
     folder = tiny_gpt2_checkpoint("wordpiece")
     result = gpt.next_token(str(folder), "the weather today is very", shown=3)
@@ -309,7 +309,7 @@ def test_gpt2_with_a_bert_vocabulary_reads_cls_first(tiny_gpt2_checkpoint):
 
 
 def test_gpt_vs_bert_offline_runs_the_char_gpt_and_names_the_bert_checkpoint():
-    from core import gpt
+    from core.transformer import gpt
 
     result = gpt.gpt_vs_bert(gpt.PRESETS["en"][0], "gpt2", "bert-base-uncased")
     assert result.left == "The weather today is very "
@@ -321,7 +321,7 @@ def test_gpt_vs_bert_offline_runs_the_char_gpt_and_names_the_bert_checkpoint():
 
 
 def test_gpt_vs_bert_with_local_checkpoints(tiny_gpt2_checkpoint, tiny_checkpoint):
-    from core import gpt
+    from core.transformer import gpt
 
     result = gpt.gpt_vs_bert("the weather today is very [MASK] , so we stayed in .", str(tiny_gpt2_checkpoint(
         "wordpiece")), str(tiny_checkpoint("BertForMaskedLM")), top_k=4)
@@ -332,7 +332,7 @@ def test_gpt_vs_bert_with_local_checkpoints(tiny_gpt2_checkpoint, tiny_checkpoin
 @pytest.mark.parametrize("text, message", [("no blank here", "exactly one blank"), ("__ and __", "exactly one blank"),
                                            ("__ starts it", "no left context")])
 def test_gpt_vs_bert_bad_blanks(text, message):
-    from core import gpt
+    from core.transformer import gpt
 
     with pytest.raises(UserInputError, match=message):
         gpt.gpt_vs_bert(text)
@@ -351,7 +351,7 @@ def test_chinese_gpt2_with_a_bert_chinese_vocab(tmp_path):
 
     import transformers
 
-    from core import gpt
+    from core.transformer import gpt
 
     (tmp_path / "vocab.txt").write_text("\n".join(CHINESE_VOCAB) + "\n", encoding="utf-8")
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(

@@ -1,11 +1,11 @@
-"""demo/gpt.py handlers, called directly and through a built Blocks (the GPT sub-tabs of "Transformer & GPT")."""
+"""demo/transformer/gpt.py handlers, called directly and through a built Blocks (the GPT sub-tabs of "Transformer & GPT")."""
 import gradio as gr
 import numpy as np
 import pytest
 
-from core import gpt as core_gpt
-from demo import gpt
-from core import checkpoints
+from core.transformer import gpt as core_gpt
+from demo.transformer import gpt
+from core.loading import checkpoints
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -111,7 +111,7 @@ def test_built_sub_tabs_are_named_and_fill_on_open():
             "transformer_gpt_generate_open", "transformer_gpt_attention_open", "transformer_gpt_vs_bert_open"} <= names
     assert all(name.startswith("transformer_") for name in names if name)
     opened = next(dep for dep in blocks.fns.values() if dep.api_name == "transformer_gpt_next_open")
-    updates = opened.fn(False)  # the sub-tab opened for the first time: its default preset (demo/presets.py)
+    updates = opened.fn(False)  # the sub-tab opened for the first time: its default preset (demo/kit/presets.py)
     values = list(updates.values())
     assert CHAR in values and gpt.NEXT_EXAMPLES[0][1] in values
     rows = next(v for v in values if hasattr(v, "iloc")).values.tolist()
@@ -121,7 +121,7 @@ def test_built_sub_tabs_are_named_and_fill_on_open():
 
 
 def test_results_and_errors_come_in_the_learners_language():
-    from core.i18n import using_language
+    from core.text.i18n import using_language
 
     with using_language("zh"):
         note, fig, table, _ = gpt.next_token(CHAR, "The White Wha", 1.0, 0, 1.0, 0)

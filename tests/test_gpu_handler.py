@@ -1,4 +1,4 @@
-"""demo.common.gpu_handler: spaces.GPU on the handlers that run a model, and nothing at all off a Space."""
+"""demo.server.handlers.gpu_handler: spaces.GPU on the handlers that run a model, and nothing at all off a Space."""
 from __future__ import annotations
 
 import json
@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from core import jobs
-from demo import common, lstm
+from core.loading import jobs
+from demo.server import handlers as common
+from demo.recurrent import lstm
 from tests import app_events
 from tests.live_app import ROOT
 
@@ -27,22 +28,22 @@ def carries_gpu(layers) -> bool:
 def test_every_handler_that_builds_a_model_carries_the_gpu_decorator(handlers):
     """The list is derived, not kept by hand: every handler an event of the built app calls (and every view's
     handler, which its open and preset events call) whose code reaches one of our torch modules, or the registry's
-    core.registry.build, without passing through another gpu_handler. Each must go through gpu_handler."""
+    core.loading.registry.build, without passing through another gpu_handler. Each must go through gpu_handler."""
     runs_model = {name: path for name, layers in handlers.items() if (path := app_events.builds_a_model(layers[-1]))}
     missing = {name: " -> ".join(path) for name, path in runs_model.items() if not carries_gpu(handlers[name])}
     print(f"\n{len(handlers)} handlers, {len(runs_model)} build a model: {sorted(runs_model)}")
     assert not missing, missing
     # the derivation sees what it must: the BERT tabs' batched buttons, a Why view, a trainer
-    assert {"demo.mlm_handlers.fill_batch", "demo.ner.tag_batch", "demo.qa.answer_batch",
-            "demo.why_encoders.stream_ner", "demo.classify.train"} <= set(runs_model)
+    assert {"demo.mlm.handlers.fill_batch", "demo.tasks.ner.tag_batch", "demo.tasks.qa.answer_batch",
+            "demo.why.encoders.stream_ner", "demo.tasks.classify.train"} <= set(runs_model)
     assert len(runs_model) >= 20
 
 
 def test_handlers_that_build_no_model_ask_for_no_gpu(handlers):
     """A GPU call costs the learner's ZeroGPU quota and a wait: the n-gram counts, the BIO → IOBES conversion, the
     Transformer's parameter count from a config, the page's language ask for none."""
-    for name in ("demo.ngram.show_counts", "demo.ner.convert_tags", "demo.transformer.base_params",
-                 "demo.qa.show_layout", "app.page_language"):
+    for name in ("demo.ngram.ngram.show_counts", "demo.tasks.ner.convert_tags", "demo.transformer.transformer.base_params",
+                 "demo.tasks.qa.show_layout", "app.page_language"):
         assert not app_events.builds_a_model(handlers[name][-1]), name
         assert not carries_gpu(handlers[name]), name
 
@@ -82,9 +83,9 @@ def test_a_model_handler_still_answers_without_a_gpu():
 
 SNIPPET = """
 import json, sys
-import demo.common as common
-from core import resolve
-from core.i18n import current_language, using_language
+import demo.server.handlers as common
+from core.loading import resolve
+from core.text.i18n import current_language, using_language
 
 def answer(x):
     return {"lang": current_language(), "downloads": resolve._downloads_here.get(), "x": 2 * x}
@@ -126,15 +127,15 @@ def test_on_zerogpu_the_call_keeps_the_language_and_never_downloads(tmp_path):
 
 def test_on_zerogpu_a_preset_fetches_its_checkpoint_before_the_gpu_call(monkeypatch, server, tiny_checkpoint):
     """A preset's handler runs in a GPU call that never downloads; the view fetched the checkpoint its picker is set
-    to first (demo.presets.View.run). Off ZeroGPU the handler downloads it itself, as before."""
+    to first (demo.kit.presets.View.run). Off ZeroGPU the handler downloads it itself, as before."""
     import gradio as gr
 
-    from core import resolve
-    from demo import presets
+    from core.loading import resolve
+    from demo.kit import presets
 
     server.add_repo("someone/tiny-mlm", tiny_checkpoint("BertForMaskedLM"))
 
-    def handler(model_id, text):  # what the GPU call sees: no downloads (demo.common.gpu_handler)
+    def handler(model_id, text):  # what the GPU call sees: no downloads (demo.server.handlers.gpu_handler)
         with resolve.downloads_elsewhere():
             return resolve.resolve(model_id, "model", task="mlm").source
 

@@ -1,4 +1,4 @@
-"""demo/i18n.py: both languages complete, the learner's language picked from the toggle or the browser, and the
+"""demo/kit/i18n.py: both languages complete, the learner's language picked from the toggle or the browser, and the
 page served in the toggled language."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from demo import i18n
+from demo.kit import i18n
 
 ROOT = Path(__file__).resolve().parent.parent
 # Literal keys passed to label("…") / text("…") / t("…") in app.py and demo/: each must exist in the tables.
@@ -26,7 +26,9 @@ def test_both_languages_have_the_same_keys_and_placeholders():
 
 def test_every_key_the_code_uses_exists():
     used = set()
-    for path in [ROOT / "app.py", *sorted((ROOT / "demo").glob("*.py"))]:
+    paths = [ROOT / "app.py", *sorted((ROOT / "demo").rglob("*.py"))]
+    assert len(paths) >= 55, f"the scan read {len(paths)} files: demo/'s packages were not walked"
+    for path in paths:
         used |= set(KEY_CALL.findall(path.read_text(encoding="utf-8")))
     assert used, "the key scan found nothing: the pattern is broken"
     table = i18n.table("en")
@@ -126,8 +128,8 @@ def test_friendly_errors_runs_the_handler_in_the_requests_language(generator):
     import gradio as gr
     from gradio.helpers import special_args
 
-    from core.errors import UserInputError
-    from demo.common import friendly_errors
+    from core.text.errors import UserInputError
+    from demo.server.handlers import friendly_errors
 
     seen = []
 

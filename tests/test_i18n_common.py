@@ -1,6 +1,6 @@
 """The shared strings in both languages (issue #19): number checks, the checkpoint picker, training notes, serving's
-API and queue messages, uploads, figure defaults. Each comes out in 中文 under core.i18n.using_language("zh") (what
-demo.common.friendly_errors sets per call, or serving per request) and in English otherwise."""
+API and queue messages, uploads, figure defaults. Each comes out in 中文 under core.text.i18n.using_language("zh") (what
+demo.server.handlers.friendly_errors sets per call, or serving per request) and in English otherwise."""
 from __future__ import annotations
 
 import types
@@ -11,11 +11,12 @@ from gradio.state_holder import SessionState
 from gradio.utils import error_payload
 from starlette.requests import Request as StarletteRequest
 
-from core import jobs
-from core.errors import UserInputError
-from core.i18n import text, using_language
-from core.textio import decode_text
-from demo import common, figure_head, figures, serving
+from core.loading import jobs
+from core.text.errors import UserInputError
+from core.text.i18n import text, using_language
+from core.text.textio import decode_text
+from demo.server import handlers as common, serving
+from demo.kit import figure_head, figures
 from tests.conftest import run_async
 
 
@@ -121,7 +122,7 @@ def test_api_argument_errors_in_the_requests_language(small_app):
 
 
 def test_preprocess_payload_says_which_input_in_the_language():
-    from demo.i18n import label
+    from demo.kit.i18n import label
 
     box = gr.File(label=label("common.checkpoint"))  # an input labelled through the tables
     with using_language("zh"), pytest.raises(common.UnreadableValue) as caught:

@@ -25,9 +25,9 @@ import pytest
 from gradio.i18n import I18nData
 
 import app
-from core.i18n import table, using_language
+from core.text.i18n import table, using_language
 from tests.test_i18n_literals import _ID, _NOT_PROSE, _PROSE_WORD, _WORD, TERMS
-from core import resolve
+from core.loading import resolve
 
 RAW_KEY = re.compile(r"__i18n__|translation_metadata")
 KEYS = set(table("en"))

@@ -1,10 +1,10 @@
 """Every free-text input has a cap, and no message repeats more than 80 characters of what the learner typed
 (issue #31, required point 6).
 
-The caps live in core/limits.py; each gr.Textbox declares one as its max_length, and the server refuses a longer
-value from any client before a handler runs (demo/input_caps.py, called from demo/serving.py). Calls go through
+The caps live in core/text/limits.py; each gr.Textbox declares one as its max_length, and the server refuses a longer
+value from any client before a handler runs (demo/server/input_caps.py, called from demo/server/serving.py). Calls go through
 the built app's own ``process_api`` (what Gradio's routes call for the browser and for API clients alike), so the
-messages checked are what a client receives. Echoes are cut in one place, LearnerError's fields (core/errors.py).
+messages checked are what a client receives. Echoes are cut in one place, LearnerError's fields (core/text/errors.py).
 """
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from gradio.components.api_component import Api
 from gradio.state_holder import SessionState
 from gradio.utils import error_payload
 
-from core import limits
-from core.errors import UserInputError, echo
-from core.i18n import text, using_language
-from demo.common import component_name
-from demo.input_caps import TOO_LONG, cap_of
+from core.text import limits
+from core.text.errors import UserInputError, echo
+from core.text.i18n import text, using_language
+from demo.server.handlers import component_name
+from demo.server.input_caps import TOO_LONG, cap_of
 from tests.conftest import run_async
-from core import resolve
+from core.loading import resolve
 
 # Handlers that train for up to minutes by design (as in tests/test_fuzz_handlers.py): their caps are checked, but
 # they are not run with a long token.
@@ -42,11 +42,11 @@ OUTPUT_ONLY = {
 # Input components that take no free text from the page, and why each is safe from an oversized value.
 NOT_FREE_TEXT = {
     gr.Slider: "a number the component bounds",
-    gr.Number: "a number; handlers check its range (demo.common.number_in_range)",
+    gr.Number: "a number; handlers check its range (demo.server.handlers.number_in_range)",
     gr.Checkbox: "a boolean",
     gr.Radio: "one of its choices; Gradio refuses any other value",
     gr.State: "the session's own value; no client sends it",
-    gr.File: "an upload, capped at MAX_UPLOAD_BYTES by core.textio",
+    gr.File: "an upload, capped at MAX_UPLOAD_BYTES by core.text.textio",
     gr.Dataset: "an example picker: the page sends the example's index",
     gr.HTML: "a preset bar or lesson box: a click sends a preset's slug or a step number; an unknown one is refused "
              "with the slug cut (presets.unknown)",
@@ -111,11 +111,11 @@ def test_every_text_input_declares_a_cap(app):
     boxes = [block for block in app.blocks.values() if isinstance(block, gr.Textbox)]
     uncapped = [name_of(box) for box in boxes if box._id in inputs and not box.max_length]
     assert not uncapped, f"text boxes with no max_length: {uncapped}"
-    from demo.presets import QUERY_LIMIT
+    from demo.kit.presets import QUERY_LIMIT
 
     odd = {name_of(box): box.max_length for box in boxes if box._id in inputs}
     odd = {name: cap for name, cap in odd.items() if cap not in CAPS | {QUERY_LIMIT}}
-    assert not odd, f"caps not declared in core/limits.py: {odd}"
+    assert not odd, f"caps not declared in core/text/limits.py: {odd}"
     read_only = sorted(name_of(box) for box in boxes if box._id not in inputs)
     assert read_only == sorted(OUTPUT_ONLY), "a Textbox no event reads: add it to OUTPUT_ONLY, saying why"
     assert all(not box.interactive for box in boxes if box._id not in inputs)

@@ -1,4 +1,4 @@
-"""core/ladder.py (issue #17): each rung equals its own tab's computation, the held-out file is what the code computes,
+"""core/ladder/ladder.py (issue #17): each rung equals its own tab's computation, the held-out file is what the code computes,
 unknown characters are named and costed, bad input gets a message. (The Overview tab's UI: test_overview_demo.py.)"""
 import math
 from collections import Counter
@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from core import ladder, ladder_heldout, lstm
-from core.corpora import load_corpus
-from core.errors import UserInputError
-from core.ngram import NgramModel
+from core.ladder import ladder, heldout as ladder_heldout
+from core.recurrent import lstm
+from core.text.corpora import load_corpus
+from core.text.errors import UserInputError
+from core.ngram.ngram import NgramModel
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -93,8 +94,8 @@ def test_recurrent_rungs_equal_the_rnn_tabs_inspect(rungs, kind):
 
 def test_gpt_rung_equals_the_char_gpts_forward_pass(rungs):
     """Within its 128-character context: the model's own logits, one forward pass. Beyond it: the sliding windows
-    of core.gpt.evaluate (the tab's held-out loss), whose mean cross-entropy × characters is the rung's total."""
-    from core import gpt
+    of core.transformer.gpt.evaluate (the tab's held-out loss), whose mean cross-entropy × characters is the rung's total."""
+    from core.transformer import gpt
 
     model, vocab, _ = gpt.shipped_char_gpt()
     short = ladder.prepare(TEXT)[:100]
@@ -145,7 +146,7 @@ def test_over_long_text_gets_a_message():
 def test_held_out_file_is_what_the_code_computes(rungs, split):
     """scripts/ladder_heldout.py's file: one row per rung, in order; the subset figure recomputed for every rung,
     the full held-out figure recomputed for the (fast) n-gram rungs."""
-    from core.device import get_device
+    from core.loading.device import get_device
 
     facts, rows = ladder_heldout.load_held_out()
     train, held = split
@@ -184,8 +185,8 @@ def test_parameters_count_what_is_stored(rungs):
 def test_text_no_rung_knows_is_an_error_that_names_its_characters(rungs):
     """Every rung was trained on English Moby-Dick: a Chinese text is refused with its characters named (in the
     learner's language), while a mixed text is scored and its unknown characters listed as before."""
-    from core.errors import UserInputError
-    from core.i18n import using_language
+    from core.text.errors import UserInputError
+    from core.text.i18n import using_language
 
     with pytest.raises(UserInputError, match="knows none of these 5 characters: '今', '天', '气', '很', '好'"):
         ladder.score_text("今天天气很好", tuple(rungs.values()))

@@ -12,9 +12,9 @@ import plotly.graph_objects as go
 import pytest
 import yaml
 
-from demo import figures
-from demo.common import sig4, sig4_text
-from core import resolve
+from demo.kit import figures
+from demo.server.handlers import sig4, sig4_text
+from core.loading import resolve
 
 I18N = Path(__file__).resolve().parent.parent / "assets" / "i18n"
 
@@ -36,7 +36,7 @@ def test_sig4_text_writes_positional_numbers_and_typeset_powers():
 
 def test_the_seed_bigram_shows_its_exact_fractions():
     """Seed §2.1: P(词性 | 的) = 2/3 by MLE and (2+1)/(3+12) = 0.2 with add-one: the formula line keeps the fraction."""
-    from demo.ngram import TOY, WORDS, show_counts
+    from demo.ngram.ngram import TOY, WORDS, show_counts
 
     _, formula, table, _ = show_counts(TOY, "", None, WORDS, False, 2, False, "mle", 1, "的", "词性")
     assert "= 2 / 3 = **0.6667**" in formula

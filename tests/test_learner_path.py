@@ -5,8 +5,8 @@ import gradio as gr
 import pytest
 
 import app
-from demo import preset_records, presets
-from core import resolve
+from demo.kit import preset_records, presets
+from core.loading import resolve
 
 
 @pytest.fixture(scope="module")

@@ -76,7 +76,7 @@ def test_the_classroom_loop_runs_with_browser_pages(url):
 def test_batching_is_off_unless_asked_and_then_bounded(monkeypatch):
     """One request per call unless PLM_MAX_BATCH asks for more (load_test --max-batch N sets it); never more than
     the event's own bound."""
-    from demo import batching
+    from demo.server import batching
 
     monkeypatch.delenv("PLM_MAX_BATCH", raising=False)
     assert batching.max_batch(16) == 1

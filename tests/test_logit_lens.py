@@ -1,4 +1,4 @@
-"""core/logit_lens.py against transformers' own hidden_states (output_hidden_states=True) pushed through
+"""core/why/logit_lens.py against transformers' own hidden_states (output_hidden_states=True) pushed through
 transformers' own final LayerNorm and head: GPT2LMHeadModel (tiny random, and the shipped char-GPT) and
 BertForMaskedLM loaded from assets/char_bert."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import shutil
 import pytest
 import torch
 
-from core import logit_lens
+from core.why import logit_lens
 
 
 def hf_gpt2_lens(hf, ids: torch.Tensor) -> torch.Tensor:
@@ -24,7 +24,7 @@ def test_gpt_layer_logits_equal_transformers_hidden_states(tiny_gpt2_checkpoint)
     import transformers
 
     from core.nets.gpt import GPTConfig, from_state_dict
-    from core.weights import load_state_dict
+    from core.loading.weights import load_state_dict
 
     folder = tiny_gpt2_checkpoint("bpe")
     hf = transformers.GPT2LMHeadModel.from_pretrained(str(folder), attn_implementation="eager").eval()
@@ -42,7 +42,7 @@ def test_gpt_layer_logits_equal_transformers_hidden_states(tiny_gpt2_checkpoint)
 def test_char_gpt_lens_equals_transformers_on_the_shipped_file(tmp_path):
     import transformers
 
-    from core import gpt
+    from core.transformer import gpt
 
     shutil.copy(gpt.GPT_ASSETS / "char_gpt.safetensors", tmp_path / "model.safetensors")
     shutil.copy(gpt.GPT_ASSETS / "config.json", tmp_path / "config.json")
@@ -70,7 +70,7 @@ def test_char_gpt_lens_equals_transformers_on_the_shipped_file(tmp_path):
 def test_char_bert_lens_equals_transformers_bert_for_masked_lm():
     import transformers
 
-    from core import mlm_char
+    from core.mlm import char as mlm_char
 
     hf = transformers.BertForMaskedLM.from_pretrained(str(mlm_char.CHAR_BERT_ASSETS), attn_implementation="eager")
     hf.eval()

@@ -1,14 +1,14 @@
-"""core/lstm.py and core/nets/recurrent.py: parity with torch.nn.LSTM / torch.nn.RNN, BPTT gradients, sampling, ELMo vectors, checkpoints."""
+"""core/recurrent/lstm.py and core/nets/recurrent.py: parity with torch.nn.LSTM / torch.nn.RNN, BPTT gradients, sampling, ELMo vectors, checkpoints."""
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from core import lstm
+from core.recurrent import lstm
 from core.nets.recurrent import GATES
-from core.errors import UserInputError
-from core.sampling import Settings
+from core.text.errors import UserInputError
+from core.text.sampling import Settings
 
 CORPUS = "the cat sat on the mat. the dog sat on the log. a cat and a dog. " * 40
 
@@ -293,7 +293,7 @@ def test_shipped_checkpoints_load_and_show_vanishing_gradients():
 
 def test_shipped_elmo_pair_separates_word_senses():
     """In each preset, sentences 1 and 3 use the word in the same sense: their context parts are the most alike."""
-    from demo.lstm import ELMO_EXAMPLES
+    from demo.recurrent.lstm import ELMO_EXAMPLES
 
     models = lstm.shipped_models()
     for word, *sentences in ELMO_EXAMPLES:

@@ -1,11 +1,11 @@
-"""demo/lstm.py handlers, called directly and through the built Blocks."""
+"""demo/recurrent/lstm.py handlers, called directly and through the built Blocks."""
 import gradio as gr
 import numpy as np
 import pytest
 
-from core import lstm as core_lstm
-from demo import lstm
-from demo.lstm_generate import EXAMPLES, generate_both
+from core.recurrent import lstm as core_lstm
+from demo.recurrent import lstm
+from demo.recurrent.lstm_generate import EXAMPLES, generate_both
 
 CORPUS = "the whale swam. the ship sailed on the sea. the bank of the river. money in the bank. " * 20
 
@@ -121,7 +121,7 @@ def test_tab_is_wired_into_the_app():
 def test_chinese_text_is_named_out_of_vocabulary_in_the_learners_language():
     """The shipped models read English letters: Chinese characters are named, in 中文 for a Chinese learner; text with
     no character they know is an error that names them, not a page of <unk> heatmaps."""
-    from core.i18n import using_language
+    from core.text.i18n import using_language
 
     mixed = lstm.INSPECT_EXAMPLES[3][0]  # 我的母语是汉语 — my mother tongue.
     note, *_ = lstm.inspect_text(mixed, "forget gate f", 8)

@@ -9,11 +9,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from core import checkpoints, resolve
-from core.i18n import using_language
-from demo import classify, gpt, mlm, ner, qa
-from demo.downloads import missing_model_card, needs_download, results_visible
-from demo.mlm_handlers import compare, fill, fill_batch, nsp
+from core.loading import checkpoints, resolve
+from core.text.i18n import using_language
+from demo.tasks import classify, ner, qa
+from demo.transformer import gpt
+from demo.mlm import mlm
+from demo.server.downloads import missing_model_card, needs_download, results_visible
+from demo.mlm.handlers import compare, fill, fill_batch, nsp
 
 HIDDEN = {"__type__": "update", "visible": False}
 CARD_WORDS = {"en": ("What it shows", "is not on this machine"), "zh": ("它会显示", "本机还没有这个模型")}
@@ -86,7 +88,7 @@ def test_the_notes_claim_numbers_shown_above_only_when_shown():
 
 
 def test_only_the_reasons_a_download_cures_get_a_card():
-    from core.errors import ModelUnavailableError
+    from core.text.errors import ModelUnavailableError
 
     assert needs_download(ModelUnavailableError("registry.offline", model="x"))
     assert needs_download(ModelUnavailableError("registry.stalled_silent", model="x", what="w", seconds=1))

@@ -1,4 +1,4 @@
-"""The masked LM (core/mlm.py, core/mlm_pretraining.py); the tab's handlers are tests/test_mlm_demo.py.
+"""The masked LM (core/mlm/mlm.py, core/mlm/pretraining.py); the tab's handlers are tests/test_mlm_demo.py.
 
 Reference: transformers' fill-mask pipeline (test-only) on the same tiny random checkpoints; transformers' own
 models for embeddings, NSP and parameter counts; the seed's numbers for the model card; GloVe's raw file."""
@@ -7,11 +7,11 @@ import pytest
 import torch
 import transformers
 
-from core import mlm as fm
-from core import mlm_pretraining as pretraining
-from core import registry, resolve
-from core.checkpoints import MINILM_ID
-from core.errors import ModelUnavailableError, UserInputError
+from core.mlm import mlm as fm
+from core.mlm import pretraining
+from core.loading import registry, resolve
+from core.loading.checkpoints import MINILM_ID
+from core.text.errors import ModelUnavailableError, UserInputError
 from tests import chinese_checkpoints
 
 ZH_TEXTS = chinese_checkpoints.MLM_TEXTS
@@ -362,7 +362,7 @@ def test_chinese_checkpoint_loads_through_the_registry_and_matches_the_pipeline(
 
 
 def test_tokenizer_messages_are_keys_rendered_in_chinese():
-    from core.i18n import using_language
+    from core.text.i18n import using_language
 
     tokenizer, _ = registry.tokenizer(MINILM_ID)
     with pytest.raises(UserInputError) as error:

@@ -1,4 +1,4 @@
-"""core/mlm_char.py and core/mlm_char_compare.py: the char-BERT fills blanks, one [MASK] per character, independently
+"""core/mlm/char.py and core/mlm/char_compare.py: the char-BERT fills blanks, one [MASK] per character, independently
 and iteratively, and reads one blank beside the char-GPT; bad input gets a clear message."""
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import pytest
 import torch
 import transformers
 
-from core import gpt
-from core.errors import UserInputError
-from core.limits import DEFAULT_BLANK_CHARS, MAX_BLANK_CHARS, MAX_FILLED_CHARS, MAX_MASKS
-from core.mlm_char import (CHAR_BERT_ASSETS, CLS_ID, FIRST_CHAR_ID, MASK_ID, SEP_ID, UNK_ID, fill, prepare,
+from core.transformer import gpt
+from core.text.errors import UserInputError
+from core.text.limits import DEFAULT_BLANK_CHARS, MAX_BLANK_CHARS, MAX_FILLED_CHARS, MAX_MASKS
+from core.mlm.char import (CHAR_BERT_ASSETS, CLS_ID, FIRST_CHAR_ID, MASK_ID, SEP_ID, UNK_ID, fill, prepare,
                            shipped_char_bert)
-from core.mlm_char_compare import both_sides_vs_left
+from core.mlm.char_compare import both_sides_vs_left
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 SEED_EN = "The weather today is very __, so we had to cancel the outdoor game."

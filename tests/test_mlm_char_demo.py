@@ -12,12 +12,12 @@ import torch
 import transformers
 from safetensors import safe_open
 
-from core import resolve
-from core.checkpoints import CHAR_BERT_ID
-from core.i18n import using_language
-from core.mlm_char import CHAR_BERT_ASSETS, FIRST_CHAR_ID, written_blanks
-from demo import gpt as gpt_demo
-from demo import mlm, mlm_handlers
+from core.loading import resolve
+from core.loading.checkpoints import CHAR_BERT_ID
+from core.text.i18n import using_language
+from core.mlm.char import CHAR_BERT_ASSETS, FIRST_CHAR_ID, written_blanks
+from demo.transformer import gpt as gpt_demo
+from demo.mlm import mlm, handlers as mlm_handlers
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 SHOWN = {"__type__": "update", "visible": True}
@@ -126,7 +126,7 @@ def test_both_sides_vs_left_puts_the_char_gpt_beside_the_char_bert(reference):
     assert list(both_fig.data[0].y) == [c for c, _ in want]
     assert list(both_fig.data[0].x) == pytest.approx([p for _, p in want], abs=1e-5)
     # The char-GPT's first character: its next-character softmax after the left side (transformers' GPT2LMHeadModel).
-    from core import gpt as core_gpt
+    from core.transformer import gpt as core_gpt
     model, vocab, _ = core_gpt.shipped_char_gpt()
     ids = vocab.encode("The weather today is very ")[0]
     with torch.inference_mode():
@@ -174,7 +174,7 @@ def test_the_overview_keeps_the_masked_lm_apart_from_the_ladder():
     """Issue #34 item 4: where the ladder's bits/char and the char-BERT's bits per masked character both appear, the
     Overview says that a pseudo-log-likelihood is not a probability of the text (en + zh)."""
     import app
-    from demo import overview
+    from demo.ladder import overview
 
     rows = {row["model"]: row for row in json.loads((CHAR_BERT_ASSETS / "heldout.json").read_text())["rows"]}
     both, left = rows["char-BERT, both sides"], rows["char-GPT, left only"]

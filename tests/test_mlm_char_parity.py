@@ -12,14 +12,15 @@ import transformers
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from core import gpt, registry
-from core.device import get_device
-from core.mlm_char import (CHAR_BERT_ASSETS, DECODER_KEY, EMBEDDINGS_KEY, FIRST_CHAR_ID, MASK_ID, WEIGHTS,
+from core.transformer import gpt
+from core.loading import registry
+from core.loading.device import get_device
+from core.mlm.char import (CHAR_BERT_ASSETS, DECODER_KEY, EMBEDDINGS_KEY, FIRST_CHAR_ID, MASK_ID, WEIGHTS,
                            char_bert_config, load_char_bert)
-from core.mlm_char_heldout import (ROWS, SUBSET_POSITIONS, WINDOW, compare, compared_positions, held_out_text,
+from core.mlm.char_heldout import (ROWS, SUBSET_POSITIONS, WINDOW, compare, compared_positions, held_out_text,
                                    load_held_out)
-from core.mlm_char_train import Recipe, extend_positions, training_batch
-from core.mlm_masking import MASK, RANDOM, UNCHANGED
+from core.mlm.char_train import Recipe, extend_positions, training_batch
+from core.mlm.masking import MASK, RANDOM, UNCHANGED
 from core.nets.bert import BertConfig, BertForMaskedLM
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

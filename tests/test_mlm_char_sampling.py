@@ -1,4 +1,4 @@
-"""Issue #36 item 1 on the char-BERT: its iterative fill draws each character through core/sampling.py's Sampler.
+"""Issue #36 item 1 on the char-BERT: its iterative fill draws each character through core/text/sampling.py's Sampler.
 τ = 0 (or no settings) is the argmax fill exactly; a seed reproduces a whole fill; every step's distribution is
 transformers' TemperatureLogitsWarper → TopKLogitsWarper → TopPLogitsWarper on transformers' BertForMaskedLM logits
 at that position (the shipped files, special tokens at −∞), and every draw is torch.multinomial on a generator
@@ -11,11 +11,11 @@ import pytest
 import torch
 import transformers
 
-from core import sampling
-from core.errors import UserInputError
-from core.mlm_char import (CHAR_BERT_ASSETS, FIRST_CHAR_ID, MASK_ID, fill, fill_as_written, logits_at, prepare,
+from core.text import sampling
+from core.text.errors import UserInputError
+from core.mlm.char import (CHAR_BERT_ASSETS, FIRST_CHAR_ID, MASK_ID, fill, fill_as_written, logits_at, prepare,
                            shipped_char_bert)
-from core.sampling import Settings
+from core.text.sampling import Settings
 from tests.test_sampling import reference as reference_warpers
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

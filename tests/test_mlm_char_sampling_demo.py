@@ -1,5 +1,5 @@
 """Issue #36 item 1 in the BERT masked LM tab's Fill view: on the char-BERT, the sampling controls every generating
-tab has (demo/sampling.py) draw each character of the iterative fill; the view shows the first step's next-token
+tab has (demo/kit/sampling.py) draw each character of the iterative fill; the view shows the first step's next-token
 figure and what each step drew, and a preset's link carries its seed. A Hub checkpoint fills in one pass: its note
 says the controls draw nothing there. Impossible settings get a clear message; the labels are Chinese in Chinese."""
 from __future__ import annotations
@@ -7,13 +7,14 @@ from __future__ import annotations
 import gradio as gr
 import pytest
 
-from core.checkpoints import CHAR_BERT_ID
-from core.i18n import using_language
-from core.mlm_char import fill_as_written
-from core.sampling import Settings
-from demo import mlm, mlm_handlers, presets
-from demo import mlm_char_views as char_views
-from demo.common import sig4
+from core.loading.checkpoints import CHAR_BERT_ID
+from core.text.i18n import using_language
+from core.mlm.char import fill_as_written
+from core.text.sampling import Settings
+from demo.mlm import mlm, handlers as mlm_handlers
+from demo.kit import presets
+from demo.mlm import char_views
+from demo.server.handlers import sig4
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 ISHMAEL = char_views.CHAR_FILL_EXAMPLES[0]

@@ -1,4 +1,4 @@
-"""The masked-LM tab's handlers (demo/mlm.py, demo/mlm_handlers.py): what the learner sees, offline and online, in
+"""The masked-LM tab's handlers (demo/mlm/mlm.py, demo/mlm/handlers.py): what the learner sees, offline and online, in
 both languages, batched and one at a time. The masked LM itself is tests/test_mlm.py."""
 from types import SimpleNamespace
 
@@ -6,11 +6,11 @@ import gradio as gr
 import pytest
 import transformers
 
-from core import mlm as fm
-from core import registry
-from core.errors import UserInputError
-from core.i18n import using_language
-from demo import mlm, mlm_handlers
+from core.mlm import mlm as fm
+from core.loading import registry
+from core.text.errors import UserInputError
+from core.text.i18n import using_language
+from demo.mlm import mlm, handlers as mlm_handlers
 from tests import chinese_checkpoints
 
 ZH_TEXTS = chinese_checkpoints.MLM_TEXTS

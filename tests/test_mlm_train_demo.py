@@ -1,5 +1,5 @@
-"""Issue #34 item 6: the BERT masked LM tab's "Retrain the char-BERT" sub-tab (demo/mlm_train.py,
-core/mlm_char_retrain.py): before a run, the model it starts from; a run streams its loss curve, ends with the
+"""Issue #34 item 6: the BERT masked LM tab's "Retrain the char-BERT" sub-tab (demo/mlm/train.py,
+core/mlm/char_retrain.py): before a run, the model it starts from; a run streams its loss curve, ends with the
 held-out loss, stops at its budget, and bad input gets a clear message."""
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from collections import Counter
 import gradio as gr
 import pytest
 
-from core import jobs
-from core.corpora import load_corpus
-from core.lstm import split_text
-from demo import mlm_train
+from core.loading import jobs
+from core.text.corpora import load_corpus
+from core.recurrent.lstm import split_text
+from demo.mlm import train as mlm_train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 TEXT = " ".join(f"the whale {i % 7} swam by the ship and the sea was calm." for i in range(400))  # ~24,000 chars

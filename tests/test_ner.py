@@ -7,16 +7,17 @@ import shutil
 import numpy as np
 import pytest
 
-from core import ner, registry
+from core.tasks import ner
+from core.loading import registry
 from tests import chinese_checkpoints
-from core import resolve
-from core.checkpoints import MINILM_ID
-from core.corpora import load_corpus
-from core.errors import ModelUnavailableError, UserInputError
-from core.limits import MAX_TEXT_CHARS
-from core import checkpoints
-from core import limits
-from core import seeds
+from core.loading import resolve
+from core.loading.checkpoints import MINILM_ID
+from core.text.corpora import load_corpus
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.text.limits import MAX_TEXT_CHARS
+from core.loading import checkpoints
+from core.text import limits
+from core.text import seeds
 
 import transformers
 

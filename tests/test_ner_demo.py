@@ -1,4 +1,4 @@
-"""The NER tab's handlers (demo/ner.py): entities, tables and the probability heatmap from a tiny CoNLL tagger, the
+"""The NER tab's handlers (demo/tasks/ner.py): entities, tables and the probability heatmap from a tiny CoNLL tagger, the
 tokenisation view offline, clear errors, the seed's BIO → IOBES converter, and the tab in 中文. The tagger itself is
 tests/test_ner.py."""
 from types import SimpleNamespace
@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 import app
-from core import limits, ner
-from core.checkpoints import MINILM_ID
-from core.limits import MAX_TEXT_CHARS
-from demo import ner as tab
+from core.text import limits
+from core.tasks import ner
+from core.loading.checkpoints import MINILM_ID
+from core.text.limits import MAX_TEXT_CHARS
+from demo.tasks import ner as tab
 from tests import chinese_checkpoints
 from tests.conftest import CONLL_LABELS
 

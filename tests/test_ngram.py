@@ -8,10 +8,10 @@ from nltk.lm import MLE, Laplace
 from nltk.lm.preprocessing import pad_both_ends, padded_everygram_pipeline
 from nltk.util import everygrams, ngrams
 
-from core.corpora import load_corpus
-from core.errors import UserInputError
-from core.ngram import BOS, EOS, KN_DISCOUNT, SMOOTHINGS, NgramModel, tokenize_sentences
-from core.sampling import Settings
+from core.text.corpora import load_corpus
+from core.text.errors import UserInputError
+from core.ngram.ngram import BOS, EOS, KN_DISCOUNT, SMOOTHINGS, NgramModel, tokenize_sentences
+from core.text.sampling import Settings
 
 TOY = tokenize_sentences(load_corpus("toy_zh"))
 TOY_CHARS = tokenize_sentences(load_corpus("toy_zh"), "char")
@@ -268,9 +268,9 @@ def test_five_megabytes_of_one_character(unit):
 
 
 def test_errors_are_keys_rendered_in_the_learners_language():
-    """core.ngram and core.textio raise keys with named fields: the same error reads in English or 中文."""
-    from core import i18n, textio
-    from core.errors import UserInputError
+    """core.ngram.ngram and core.text.textio raise keys with named fields: the same error reads in English or 中文."""
+    from core.text import i18n, textio
+    from core.text.errors import UserInputError
 
     with pytest.raises(UserInputError) as order:
         NgramModel([["a", "b"]], n=9)

@@ -3,8 +3,8 @@ import gradio as gr
 import pandas as pd
 import pytest
 
-from demo import ngram
-from demo.ngram import CHARS, MOBY, OWN, PRESET_VALUES, TOY, WORDS, generate_text, score_sentences, show_counts
+from demo.ngram import ngram
+from demo.ngram.ngram import CHARS, MOBY, OWN, PRESET_VALUES, TOY, WORDS, generate_text, score_sentences, show_counts
 
 
 def settings(corpus=TOY, own="", upload=None, unit=WORDS, lowercase=False, n=2, boundaries=False, smoothing="mle", k=1):
@@ -44,7 +44,7 @@ def test_scoring_the_motivating_pair():
     assert len(frame(table_a)) == 5 == len(frame(table_b)) and len(fig.data) == 2
     info, table_a, _, fig = score_sentences(*settings(), "判断 单词 的 词性", "判断 单词 的 磁性")
     assert "only **A**" in info and "probability **0**" in info
-    assert frame(table_a)["P(wᵢ|ctx)"].tolist()[-1] == 0.6667  # 2/3 to 4 significant digits (demo.common.sig4)
+    assert frame(table_a)["P(wᵢ|ctx)"].tolist()[-1] == 0.6667  # 2/3 to 4 significant digits (demo.server.handlers.sig4)
     assert list(fig.data[1].y)[-1] == 0  # the unseen bigram (的, 磁性), visibly 0
     info, _, table_b, fig = score_sentences(*settings(), "判断 单词 的 词性", "")
     assert "**B:**" not in info and len(frame(table_b)) == 0 and len(fig.data) == 1
@@ -145,7 +145,7 @@ def test_endpoint_through_gradio_client():
 
 def test_first_open_preset_and_add_one_preset_show_the_seed_numbers():
     """The default (first) preset is what the tab shows on open: P(词性 | 的) = 2/3; add-one gives 0.2 (seed §2.1)."""
-    from demo.ngram import PRESETS as VIEW_PRESETS, run_preset
+    from demo.ngram.ngram import PRESETS as VIEW_PRESETS, run_preset
 
     by_slug = {p.slug: p for p in VIEW_PRESETS}
     info, formula, table, fig, *_ = run_preset(*VIEW_PRESETS[0].resolved())
@@ -159,7 +159,7 @@ def test_first_open_preset_and_add_one_preset_show_the_seed_numbers():
 def test_results_and_errors_in_chinese():
     """Under using_language("zh") the summary, the figure title and the errors are 中文, and unknown characters are
     named in the message; English by default."""
-    from core.i18n import using_language
+    from core.text.i18n import using_language
 
     with using_language("zh"):
         info, formula, table, fig = show_counts(*settings(), "的", "词性")
@@ -184,7 +184,7 @@ def test_tang_poems_preset_counts_characters_like_nltk():
     from nltk import ConditionalFreqDist
     from nltk.util import bigrams
 
-    from core.corpora import load_corpus
+    from core.text.corpora import load_corpus
 
     preset = next(p for p in ngram.PRESETS if p.slug == "tang-chars")
     info, formula, table, fig, *_ = ngram.run_preset(*preset.resolved())

@@ -1,4 +1,4 @@
-"""demo/overview.py (the Overview tab, issue #17): timeline links, the held-out ladder as the file has it, the
+"""demo/ladder/overview.py (the Overview tab, issue #17): timeline links, the held-out ladder as the file has it, the
 surprisal strip and totals equal to core/ladder's numbers, presets, bad input, and first-open wiring."""
 import csv
 import html
@@ -11,11 +11,13 @@ import gradio as gr
 import numpy as np
 import pytest
 
-from core import i18n, ladder, ladder_heldout
+from core.text import i18n
+from core.ladder import ladder, heldout as ladder_heldout
 import app
-from demo import overview, presets
-from demo.common import sig4
-from demo.figures import COLORWAY, HIGHLIGHT
+from demo.ladder import overview
+from demo.kit import presets
+from demo.server.handlers import sig4
+from demo.kit.figures import COLORWAY, HIGHLIGHT
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -75,8 +77,8 @@ def test_timeline_steps_link_to_their_tabs_in_order():
 
 def test_every_link_opens_a_tab_and_a_preset_the_app_has():
     """Every link the path shows (timeline, step list, each rung's tab) and every rung's link names a tab of the app
-    and, when it names a preset, one that tab registers (demo/presets.py reads ?tab=…&preset=…)."""
-    from demo import tour
+    and, when it names a preset, one that tab registers (demo/kit/presets.py reads ?tab=…&preset=…)."""
+    from demo.kit import tour
 
     registry = app.build_app().preset_registry
     links = [html.unescape(href) for lang in ("en", "zh")
@@ -85,7 +87,7 @@ def test_every_link_opens_a_tab_and_a_preset_the_app_has():
     assert len(links) > 40
     for target in links:
         query = dict(part.split("=", 1) for part in target.lstrip("?").split("&"))
-        if "tour" in query:  # "Start the guided tour" (demo/tour.py checks its stops against the app)
+        if "tour" in query:  # "Start the guided tour" (demo/kit/tour.py checks its stops against the app)
             assert set(query) == {"tour"} and 1 <= int(query["tour"]) <= len(tour.STOPS), target
             continue
         assert query["tab"] in registry.tabs, target
@@ -131,7 +133,7 @@ def test_the_path_shows_the_held_out_ladder_from_the_file():
 
 def test_the_path_is_drawn_when_the_app_is_built_without_an_event():
     """The path is a gr.HTML holding its HTML in every language, drawn when the app is built: nothing runs when the
-    page opens (demo/static_html.py says why), and building it needs no torch (core/ladder_heldout.py)."""
+    page opens (demo/kit/static_html.py says why), and building it needs no torch (core/ladder/heldout.py)."""
     with gr.Blocks() as blocks, gr.Tab("Overview") as tab, presets.Registry(app.TABS).tab("overview", tab):
         overview.build()
     path = next(b for b in blocks.blocks.values() if isinstance(b, gr.HTML) and "static-view" in b.elem_classes)
@@ -198,7 +200,7 @@ def test_bad_input_gets_a_message():
 
 
 def test_the_ladder_fills_itself_on_open_through_the_presets_registry():
-    """The Overview uses demo/presets.py like every tab: its ladder is a view in the second sub-tab, computed when that
+    """The Overview uses demo/kit/presets.py like every tab: its ladder is a view in the second sub-tab, computed when that
     sub-tab opens (the path, drawn when the app is built, has no view). Its presets are buttons with deep links, and
     its lesson steps run them (switching to the ladder's sub-tab)."""
     with gr.Blocks() as blocks, gr.Tab("Overview") as tab, presets.Registry(app.TABS).tab("overview", tab):

@@ -5,8 +5,8 @@ import gradio as gr
 import pytest
 
 import app
-from demo import common
-from core import resolve
+from demo.server import handlers as common
+from core.loading import resolve
 
 
 @pytest.fixture(scope="module")

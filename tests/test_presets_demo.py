@@ -1,4 +1,4 @@
-"""demo/presets.py on the built app: every view's default (what a tab shows on first open) is a real result, deep
+"""demo/kit/presets.py on the built app: every view's default (what a tab shows on first open) is a real result, deep
 links select the tab and sub-tab and compute the preset, and lessons point at presets that exist."""
 from urllib.parse import parse_qsl
 
@@ -8,9 +8,9 @@ import plotly.graph_objects as go
 import pytest
 
 import app
-from core.errors import UserInputError
-from demo import preset_records, presets
-from core import resolve
+from core.text.errors import UserInputError
+from demo.kit import preset_records, presets
+from core.loading import resolve
 
 OFFLINE_VIEWS = {("mlm", "fill"), ("mlm", "compare"), ("mlm", "nsp"), ("ner", "tag"), ("qa", "answer"),
                  ("classify", "checkpoint"), ("ner", "why"), ("qa", "why"),  # issue #35's Why on NER / QA checkpoints
@@ -38,7 +38,7 @@ TABS = [app.tab_id(module) for module in app.TABS]
 
 
 def drawn_when_built(tab: gr.Tab) -> bool:
-    """A tab whose first view is drawn into the page when the app is built (demo/static_html.py): it shows with no
+    """A tab whose first view is drawn into the page when the app is built (demo/kit/static_html.py): it shows with no
     request, so opening it computes nothing."""
     def blocks(block):
         yield block
@@ -91,7 +91,8 @@ def test_opening_the_page_fills_the_first_tab_and_only_lists_its_views(monkeypat
     first tab that computes its views is filled by the page's load, which lists only that tab's views: Gradio builds
     a fresh component for every output a handler leaves out (the deep link, with every view as output, runs only
     when the address has a query). Here the N-gram tab is put first."""
-    from demo import ngram, overview
+    from demo.ngram import ngram
+    from demo.ladder import overview
 
     resolve.set_offline(True)
     assert "app_open" not in {dep.api_name for dep in app.build_app().fns.values()}
@@ -150,7 +151,7 @@ def test_every_runnable_preset_has_a_button_and_a_link_naming_a_preset_that_exis
     runnable = {(tab, slug) for tab, entry in reg.tabs.items() for view in entry.views
                 for slug, preset in view.presets.items() if preset.values is not None}
     assert len(items) > 100
-    for item in items:  # a view that samples adds its preset's seed (demo/sampling.py): ?tab=…&preset=…&seed=…
+    for item in items:  # a view that samples adds its preset's seed (demo/kit/sampling.py): ?tab=…&preset=…&seed=…
         query = dict(parse_qsl(item["link"].removeprefix("?")))
         tab, slug = query["tab"], query["preset"]
         assert item["slug"] == slug and (tab, slug) in runnable, item["link"]
@@ -216,7 +217,7 @@ def test_opening_again_keeps_what_the_learner_did(built):
 
 
 def test_lessons_have_three_steps_that_name_a_section_and_run(built):
-    """Each tab's "Try this" box is one gr.HTML (demo/lessons.py) and one event, ``<tab>_lesson``, sent the number of
+    """Each tab's "Try this" box is one gr.HTML (demo/kit/lessons.py) and one event, ``<tab>_lesson``, sent the number of
     the step: at least three steps (BERT's has five, NER's four), each naming a seed § and holding its question and answer in both languages."""
     blocks, reg = built
     deps = {dep.api_name: dep for dep in blocks.fns.values()}
@@ -241,7 +242,7 @@ def test_lessons_have_three_steps_that_name_a_section_and_run(built):
 
 
 def test_lesson_markdown_is_rendered_and_raw_html_is_not():
-    from demo import lessons
+    from demo.kit import lessons
 
     with gr.Blocks():
         view = presets.View("x", "y", [gr.Textbox()], [gr.Markdown()], lambda text: text,

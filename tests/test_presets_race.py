@@ -1,4 +1,4 @@
-"""demo/presets.py: a default computed on open never overwrites a result the learner asked for (issue #18).
+"""demo/kit/presets.py: a default computed on open never overwrites a result the learner asked for (issue #18).
 
 The race, as it happens under load: the learner opens a tab (its default starts computing), then clicks a preset,
 whose result arrives first; the default used to arrive later and overwrite it."""
@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
-from demo import preset_records, presets
-from core import resolve
+from demo.kit import preset_records, presets
+from core.loading import resolve
 
 
 def session(name: str):
@@ -82,7 +82,7 @@ def test_the_tab_open_event_receives_the_request():
 
 def test_a_preset_is_computed_once_per_process_and_language():
     """First paint: a default does not depend on the learner, so the second session's open reuses the first's."""
-    from core.i18n import using_language
+    from core.text.i18n import using_language
 
     calls = []
 

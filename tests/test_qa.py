@@ -1,4 +1,4 @@
-"""core.qa: parity with transformers' question-answering pipeline on tiny random checkpoints, windows, bad input.
+"""core.tasks.qa: parity with transformers' question-answering pipeline on tiny random checkpoints, windows, bad input.
 
 The reference is benchmarks.bench_qa.TransformersQA: transformers 5 no longer ships QuestionAnsweringPipeline, so it
 is that pipeline rebuilt from transformers' own tokenizer call, model and span decoder (select_starts_ends).
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from benchmarks.bench_qa import TransformersQA, context_of
-from core import qa
-from core.errors import ModelUnavailableError, UserInputError
-from core.limits import MAX_TEXT_CHARS
-from core import checkpoints
-from core import seeds
+from core.tasks import qa
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.text.limits import MAX_TEXT_CHARS
+from core.loading import checkpoints
+from core.text import seeds
 
 QUESTION = "Where do water droplets collide with ice crystals?"
 LONG = context_of(260)  # needs several windows at max_seq_len 64-128
@@ -239,7 +239,7 @@ def chinese_qa(monkeypatch, tmp_path):
 
 
 def test_chinese_qa_checkpoint_is_offered_and_loads_through_the_registry(chinese_qa):
-    from core import registry
+    from core.loading import registry
     from core.nets.bert import BertForQuestionAnswering
 
     assert checkpoints.CHINESE_QA_ID in checkpoints.CHECKPOINTS["qa"] and checkpoints.SQUAD2_ID in checkpoints.CHECKPOINTS["qa"]
@@ -273,8 +273,8 @@ def test_chinese_seed_answers_match_transformers_and_map_to_the_typed_context(ch
 def test_the_seeds_span_37_to_du_is_37_sheshidu_in_the_typed_text(chinese_qa):
     """Seed §14: start at "37", end at "度" gives the answer "37 摄氏度"; the character span is the context's own
     text, mapped back through the cleaning to what the learner typed."""
-    from core import registry
-    from core.textio import clean_text
+    from core.loading import registry
+    from core.text.textio import clean_text
 
     question, context = seeds.SEED_ZH
     typed = context.replace("今天", "今\x07天").replace(" 37", "\r\n37")  # odd characters the cleaning changes

@@ -1,4 +1,4 @@
-"""demo.qa handlers, called directly: highlighted answer, candidates table, probability charts, layout, errors."""
+"""demo.tasks.qa handlers, called directly: highlighted answer, candidates table, probability charts, layout, errors."""
 import json
 from types import SimpleNamespace
 
@@ -6,11 +6,11 @@ import gradio as gr
 import pytest
 
 from benchmarks.bench_qa import TransformersQA
-from core import qa as core_qa
-from core.i18n import using_language
-from demo import qa
-from core import checkpoints
-from core import seeds
+from core.tasks import qa as core_qa
+from core.text.i18n import using_language
+from demo.tasks import qa
+from core.loading import checkpoints
+from core.text import seeds
 
 OPTIONS = dict(max_answer_len=15, top_k=5, doc_stride=128, max_seq_len=384)
 
@@ -191,12 +191,12 @@ def test_qa_sliders_cannot_make_a_refused_combination_for_ordinary_questions():
 
 def _make_subplots_reference(chart: dict, window: int, title: str) -> dict:
     """The probability figure as plotly's own subplot helpers build it (make_subplots, add_vrect, per-row axis
-    updates): demo.qa lays it out by hand in one constructor call, which is 3-4x cheaper (issue #38)."""
+    updates): demo.tasks.qa lays it out by hand in one constructor call, which is 3-4x cheaper (issue #38)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from demo.figures import COLORWAY, HIGHLIGHT, HIGHLIGHT_TINT, styled
-    from demo.i18n import t
+    from demo.kit.figures import COLORWAY, HIGHLIGHT, HIGHLIGHT_TINT, styled
+    from demo.kit.i18n import t
 
     data = chart["windows"][window]
     tokens, span = data["tokens"], data["span"]

@@ -1,4 +1,4 @@
-"""Building and keeping models (core/registry.py, core/families.py, core/weights.py): config first (the family and
+"""Building and keeping models (core/loading/registry.py, core/loading/families.py, core/loading/weights.py): config first (the family and
 the size checked before any weights), shapes checked from the file headers before allocation, only the files a view
 needs, pickles refused, the bounded model cache keyed by the resolved folder, and every learner message of the
 loading path a translation key."""
@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from core import mlm_pretraining, registry, resolve
-from core.checkpoints import CHAR_BERT_ID, MINILM_ID
-from core.errors import ModelUnavailableError, UserInputError, echo
+from core.mlm import pretraining as mlm_pretraining
+from core.loading import registry, resolve
+from core.loading.checkpoints import CHAR_BERT_ID, MINILM_ID
+from core.text.errors import ModelUnavailableError, UserInputError, echo
 from core.nets import bert
 from tests.local_hub import REPO
 
@@ -58,7 +59,7 @@ def test_the_size_estimate_builds_each_config_once(mlm_folder, monkeypatch):
     equals transformers' own for the same config."""
     from transformers import BertConfig, BertModel
 
-    from core import families
+    from core.loading import families
 
     config = json.loads((mlm_folder / "config.json").read_text())
     built = []
@@ -132,7 +133,7 @@ def test_the_char_bert_has_minilm_stand_in_for_wordpiece_views_and_says_why():
 def test_a_model_from_a_config_dict_and_a_safetensors_file(mlm_folder):
     """from_state_dict: what a checkpoint shipped in assets/ needs (it is not an id a learner types, so it is not
     resolved): the same strict load as from_pretrained, a mismatch refused with the key names."""
-    from core.weights import CheckpointMismatchError, load_state_dict
+    from core.loading.weights import CheckpointMismatchError, load_state_dict
 
     config = json.loads((mlm_folder / "config.json").read_text())
     state = load_state_dict(mlm_folder / "model.safetensors")
@@ -213,7 +214,7 @@ def test_every_learner_message_of_the_loading_path_is_a_key():
     parameter (families.head(..., missing)), every call of that function passes a literal key."""
     import ast
 
-    from core import i18n
+    from core.text import i18n
 
     table = i18n.table("en")
     root = Path(__file__).resolve().parent.parent / "core"
@@ -256,7 +257,7 @@ def test_every_learner_message_of_the_loading_path_is_a_key():
 
 
 def test_messages_come_out_in_chinese(server, mlm_folder, monkeypatch):
-    from core.i18n import using_language
+    from core.text.i18n import using_language
 
     monkeypatch.setattr(resolve, "_offline_flag", True)
     with pytest.raises(ModelUnavailableError) as offline:

@@ -1,4 +1,4 @@
-"""Resolving model ids (core/resolve.py, core/hub.py) against a local Hub (tests/hub_server.py): cache reuse offline
+"""Resolving model ids (core/loading/resolve.py, core/loading/hub.py) against a local Hub (tests/hub_server.py): cache reuse offline
 and with the Hub down, deadlines, progress in bytes, one download per id that never blocks a loaded model, sharded
 weights and shard paths confined to their snapshot, the local-folder policy, and messages that name `hf download`.
 Numbers are compared, never wall times (the join timeouts below only guard against a hang)."""
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from core import hub, registry, resolve
-from core.errors import ModelUnavailableError, echo
+from core.loading import hub, registry, resolve
+from core.text.errors import ModelUnavailableError, echo
 from tests.local_hub import REPO, go_offline, in_thread, probabilities, same
 
 
@@ -257,6 +257,7 @@ def test_messages_and_readme_say_hf_download(monkeypatch):
     with pytest.raises(ModelUnavailableError, match="`hf download some-org/some-model`"):
         resolve.resolve("some-org/some-model")
     root = Path(__file__).resolve().parent.parent
-    sources = [root / "README.md", *root.glob("core/*.py"), *root.glob("demo/*.py"), root / "app.py"]
+    sources = [root / "README.md", *root.glob("core/**/*.py"), *root.glob("demo/**/*.py"), root / "app.py"]
+    assert len(sources) >= 150, f"read {len(sources)} files: core/ and demo/ packages were not walked"
     assert not [p.name for p in sources if "huggingface-cli" in p.read_text(encoding="utf-8")]
     assert "hf download" in (root / "README.md").read_text(encoding="utf-8")

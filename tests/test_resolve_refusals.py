@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from core import registry, resolve
-from core.errors import UserInputError
-from core.i18n import using_language
+from core.loading import registry, resolve
+from core.text.errors import UserInputError
+from core.text.i18n import using_language
 
 GPT2_REPO, NER_REPO = "tiny-org/tiny-gpt2", "tiny-org/tiny-bert-ner"
 

@@ -1,4 +1,4 @@
-"""Issue #38 §1: one result cache for the deterministic model views (demo/result_cache.py, core/cache.py).
+"""Issue #38 §1: one result cache for the deterministic model views (demo/server/result_cache.py, core/loading/cache.py).
 
 A class pressing the same preset computes it once (single-flight, batched events too); the key holds each
 checkpoint's revision, so new weights are never answered from an old result; the cache is bounded by the results'
@@ -12,10 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import app
-from core import resolve
-from core.cache import BoundedCache
-from core.checkpoints import CHAR_BERT_ID, FINE_TUNED_MINILM_ID, MINILM_ID
-from demo import result_cache
+from core.loading import resolve
+from core.loading.cache import BoundedCache
+from core.loading.checkpoints import CHAR_BERT_ID, FINE_TUNED_MINILM_ID, MINILM_ID
+from demo.server import result_cache
 
 CLASS = 64  # learners pressing one preset at once
 
@@ -61,7 +61,7 @@ def test_a_failed_computation_is_not_kept_and_a_waiting_caller_computes_it_again
 
 def test_a_class_pressing_the_same_fill_computes_it_once(events, monkeypatch):
     """Through the app's own mlm_fill event (batched): 64 learners, in batches of 8 sent at once, one fill."""
-    from demo import mlm_char_views
+    from demo.mlm import char_views as mlm_char_views
 
     real, filled = mlm_char_views.fill, []
 
@@ -154,9 +154,9 @@ def test_only_views_that_answer_the_same_every_time_share_results(events):
 def test_the_seeded_next_token_view_shares_a_seed_s_draw_and_draws_again_for_another_seed(events, monkeypatch):
     """The GPT next-token view samples, seeded by an input it shows: the same question (seed included) is one
     answer, computed once; another seed is another question, computed and drawn afresh."""
-    from core import gpt as core_gpt
-    from core.checkpoints import CHAR_GPT_ID
-    from demo import gpt as demo_gpt
+    from core.transformer import gpt as core_gpt
+    from core.loading.checkpoints import CHAR_GPT_ID
+    from demo.transformer import gpt as demo_gpt
 
     drawn, real = [], core_gpt.next_token
 
@@ -180,7 +180,7 @@ def test_the_seeded_next_token_view_shares_a_seed_s_draw_and_draws_again_for_ano
 def test_a_cached_answer_needs_no_compute_slot(events):
     """With every BERT compute slot taken (four learners' own texts computing), the preset of the moment still
     answers from the cache; a new text waits for a slot and computes once one is free."""
-    from demo import downloads
+    from demo.server import downloads
 
     explore = events["attention_model"]
     preset = (MINILM_ID, "The animal didn't cross the street because it was too tired.", "", 1, 1, False)
@@ -220,7 +220,7 @@ def test_a_cached_figure_is_kept_as_the_json_gradio_sends(events):
     import gradio as gr
     from gradio.components.plot import PlotData
 
-    from demo import attention
+    from demo.attention import attention
 
     asked = (MINILM_ID, "The animal didn't cross the street because it was too tired.", "", 1, 1, False)
     cached = events["attention_model"](*asked)

@@ -1,4 +1,4 @@
-"""RoBERTa (core/nets/roberta.py, its Family in core/families.py): tiny random checkpoints written by transformers
+"""RoBERTa (core/nets/roberta.py, its Family in core/loading/families.py): tiny random checkpoints written by transformers
 (the test-only reference) with a byte-level BPE tokenizer trained here, served by the local Hub under Hub ids and
 loaded through the registry like any checkpoint. Logits, hidden states and attention probabilities equal
 transformers' on a batch with left padding (positions skip pads), and the tabs' own code (fill-mask, classification,
@@ -13,7 +13,10 @@ import torch
 import transformers
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
-from core import classify, mlm, ner, qa, registry, transformer
+from core.tasks import classify, ner, qa
+from core.mlm import mlm
+from core.loading import registry
+from core.transformer import transformer
 from core.nets import roberta
 from tests.conftest import TINY_BPE_TEXTS
 

@@ -1,4 +1,4 @@
-"""core/sampling.py against transformers (test-only reference): temperature, top-k and top-p equal
+"""core/text/sampling.py against transformers (test-only reference): temperature, top-k and top-p equal
 TemperatureLogitsWarper, TopKLogitsWarper and TopPLogitsWarper (in generate's order) on random logits, ties and
 min_tokens_to_keep included, and on the app's own models' scores; and a seeded generation from GPT-2 equals
 transformers' generate(do_sample=True) token for token."""
@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from transformers.generation.logits_process import (LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper,
                                                     TopPLogitsWarper)
 
-from core import sampling
-from core.errors import UserInputError
-from core.sampling import Settings
+from core.text import sampling
+from core.text.errors import UserInputError
+from core.text.sampling import Settings
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -133,9 +133,10 @@ GRID = [Settings(1.0, 5), Settings(0.7, 0, 0.9), Settings(1.3, 40, 0.95, min_tok
 
 
 def model_scores() -> dict[str, torch.Tensor]:
-    from core import gpt, lstm
-    from core.corpora import load_corpus
-    from core.ngram import NgramModel, log_or_minus_inf, tokenize_sentences
+    from core.transformer import gpt
+    from core.recurrent import lstm
+    from core.text.corpora import load_corpus
+    from core.ngram.ngram import NgramModel, log_or_minus_inf, tokenize_sentences
 
     toy = NgramModel(tokenize_sentences(load_corpus("toy_zh")), 2)  # counts: many exact ties
     moby = NgramModel(tokenize_sentences(load_corpus("moby_dick")[:200_000], lowercase=True), 3, boundaries=True)
@@ -168,12 +169,12 @@ GPT2_SETTINGS = [Settings(1.0, 0, 1.0, 0), Settings(0.7, 20, 1.0, 1), Settings(1
 
 @pytest.mark.parametrize("s", GPT2_SETTINGS, ids=lambda s: f"t{s.temperature}-k{s.top_k}-p{s.top_p}-seed{s.seed}")
 def test_seeded_gpt2_generation_equals_transformers_generate(tiny_gpt2_checkpoint, s):
-    """The same seed and settings: core/gpt.py's draws (through core/sampling.py, with the KV cache) equal
+    """The same seed and settings: core/transformer/gpt.py's draws (through core/text/sampling.py, with the KV cache) equal
     GPT2LMHeadModel.generate(do_sample=True) after torch.manual_seed(seed), token for token; and the same logits
     warped equal transformers' own warped scores at every step."""
     import transformers
 
-    from core import gpt
+    from core.transformer import gpt
 
     folder = tiny_gpt2_checkpoint("bpe")
     model = transformers.GPT2LMHeadModel.from_pretrained(folder).eval()

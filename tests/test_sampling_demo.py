@@ -1,13 +1,16 @@
-"""demo/sampling.py, the sampling controls and next-token figure every generating tab shares (N-gram, RNN & LSTM,
-Transformer & GPT), and the seed in a preset's link (demo/presets.py's ``&seed=``)."""
+"""demo/kit/sampling.py, the sampling controls and next-token figure every generating tab shares (N-gram, RNN & LSTM,
+Transformer & GPT), and the seed in a preset's link (demo/kit/presets.py's ``&seed=``)."""
 from __future__ import annotations
 
 import gradio as gr
 import pytest
 
-from core.i18n import using_language
-from demo import gpt, lstm_generate, ngram, presets, sampling
-from demo.token_figures import next_token_figure
+from core.text.i18n import using_language
+from demo.transformer import gpt
+from demo.recurrent import lstm_generate
+from demo.ngram import ngram
+from demo.kit import presets, sampling
+from demo.kit.token_figures import next_token_figure
 
 
 def test_the_kept_set_is_not_told_by_colour_alone():
@@ -40,7 +43,7 @@ def test_the_same_controls_and_the_same_figure_in_every_generating_tab(handler, 
 
 
 def test_the_table_and_the_summary_in_both_languages():
-    from core.sampling import Sampler, Settings
+    from core.text.sampling import Sampler, Settings
 
     cut = Sampler(Settings(0, 0, 1.0, 0)).draw([1.0, 2.0, 2.0, 0.5], lambda i: "abcd"[i]).cut
     table = sampling.table(cut)

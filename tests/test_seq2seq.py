@@ -8,9 +8,9 @@ import json
 import pytest
 import torch
 
-from core import seq2seq
+from core.seq2seq import seq2seq
 from core.nets.seq2seq import MultiHeadAttention, Seq2SeqConfig, Transformer
-from core.seq2seq import SEQ2SEQ_ASSETS, SourceError
+from core.seq2seq.seq2seq import SEQ2SEQ_ASSETS, SourceError
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # 2 threads crawl on a shared, loaded machine
 RESULTS = json.loads((SEQ2SEQ_ASSETS / "results.json").read_text(encoding="utf-8"))
@@ -127,7 +127,7 @@ def test_teacher_forcing_beside_free_decoding():
 
 
 def test_sampling_settings_reach_the_decoder():
-    from core.sampling import Settings
+    from core.text.sampling import Settings
 
     hot = [seq2seq.translate("je suis étudiant", settings=Settings(temperature=3.0, seed=s)).text for s in range(6)]
     assert len(set(hot)) > 1  # at τ = 3 the draws differ with the seed
@@ -155,7 +155,7 @@ def test_sources_it_cannot_read_say_why(text, kind):
 def test_the_mask_experiment_direction_on_a_quick_run(corpus):
     """§11.1 in small: the same tiny model, data and seed, trained with and without the decoder's mask. Without it
     the training loss falls lower (the decoder reads the word it is scored on), and free decoding fails."""
-    from core.seq2seq_train import TrainSettings, mask_experiment
+    from core.seq2seq.train import TrainSettings, mask_experiment
 
     vocab = seq2seq.shipped()[1]
     short = [pair for pair in corpus["train"] if len(pair[2].split()) <= 4][:1000]
@@ -171,7 +171,7 @@ def test_the_mask_experiment_direction_on_a_quick_run(corpus):
 def test_the_context_experiment_direction_from_the_shipped_lstms(corpus):
     """§11.2 from the shipped LSTM encoder–decoders: on held-out sentences of 17+ source tokens the one-vector model
     loses most words while the attention model keeps them; the figures equal results.json's for those bins."""
-    from core.seq2seq_compare import by_length, shipped_lstm
+    from core.seq2seq.compare import by_length, shipped_lstm
 
     lengths = {src: len(seq2seq.shipped()[1].encode_source(src)[0]) for _, src, _ in corpus["heldout"]}
     short = [p for p in corpus["heldout"] if lengths[p[1]] <= 8][:30]
@@ -188,7 +188,7 @@ def test_the_context_experiment_direction_from_the_shipped_lstms(corpus):
 
 
 def test_the_attention_lstm_aligns_each_target_word_to_the_source():
-    from core.seq2seq_compare import alignment, shipped_lstm
+    from core.seq2seq.compare import alignment, shipped_lstm
 
     model, vocab = shipped_lstm("attention")
     source, words, alpha = alignment(model, vocab, "我爱中国")

@@ -12,9 +12,9 @@ import pytest
 from gradio.state_holder import SessionState
 from gradio.utils import error_payload
 
-from demo import first_page, serving
+from demo.server import first_page, serving
 from tests.conftest import run_async
-from core import resolve
+from core.loading import resolve
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 import app
-from core import i18n
-from core.i18n import using_language
-from core.ladder_heldout import char_gpt_scores, load_held_out
-from core import resolve
+from core.text import i18n
+from core.text.i18n import using_language
+from core.ladder.heldout import char_gpt_scores, load_held_out
+from core.loading import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT_CONFIG = ROOT / "assets" / "gpt" / "config.json"
@@ -51,7 +51,7 @@ def test_the_headline_quotes_the_ladders_own_numbers(lang):
 
 
 def test_the_overview_shows_no_maintainer_text():
-    from demo import overview
+    from demo.ladder import overview
 
     for lang in i18n.LANGUAGES:
         page = overview.path_html(lang, app.TABS) + i18n.text("overview.intro", lang)
@@ -74,7 +74,8 @@ def test_the_char_gpts_two_held_out_figures_come_from_their_files():
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_overview_and_the_gpt_tab_show_both_protocols_side_by_side(lang):
-    from demo import gpt as gpt_demo, overview
+    from demo.transformer import gpt as gpt_demo
+    from demo.ladder import overview
 
     scores = char_gpt_scores()
     nats, bits, stream = f"{scores.window_nats:.3f}", f"{scores.window_bits:.3f}", f"{scores.stream_bits:.3f}"
@@ -98,9 +99,9 @@ def test_the_readmes_quote_the_same_figures():
 
 def test_the_held_out_loss_in_the_config_is_recomputed(one_torch_thread):
     """The 64-window loss the badge quotes, recomputed from the shipped weights (about a second on one thread)."""
-    from core.corpora import load_corpus
-    from core.gpt import GPT_ASSETS, evaluate, load_char_gpt
-    from core.lstm import corpus_ids, split_text
+    from core.text.corpora import load_corpus
+    from core.transformer.gpt import GPT_ASSETS, evaluate, load_char_gpt
+    from core.recurrent.lstm import corpus_ids, split_text
 
     model, vocab, info = load_char_gpt(GPT_ASSETS)
     held = corpus_ids(split_text(load_corpus("moby_dick"))[1], vocab)
@@ -114,8 +115,8 @@ def test_the_held_out_loss_in_the_config_is_recomputed(one_torch_thread):
 
 
 def test_ner_lesson_one_says_what_the_seed_does():
-    from core.ner import bio_to_iobes  # the conversion the lesson runs
-    from core.seeds import SEED_WORD_TAGS
+    from core.tasks.ner import bio_to_iobes  # the conversion the lesson runs
+    from core.text.seeds import SEED_WORD_TAGS
 
     seed_iobes = ["B-PER", "I-PER", "E-PER", "O", "S-LOC", "O", "O"]  # /work/shared/seed-examples.md §7
     assert bio_to_iobes([tag for _, tag in SEED_WORD_TAGS]) == seed_iobes
@@ -143,7 +144,7 @@ LARGE = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, int
 
 
 def test_bert_large_is_counted_from_its_config():
-    from core.mlm_pretraining import model_card
+    from core.mlm.pretraining import model_card
 
     resolve.set_offline(True)
     card = model_card("bert-large-uncased")
@@ -161,7 +162,7 @@ def test_bert_large_is_counted_from_its_config():
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_card_shows_large_beside_base_in_the_learners_language(lang):
-    from demo import mlm_handlers
+    from demo.mlm import handlers as mlm_handlers
 
     resolve.set_offline(True)
     with using_language(lang):
@@ -178,7 +179,7 @@ def test_the_card_shows_large_beside_base_in_the_learners_language(lang):
 
 
 def test_the_bert_large_preset_is_one_click_and_deep_linked():
-    from demo import preset_records
+    from demo.kit import preset_records
 
     resolve.set_offline(True)
     blocks = app.build_app()

@@ -8,9 +8,9 @@ import gradio as gr
 import pytest
 from huggingface_hub import RepoCard
 
-from core import families
-from core.checkpoints import CHECKPOINTS, PACKAGED_MODELS
-from core.weight_files import WEIGHT_FILES
+from core.loading import families
+from core.loading.checkpoints import CHECKPOINTS, PACKAGED_MODELS
+from core.loading.weight_files import WEIGHT_FILES
 from tests import app_events
 from tests.live_app import ROOT
 
@@ -40,7 +40,7 @@ def preset_checkpoints() -> set[str]:
 
 
 def tab_defaults() -> set[str]:
-    """The checkpoint each tab's pickers open on (demo.common.model_picker), as built."""
+    """The checkpoint each tab's pickers open on (demo.server.handlers.model_picker), as built."""
     blocks = app_events.built_app().blocks.values()
     return {block.value for block in blocks
             if isinstance(block, gr.Dropdown) and "checkpoint-picker" in (block.elem_classes or [])}
@@ -56,8 +56,8 @@ def test_every_default_and_every_preset_checkpoint_is_preloaded(card):
 
 
 def test_only_the_files_the_registry_reads_are_preloaded(card):
-    """config.json, one weights file (core/weight_files.py), and the tokenizer files the checkpoint's family reads
-    (core/families.py), at least one of which the registry needs (tokenizer.json or vocab.txt): never a TF, Flax or
+    """config.json, one weights file (core/loading/weight_files.py), and the tokenizer files the checkpoint's family reads
+    (core/loading/families.py), at least one of which the registry needs (tokenizer.json or vocab.txt): never a TF, Flax or
     ONNX copy of the weights."""
     tokenizer_files = {name for family in families.FAMILIES.values() for name in family.tokenizer_files}
     for repo, files in preloaded(card).items():

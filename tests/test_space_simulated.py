@@ -1,7 +1,7 @@
 """A ZeroGPU Space, simulated (issue #48 §2): `python app.py` with SPACE_ID and SPACES_ZERO_GPU set, a stand-in
 `spaces` package (tests/space_stand_in/spaces) that logs each GPU call and refuses any torch module's forward outside
 one, and the checkpoints the Space preloads (README's preload_from_hub) as tiny random ones under their real ids in
-the image's cache, read through PLM_PRELOADED_HUB_CACHE as core/hub.py reads it on a Space with persistent storage.
+the image's cache, read through PLM_PRELOADED_HUB_CACHE as core/loading/hub.py reads it on a Space with persistent storage.
 
 Then, over raw HTTP as a browser's requests arrive: every tab's and sub-tab's open event (each view's default preset),
 every preset that sets a checkpoint, and every model view's main button (learner_events). No event may fail, no
@@ -75,8 +75,8 @@ def opening_value(component: dict):
 
 
 def checkpoint_presets() -> set[tuple[str, str]]:
-    """(preset event, slug) of every preset that sets a checkpoint the app offers (core/checkpoints.py)."""
-    from core.checkpoints import CHECKPOINTS
+    """(preset event, slug) of every preset that sets a checkpoint the app offers (core/loading/checkpoints.py)."""
+    from core.loading.checkpoints import CHECKPOINTS
 
     offered = {model_id for ids in CHECKPOINTS.values() for model_id in ids}
     return {(f"{view.api_prefix}_preset", preset.slug) for view in app_events.views()
@@ -86,7 +86,7 @@ def checkpoint_presets() -> set[tuple[str, str]]:
 
 def learner_events(config: dict) -> list[tuple[str, list]]:
     """(api name, data) for every tab's and sub-tab's open event (each view's default preset), every model view's main
-    event (one with a ``_download`` step: demo.downloads.model_event) with its view's default preset's values (or
+    event (one with a ``_download`` step: demo.server.downloads.model_event) with its view's default preset's values (or
     the values its inputs open with), and every preset that sets a checkpoint. A session's States are the server's: a
     client omits them. (The other presets change a view's text or numbers, not which model runs;
     tests/test_figure_palettes.py and the browser's learner path run every preset.)"""

@@ -1,4 +1,4 @@
-"""On a Space, downloads survive a restart and preloaded checkpoints are found (issue #48 §4): core.hub's
+"""On a Space, downloads survive a restart and preloaded checkpoints are found (issue #48 §4): core.loading.hub's
 use_persistent_storage moves HF_HOME under a persistent folder (``/data``; a temporary one here), unless the operator
 set HF_HOME, and the registry still reads the image's default cache, where preload_from_hub put its checkpoints."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from core import hub, resolve
+from core.loading import hub, resolve
 from tests.live_app import ROOT
 
 COMMIT = "89abcdef0123456789abcdef0123456789abcdef"
@@ -59,8 +59,8 @@ def test_otherwise_nothing_changes(tmp_path, case):
 
 APP_AS_MAIN = """
 import json, os, pathlib, runpy, sys
-import core.hub
-core.hub.SPACE_DATA_DIR = pathlib.Path(sys.argv[1])
+import core.loading.hub
+core.loading.hub.SPACE_DATA_DIR = pathlib.Path(sys.argv[1])
 assert "huggingface_hub" not in sys.modules
 sys.argv = ["app.py", "--help"]  # the app's first lines run, then its argument parser exits
 try:
@@ -72,8 +72,8 @@ print(json.dumps({"hf_home": os.environ.get("HF_HOME"), "hf_hub_cache": huggingf
 """
 APP_IMPORTED = """
 import json, os, pathlib, sys
-import core.hub
-core.hub.SPACE_DATA_DIR = pathlib.Path(sys.argv[1])
+import core.loading.hub
+core.loading.hub.SPACE_DATA_DIR = pathlib.Path(sys.argv[1])
 import app
 print(json.dumps({"hf_home": os.environ.get("HF_HOME")}))
 """
@@ -126,7 +126,7 @@ def test_a_preloaded_checkpoint_is_found_without_a_download_when_hf_home_is_on_d
     with pytest.raises(resolve.ModelUnavailableError) as missing:
         resolve.resolve("dslim/bert-base-NER", "model", task="ner")
     assert missing.value.key == "registry.offline"  # conftest: HF_HUB_OFFLINE=1
-    from core import registry
+    from core.loading import registry
 
     try:
         loaded = registry.load("mlm", "bert-base-uncased")

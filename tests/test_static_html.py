@@ -1,4 +1,4 @@
-"""demo/static_html.py: SVG figures and HTML tables drawn when the app is built (the Overview's path).
+"""demo/kit/static_html.py: SVG figures and HTML tables drawn when the app is built (the Overview's path).
 
 Values are checked against what was passed in, read back from the SVG/HTML with the standard library's XML and CSV
 parsers: every figure must be well-formed XML, every text escaped, every bar as long as its value says."""
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import app
-from demo import presets, static_html
-from demo.figures import COLORWAY, HIGHLIGHT
+from demo.kit import presets, static_html
+from demo.kit.figures import COLORWAY, HIGHLIGHT
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -95,7 +95,8 @@ def test_the_path_imports_gradios_plotly_chunk_once_it_shows():
 
     import gradio as gr
 
-    from demo import figures, overview
+    from demo.kit import figures
+    from demo.ladder import overview
 
     chunk = figures.plotly_chunk()
     assert chunk and (Path(gr.__file__).parent / "templates" / "frontend" / "assets" / chunk).stat().st_size > 1e6

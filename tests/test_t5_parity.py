@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core import registry
-from core.errors import ModelUnavailableError, UserInputError
+from core.loading import registry
+from core.text.errors import ModelUnavailableError, UserInputError
 
 TEXTS = ["translate English to French: I am a student.", "translate English to German: the house is wonderful.",
          "summarize: attention is all you need, queries keys and values.", "I love China. Machine learning."]
@@ -111,7 +111,7 @@ def test_a_t5_checkpoint_is_not_a_masked_lm(tiny_t5):
 def test_step_by_step_translation_records_what_generate_writes(tiny_t5):
     """core/seq2seq.translate_t5, the view's per-step record on a T5: its pieces are generate's, and each step's
     cross-attention is the one transformers returns for that prefix."""
-    from core import seq2seq
+    from core.seq2seq import seq2seq
 
     folder, reference = tiny_t5
     loaded = registry.load("seq2seq", str(folder))

@@ -5,11 +5,11 @@ import unicodedata
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from core.checkpoints import MINILM_ID
-from core.textio import clean_text, decode_text, normalize_text
-from core.tokenizer import WordPieceTokenizer, longest_first
-from core import resolve
-from core import limits
+from core.loading.checkpoints import MINILM_ID
+from core.text.textio import clean_text, decode_text, normalize_text
+from core.text.tokenizer import WordPieceTokenizer, longest_first
+from core.loading import resolve
+from core.text import limits
 
 SEPARATORS = ["\r", "\r\n", "\u2028", "\u2029", "\x85", "\x0b", "\x0c"]
 
@@ -102,7 +102,7 @@ def _plain(text):
 
 
 def test_ner_offsets_point_into_the_typed_text(tiny_checkpoint):
-    from core import ner
+    from core.tasks import ner
 
     folder = tiny_checkpoint("BertForTokenClassification", num_labels=5,
                              id2label={0: "O", 1: "B-PER", 2: "I-PER", 3: "B-LOC", 4: "I-LOC"},
@@ -119,7 +119,7 @@ def test_ner_offsets_point_into_the_typed_text(tiny_checkpoint):
 
 
 def test_qa_answer_offsets_point_into_the_typed_context(tiny_checkpoint):
-    from core import qa
+    from core.tasks import qa
 
     folder = tiny_checkpoint("BertForQuestionAnswering")
     typed = "Cafe\u0301 au lait\r\nis served\u2028in Paris\x00 every morning.\r\nIt costs two euros."

@@ -1,5 +1,5 @@
-"""The tokenizer lab's core (core/tokenizer_lab.py) and the teaching BPE trainer (core/bpe.py): on the bundled
-corpora and the same settings, core/bpe.py's merges, their order and the vocabulary's ids equal the tokenizers
+"""The tokenizer lab's core (core/transformer/tokenizer_lab.py) and the teaching BPE trainer (core/transformer/bpe.py): on the bundled
+corpora and the same settings, core/transformer/bpe.py's merges, their order and the vocabulary's ids equal the tokenizers
 library's BpeTrainer (the reference, used directly); a trained BPE encodes text as tokenizers' BPE model does; every
 tokenizer's pieces cover the text's bytes, with byte fragments ("�") marked; bad input gets a message."""
 from __future__ import annotations
@@ -11,15 +11,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-from core import bpe, resolve
-from core import tokenizer_lab as lab
-from core.corpora import load_corpus
-from core.errors import UserInputError
+from core.transformer import bpe
+from core.loading import resolve
+from core.transformer import tokenizer_lab as lab
+from core.text.corpora import load_corpus
+from core.text.errors import UserInputError
 from tests import chinese_checkpoints
 
 
 def reference(lines: list[str], vocab_size: int, min_frequency: int = 0, special_tokens=()) -> Tokenizer:
-    """tokenizers' BpeTrainer with core/bpe.py's conventions: GPT-2's byte-level words, the 256 byte symbols."""
+    """tokenizers' BpeTrainer with core/transformer/bpe.py's conventions: GPT-2's byte-level words, the 256 byte symbols."""
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tokenizer.train_from_iterator(lines, trainers.BpeTrainer(
@@ -95,7 +96,7 @@ def test_each_merge_is_the_most_frequent_pair_then():
 
 def test_a_trained_bpe_encodes_as_tokenizers_bpe_model_does():
     trained = lab.train_bpe("moby_dick", load_corpus("moby_dick"), 1000)
-    assert trained.trainer == "core/bpe.py" and trained.vocab_size == 1000 and len(trained.steps) == lab.STEPS_SHOWN
+    assert trained.trainer == "core/transformer/bpe.py" and trained.vocab_size == 1000 and len(trained.steps) == lab.STEPS_SHOWN
     model = reference(load_corpus("moby_dick").splitlines(), 1000)
     for text in ("Call me Ishmael. Some years ago", "strawberries and whales", "我学中文", "  two  spaces\nnew line"):
         assert trained.encode(text) == model.encode(text).tokens
@@ -105,7 +106,7 @@ def test_above_the_threshold_tokenizers_trains_and_the_steps_are_the_same():
     text = load_corpus("moby_dick")[:300_000]
     ours_trained = lab.train_bpe("moby_dick", text, 800, ours_max_bytes=10**9)
     library = lab.train_bpe("moby_dick", text, 800, ours_max_bytes=1000)
-    assert (ours_trained.trainer, library.trainer) == ("core/bpe.py", "tokenizers")
+    assert (ours_trained.trainer, library.trainer) == ("core/transformer/bpe.py", "tokenizers")
     assert library.merges == ours_trained.merges and library.vocab_size == ours_trained.vocab_size == 800
     assert [(m.left, m.right, m.count) for m in library.steps] == [(m.left, m.right, m.count)
                                                                   for m in ours_trained.steps]

@@ -1,12 +1,13 @@
-"""demo/tokenizer_lab.py, the Transformer & GPT tab's "Tokenizer lab" sub-tab: its presets fill every output, the
+"""demo/transformer/tokenizer_lab.py, the Transformer & GPT tab's "Tokenizer lab" sub-tab: its presets fill every output, the
 figure marks byte fragments without relying on colour, the merge steps replay, both languages, clear errors."""
 from __future__ import annotations
 
 import gradio as gr
 import pytest
 
-from core.i18n import using_language
-from demo import token_figures, tokenizer_lab
+from core.text.i18n import using_language
+from demo.kit import token_figures
+from demo.transformer import tokenizer_lab
 
 
 def run(slug: str):
@@ -25,7 +26,7 @@ def test_straw_berries_fills_every_output_offline():
     assert list(wordpiece.text) == ["straw", "##berries"] and list(wordpiece.base) == [0, 5]  # the seed's example
     assert [trace.y[0] for trace in strips.data] == names and sum(strips.data[0].x) == 12  # bytes = characters
     assert "hf download gpt2" in note and "hf download bert-base-chinese" in note  # the two missing: one card each
-    assert "core/bpe.py" in note and "vocabulary 1,000 = 256 byte symbols + 744 merges" in note
+    assert "core/transformer/bpe.py" in note and "vocabulary 1,000 = 256 byte symbols + 744 merges" in note
     assert step_note.startswith("**Merge 1**") and "“␣” + “t” → “␣t”" in step_note
     assert step_plot.data[0].y[0].startswith("␣ + t") and len(merges) == 40
     assert merges.iloc[0, 1:5].tolist() == ["␣", "t", "␣t", 32763]

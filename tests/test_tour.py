@@ -1,4 +1,4 @@
-"""The guided tour's stops (demo/tour.py) against the built app: issue #37.
+"""The guided tour's stops (demo/kit/tour.py) against the built app: issue #37.
 
 Every stop names a tab of app.TABS, a runnable preset of that tab, the sub-tab that preset opens, and outputs of the
 preset's view that sit in that sub-tab; there are 20-30 stops; they follow the seed's arc in order; each cites a seed
@@ -13,9 +13,9 @@ import pytest
 
 import app as app_module
 from core import checks
-from core.i18n import table
-from demo import tour
-from demo.presets import enclosing_tab
+from core.text.i18n import table
+from demo.kit import tour
+from demo.kit.presets import enclosing_tab
 
 # The seed posts: shared/ beside the checkout (CI), or the workplace's copy.
 SEEDS = next((path for path in (Path(__file__).resolve().parents[2] / "shared" / "seeds", Path("/work/shared/seeds"))
@@ -132,7 +132,7 @@ def test_both_languages_say_what_to_look_at_in_two_to_four_sentences(lang):
 
 
 def test_the_overview_and_the_header_start_the_tour(built):
-    from demo import overview
+    from demo.ladder import overview
 
     for lang in ("en", "zh"):
         assert 'href="?tour=1"' in overview.path_html(lang, app_module.TABS)

@@ -4,7 +4,7 @@ The trainers: word2vec and the RNN/LSTM pair (tests/test_training_jobs.py), the 
 (classify_train), the char-BERT retrain (mlm_train) and the tokenizer lab's BPE learner. ELMo does not train in the
 app (scripts/train_elmo.py trained the shipped weights). Time is faked where a trainer checks a clock each step, as
 tests/test_training_jobs.py does: each reading of the clock advances it, so a run "takes" its whole budget in a few
-real seconds and nothing asserts on wall time. The BPE learner has no clock: its bound is its input cap (core/bpe.py
+real seconds and nothing asserts on wall time. The BPE learner has no clock: its bound is its input cap (core/transformer/bpe.py
 takes at most OURS_MAX_BYTES, measured at 2 s of CPU in README's Issue 36 section; larger corpora go to
 `tokenizers`, tests/test_tokenizer_lab.py).
 """
@@ -14,8 +14,11 @@ import re
 
 import pytest
 
-from core import finetune, finetune_train, jobs, limits, nnlm
-from core.corpora import DEFAULT_LABELLED
+from core.tasks import finetune, finetune_train
+from core.loading import jobs
+from core.text import limits
+from core.embeddings import nnlm
+from core.text.corpora import DEFAULT_LABELLED
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 SLACK = 5.0  # seconds past its budget a run may end (the step under way and the held-out pass)
@@ -33,7 +36,7 @@ class FakeClock:
 
 
 def test_the_nnlm_at_its_sliders_maxima_stops_within_its_120_s_and_says_so(monkeypatch):
-    from demo import embeddings_nnlm
+    from demo.embeddings import nnlm as embeddings_nnlm
 
     monkeypatch.setattr(nnlm.time, "perf_counter", FakeClock(tick=10.0))  # ~12 steps: the held-out pass is foreseen
     monkeypatch.setattr(nnlm, "_TRAINED", {})
@@ -59,7 +62,7 @@ def test_fine_tuning_at_its_sliders_maxima_stops_within_its_budget_and_says_so(m
 
 
 def test_the_char_bert_retrain_at_its_slider_maximum_stops_within_its_budget_and_says_so(monkeypatch):
-    from demo import mlm_train
+    from demo.mlm import train as mlm_train
 
     monkeypatch.setattr(jobs.time, "monotonic", FakeClock(tick=2.0))  # a reading per step: ~50 steps of 3,000
     figure, note = list(mlm_train.train(mlm_train.MOBY, None, limits.MAX_CHAR_BERT_STEPS,

@@ -15,12 +15,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core import finetune, finetune_train
-from core import lstm as core_lstm
-from core.corpora import DEFAULT_LABELLED, load_corpus
-from core.i18n import using_language
-from core.sampling import Settings
-from demo import classify, embeddings, lstm, lstm_train, presets
+from core.tasks import finetune, finetune_train
+from core.recurrent import lstm as core_lstm
+from core.text.corpora import DEFAULT_LABELLED, load_corpus
+from core.text.i18n import using_language
+from core.text.sampling import Settings
+from demo.tasks import classify
+from demo.embeddings import embeddings
+from demo.recurrent import lstm, lstm_train
+from demo.kit import presets
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

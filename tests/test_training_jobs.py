@@ -1,6 +1,6 @@
 """Training fairness (issue 21 §1): a work budget per run, one run per browser session, a bounded concurrency group.
 
-Time is faked (core.jobs reads time.monotonic): nothing here asserts on wall time. benchmarks/training_budget.py
+Time is faked (core.loading.jobs reads time.monotonic): nothing here asserts on wall time. benchmarks/training_budget.py
 measures real runs at the sliders' maxima."""
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import types
 import gradio as gr
 import pytest
 
-from core import embeddings_word2vec as word2vec
-from core import jobs, resolve
+from core.embeddings import word2vec
+from core.loading import jobs, resolve
 from tests.conftest import run_async
 
 
 class FakeClock:
-    """time.monotonic for core.jobs: each reading advances by ``tick`` seconds."""
+    """time.monotonic for core.loading.jobs: each reading advances by ``tick`` seconds."""
 
     def __init__(self, tick: float):
         self.now, self.tick = 0.0, tick
@@ -72,7 +72,7 @@ def test_word2vec_stops_with_its_model_when_told():
 
 
 def test_word2vec_at_the_sliders_maxima_stops_within_its_budget_and_says_so(fast_clock, one_torch_thread):
-    from demo import embeddings
+    from demo.embeddings import embeddings
 
     fig, summary, model = embeddings.train(embeddings.MOBY, None, embeddings.SKIPGRAM, 200, 10, 10, 1,
                                            progress=lambda *a, **k: None)
@@ -83,7 +83,7 @@ def test_word2vec_at_the_sliders_maxima_stops_within_its_budget_and_says_so(fast
 
 @pytest.mark.slow  # 15-130 s in the fast lane's run (issue 49)
 def test_lstm_training_at_the_sliders_maxima_stops_within_its_budget_and_says_so(fast_clock, one_torch_thread):
-    from demo import lstm as lstm_demo
+    from demo.recurrent import lstm as lstm_demo
 
     with gr.Blocks() as blocks:
         lstm_demo.build()
@@ -96,7 +96,7 @@ def test_lstm_training_at_the_sliders_maxima_stops_within_its_budget_and_says_so
 
 
 def test_a_new_run_from_the_same_session_replaces_the_running_one(one_torch_thread):
-    from demo import embeddings
+    from demo.embeddings import embeddings
 
     old = jobs.TRAINING.start("browser-1")
     request = types.SimpleNamespace(session_hash="browser-1")
@@ -138,7 +138,7 @@ def test_trainers_share_one_bounded_concurrency_group():
 
 
 def test_queued_runs_of_the_session_are_replaced_by_a_new_one():
-    from demo import serving
+    from demo.server import serving
 
     event = lambda session: types.SimpleNamespace(session_hash=session, _id=f"{session}-{id(object())}",  # noqa: E731
                                                   alive=True)

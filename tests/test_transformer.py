@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from core import param_count as pc
-from core import transformer as tr
-from core import resolve
-from core.checkpoints import MINILM_ID
-from core.errors import UserInputError
+from core.transformer import param_count as pc
+from core.transformer import transformer as tr
+from core.loading import resolve
+from core.loading.checkpoints import MINILM_ID
+from core.text.errors import UserInputError
 
 TOL = 1e-5
 SENTENCE = "The bank raised interest rates, so we walked along the river bank."
@@ -93,7 +93,7 @@ def test_in_float64_the_walk_equals_transformers_to_float32_rounding(minilm_refe
     in float64, every LayerNorm output agrees to within the final rounding of the returned float32 vectors."""
     import copy
 
-    from core import registry
+    from core.loading import registry
 
     base = copy.deepcopy(registry.load("encoder", MINILM_ID).model.base).double().cpu()
     reference = copy.deepcopy(minilm_reference).double()
@@ -111,7 +111,7 @@ def test_in_float64_the_walk_equals_transformers_to_float32_rounding(minilm_refe
 
 
 def test_minilm_final_state_equals_our_encoders_own_output():
-    from core import registry
+    from core.loading import registry
 
     loaded = registry.load("encoder", MINILM_ID)
     tokenized = tr.tokenize(SENTENCE)
@@ -282,8 +282,8 @@ def test_unshared_embeddings_add_a_target_table_and_an_output_projection():
 
 
 def test_minilm_count_equals_transformers_bert_model_and_the_file(minilm_reference):
-    from core import registry
-    from core.weights import load_state_dict
+    from core.loading import registry
+    from core.loading.weights import load_state_dict
 
     loaded = registry.load("encoder", MINILM_ID)
     count = pc.parameter_count(pc.encoder_shape(loaded.config, "MiniLM-L6"))

@@ -7,11 +7,11 @@ import pytest
 
 import gradio as gr
 
-from core import param_count as pc  # noqa: E402
-from core import transformer as tr  # noqa: E402
-from core.checkpoints import MINILM_ID  # noqa: E402
-from demo import transformer as tab  # noqa: E402
-from demo.figures import HIGHLIGHT  # noqa: E402
+from core.transformer import param_count as pc  # noqa: E402
+from core.transformer import transformer as tr  # noqa: E402
+from core.loading.checkpoints import MINILM_ID  # noqa: E402
+from demo.transformer import transformer as tab  # noqa: E402
+from demo.kit.figures import HIGHLIGHT  # noqa: E402
 
 TEXT, TOKEN, LAYER = tab.BLOCK_DEFAULT
 
@@ -141,7 +141,7 @@ def test_every_event_is_prefixed_and_the_views_draw_when_opened():
     assert all(name.startswith("transformer_") for name in deps)
     assert {"transformer_block", "transformer_base_params", "transformer_block_open", "transformer_base_open",
             "transformer_block_preset", "transformer_base_preset", "transformer_lesson"} <= set(deps)
-    # opening a sub-tab (demo/presets.py) runs its default preset: the two banks, and the seed's Transformer base
+    # opening a sub-tab (demo/kit/presets.py) runs its default preset: the two banks, and the seed's Transformer base
     updates = deps["transformer_block_open"].fn(False)
     values = list(updates.values())
     assert [TEXT, TOKEN, LAYER] == values[2:5] or TEXT in values  # the inputs are set to the default preset
@@ -153,7 +153,7 @@ def test_every_event_is_prefixed_and_the_views_draw_when_opened():
 
 def test_latex_is_rendered_not_shown_raw():
     """Every Markdown that holds $…$ renders inline and display maths (Gradio's default renders only $$…$$)."""
-    from demo.i18n import table
+    from demo.kit.i18n import table
 
     with gr.Blocks() as blocks:
         tab.build()
@@ -170,7 +170,7 @@ def test_latex_is_rendered_not_shown_raw():
         assert {"left": "$$", "right": "$$", "display": True} in delimiters
 
 def test_results_and_errors_come_in_the_learners_language():
-    from core.i18n import using_language
+    from core.text.i18n import using_language
 
     with using_language("zh"):
         summary, table, figure = tab.base_params(6, 6, 512, 8, 2048, 37000, True)

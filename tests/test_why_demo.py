@@ -1,14 +1,14 @@
-"""demo/why.py: the "Why this answer" views' handlers, called directly; what they show equals core's numbers."""
+"""demo/why/why.py: the "Why this answer" views' handlers, called directly; what they show equals core's numbers."""
 import re
 
 import gradio as gr
 import numpy as np
 import pytest
 
-from core import logit_lens, why as core_why
-from core.checkpoints import CHAR_GPT_ID
-from core.i18n import using_language
-from demo import why
+from core.why import logit_lens, why as core_why
+from core.loading.checkpoints import CHAR_GPT_ID
+from core.text.i18n import using_language
+from demo.why import why
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -72,7 +72,7 @@ def test_bad_input_gets_a_message(text, steps, fragment):
 
 
 def test_a_missing_gpt2_shows_the_download_card(monkeypatch):
-    from core import resolve
+    from core.loading import resolve
 
     monkeypatch.setattr(resolve, "is_offline", lambda: True)
     note, html, fig, shown = why.explain_gpt("gpt2", "The animal", 8)

@@ -1,4 +1,4 @@
-"""demo/why_encoders.py: the "Why this answer" views of the BERT tabs (masked LM, NER, QA, classification), called
+"""demo/why/encoders.py: the "Why this answer" views of the BERT tabs (masked LM, NER, QA, classification), called
 directly on tiny random checkpoints written by transformers (and on the real MiniLM-L6 for the fine-tuned classifier).
 What they show equals core's numbers and the tabs' own predictions; bad input and missing checkpoints get messages."""
 from __future__ import annotations
@@ -10,12 +10,14 @@ import gradio as gr
 import numpy as np
 import pytest
 
-from core import classify as core_classify, finetune, finetune_train, logit_lens, ner as core_ner, qa as core_qa
-from core import resolve, why as core_why, why_encoders as core_encoders
-from core.checkpoints import CHAR_BERT_ID, FINE_TUNED_MINILM_ID, SST2_ID
-from core.corpora import DEFAULT_LABELLED
-from core.i18n import using_language
-from demo import why_encoders as views
+from core.tasks import classify as core_classify, finetune, finetune_train, ner as core_ner, qa as core_qa
+from core.why import logit_lens
+from core.loading import resolve
+from core.why import why as core_why, encoders as core_encoders
+from core.loading.checkpoints import CHAR_BERT_ID, FINE_TUNED_MINILM_ID, SST2_ID
+from core.text.corpora import DEFAULT_LABELLED
+from core.text.i18n import using_language
+from demo.why import encoders as views
 from tests.test_why_demo import strip_values
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -12,11 +12,13 @@ import gradio as gr
 import pytest
 import torch
 
-from core import attribution, gpt, logit_lens, why as core_why
-from core.checkpoints import CHAR_GPT_ID
-from core.i18n import using_language
-from demo import result_cache, why
-from demo.common import sig4_text
+from core.why import attribution, logit_lens, why as core_why
+from core.transformer import gpt
+from core.loading.checkpoints import CHAR_GPT_ID
+from core.text.i18n import using_language
+from demo.server import result_cache
+from demo.why import why
+from demo.server.handlers import sig4_text
 
 from captum.attr import InputXGradient, IntegratedGradients  # a test requirement: missing, the module fails
 

@@ -1,4 +1,4 @@
-""""Your turn" (issue #51), the UI's side: demo/your_turn.py's endpoints, called as handlers and through
+""""Your turn" (issue #51), the UI's side: demo/kit/your_turn.py's endpoints, called as handlers and through
 gradio_client against the built app, and the block each tab gets.
 
 Whether each check's answer is the model's (counts by hand, the reference library, the formula) is core's test
@@ -16,8 +16,9 @@ import pytest
 
 from core import checks as registry
 from core.checks.base import Answer, Check, Setup
-from core.i18n import text
-from demo import downloads, static_html, your_turn
+from core.text.i18n import text
+from demo.server import downloads
+from demo.kit import static_html, your_turn
 
 EN = SimpleNamespace(headers={"accept-language": "en-US"})
 ZH = SimpleNamespace(headers={"accept-language": "zh-CN,zh;q=0.9"})

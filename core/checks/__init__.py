@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from core.checks import attention, classify, embeddings, lstm, mlm, ner, ngram, overview, qa, transformer
 from core.checks.base import TABS, Check
-from core.errors import UserInputError
+from core.text.errors import UserInputError
 
 MODULES = [overview, ngram, embeddings, lstm, attention, transformer, mlm, ner, qa, classify]
 

@@ -1,16 +1,16 @@
-"""Checks of the Attention tab (seed §8–§11): the toy equations of core/attention.py and MiniLM's attention maps
+"""Checks of the Attention tab (seed §8–§11): the toy equations of core/attention/attention.py and MiniLM's attention maps
 (the packaged sentence-transformers/all-MiniLM-L6-v2, offline), as the tab computes them."""
 from __future__ import annotations
 
 import numpy as np
 
-from core.checkpoints import MINILM_ID
+from core.loading.checkpoints import MINILM_ID
 from core.checks.base import Answer, Check, Say, Setup, own, shown
-from core.errors import UserInputError
-from core.lazy import lazy_import
-from core.seeds import thinking_machines
+from core.text.errors import UserInputError
+from core.loading.lazy import lazy_import
+from core.text.seeds import thinking_machines
 
-att = lazy_import("core.attention")
+att = lazy_import("core.attention.attention")
 
 IT_TEXT = "The animal didn't cross the street because it was too tired."
 LAYER, HEAD = 5, 1  # 1-based, as the tab's sliders count
@@ -64,7 +64,7 @@ def causal_answer(own_text):
     Q, K, V = att.project(m["x"], m["W_Q"], m["W_K"], m["W_V"])
     probs = att.scaled_dot_product_attention(Q, K, V, causal=True).probs  # (4, 4), the tab's masked map
     mass = tuple((name, float(probs[where].sum())) for name, where in regions(len(probs)).items())
-    return Answer(min(mass, key=lambda m: m[1])[0], mass, "core.attention", higher_wins=False)
+    return Answer(min(mass, key=lambda m: m[1])[0], mass, "core.attention.attention", higher_wins=False)
 
 
 # -- the Thinking Machines weight --------------------------------------------------------------------------------
@@ -76,7 +76,7 @@ def thinking_setup(own_text):
 def thinking_answer(own_text):
     m = thinking_machines()
     weight = float(att.scaled_dot_product_attention(m["Q"], m["K"], m["V"]).probs[0, 0])
-    return Answer(weight, (("Thinking → Thinking", weight),), "core.seeds.thinking_machines")
+    return Answer(weight, (("Thinking → Thinking", weight),), "core.text.seeds.thinking_machines")
 
 
 CHECKS = [

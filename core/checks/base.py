@@ -23,9 +23,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from core import i18n
-from core.errors import UserInputError
-from core.limits import MAX_SHORT_TEXT_CHARS
+from core.text import i18n
+from core.text.errors import UserInputError
+from core.text.limits import MAX_SHORT_TEXT_CHARS
 
 KINDS = ("choice", "number", "token", "order")
 TABS = ("overview", "ngram", "embeddings", "lstm", "attention", "transformer", "mlm", "ner", "qa", "classify")

@@ -1,19 +1,19 @@
-"""Checks of the Classification tab (seed §14.1–§14.2): a fine-tuned SST-2 checkpoint through core/classify.py and
+"""Checks of the Classification tab (seed §14.1–§14.2): a fine-tuned SST-2 checkpoint through core/tasks/classify.py and
 its Why view (core/why_encoders.explain_class), which need the checkpoint from the Hub (offline: the download card);
-and fine-tuning MiniLM-L6 here against the GloVe baseline (core/finetune.py, core/finetune_train.py), offline."""
+and fine-tuning MiniLM-L6 here against the GloVe baseline (core/tasks/finetune.py, core/tasks/finetune_train.py), offline."""
 from __future__ import annotations
 
-from core.checkpoints import SST2_ID
+from core.loading.checkpoints import SST2_ID
 from core.checks.base import Answer, Check, Say, Setup, missing, own, shown
-from core.corpora import DEFAULT_LABELLED
-from core.errors import ModelUnavailableError
-from core.lazy import lazy_import
+from core.text.corpora import DEFAULT_LABELLED
+from core.text.errors import ModelUnavailableError
+from core.loading.lazy import lazy_import
 
-classify = lazy_import("core.classify")
-finetune = lazy_import("core.finetune")
-finetune_train = lazy_import("core.finetune_train")
-registry = lazy_import("core.registry")
-why_encoders = lazy_import("core.why_encoders")
+classify = lazy_import("core.tasks.classify")
+finetune = lazy_import("core.tasks.finetune")
+finetune_train = lazy_import("core.tasks.finetune_train")
+registry = lazy_import("core.loading.registry")
+why_encoders = lazy_import("core.why.encoders")
 
 MODEL_ID = SST2_ID
 TEXT = "The film was slow at first, but the ending left me smiling for days."

@@ -1,11 +1,11 @@
-"""Checks of the Word embeddings tab (seed §3–§4): GloVe 6B 50d through core/embeddings.py, as the tab queries it."""
+"""Checks of the Word embeddings tab (seed §3–§4): GloVe 6B 50d through core/embeddings/embeddings.py, as the tab queries it."""
 from __future__ import annotations
 
 from core.checks.base import Answer, Check, Say, Setup, own, shown
-from core.errors import UserInputError
-from core.lazy import lazy_import
+from core.text.errors import UserInputError
+from core.loading.lazy import lazy_import
 
-embeddings = lazy_import("core.embeddings")
+embeddings = lazy_import("core.embeddings.embeddings")
 
 WORD, ANALOGY, RANKS = "frog", "king man woman", (1, 4, 12, 40)
 ORDER = "king queen prince castle banana"

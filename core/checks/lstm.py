@@ -1,14 +1,14 @@
-"""Checks of the RNN & LSTM tab (seed §6): the shipped Moby-Dick character models through core/lstm.py and the
-LSTM's Why view (core/why.py), as the tab runs them."""
+"""Checks of the RNN & LSTM tab (seed §6): the shipped Moby-Dick character models through core/recurrent/lstm.py and the
+LSTM's Why view (core/why/why.py), as the tab runs them."""
 from __future__ import annotations
 
 from core.checks.base import Answer, Check, Say, Setup, own, shown, top_options
-from core.errors import UserInputError
-from core.lazy import lazy_import
+from core.text.errors import UserInputError
+from core.loading.lazy import lazy_import
 
-lstm = lazy_import("core.lstm")
+lstm = lazy_import("core.recurrent.lstm")
 torch = lazy_import("torch")
-why = lazy_import("core.why")
+why = lazy_import("core.why.why")
 
 MODEL = "RNN + LSTM (assets/rnn, Moby-Dick)"
 STEPS = 50  # how far back the gradient travels

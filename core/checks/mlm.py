@@ -1,7 +1,7 @@
-"""Checks of the Masked LM tab (seed §12–§13): the char-BERT shipped in assets/char_bert (core/mlm_char.py, and its
-Why view core/why.py), offline, and a Hub BERT's fill (core/mlm.py), which needs its checkpoint.
+"""Checks of the Masked LM tab (seed §12–§13): the char-BERT shipped in assets/char_bert (core/mlm/char.py, and its
+Why view core/why/why.py), offline, and a Hub BERT's fill (core/mlm/mlm.py), which needs its checkpoint.
 
-"Both sides or left only" scores the hidden word the way the tab's comparison (core/mlm_char_compare.py) reads the
+"Both sides or left only" scores the hidden word the way the tab's comparison (core/mlm/char_compare.py) reads the
 text, both sides or cut after the blank, with the char-BERT's own probabilities (mlm_char.probabilities_at): the
 fills the view shows are argmaxes, and two wrong fills would tie; the probability of the true word does not."""
 from __future__ import annotations
@@ -9,16 +9,16 @@ from __future__ import annotations
 import math
 import re
 
-from core.checkpoints import CHAR_BERT_ID
+from core.loading.checkpoints import CHAR_BERT_ID
 from core.checks.base import Answer, Check, Say, Setup, missing, own, shown, top_options
-from core.errors import ModelUnavailableError, UserInputError
-from core.lazy import lazy_import
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.loading.lazy import lazy_import
 
-mlm = lazy_import("core.mlm")
-mlm_char = lazy_import("core.mlm_char")
-registry = lazy_import("core.registry")
+mlm = lazy_import("core.mlm.mlm")
+mlm_char = lazy_import("core.mlm.char")
+registry = lazy_import("core.loading.registry")
 torch = lazy_import("torch")
-why = lazy_import("core.why")
+why = lazy_import("core.why.why")
 
 FILL_TEXT = "the man went to the store. he bought a gallon o_ milk."
 SIDES_TEXT = "The weather today is very [bad], so we had to cancel the outdoor game."

@@ -1,4 +1,4 @@
-"""Checks of the NER tab (seed §14): dslim/bert-base-NER through core/ner.py (tags per word under the "first"
+"""Checks of the NER tab (seed §14): dslim/bert-base-NER through core/tasks/ner.py (tags per word under the "first"
 strategy, BIO as the model writes it and IOBES converted by ner.bio_to_iobes), as the tab shows them. The checkpoint
 is downloaded from the Hub: offline these checks show the download card."""
 from __future__ import annotations
@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 
 from core.checks.base import Answer, Check, Say, Setup, missing, own, shown
-from core.errors import ModelUnavailableError, UserInputError
-from core.lazy import lazy_import
-from core.limits import MAX_MODEL_TOKENS
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.loading.lazy import lazy_import
+from core.text.limits import MAX_MODEL_TOKENS
 
-ner = lazy_import("core.ner")
-registry = lazy_import("core.registry")
-why_encoders = lazy_import("core.why_encoders")
+ner = lazy_import("core.tasks.ner")
+registry = lazy_import("core.loading.registry")
+why_encoders = lazy_import("core.why.encoders")
 
 MODEL_ID = "dslim/bert-base-NER"
 TEXT = "Captain [Ahab] sailed the Pequod out of Nantucket with Starbuck and Queequeg."

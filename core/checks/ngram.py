@@ -1,10 +1,10 @@
-"""Checks of the n-gram tab (seed §2.1): counted on the seed's toy corpus with core/ngram.py, as the tab does."""
+"""Checks of the n-gram tab (seed §2.1): counted on the seed's toy corpus with core/ngram/ngram.py, as the tab does."""
 from __future__ import annotations
 
 from core.checks.base import Answer, Check, Say, Setup, own, shown
-from core.corpora import load_corpus
-from core.errors import UserInputError
-from core.ngram import NgramModel, tokenize_sentences
+from core.text.corpora import load_corpus
+from core.text.errors import UserInputError
+from core.ngram.ngram import NgramModel, tokenize_sentences
 
 TOY = "toy_zh"
 MODEL = "bigram (n = 2)"

@@ -1,11 +1,11 @@
-"""Checks of the Overview tab: the ladder (core/ladder.py), one text through the character models the app ships,
+"""Checks of the Overview tab: the ladder (core/ladder/ladder.py), one text through the character models the app ships,
 scored in bits per character, as the Overview's ladder view shows it."""
 from __future__ import annotations
 
 from core.checks.base import Answer, Check, Say, Setup, own, shown
-from core.lazy import lazy_import
+from core.loading.lazy import lazy_import
 
-ladder = lazy_import("core.ladder")
+ladder = lazy_import("core.ladder.ladder")
 
 TEXT = "The whale rose slowly from the deep, and the men in the boats held their breath."
 BEST = ("ngram-1-add_k", "ngram-3-add_k", "rnn", "lstm", "gpt")  # rung keys, bottom to top

@@ -1,4 +1,4 @@
-"""Checks of the QA tab (seed §14): distilbert-base-cased-distilled-squad through core/qa.py (the best span) and the
+"""Checks of the QA tab (seed §14): distilbert-base-cased-distilled-squad through core/tasks/qa.py (the best span) and the
 tab's Why view (core/why_encoders.explain_span). The checkpoint comes from the Hub: offline these checks show the
 download card."""
 from __future__ import annotations
@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 
 from core.checks.base import Answer, Check, Say, Setup, missing, own, shown
-from core.errors import ModelUnavailableError, UserInputError
-from core.lazy import lazy_import
+from core.text.errors import ModelUnavailableError, UserInputError
+from core.loading.lazy import lazy_import
 
-qa = lazy_import("core.qa")
-registry = lazy_import("core.registry")
-why_encoders = lazy_import("core.why_encoders")
+qa = lazy_import("core.tasks.qa")
+registry = lazy_import("core.loading.registry")
+why_encoders = lazy_import("core.why.encoders")
 
 MODEL_ID = "distilbert-base-cased-distilled-squad"
 QUESTION = "Who was the captain of the Pequod?"

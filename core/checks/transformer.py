@@ -1,16 +1,16 @@
-"""Checks of the Transformer tab (seed §11–§13): BERT-base's parameter count from its config (core/param_count.py
-through the model card of core/mlm_pretraining.py), and the char-GPT (core/gpt.py, core/sampling.py, core/why.py)."""
+"""Checks of the Transformer tab (seed §11–§13): BERT-base's parameter count from its config (core/transformer/param_count.py
+through the model card of core/mlm/pretraining.py), and the char-GPT (core/transformer/gpt.py, core/text/sampling.py, core/why/why.py)."""
 from __future__ import annotations
 
-from core import param_count
-from core.checkpoints import CHAR_GPT_ID
+from core.transformer import param_count
+from core.loading.checkpoints import CHAR_GPT_ID
 from core.checks.base import Answer, Check, Say, Setup, own, shown, top_options
-from core.lazy import lazy_import
+from core.loading.lazy import lazy_import
 
-gpt = lazy_import("core.gpt")
-sampling = lazy_import("core.sampling")
-mlm_pretraining = lazy_import("core.mlm_pretraining")
-why = lazy_import("core.why")
+gpt = lazy_import("core.transformer.gpt")
+sampling = lazy_import("core.text.sampling")
+mlm_pretraining = lazy_import("core.mlm.pretraining")
+why = lazy_import("core.why.why")
 
 BERT_BASE = "bert-base-uncased"
 NEXT_TEXT = "Captain Ahab stood upon the quarter-dec"

@@ -2,8 +2,8 @@
 
 These files import torch and each other only downward: a family's file never imports another family's; what
 families share lives in one shared module (bert_encoder.py). Submodule names equal the Hugging Face checkpoint keys,
-so core/registry.py loads a checkpoint with the family's key normalisation and a strict ``load_state_dict``;
-core/families.py says which class a task and a file call for.
+so core/loading/registry.py loads a checkpoint with the family's key normalisation and a strict ``load_state_dict``;
+core/loading/families.py says which class a task and a file call for.
 
     bert_encoder.py  shared: BERT's config, embeddings, attention, layers and encoder; what every head model has
                      (its encoder, the tied decoder); the bare Encoder; the key normalisation

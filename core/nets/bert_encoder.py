@@ -225,7 +225,7 @@ class BertOutput(nn.Module):
 @dataclass
 class BlockParts:
     """One post-norm encoder layer's submodules in the order its forward pass calls them, whatever the family names
-    them: what the Transformer tab's walk (core/transformer.py) runs one at a time."""
+    them: what the Transformer tab's walk (core/transformer/transformer.py) runs one at a time."""
 
     query: nn.Linear
     key: nn.Linear

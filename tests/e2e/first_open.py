@@ -22,13 +22,13 @@ BEFORE_A_RUN = {("Classification & fine-tuning", "What fine-tuning changed")}
 
 # Counts of visible plots / tables, and of those that are still empty. A plot is full when one trace has points;
 # a table when it has a row below its header (aria-rowcount > 1). Figures and tables drawn when the app is built
-# (demo/static_html.py: an SVG whose marks carry data-mark, an HTML table) count as plots and tables. Views whose results are text (generation) count
+# (demo/kit/static_html.py: an SVG whose marks carry data-mark, an HTML table) count as plots and tables. Views whose results are text (generation) count
 # visible text areas holding more than 40 characters. A component with no value at all (a gr.Plot before its first
 # figure) draws Gradio's "Empty value" box: those are counted in the view's own (innermost) tab.
 CONTENT_JS = """() => {
   const shown = el => el.offsetParent !== null && el.getBoundingClientRect().width > 0;
   const plotly = [...document.querySelectorAll('.js-plotly-plot')].filter(shown);
-  const drawn = [...document.querySelectorAll('.static-figure svg')].filter(shown);  // demo/static_html.py
+  const drawn = [...document.querySelectorAll('.static-figure svg')].filter(shown);  // demo/kit/static_html.py
   const plots = [...plotly, ...drawn];
   const emptyPlots = [...plotly.filter(el => !(el.data || []).some(
       t => ['x', 'y', 'z', 'values'].some(k => t[k] && (t[k].length > 0 || t[k].bdata)))),  // bdata: typed arrays
@@ -78,7 +78,7 @@ def subtabs() -> dict[str, list[str]]:
     import gradio as gr
 
     import app
-    from core import i18n
+    from core.text import i18n
 
     def tabs_in(block) -> list:  # the nearest gr.Tab below block, not those inside them
         found = []

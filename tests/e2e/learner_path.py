@@ -61,7 +61,7 @@ def catalogue(locale: str = "en-US"):
     import gradio as gr
 
     import app as app_module
-    from core.i18n import using_language
+    from core.text.i18n import using_language
 
     built = app_module.build_app()
     targets, steps = {}, {}

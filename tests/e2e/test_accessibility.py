@@ -20,7 +20,7 @@ import pytest
 
 from app import TABS
 from core import checks
-from demo import tour
+from demo.kit import tour
 from tests.e2e import learner_path
 
 pytestmark = pytest.mark.e2e
@@ -42,7 +42,7 @@ NOTHING_PENDING_JS = """() => ![...document.querySelectorAll('.pending')].some(e
 
 
 # Visible plotly figures with data: (how many have a text alternative, the titles of those that have none). The
-# alternative is demo/figure_head.py's: role="figure", an aria-label with the title and a summary of the numbers,
+# alternative is demo/kit/figure_head.py's: role="figure", an aria-label with the title and a summary of the numbers,
 # and a "Data" modebar button that shows every number as a table.
 FIGURE_ALTERNATIVES_JS = """() => {
   const shown = [...document.querySelectorAll('.js-plotly-plot')]

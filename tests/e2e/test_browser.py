@@ -237,7 +237,7 @@ def test_tab_runs_its_example_and_renders(page, module):
 
 def test_plots_export_png_and_svg_at_slide_size(page):
     """The camera button's PNG settings reach the browser (1600×900 at 2×), and the SVG button downloads a vector
-    figure of the same size (demo.figure_head.HEAD, passed to launch(head=...) by app.py)."""
+    figure of the same size (demo.kit.figure_head.HEAD, passed to launch(head=...) by app.py)."""
     open_tab(page, "Attention")
     _attention(page)
     page.wait_for_function(f"() => ({PLOTS_WITH_DATA_JS})() >= 4")

@@ -1,6 +1,6 @@
 """中文 in figures: on screen and in the PNG and SVG exports, Chinese text is drawn with a CJK font, not as boxes.
 
-A figure made by demo/figures.py (its theme, its export config) with a Chinese title, Chinese axis title and
+A figure made by demo/kit/figures.py (its theme, its export config) with a Chinese title, Chinese axis title and
 Chinese tick labels is drawn by plotly.js in Chromium and exported the way the modebar buttons do it
 (``Plotly.toImage``, PNG and SVG, slide size). What is checked:
 
@@ -25,7 +25,7 @@ import numpy as np
 import plotly
 import pytest
 
-from demo import figures
+from demo.kit import figures
 
 pytestmark = pytest.mark.e2e
 

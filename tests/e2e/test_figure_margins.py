@@ -1,4 +1,4 @@
-"""The margins demo/figure_margins.py reserves, checked against what plotly.js needs, for every figure the presets draw.
+"""The margins demo/kit/figure_margins.py reserves, checked against what plotly.js needs, for every figure the presets draw.
 
 Each figure is sent with margins estimated on the server, so that plotly.js's automargin finds its labels already
 fit and draws the figure once instead of twice (first paint, issue #18). The estimate can miss both ways:
@@ -14,7 +14,7 @@ n-gram counts plot is 303 px there, 438 here). Its height is the layout's, or pl
 
 (a) as sent (``fig.to_json()``): plotly "grew" a side when its final ``_fullLayout._size`` exceeds the declared
     margin by more than 1 px (its own tolerance for a redraw);
-(b) with the margins the figure declares without the estimator (demo/figures.py's TEMPLATE_MARGINS base, or the
+(b) with the margins the figure declares without the estimator (demo/kit/figures.py's TEMPLATE_MARGINS base, or the
     figure's own where it sets them): the ``_size`` plotly grows those to is what it needed. The reserved margin
     less that is the gutter the estimate adds.
 
@@ -42,7 +42,7 @@ import gradio as gr
 import plotly
 import plotly.graph_objects as go
 import pytest
-from core import resolve
+from core.loading import resolve
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]  # computing every preset: ~60 s idle, >300 s at load 12
 
@@ -126,7 +126,7 @@ def shown_width(block) -> float:
 def shown_figures() -> list[Shown]:
     """Every plotly figure of every runnable preset of every view, offline."""
     import app
-    from demo.figures import TEMPLATE_MARGINS
+    from demo.kit.figures import TEMPLATE_MARGINS
 
     resolve.set_offline(True)
     reg = app.build_app().preset_registry

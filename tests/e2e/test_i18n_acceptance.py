@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 import app
-from core import i18n
+from core.text import i18n
 from tests.e2e import learner_path
 from tests.e2e.conftest import VIEWPORT
 from tests.test_i18n_literals import english_words
@@ -241,7 +241,7 @@ def test_each_tab_speaks_the_browser_language(pages, lang, tab):
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_figure_toolbar_in_the_browser_language(pages, lang):
     """Plotly's modebar tooltips (camera, zoom, pan, …) and our SVG button follow the page language
-    (demo.figure_head.HEAD gives plotly.js a 中文 locale from the tables)."""
+    (demo.kit.figure_head.HEAD gives plotly.js a 中文 locale from the tables)."""
     page = pages(lang)
     open_tab(page, "ngram", lang)
     # Runs before the error test, which leaves the N-gram tab without a corpus (an error toast over its plots).

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import app
-from demo import i18n
+from demo.kit import i18n
 from tests.e2e.conftest import VIEWPORT
 
 pytestmark = pytest.mark.e2e

@@ -29,7 +29,7 @@ VISIBLE_CELLS_JS = """() => [...document.querySelectorAll('.table-wrap .body-cel
 
 def top_tab_names() -> list[str]:
     from app import TABS, tab_id
-    from core.i18n import text
+    from core.text.i18n import text
 
     return [text(f"tabs.{tab_id(module)}", "en") for module in TABS]
 

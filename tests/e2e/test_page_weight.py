@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.i18n import table
+from core.text.i18n import table
 from benchmarks.page_weight import ENTRIES_JS, GOAL_BYTES, OVERVIEW_SHOWN_JS, kind, overview_heading
 from tests.e2e.conftest import VIEWPORT
 

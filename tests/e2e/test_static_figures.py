@@ -1,4 +1,4 @@
-"""The Overview's path, drawn when the app is built (demo/static_html.py), in Chromium: it shows with the page, with no
+"""The Overview's path, drawn when the app is built (demo/kit/static_html.py), in Chromium: it shows with the page, with no
 request to the server, and its PNG, SVG and "⬇ CSV" buttons download what it shows: the PNG at slide width, the
 SVG as text, the CSV with every row of the held-out file; in 中文, with a CJK font."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import i18n
-from core.ladder_heldout import load_held_out
-from demo import figures, static_html
+from core.text import i18n
+from core.ladder.heldout import load_held_out
+from demo.kit import figures, static_html
 from tests.e2e.first_open import CONTENT_JS, FULL_JS, VIEWPORT, open_tab
 
 pytestmark = pytest.mark.e2e

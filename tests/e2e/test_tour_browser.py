@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from core.i18n import table
-from demo import tour
-from demo.static_html import markdown_inline
+from core.text.i18n import table
+from demo.kit import tour
+from demo.kit.static_html import markdown_inline
 from tests.e2e import learner_path
 
 pytestmark = pytest.mark.e2e

@@ -20,7 +20,7 @@ import pytest
 
 from core import checks
 from core.checks.base import TABS
-from core.i18n import text
+from core.text.i18n import text
 from tests.e2e import learner_path
 from tests.test_your_turn_demo import predictions
 

@@ -1,0 +1,8 @@
+"""What every tab shares to show things: figures, presets and lessons, the tour, translations, "Your turn",
+the sampling controls and the HTML drawn at build. Imports core and the server's handler wrappers, never a chapter.
+"""
+
+__all__ = [
+    "figures", "figure_head", "figure_margins", "token_figures", "presets", "preset_bar", "preset_records", "lessons",
+    "tour", "i18n", "your_turn", "sampling", "static_html",
+]

@@ -1,0 +1,180 @@
+"""The one place that holds the app's translations: English and 中文.
+
+The tables live in assets/i18n/en.yaml and zh.yaml, nested for the translators and flattened here to dotted keys
+("tabs.ngram"). Two ways to use them:
+
+- Component labels, tab titles, buttons and info texts: ``label("tabs.ngram")`` returns a ``gr.I18n`` key; Gradio's
+  front end translates it in the browser, from ``I18N`` passed to ``launch(i18n=...)``.
+- Static Markdown (a tab's explanation) is ``gr.Markdown(label("<tab>.intro"))`` too.
+- Result sentences, error messages and figure titles are made by handlers on the server: ``t("<tab>.result",
+  n=3)``. Every handler is wrapped in demo.server.handlers.friendly_errors, which sets the call's language from the request
+  (``language_of``), so ``text`` needs no language argument inside a handler. Core raises
+  ``UserInputError("ngram.empty_corpus", ...)`` with a key, rendered the same way.
+
+A learner's language is the 中文/English toggle in the header when they have used it (a ``plm_lang`` cookie that the
+toggle sets, so every request carries it), otherwise the browser's ``Accept-Language``. LanguageMiddleware tells
+Gradio's front end (which reads ``navigator.language``) the same choice.
+"""
+from __future__ import annotations
+
+import html
+import re
+from http.cookies import CookieError, SimpleCookie
+from typing import Callable
+
+import gradio as gr
+
+from core.text.i18n import DEFAULT_LANGUAGE, LANGUAGES, current_language, placeholders, table, text, using_language
+from demo.server.gradio_inside import is_translation, plain_example_props
+
+COOKIE = "plm_lang"
+
+# The tables and text() live in core.text.i18n (gradio-free, so core's error messages use the same keys).
+__all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "table", "placeholders", "text", "t", "current_language", "using_language",
+           "label", "in_every_language", "BROWSER_LANGUAGE_JS", "language_of", "I18N", "TOGGLE_JS",
+           "LanguageMiddleware"]
+
+t = text  # the short name tab modules use (their inputs are often called ``text``): ``t("ngram.result", n=3)``
+
+
+# Sections whose texts only the server renders, or sends once in <head> (demo/kit/your_turn.py): the "Your turn" checks'
+# questions and explanations, and their page's words. Left out of Gradio's tables, which every page load carries.
+SERVER_ONLY = ("checks.", "your_turn.")
+
+
+def gradio_i18n() -> gr.I18n:
+    """The tables for Gradio's front end. A browser in zh-CN or zh-TW opens Gradio in that locale, which looks each key
+    up in zh-CN (or zh-TW), then zh (svelte-i18n's sub-locales), so one zh table serves them all: the page's config
+    carried four copies of it before, 1.28 MB of its 2.19 MB, sent on every page load. Keys under SERVER_ONLY are
+    not in it (``label`` refuses them)."""
+    return gr.I18n(**{lang: {key: value for key, value in table(lang).items() if not key.startswith(SERVER_ONLY)}
+                      for lang in ("en", "zh")})
+
+
+I18N = gradio_i18n()  # passed to launch(i18n=...)
+
+
+def label(key: str):
+    """A component label / tab title that the browser shows in the learner's language."""
+    table(DEFAULT_LANGUAGE)[key]  # fail at build time, not in the browser, when a key is missing
+    if key.startswith(SERVER_ONLY):
+        raise KeyError(f"{key} is not in the browser's tables (SERVER_ONLY): render it with text()")
+    return I18N(key)
+
+
+def in_every_language(value, render: Callable[[str], str] = html.escape) -> dict[str, str]:
+    """``{language: HTML}`` for HTML the browser renders itself (demo/kit/presets.py's preset bar, demo/kit/lessons.py): a
+    ``label(key)`` in each language, or a plain string (a checkpoint id, a formula) as it is; ``render`` turns the
+    text into HTML (default: escaped). The browser picks its language with :data:`BROWSER_LANGUAGE_JS`."""
+    if is_translation(value):
+        return {lang: render(table(lang)[value.key]) for lang in LANGUAGES}
+    return dict.fromkeys(LANGUAGES, render(str(value or "")))
+
+
+# The language a page shows, as Gradio's front end picks it for its own labels (svelte-i18n reads
+# navigator.language first; LanguageMiddleware below sets it from the toggle's cookie), as a JS expression giving
+# one of LANGUAGES. gr.I18n only translates component labels and values, not the HTML of a gr.HTML.
+BROWSER_LANGUAGE_JS = "(/^zh/i.test(navigator.language || (navigator.languages || [])[0] || '') ? 'zh' : 'en')"
+
+
+_QUALITY = re.compile(r"^\s*([A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*|\*)\s*(?:;\s*q\s*=\s*([0-9.]+))?\s*$")
+
+
+def preferred_language(accept_language: str | None) -> str:
+    """The first of our languages in an Accept-Language header, by quality ("zh-CN,zh;q=0.9,en;q=0.8" → "zh")."""
+    ranked = []
+    for position, part in enumerate((accept_language or "").split(",")):
+        match = _QUALITY.match(part)
+        if not match:
+            continue
+        try:
+            quality = float(match.group(2)) if match.group(2) is not None else 1.0
+        except ValueError:
+            continue
+        ranked.append((-quality, position, match.group(1).split("-")[0].lower()))
+    for _, _, primary in sorted(ranked):
+        if primary in LANGUAGES:
+            return primary
+    return DEFAULT_LANGUAGE
+
+
+def language_of(request: gr.Request | None) -> str:
+    """The learner's language for this request: the header toggle's cookie wins over the browser's Accept-Language."""
+    if request is None:
+        return DEFAULT_LANGUAGE
+    headers = getattr(request, "headers", None) or {}
+    try:
+        cookie = SimpleCookie(headers.get("cookie", "") or "")
+    except CookieError:
+        cookie = SimpleCookie()
+    chosen = cookie.get(COOKIE)
+    if chosen is not None and chosen.value in LANGUAGES:
+        return chosen.value
+    return preferred_language(headers.get("accept-language"))
+
+
+# The header toggle. Gradio's front end picks its language from navigator.language when it starts, before any <head>
+# code of ours could run (Gradio injects that with the config). So the choice is made on the server: the toggle sets a
+# cookie and reloads, and LanguageMiddleware puts a first script into the page that presents the server's choice
+# (language_of: the cookie, else Accept-Language) as the browser's. The same cookie tells the handlers (language_of),
+# so labels and results switch together, and the page carries only that language's table (demo/server/serving.py).
+TOGGLE_JS = ("(choice) => { const lang = choice === '中文' ? 'zh' : 'en'; "
+             f"document.cookie = `{COOKIE}=${{lang}}; path=/; max-age=31536000; SameSite=Lax`; "
+             "location.reload(); return choice; }")
+
+_NAVIGATOR_SCRIPT = ('<script>(() => {{ const lang = "{locale}"; '
+                     'Object.defineProperty(navigator, "language", {{ get: () => lang, configurable: true }}); '
+                     'Object.defineProperty(navigator, "languages", {{ get: () => [lang], configurable: true }}); '
+                     '}})();</script>')
+
+
+class _Headers:
+    """What language_of reads of a request, from an ASGI scope."""
+
+    def __init__(self, scope):
+        self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+
+
+class LanguageMiddleware:
+    """ASGI middleware: on the page itself ("/"), insert the navigator override for the learner's language
+    (``language_of``) as the first thing in <head>. Every other request passes through untouched."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") != "GET" or scope.get("path", "").rstrip("/") != "":
+            return await self.app(scope, receive, send)
+        lang = language_of(_Headers(scope))
+        script = _NAVIGATOR_SCRIPT.format(locale="zh-CN" if lang == "zh" else "en").encode()
+        start: dict = {}
+        body = bytearray()
+
+        async def buffered_send(message):
+            if message["type"] == "http.response.start":
+                start.update(message)
+                return
+            if message["type"] != "http.response.body":
+                return await send(message)
+            body.extend(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            page = bytes(body)
+            content_type = dict(start.get("headers", [])).get(b"content-type", b"")
+            if content_type.startswith(b"text/html") and b"<head>" in page:
+                page = page.replace(b"<head>", b"<head>" + script, 1)
+            start["headers"] = [(k, str(len(page)).encode() if k.lower() == b"content-length" else v)
+                                for k, v in start.get("headers", [])]
+            await send(start)
+            await send({"type": "http.response.body", "body": page})
+
+        await self.app(scope, receive, buffered_send)
+
+
+def untitled_columns(examples: gr.Examples) -> gr.Examples:
+    """gr.Examples takes its column headers from its inputs' labels, and Gradio's front end shows a header that is a
+    gr.I18n key as the raw key: the examples' label (which it does translate) names the columns instead. A click
+    sends back the inputs' props: a label is held as the "__i18n__{…}" string the page gets, which the API route's
+    json.dumps can write (an I18nData dropped /gradio_api/call/load_example's connection with no answer)."""
+    plain_example_props(examples)
+    return examples

@@ -1,0 +1,6 @@
+"""The "N-gram" tab.
+"""
+
+__all__ = [
+    "ngram",
+]  # the public modules; the others are this package's internals

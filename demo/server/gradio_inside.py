@@ -1,0 +1,39 @@
+"""The kit's few reads of Gradio beyond its public API, in the server package with the rest (serving.py, admission.py,
+first_page.py, handlers.py, downloads.py, result_cache.py). Each says why the public API does not do; each is checked
+against the pinned Gradio by tests/test_gradio_internals.py, which names it when an upgrade changes it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio
+from gradio.context import Context
+from gradio.i18n import I18nData
+
+
+def current_block():
+    """The layout block that components are being added to now (``Context.block``): a view checks whether it is built
+    directly inside a gr.Tabs. Gradio has no public way to ask where the current ``with`` block is."""
+    return Context.block
+
+
+def is_translation(value) -> bool:
+    """Whether ``value`` is what ``gr.I18n(...)(key)`` returns (``I18nData``, a class Gradio does not export)."""
+    return isinstance(value, I18nData)
+
+
+def plain_example_props(examples: gradio.Examples) -> None:
+    """gr.Examples keeps its inputs' props (``input_component_props``) and headers (``dataset.headers``), neither a
+    constructor argument: the headers are dropped (the examples' label names the columns) and a label held as
+    I18nData becomes the "__i18n__{…}" string the page gets, which the API route's json.dumps can write."""
+    examples.dataset.headers = []
+    examples.input_component_props = [{key: str(value) if is_translation(value) else value
+                                       for key, value in props.items()} for props in examples.input_component_props]
+
+
+def plotly_chunk() -> str | None:
+    """The file name of Gradio's plotly.js chunk (``PlotlyPlot-<hash>.js``, 4.6 MB) in its built front end, which its
+    Plot component imports the first time a page draws a plotly figure; None if this Gradio ships no single such file.
+    Read from Gradio's package folder: the front end's file names are not an API."""
+    found = sorted((Path(gradio.__file__).parent / "templates" / "frontend" / "assets").glob("PlotlyPlot-*.js"))
+    return found[0].name if len(found) == 1 else None

@@ -1,0 +1,450 @@
+"""What every tab shares: clear UI messages instead of tracebacks, number-box checks, the checkpoint picker, and
+one-round-trip input preprocessing for events with many inputs."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import json
+import logging
+import math
+import numbers
+import os
+import sys
+
+import gradio as gr
+from gradio.context import Context
+
+from core.loading import jobs
+from core.loading.checkpoints import CHECKPOINTS
+from core.text.errors import LearnerError, UserInputError
+from core.text.i18n import DEFAULT_LANGUAGE, current_language, table, text, using_language
+
+log = logging.getLogger("plm_explorer")
+
+
+def loaded_models() -> list[str]:
+    """Badges of the models this process has loaded (core/loading/registry.py), for the status panel and the preset results'
+    keys. Before the first model there is none, and asking does not import the registry (it imports torch)."""
+    registry = sys.modules.get("core.loading.registry")
+    return registry.loaded_models() if registry is not None else []
+
+
+def _to_gradio_error(exc: Exception) -> gr.Error:
+    if isinstance(exc, gr.Error):
+        return exc
+    if isinstance(exc, LearnerError):
+        return gr.Error(exc.message(), title=text("common.error_title"), print_exception=False)
+    log.exception("handler failed")
+    return gr.Error(text("errors.internal", name=type(exc).__name__), title=text("common.error_title"),
+                    print_exception=False)
+
+
+def _space_gpu_decorator():
+    """``spaces.GPU`` on a ZeroGPU Space (SPACE_ID set, SPACES_ZERO_GPU=true), else None (off a Space ``spaces`` is not
+    imported). It attaches a GPU for each call, run in a worker process of its own: models load onto it inside the
+    call, where every handler loads them (lazily, onto core.loading.device.get_device()). On CPU basic it would do nothing."""
+    zero_gpu = os.environ.get("SPACES_ZERO_GPU", "").strip().lower() in ("1", "t", "true")
+    if not os.environ.get("SPACE_ID") or not zero_gpu:
+        return None
+    try:
+        import spaces
+    except ImportError:
+        return None
+    return spaces.GPU
+
+
+_SPACE_GPU = _space_gpu_decorator()
+
+
+def on_zero_gpu() -> bool:
+    """True on a ZeroGPU Space, where gpu_handler's calls run on a GPU and never download."""
+    return _SPACE_GPU is not None
+
+
+# ZeroGPU's default duration is 60 s (spaces.zero.client): what a call asks of the visitor's GPU quota before it starts
+# (the seconds used are charged). A trainer asks for its budget (core.loading.jobs) plus ~20 s of setup: the 120 s it ends in.
+TRAINER_GPU_SECONDS = int(jobs.TRAIN_SECONDS) + 20
+
+
+def gpu_handler(fn=None, *, duration: int | None = None):
+    """Mark a handler that runs a model (``@gpu_handler``; ``@gpu_handler(duration=seconds)`` past ZeroGPU's default
+    60 s): on a ZeroGPU Space it runs with a GPU attached (spaces.GPU), elsewhere it is ``fn`` itself; ``runs_model``
+    lets a test check every model handler. The GPU call keeps the learner's language and never downloads: the app
+    fetched its checkpoints before (demo.server.downloads.model_event, demo.kit.presets.View.run): GPU time is for models."""
+    if fn is None:
+        return functools.partial(gpu_handler, duration=duration)
+    wrapped = fn if _SPACE_GPU is None else _on_gpu(fn, duration)
+    wrapped.runs_model, wrapped.gpu_duration = True, duration
+    return wrapped
+
+
+def _on_gpu(fn, duration: int | None):
+    """``fn`` through spaces.GPU, the caller's language passed along (no context variable reaches its worker)."""
+    from core.loading.resolve import downloads_elsewhere
+
+    if inspect.isgeneratorfunction(fn):
+        def inside(lang, *args, **kwargs):
+            with using_language(lang), downloads_elsewhere():
+                yield from fn(*args, **kwargs)
+        on_gpu = _SPACE_GPU(functools.wraps(fn)(inside), duration=duration)
+
+        @functools.wraps(fn)
+        def steps(*args, **kwargs):
+            yield from on_gpu(current_language(), *args, **kwargs)
+        return steps
+
+    def inside(lang, *args, **kwargs):
+        with using_language(lang), downloads_elsewhere():
+            return fn(*args, **kwargs)
+
+    on_gpu = _SPACE_GPU(functools.wraps(fn)(inside), duration=duration)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        return on_gpu(current_language(), *args, **kwargs)
+    return call
+
+
+def _with_request_parameter(fn):
+    """fn's signature, plus a trailing ``request: gr.Request`` when fn has none, and a function that takes the
+    request out of a call's arguments (returning it and the arguments fn itself expects)."""
+    signature = inspect.signature(fn)
+    params = list(signature.parameters.values())
+    own = next((p.name for p in params if p.name == "request"), None)
+    if own or any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        def split(args, kwargs):
+            try:
+                request = signature.bind_partial(*args, **kwargs).arguments.get("request")
+            except TypeError:
+                request = None
+            return request, args, kwargs
+        return signature, split
+    added = inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                              annotation=gr.Request)
+    positional = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+    def split(args, kwargs):
+        kwargs = dict(kwargs)
+        request = kwargs.pop("request", None)
+        if len(args) > positional:  # Gradio passes special arguments positionally, in signature order
+            request, args = args[positional], args[:positional] + args[positional + 1:]
+        return request, args, kwargs
+    return signature.replace(parameters=[*params, added]), split
+
+
+def _event_request():
+    """The request of the event Gradio is running now (Gradio sets it around every handler call), or None. Used when
+    the handler's signature cannot take one (``def open_tab(*done, ...)``: Gradio inserts special arguments by
+    position, which a ``*args`` signature cannot place)."""
+    from gradio.context import LocalContext
+
+    return LocalContext.request.get(None)
+
+
+def request_language(request=None) -> str:
+    """The learner's language for this call: of ``request``; else of the event Gradio is running (a ``*args``
+    handler, such as the presets' tab-open event, gets no request argument); else the caller's, so that a handler
+    called by another handler outside any event (a preset running its view) keeps it instead of English."""
+    from demo.kit.i18n import language_of  # demo.kit.i18n imports this module's neighbours; keep the import local
+
+    request = request if request is not None else _event_request()
+    return language_of(request) if request is not None else current_language()
+
+
+def friendly_errors(fn):
+    """Wrap an event handler so the learner sees a clear message, in their language, instead of a traceback.
+
+    - The call runs in the learner's language (core.text.i18n.using_language): ``text(key)`` in the handler and the
+      messages of our errors need no language argument. The wrapper asks Gradio for the request to know it.
+    - Our own UserInputError/ModelUnavailableError messages are shown as they are; anything unexpected is logged
+      with its traceback on the server and shown as a short generic message.
+    Works for generator handlers too.
+    """
+    signature, split = _with_request_parameter(fn)
+
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def gen_wrapper(*args, **kwargs):
+            request, args, kwargs = split(args, kwargs)
+            lang = request_language(request)
+            steps = fn(*args, **kwargs)
+            while True:  # each step may run in another worker thread: set the language around every one
+                with using_language(lang):
+                    try:
+                        item = next(steps)
+                    except StopIteration:
+                        return
+                    except Exception as exc:  # noqa: BLE001 - this is the UI's last line of defence
+                        raise _to_gradio_error(exc) from None
+                yield item
+
+        wrapped = gen_wrapper
+    else:
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            request, args, kwargs = split(args, kwargs)
+            with using_language(request_language(request)):
+                try:
+                    return fn(*args, **kwargs)
+                except Exception as exc:  # noqa: BLE001
+                    raise _to_gradio_error(exc) from None
+
+        wrapped = wrapper
+    wrapped.__signature__ = signature
+    wrapped.__annotations__ = {**_resolved_annotations(fn), "request": gr.Request}
+    return wrapped
+
+
+def _resolved_annotations(fn) -> dict:
+    """fn's annotations that can be evaluated now, as objects, one by one.
+
+    Gradio reads a handler's type hints (typing.get_type_hints) to find its gr.Request / gr.EventData parameters,
+    and gets none at all when one hint fails. A hint naming a type of a torch-backed core module is imported for
+    type checkers only (``if TYPE_CHECKING:``), so that building the app does not import torch (core/loading/lazy.py):
+    that hint fails here and is left out, the others stay."""
+    resolved, module = {}, getattr(inspect.unwrap(fn), "__globals__", {})  # a wrapper's (gpu_handler's) globals
+    for name, hint in getattr(fn, "__annotations__", {}).items():  # are not the handler's: read its own module's
+        if isinstance(hint, str):
+            try:
+                hint = eval(hint, module)  # the handler's own annotation, in its module
+            except (NameError, AttributeError, TypeError):
+                continue
+        resolved[name] = hint
+    return resolved
+
+
+def preprocess_in_handler(fn, inputs: list[gr.components.Component]):
+    """Wrap ``fn`` so that the input components' own ``preprocess`` runs inside the handler's worker thread.
+
+    Wire the result with ``preprocess=False``. Gradio otherwise preprocesses each input in its own worker-thread
+    round trip (``Blocks.preprocess_data``); under load (32 users on 2 cores) each round trip waited ~50 ms for the
+    busy event loop, so the n-gram events, with 11 inputs, spent ~0.6 s there while their handler took 10 ms.
+    Calling the same ``preprocess`` here gives the handler the same values and the same validation errors (a
+    choice not offered, a number out of range) in one round trip. Components whose properties a handler changes per
+    session (``gr.update(choices=...)``) must not use this: it checks against the components as built.
+    """
+    @functools.wraps(fn)  # keeps fn's signature: Gradio reads it for gr.Progress and for the API's parameter names
+    def handler(*payloads):
+        values = [preprocess_payload(component, payload) for component, payload in zip(inputs, payloads)]
+        return fn(*values, *payloads[len(inputs):])  # extra arguments: Gradio's gr.Progress tracker
+
+    return handler
+
+
+class UnreadableValue(gr.Error):
+    """A payload an input component refuses (preprocess_payload); serving names the parameter instead."""
+
+
+def preprocess_payload(component: gr.components.Component, payload):
+    """What Blocks.preprocess_data does for one input: validate the payload's data model, then preprocess.
+    A payload the component refuses raises UnreadableValue (a gr.Error) with a message in the learner's language."""
+    try:
+        data_model = getattr(component, "data_model", None)
+        if data_model is not None and payload is not None:
+            payload = data_model.model_validate(payload, context={"validate_meta": True})
+        return component.preprocess(payload)
+    except gr.Error:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a malformed payload from an API client
+        raise UnreadableValue(text("common.unreadable_value", name=component_name(component),
+                                   error=type(exc).__name__), title=text("common.error_title"),
+                              print_exception=False) from None
+
+
+def component_name(component: gr.components.Component) -> str:
+    """A component's label in the current language (a gr.I18n label is looked up), else its class name."""
+    name = component.label
+    key = getattr(name, "key", None)  # gr.I18n's I18nData
+    if key is not None:
+        name = text(key) if key in table(DEFAULT_LANGUAGE) else key
+    return str(name) if name else type(component).__name__
+
+
+def field_name(name: str) -> str:
+    """The name of a number a message refers to: a table key ("common.field_seed", "lstm.units") in the current
+    language, or (until every caller passes a key) the words given."""
+    return text(name) if name in table(DEFAULT_LANGUAGE) else name
+
+
+def _sentence_start(words: str) -> str:
+    return words[:1].upper() + words[1:]  # "the seed …" → "The seed …"; 中文 is unchanged
+
+
+def sig4(value):
+    """A number as tables and messages show it: 4 significant digits (0.058823529411764705 → 0.05882, 814.6712 →
+    814.7), still a number, so a table column keeps sorting and its CSV stays numeric. Whole numbers (counts) and
+    non-finite values (−∞ for log₂ 0) come back unchanged. The one place the app rounds what it shows."""
+    if isinstance(value, numbers.Integral) or not isinstance(value, numbers.Real):  # bools and numpy ints too
+        return value
+    number = float(value)
+    return float(f"{number:.4g}") if math.isfinite(number) else number
+
+
+SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def sig4_text(value) -> str:
+    """sig4 written out for a sentence: positional between 10⁻⁴ and 10⁶ (0.05882, 814.7, 12350), else with a typeset
+    power of ten (1.235 × 10⁻⁵, never 1.235e-05); a true minus sign."""
+    number = sig4(value)
+    if not isinstance(number, float) or not math.isfinite(number) or number == 0:
+        shown = {math.inf: "∞", -math.inf: "−∞"}.get(number, str(number) if number else "0")
+    elif 1e-4 <= abs(number) < 1e6:
+        shown = f"{number:.{max(0, 3 - math.floor(math.log10(abs(number))))}f}"
+        shown = shown.rstrip("0").rstrip(".") if "." in shown else shown
+    else:
+        mantissa, exponent = f"{number:.3e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".")
+        shown = f"{mantissa} × 10" + str(int(exponent)).translate(SUPERSCRIPT)
+    return shown.replace("-", "−")
+
+
+def number_in_range(value: object, name: str, low: float, high: float) -> float:
+    """A slider/number value checked for range (API callers can send anything, NaN included). ``name`` is a key
+    (see field_name)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = math.nan
+    if not low <= number <= high:  # also refuses NaN
+        raise UserInputError("common.number_between", name=_sentence_start(field_name(name)), low=f"{low:g}",
+                             high=f"{high:g}")
+    return number
+
+
+def whole_number(value: object, name: str, minimum: int = 0) -> int:
+    """A number box's value as an int; an emptied box (None), NaN or a value below ``minimum`` gets a clear message.
+    ``name`` is a key (see field_name)."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise UserInputError("common.whole_number", name=field_name(name)) from None
+    if number < minimum:
+        raise UserInputError("common.at_least", name=_sentence_start(field_name(name)), minimum=minimum)
+    return number
+
+
+def model_picker(task: str, label: str = "common.checkpoint", first: tuple[str, ...] = ()) -> gr.Dropdown:
+    """A dropdown of the task's known checkpoints that also accepts any Hub id or local folder. ``label`` is a
+    table key (or an already made gr.I18n label); ``first``: ids offered before them (a model bundled with the app),
+    not the default."""
+    from demo.kit.i18n import label as i18n_label
+
+    shown = i18n_label(label) if isinstance(label, str) and label in table(DEFAULT_LANGUAGE) else label
+    # min_width: wide enough for the longest id offered (distilbert-base-uncased-finetuned-sst-2-english); a row too
+    # narrow for it puts the picker on a line of its own instead of cutting the id.
+    picker = gr.Dropdown(choices=[*first, *CHECKPOINTS[task]], value=CHECKPOINTS[task][0], label=shown,
+                         allow_custom_value=True, info=i18n_label("common.checkpoint_info"), min_width=400,
+                         elem_classes=["checkpoint-picker"])
+    picker.checkpoint_task = task  # what a preset that sets it fetches before its GPU call (demo.kit.presets.View.run)
+    return picker
+
+
+# Result tables get a copy button (the rows as comma-separated text, ready for a spreadsheet or a slide) and a
+# full-screen view, beside the figures' PNG/SVG export.
+TABLE_BUTTONS = ["copy", "fullscreen"]
+
+# Markdown with inline $…$ and display $$…$$ maths (Gradio's default renders only $$…$$, leaving "$\sqrt{d_k}$" raw).
+LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Training runs (core/loading/jobs.py): a work budget each, one at a time per browser session, on the "train" concurrency
+# group (at most TRAIN_CONCURRENCY runs at once across all users, so light tabs keep the other core).
+
+TRAIN_QUEUE = dict(concurrency_id="train", concurrency_limit=1)  # pass to .click(**TRAIN_QUEUE) for every trainer
+TRAINING_STOPPED = {jobs.BUDGET: "common.stopped_budget", jobs.REPLACED: "common.stopped_replaced"}  # keys
+
+
+@contextlib.contextmanager
+def training_run(request: gr.Request | None, seconds: float = jobs.TRAIN_SECONDS):
+    """The run's jobs.Budget for a trainer: starting cancels this browser session's previous run."""
+    owner = getattr(request, "session_hash", None)
+    budget = jobs.TRAINING.start(owner, seconds)
+    try:
+        yield budget
+    finally:
+        jobs.TRAINING.finish(owner, budget)
+
+
+def stopped_note(reason: str | None, seconds: float, done: int, planned: int) -> str:
+    """Why a training run ended early, for the learner, in their language ("" if it ran to the end)."""
+    if not reason:
+        return ""
+    return text(TRAINING_STOPPED[reason], seconds=seconds, done=done, planned=planned)
+
+
+def stopped_error(reason: str, seconds: float, done: int, planned: int) -> UserInputError:
+    """The same note as an error to raise (a run stopped before it had a model to show)."""
+    return UserInputError(TRAINING_STOPPED[reason], seconds=seconds, done=done, planned=planned)
+
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# CSV export of result tables (issue #18 §5). Gradio 6's Dataframe offers only "copy" and "fullscreen" buttons, so
+# each result table gets a download button beside it. The file is made in the browser from the value the table
+# holds: no server round trip, and nothing runs when a table fills. (A DownloadButton refreshed by each table's
+# change event cost a request and a component update per table on every result, page open included: measured
+# 0.1-0.2 s of the Overview's first paint.) The browser's table only draws the rows in view, so its DOM cannot be
+# read; the event's input is the table's whole value, {headers, data}.
+
+# RFC 4180: a field holding a comma, a quote or a line break is quoted, its quotes doubled. UTF-8 with a byte-order
+# mark, so spreadsheet programs read 中文 and ⟨⟩ correctly.
+CSV_JS = r"""(frame) => {
+  const rows = frame && Array.isArray(frame.data) ? frame.data : [];
+  if (!rows.length) return [];
+  const field = (v) => {
+    const s = v === null || v === undefined ? "" : String(v);
+    return /[",\r\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+  };
+  const text = "\ufeff" + [frame.headers || [], ...rows].map((row) => row.map(field).join(",")).join("\r\n") + "\r\n";
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(new Blob([text], {type: "text/csv;charset=utf-8"}));
+  link.download = FILE_NAME;
+  document.body.appendChild(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+  return [];
+}"""
+
+
+def csv_download(table: gr.Dataframe, name: str) -> gr.Button:
+    """A small "⬇ CSV" button for ``table`` (created where the caller is in the layout): it downloads the rows the
+    table holds as ``<name>.csv``. A browser-only event (``js``, no ``fn``): no API endpoint, no request."""
+    from demo.kit.i18n import label
+
+    button = gr.Button(label("presets.csv"), size="sm", scale=0, min_width=90, elem_classes=["table-csv"])
+    button.click(None, table, None, js=CSV_JS.replace("FILE_NAME", json.dumps(f"{name}.csv")),
+                 api_name=f"{name.replace('-', '_')}_csv", api_visibility="private", queue=False,
+                 show_progress="hidden")
+    return button
+
+
+def add_csv_downloads(root: gr.blocks.BlockContext, prefix: str) -> list[gr.Button]:
+    """Give every result table (a gr.Dataframe not made for input) under ``root`` a CSV download button, placed
+    right after it in its row or column (demo.server.handlers.csv_download). The Registry calls it on each built tab, so a
+    tab needs no code of its own for it."""
+    tables = [block for block in _descendants(root)
+              if isinstance(block, gr.Dataframe) and block.interactive is not True]
+    buttons = []
+    for number, frame in enumerate(tables, 1):
+        parent = frame.parent
+        # Created as a child of the table's container, without `with parent:` (re-entering a built layout block
+        # re-parents it under the current block, which broke the page's tab bar), then moved right after the table.
+        outer, Context.block = Context.block, parent
+        try:
+            button = csv_download(frame, f"{prefix}-table-{number}")
+        finally:
+            Context.block = outer
+        parent.children.remove(button)
+        parent.children.insert(parent.children.index(frame) + 1, button)
+        buttons.append(button)
+    return buttons
+
+
+def _descendants(block):
+    for child in getattr(block, "children", []):
+        yield child
+        yield from _descendants(child)

@@ -1,0 +1,369 @@
+"""How the app serves many users at once: readable API errors, a fair queue, and cleaned-up uploads.
+
+``serve(app)`` applies all of it to the built gr.Blocks; ``build_app`` in app.py calls it.
+
+* **API errors.** Gradio's own messages for a malformed API call name Python objects
+  (``<gradio.components.dropdown.Dropdown object at 0x…>``, ``Original error: TypeError``). ``guard_api`` checks the
+  number of values first and, when a value cannot be read, says which parameter (by its API name) and what it wants.
+  Text longer than its box's cap is refused before any handler runs (demo/server/input_caps.py).
+* **Queue fairness.** ``limit_sessions`` caps the events one browser session (``session_hash``) may have waiting or
+  running at MAX_EVENTS_PER_SESSION; beyond it the request is refused at once with SESSION_BUSY, so one client cannot
+  fill the shared queue and other users are always admitted (Gradio's queue itself only has a global ``max_size``).
+  A new training run from a session replaces that session's queued and running ones (``replace_training``).
+  A client that invents sessions is bounded per address instead (demo/server/admission.py: HTTP 429 beyond 16 events).
+* **Uploads.** DELETE_CACHE goes to gr.Blocks(delete_cache=...): Gradio deletes cached uploads once that old.
+* **Per-block work.** Gradio inspects a component class's ``__init__`` for every component it constructs and for
+  every block each time it builds a config: three times at start, and once per new browser session (its copy of
+  the ~1,000 blocks' config). ``remember_signatures`` reads each class's signature once, and
+  ``remember_data_schemas`` builds each data model's JSON schema once instead of once per component.
+* **A light first page:** demo/server/first_page.py (compression, and one translation table per page).
+* **Start on a busy machine.** ``launch()`` asks its own server once whether it answers (``networking.url_ok``: a 3 s
+  timeout, then it gives up and raises "When localhost is not accessible…"). With other processes holding both
+  cores, the first answer can take longer; ``patient_url_ok`` keeps asking for LAUNCH_CHECK_SECONDS instead.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import re
+import time
+from typing import Any
+
+import gradio as gr
+import gradio.blocks
+import gradio.component_meta
+import gradio.components.base
+import httpx
+from gradio import networking
+from gradio.blocks import _get_api_parameter_name
+from gradio.utils import get_function_params
+
+from core.loading import jobs
+from core.text.errors import UserInputError, echo
+from core.text.i18n import text, using_language
+from demo.server import admission
+from demo.server.handlers import TRAIN_QUEUE, UnreadableValue
+from demo.server.input_caps import check_caps
+
+MAX_EVENTS_PER_SESSION = 8  # queued or running events one browser session may hold
+QUEUE_MAX_SIZE = 1024  # the whole queue; one session fills at most MAX_EVENTS_PER_SESSION of it
+# Gradio keeps the files it cached (uploads, generated files) until the server stops unless told otherwise;
+# here: checked every 10 minutes, deleted once older than an hour.
+DELETE_CACHE = (600, 3600)
+LAUNCH_CHECK_SECONDS = 60.0  # how long launch() waits for its own server's first answer
+_url_ok = networking.url_ok  # Gradio's own check, one try of 3 s
+
+# Messages (keys into assets/i18n/*.yaml, section common), in the language of the request that caused them.
+SESSION_BUSY = "common.session_busy"
+WRONG_ARITY = "common.api_wrong_arity"
+BAD_VALUE = "common.api_bad_value"
+REPLACED_IN_QUEUE = "common.replaced_in_queue"
+_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Readable API errors
+
+
+def _error(message: str, lang: str | None = None) -> gr.Error:
+    """An error for the client, titled in the learner's language (Gradio's default title is "Error")."""
+    return gr.Error(message, title=text("common.error_title", lang), print_exception=False)
+
+
+def _parameter_names(block_fn) -> list[str]:
+    params = get_function_params(block_fn.fn) if block_fn.fn else []
+    return [_get_api_parameter_name(block_fn, params, i) for i in range(len(block_fn.inputs))]
+
+
+def _wants(component) -> str:
+    """What a component accepts, in words (in the current language)."""
+    if isinstance(component, gr.Slider):
+        return text("common.wants_number_range", low=f"{component.minimum:g}", high=f"{component.maximum:g}")
+    if isinstance(component, (gr.Dropdown, gr.Radio)):
+        values = [value for _, value in component.choices]
+        shown = ", ".join(repr(v) for v in values[:8]) + (", …" if len(values) > 8 else "")
+        return text("common.wants_one_of", values=shown) if values else text("common.wants_text_value")
+    if isinstance(component, gr.Checkbox):
+        return text("common.wants_bool")
+    if isinstance(component, gr.Number):
+        return text("common.wants_number")
+    if isinstance(component, (gr.File, gr.UploadButton)):
+        return text("common.wants_file")
+    if isinstance(component, gr.Dataframe):
+        return text("common.wants_table")
+    if isinstance(component, gr.Textbox):
+        return text("common.wants_text")
+    return text("common.wants_other", kind=type(component).__name__)
+
+
+def _wrong_type(component, payload) -> bool:
+    """Whether a payload is of a type the component can never take (Gradio lets some through to the handler)."""
+    if payload is None:
+        return False
+    if isinstance(component, (gr.Slider, gr.Number)):
+        return isinstance(payload, bool) or not isinstance(payload, (int, float))
+    if isinstance(component, gr.Checkbox):
+        return not isinstance(payload, bool)
+    if isinstance(component, gr.Textbox):
+        return not isinstance(payload, str)
+    if isinstance(component, gr.Radio) or isinstance(component, gr.Dropdown) and not component.multiselect:
+        if numeric_choices(component):  # its schema says number (typed_choices): "512" is not 512
+            return isinstance(payload, bool) or not isinstance(payload, (int, float))
+        return not isinstance(payload, (str, int, float))  # choices may be numbers
+    return False
+
+
+def numeric_choices(component) -> list | None:
+    """A single-choice Dropdown's or Radio's values when every one is a number, else None."""
+    if not isinstance(component, (gr.Dropdown, gr.Radio)) or getattr(component, "multiselect", False):
+        return None
+    values = [value for _, value in component.choices]
+    numbers = values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    return values if numbers else None
+
+
+def typed_choices(app: gr.Blocks) -> None:
+    """Make the API schema of a choice of numbers say numbers.
+
+    Gradio's Dropdown and Radio advertise {"type": "string", "enum": [64, 128, …]} whatever the choices are, and then
+    refuse "512" because the choice is 512. A choice of numbers says {"type": "integer", "oneOf": [{"const": 64}, …]}
+    instead (gradio_client reads that as ``int``; an "enum" would read as the strings '64', '128')."""
+    for block in app.blocks.values():
+        values = numeric_choices(block)
+        if values:
+            kind = "integer" if all(isinstance(v, int) for v in values) else "number"
+            schema = {"type": kind, "oneOf": [{"const": v} for v in values]}
+            block.api_info = block.api_info_as_input = block.api_info_as_output = lambda schema=schema: dict(schema)
+
+
+def _readable(message: str, payload: object = None) -> str:
+    """Gradio's refusal without object reprs; the refused value, which it repeats, cut as our own messages cut it."""
+    message = _REPR.sub("a component", message)
+    if isinstance(payload, str) and payload and payload != echo(payload):
+        message = message.replace(payload, echo(payload))
+    return message if len(message) <= 300 else message[:300] + "…"
+
+
+def _bad_value(block_fn, inputs: list, exc: Exception) -> gr.Error:
+    """Find the first input the components refuse and name it; Gradio's text never reaches the client."""
+    from demo.server.handlers import preprocess_payload
+
+    names = _parameter_names(block_fn)
+    for index, (component, payload) in enumerate(zip(block_fn.inputs, inputs)):
+        if getattr(component, "stateful", False) or isinstance(component, (gr.State, gr.File, gr.UploadButton)):
+            continue
+        try:
+            preprocess_payload(component, payload)
+        except Exception as refused:  # noqa: BLE001
+            if isinstance(refused, gr.Error) and not isinstance(refused, UnreadableValue):  # says why: keep it
+                reason = text("common.api_refused", message=_readable(str(refused.message), payload),
+                              wants=_wants(component))
+            else:
+                reason = text("common.api_expected", wants=_wants(component), given=type(payload).__name__)
+            return _error(text(BAD_VALUE, name=names[index], reason=reason))
+    return _error(text(BAD_VALUE, name=", ".join(names) or text("common.api_the_input"),
+                       reason=text("common.api_unreadable", error=type(exc).__name__)))
+
+
+def guard_api(app: gr.Blocks) -> gr.Blocks:
+    """Make malformed API calls get a short message naming the parameter (see module docstring)."""
+    preprocess_data = app.preprocess_data
+
+    @functools.wraps(preprocess_data)
+    async def checked(block_fn, inputs: list[Any], state, explicit_call: bool = False):
+        if not isinstance(inputs, list) or len(inputs) != len(block_fn.inputs):
+            names = ", ".join(_parameter_names(block_fn)) or text("common.api_no_parameters")
+            if isinstance(inputs, list):
+                message = text(WRONG_ARITY, expected=len(block_fn.inputs), names=names, got=len(inputs))
+            else:
+                message = text("common.api_not_a_list", expected=len(block_fn.inputs), names=names)
+            raise _error(message)
+        names = None
+        for index, (component, payload) in enumerate(zip(block_fn.inputs, inputs)):
+            if not getattr(component, "stateful", False) and _wrong_type(component, payload):
+                names = names or _parameter_names(block_fn)
+                reason = text("common.api_expected", wants=_wants(component), given=type(payload).__name__)
+                raise _error(text(BAD_VALUE, name=names[index], reason=reason))
+        try:  # text over its box's cap never reaches a handler, whoever sent it (demo/server/input_caps.py)
+            check_caps(block_fn.inputs, inputs)
+        except UserInputError as too_long:
+            raise _error(too_long.message()) from None
+        try:
+            return await preprocess_data(block_fn, inputs, state, explicit_call)
+        except Exception as exc:  # noqa: BLE001 - gr.Error from a component included: it does not say which input
+            raise _bad_value(block_fn, inputs, exc) from None
+
+    app.preprocess_data = checked
+    process_api = app.process_api
+
+    @functools.wraps(process_api)
+    async def in_language(*args, **kwargs):
+        """Run the event's API processing (and so ``checked`` above) in the language of its request."""
+        from demo.kit.i18n import language_of
+
+        request = kwargs.get("request")
+        if isinstance(request, list):  # a batch: its requests come from one page
+            request = request[0] if request else None
+        with using_language(language_of(request)):
+            return await process_api(*args, **kwargs)
+
+    app.process_api = in_language
+    return app
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Queue fairness
+
+
+def session_events(queue, session: str) -> int:
+    """How many events of one session are waiting in Gradio's queue or running now."""
+    waiting = sum(1 for events in queue.event_queue_per_concurrency_id.values() for event in events.queue
+                  if event.session_hash == session)
+    running = sum(1 for jobs in queue.active_jobs if jobs for event in jobs if event.session_hash == session)
+    return waiting + running
+
+
+def limit_sessions(app: gr.Blocks, limit: int = MAX_EVENTS_PER_SESSION) -> None:
+    """Refuse a session's events beyond ``limit`` waiting or running, before they take a place in the queue.
+
+    Gradio 6's queue (gradio/queueing.py) has one global ``max_size`` and no per-session limit, so ``Queue.push``
+    is wrapped: it counts the session's events in the queue and among the active jobs (nothing is stored, so
+    nothing can leak when events end, fail or are cancelled) and answers HTTP 400 with SESSION_BUSY beyond the
+    cap. A client that invents a new session id per request is not stopped by this; the queue's global max_size
+    (set large, QUEUE_MAX_SIZE) is the backstop."""
+    queue = app._queue
+    push = queue.push
+
+    @functools.wraps(push)
+    async def fair_push(body, request, username=None):
+        session = getattr(body, "session_hash", None)
+        from demo.kit.i18n import language_of
+
+        lang = language_of(request)
+        if session and _is_training(app, body):
+            await replace_training(queue, session, lang)
+        if session:
+            waiting = session_events(queue, session)
+            if waiting >= limit:
+                return False, text(SESSION_BUSY, lang, waiting=waiting), "error"
+        return await push(body, request, username)
+
+    queue.push = fair_push
+
+
+def _is_training(app: gr.Blocks, body) -> bool:
+    fn = app.fns.get(body.fn_index) if isinstance(getattr(body, "fn_index", None), int) else None
+    return fn is not None and fn.concurrency_id == TRAIN_QUEUE["concurrency_id"]
+
+
+async def replace_training(queue, session: str, lang: str | None = None) -> int:
+    """A new training run from ``session`` replaces its older ones: the running one is told to stop (it ends at its
+    next step with a message), queued ones leave the queue with the same message. Returns how many were replaced."""
+    from gradio.server_messages import ProcessCompletedMessage
+    from gradio.utils import error_payload
+
+    stale = [event for event in queue.event_queue_per_concurrency_id.get(TRAIN_QUEUE["concurrency_id"],
+                                                                          _NO_EVENTS).queue
+             if event.session_hash == session]
+    for event in stale:
+        await queue.remove_from_queue(event._id)
+        refused = _error(text(REPLACED_IN_QUEUE, lang), lang)
+        queue.send_message(event, ProcessCompletedMessage(output=error_payload(refused, True), success=False))
+    return len(stale) + int(jobs.TRAINING.cancel(session))
+
+
+_NO_EVENTS = type("NoEvents", (), {"queue": ()})()
+
+
+def patient_url_ok(url: str, seconds: float | None = None) -> bool:
+    """Gradio's ``url_ok``, asked again until it answers or ``seconds`` (LAUNCH_CHECK_SECONDS) have passed: a
+    timeout on a loaded machine is not "localhost is not accessible"."""
+    deadline = time.monotonic() + (LAUNCH_CHECK_SECONDS if seconds is None else seconds)
+    while True:
+        try:
+            if _url_ok(url):
+                return True
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+
+
+def _remembered(read):
+    """``read`` (an inspect function of one callable) answered from an LRU of 4,096 callables; an unhashable
+    callable is read each time (and a non-callable gets inspect's own TypeError)."""
+    cached = functools.lru_cache(maxsize=4096)(read)
+
+    @functools.wraps(read)
+    def remembered(obj, *args, **kwargs):
+        try:
+            return cached(obj, *args, **kwargs)
+        except TypeError:
+            return read(obj, *args, **kwargs)
+
+    remembered.cache_info = cached.cache_info
+    return remembered
+
+
+class _RememberedSignatures:
+    """The ``inspect`` module as Gradio's blocks and component modules see it, with ``signature()`` and
+    ``getfullargspec()`` remembered per callable. Gradio reads a component class's ``__init__`` signature for every
+    block in every config it builds, and its argument spec for every component it constructs; a class's signature
+    never changes. Bounded: Gradio asks about component classes and, in error messages, bound methods. Callers only
+    read what is returned (a FullArgSpec holds lists: they must not be changed)."""
+
+    def __init__(self):
+        self.signature = _remembered(inspect.signature)
+        self.getfullargspec = _remembered(inspect.getfullargspec)
+
+    def __getattr__(self, name: str):
+        return getattr(inspect, name)
+
+
+def remember_signatures() -> None:
+    """Call before building the app: from then on Gradio reads each class's signature once. Building the app took
+    0.93–0.95 CPU s instead of 1.23–1.29; a config build, or a new browser session's copy of it, 0.06 s instead of
+    0.11 (benchmarks/README.md, issue #38's fifth round)."""
+    remembered = _RememberedSignatures()  # one cache for both modules
+    for module in (gradio.blocks, gradio.component_meta):
+        if module.inspect is inspect:
+            module.inspect = remembered
+
+
+def remember_data_schemas() -> None:
+    """Call before building the app: from then on Gradio builds each data model's JSON schema once.
+
+    ``Component.api_info`` builds the (pydantic) schema of the component's data model once per component, for the
+    first config. The app's 75 plots, 44 tables, 6 highlighted texts and 5 file boxes share 4 models; each
+    component still gets its own copy, as before. Building the app took 0.2 CPU s less (benchmarks/README.md, issue
+    #38, seventh round)."""
+    component = gradio.components.base.Component
+    if getattr(component.api_info, "remembers_schemas", False):
+        return
+    build = component.api_info
+    schemas: dict[type, dict[str, Any]] = {}  # bounded by the data model classes Gradio defines
+
+    @functools.wraps(build)
+    def api_info(self) -> dict[str, Any]:
+        if self._api_info_cache is None and self.data_model is not None:
+            if self.data_model in schemas:
+                self._api_info_cache = copy.deepcopy(schemas[self.data_model])
+            else:  # the first of its model: Gradio builds it, and a copy is kept for the others
+                schemas[self.data_model] = copy.deepcopy(build(self))
+        return build(self)
+
+    api_info.remembers_schemas = True
+    component.api_info = api_info
+
+
+def serve(app: gr.Blocks, per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
+    """Everything above, applied to the built app (call after ``app.queue(...)``), and the per-address cap
+    (demo/server/admission.py), checked before the per-session one."""
+    guard_api(app)
+    typed_choices(app)
+    limit_sessions(app)
+    admission.limit_addresses(app, per_address)
+    networking.url_ok = patient_url_ok  # read by Blocks.launch at call time
+    return app

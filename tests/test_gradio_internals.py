@@ -1,0 +1,200 @@
+"""Every place the app reaches inside Gradio (all in demo/server/, tests/test_import_graph.py checks that), checked
+against the installed Gradio: when an upgrade renames, moves or reshapes one of them, the test that fails names it
+and the module that relies on it. Pinned: requirements.txt. Issue #50.
+
+Each entry: what is used, where, and a check that reads Gradio's own objects (nothing is patched here).
+"""
+from __future__ import annotations
+
+import inspect
+from contextvars import ContextVar
+from pathlib import Path
+
+import gradio
+import gradio as gr
+import pytest
+
+PINNED = next(line.split("==")[1].split()[0] for line in
+              (Path(__file__).resolve().parent.parent / "requirements.txt").read_text(encoding="utf-8").splitlines()
+              if line.startswith("gradio=="))
+
+
+def params(fn) -> list[str]:
+    return list(inspect.signature(fn).parameters)
+
+
+def _queue():
+    with gr.Blocks() as app:
+        gr.Button().click(lambda: None, api_name="probe")
+    app.queue()
+    return app._queue
+
+
+def check_inspect_modules():
+    import gradio.blocks
+    import gradio.component_meta
+
+    for module in (gradio.blocks, gradio.component_meta):
+        assert hasattr(module, "inspect"), f"{module.__name__} no longer imports inspect as a module global"
+
+
+def check_api_info():
+    import gradio.components.base
+
+    component = gradio.components.base.Component
+    assert callable(getattr(component, "api_info", None)), "Component.api_info is gone"
+    box = gr.Textbox(render=False)
+    assert hasattr(box, "_api_info_cache") and hasattr(box, "data_model"), \
+        "a component no longer has _api_info_cache / data_model"
+
+
+def check_url_ok():
+    from gradio import networking
+
+    assert params(networking.url_ok) == ["url"], "networking.url_ok(url) changed"
+    assert "networking.url_ok" in inspect.getsource(gr.Blocks.launch), "launch() no longer calls networking.url_ok"
+
+
+def check_preprocess_and_process_api():
+    assert params(gr.Blocks.preprocess_data)[:5] == ["self", "block_fn", "inputs", "state", "explicit_call"], \
+        "Blocks.preprocess_data(block_fn, inputs, state, explicit_call) changed"
+    assert "request" in params(gr.Blocks.process_api), "Blocks.process_api no longer takes request"
+
+
+def check_queue():
+    queue = _queue()
+    assert params(queue.push)[:3] == ["body", "request", "username"], "Queue.push(body, request, username) changed"
+    for name in ("event_queue_per_concurrency_id", "active_jobs", "remove_from_queue", "send_message"):
+        assert hasattr(queue, name), f"Queue.{name} is gone"
+    from gradio.queueing import Event
+
+    source = inspect.getsource(Event.__init__)
+    for name in ("self._id", "self.session_hash", "self.request"):
+        assert name in source, f"a queued Event no longer has {name.split('.')[1]}"
+
+
+def check_api_parameter_names():
+    from gradio.blocks import _get_api_parameter_name
+    from gradio.utils import get_function_params
+
+    assert params(_get_api_parameter_name) == ["block_fn", "function_parameters", "index"], "_get_api_parameter_name changed"
+    assert callable(get_function_params), "gradio.utils.get_function_params is gone"
+
+
+def check_error_message():
+    from gradio.server_messages import ProcessCompletedMessage
+    from gradio.utils import error_payload
+
+    assert params(error_payload)[:2] == ["error", "show_error"], "gradio.utils.error_payload(error, show_error) changed"
+    assert {"output", "success"} <= set(ProcessCompletedMessage.model_fields), "ProcessCompletedMessage changed"
+
+
+def check_per_block_api_info():
+    box = gr.Dropdown(choices=[1, 2], render=False)
+    for name in ("api_info", "api_info_as_input", "api_info_as_output"):
+        assert callable(getattr(box, name, None)), f"Component.{name} is gone"
+
+
+def check_fns():
+    with gr.Blocks() as app:
+        gr.Button().click(lambda: None, api_name="probe", concurrency_id="probe")
+    fn = app.fns.get(0)
+    assert fn is not None and fn.concurrency_id == "probe", "Blocks.fns[fn_index].concurrency_id changed"
+
+
+def check_brotli():
+    from gradio.brotli_middleware import BrotliMiddleware
+
+    assert params(BrotliMiddleware._is_compressible_file_type) == ["self", "scope"], \
+        "BrotliMiddleware._is_compressible_file_type(scope) changed"
+
+
+def check_translations_dict():
+    assert "translations_dict" in dir(gr.I18n), "gr.I18n.translations_dict is gone"
+
+
+def check_contexts():
+    from gradio.context import Context, LocalContext
+
+    assert isinstance(LocalContext.request, ContextVar), "LocalContext.request is no longer a ContextVar"
+    with gr.Blocks(), gr.Row() as row:
+        assert Context.block is row, "Context.block is no longer the block being built"
+
+
+def check_block_context():
+    assert isinstance(gr.Row(render=False), gr.blocks.BlockContext), "gr.blocks.BlockContext is gone"
+
+
+def check_i18n_data():
+    from gradio.i18n import I18nData
+
+    assert isinstance(gr.I18n(en={"a": "b"})("a"), I18nData), "gr.I18n(...)(key) no longer returns an I18nData"
+
+
+def check_examples():
+    with gr.Blocks():
+        box = gr.Textbox(label="x")
+        examples = gr.Examples([["a"]], [box])
+    assert isinstance(examples.input_component_props, list) and hasattr(examples.dataset, "headers"), \
+        "gr.Examples.input_component_props or .dataset.headers changed"
+
+
+def check_plotly_chunk():
+    from demo.server.gradio_inside import plotly_chunk
+
+    assert plotly_chunk(), "Gradio's front end no longer ships one PlotlyPlot-*.js"
+
+
+USES = [  # (what, where in demo/server/, the check)
+    ("gradio.blocks.inspect, gradio.component_meta.inspect (replaced)", "serving.remember_signatures",
+     check_inspect_modules),
+    ("Component.api_info (replaced), Component._api_info_cache", "serving.remember_data_schemas", check_api_info),
+    ("networking.url_ok (replaced)", "serving.patient_url_ok", check_url_ok),
+    ("Blocks.preprocess_data, Blocks.process_api (replaced per app)", "serving.guard_api", check_preprocess_and_process_api),
+    ("Blocks._queue, Queue.push (replaced), event_queue_per_concurrency_id, active_jobs, remove_from_queue, "
+     "send_message, Event._id", "serving.limit_sessions, admission.limit_addresses", check_queue),
+    ("gradio.blocks._get_api_parameter_name, gradio.utils.get_function_params", "serving._parameter_names",
+     check_api_parameter_names),
+    ("gradio.utils.error_payload, gradio.server_messages.ProcessCompletedMessage", "serving.replace_training",
+     check_error_message),
+    ("api_info, api_info_as_input, api_info_as_output (replaced per block)", "serving.typed_choices",
+     check_per_block_api_info),
+    ("Blocks.fns", "serving._is_training", check_fns),
+    ("gradio.brotli_middleware.BrotliMiddleware._is_compressible_file_type", "first_page.Compression", check_brotli),
+    ("gr.I18n.translations_dict", "first_page.OneLanguage", check_translations_dict),
+    ("gradio.context.Context.block (read, rebound), LocalContext.request",
+     "handlers.add_csv_downloads, handlers._event_request, downloads, gradio_inside.current_block", check_contexts),
+    ("gr.blocks.BlockContext", "downloads, handlers.add_csv_downloads", check_block_context),
+    ("gradio.i18n.I18nData", "gradio_inside.is_translation", check_i18n_data),
+    ("gr.Examples.input_component_props, .dataset.headers (replaced)", "gradio_inside.plain_example_props",
+     check_examples),
+    ("templates/frontend/assets/PlotlyPlot-*.js", "gradio_inside.plotly_chunk", check_plotly_chunk),
+]
+
+
+def test_the_pinned_gradio_is_installed():
+    assert gradio.__version__ == PINNED, (f"Gradio {gradio.__version__} is installed, {PINNED} pinned: run this file "
+                                          "and fix each use it names before changing the pin")
+
+
+@pytest.mark.parametrize("what, where, check", USES, ids=[use[1] for use in USES])
+def test_each_use_of_gradios_insides_still_holds(what, where, check):
+    try:
+        check()
+    except (AssertionError, AttributeError, ImportError, TypeError, ValueError) as exc:
+        pytest.fail(f"Gradio {gradio.__version__} changed {what}, which demo/server/{where} relies on: {exc}")
+
+
+def test_every_use_in_the_server_package_is_listed():
+    """The list above covers what demo/server/ imports from Gradio's submodules (a new one must be added)."""
+    import ast
+
+    listed = " ".join(what for what, _, _ in USES)
+    server = Path(__file__).resolve().parent.parent / "demo" / "server"
+    imported = set()
+    for file in server.glob("*.py"):
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gradio."):
+                imported |= {alias.name for alias in node.names}
+    assert len(imported) >= 8, imported
+    assert [name for name in sorted(imported) if name not in listed] == []
