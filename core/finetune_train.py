@@ -25,6 +25,7 @@ from torch import nn
 from core import finetune, registry
 from core.cache import BoundedCache, bounded_cache
 from core.checkpoints import MINILM_ID
+from core.device import one_cpu_thread
 from core.embeddings import pca
 from core.errors import UserInputError
 from core.i18n import text as tr
@@ -193,7 +194,7 @@ def train(data: finetune.Split, head_steps: int = DEFAULT_HEAD_STEPS, unfrozen: 
           cancel: threading.Event | None = None, with_baselines: bool = True) -> Iterator[Progress | Outcome]:
     """Yields Progress updates, then one Outcome. Raises Cancelled when ``cancel`` is set."""
     head_steps, unfrozen, epochs = check_settings(head_steps, unfrozen, epochs)
-    with finetune.one_cpu_thread():
+    with one_cpu_thread():
         yield from _train(data, head_steps, unfrozen, epochs, budget_seconds, cancel, with_baselines)
 
 
