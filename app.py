@@ -246,7 +246,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="events one client address may have waiting or running; beyond it HTTP 429 (default "
                              f"{admission.MAX_EVENTS_PER_ADDRESS}; raise it for a class behind one NAT address)")
     parser.add_argument("--root-path", default=os.environ.get("GRADIO_ROOT_PATH", ""),
-                        help="the sub-path a reverse proxy serves the app under, e.g. /plm (README: nginx)")
+                        help="the sub-path a reverse proxy serves the app under, e.g. /plm (docs/DEPLOY.md: nginx)")
     parser.add_argument("--trusted-proxy", default=os.environ.get("PLM_TRUSTED_PROXY", ""),
                         help="comma-separated addresses of reverse proxies whose X-Forwarded-For is believed "
                              "(e.g. 127.0.0.1 behind a local nginx); without it the header is ignored")

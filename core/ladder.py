@@ -2,7 +2,7 @@
 
 Names: the tab is called "Overview" (demo/overview.py, api_names ``overview_*``, tests/test_overview_demo.py) because
 it opens the app with the timeline; what it computes is the ladder, so this module and its tests are core/ladder.py
-and tests/test_ladder.py, as DESIGN.md lists them.
+and tests/test_ladder.py, as docs/ARCHITECTURE.md lists them.
 
 Every rung predicts each character from the characters before it, and is scored by its surprisal
 
