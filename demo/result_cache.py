@@ -94,7 +94,7 @@ def fresh_updates(results):
 def as_sent(outputs):
     """``outputs`` with each plotly figure (also one inside an update dict) replaced by the JSON that Gradio sends
     for it: gr.Plot passes a PlotData through unchanged. A cached answer's figures are then serialised once, not for
-    every learner it answers: a SlideFigure's to_json fits its margins to its labels (demo/figures.py), and for the
+    every learner it answers: a SlideFigure's to_json fitted its margins to its labels (before issue #50), and for the
     attention view's three figures that was most of a cached click's server CPU (issue #38)."""
     def sent(value):
         if isinstance(value, go.Figure):

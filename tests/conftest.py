@@ -51,7 +51,6 @@ def work_unit(item) -> str:
 # A unit not listed is estimated from its tests' markers (PER_TEST).
 E2E = "tests/e2e/"
 MEASURED: dict[str, float] = {
-    E2E + "test_figure_margins.py": 130,  # computes every preset, then draws each figure twice
     E2E + "test_learner_path_browser.py": 110,  # the lesson steps in both languages, and another learner's session
     **{f"{E2E}test_learner_path_browser.py-{tab}": 90 for tab in  # one tab's preset links, in both languages
        ["overview", "ngram", "embeddings", "lstm", "attention", "transformer", "mlm", "ner", "qa", "classify"]},
