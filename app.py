@@ -27,25 +27,6 @@ os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000")
 # side by side, so each product keeps to one thread. Set before anything imports numpy.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-# A start allocates ~400,000 objects (Gradio, plotly, ~1,000 blocks) and makes almost no garbage, yet the cyclic
-# collector ran ~1,000 times during it, each time walking what was already there. Off from here until the app is
-# built (settle_collector): a start to its first answer took 7.3 CPU s instead of 9.3 on a slow 2-core VM
-# (benchmarks/README.md, issue #38, seventh round). Only when run as the app: a test process that imports this
-# module keeps its collector.
-if __name__ == "__main__":
-    gc.disable()
-
-# On a Space with persistent storage (/data), the Hugging Face cache moves there (unless the operator set HF_HOME), so
-# downloads survive a restart; the preloaded checkpoints (README's preload_from_hub) are still read from the image's
-# own cache. Before gradio imports huggingface_hub, which reads HF_HOME once, at import (core/loading/hub.py). Only when run
-# as the app: importing this module changes no environment.
-PERSISTENT_HF_HOME = None
-if __name__ == "__main__":
-    from core.loading.hub import use_persistent_storage
-
-    PERSISTENT_HF_HOME = use_persistent_storage()
-
-
 TRIM_SECONDS = 5.0  # how often the server returns freed heap pages (return_freed_memory)
 
 
@@ -77,9 +58,6 @@ def steady_malloc(mmap_threshold: int = 1 << 20, arenas: int = 2) -> bool:
         return bool(libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold)) and bool(libc.mallopt(M_ARENA_MAX, arenas))
     except AttributeError:  # a libc without mallopt
         return False
-
-
-steady_malloc()  # before torch and gradio allocate anything
 
 
 def heap_trimmer():
@@ -116,6 +94,32 @@ def settle_collector() -> None:
         gc.enable()
 
 
+PERSISTENT_HF_HOME = None  # where prepare_process moved the Hugging Face cache, if it did
+
+
+def prepare_process() -> None:
+    """What the app's own process sets up before torch and Gradio load. Run as the app, app.py calls it first thing
+    (just below); a test or a tool that imports this module keeps its process as it was (tests/test_app.py).
+
+    - The cyclic collector is off until the app is built (settle_collector). A start allocates ~400,000 objects
+      (Gradio, plotly, ~1,000 blocks) and makes almost no garbage, yet the collector ran ~1,000 times during it,
+      each time walking what was already there: a start to its first answer took 7.3 CPU s instead of 9.3 on a slow
+      2-core VM (benchmarks/README.md, start-up).
+    - glibc's malloc keeps RSS flat under many users (steady_malloc), before torch and Gradio allocate anything.
+    - On a Space with persistent storage (/data), the Hugging Face cache moves there (unless the operator set
+      HF_HOME), so downloads survive a restart; the preloaded checkpoints (``preload_from_hub``) are still read from
+      the image's own cache. Before Gradio imports huggingface_hub, which reads HF_HOME once, at import."""
+    global PERSISTENT_HF_HOME
+    gc.disable()
+    steady_malloc()
+    from core.loading.hub import use_persistent_storage
+
+    PERSISTENT_HF_HOME = use_persistent_storage()
+
+
+if __name__ == "__main__":
+    prepare_process()
+
 import gradio as gr  # noqa: E402
 
 # the first of our modules: on a ZeroGPU Space it imports `spaces` before anything imports torch (gpu_handler)
@@ -125,6 +129,8 @@ from core.loading import resolve  # noqa: E402
 from core.loading.device import CHOICES as DEVICE_CHOICES, choose_device, device_label
 from core.text.limits import MAX_UPLOAD_BYTES
 from demo.attention import attention
+from demo.tasks import classify
+from demo.server import downloads
 from demo.embeddings import embeddings
 from demo.kit import figure_head, presets, tour, your_turn
 from demo.kit.i18n import I18N, TOGGLE_JS, label, language_of, text
@@ -184,6 +190,7 @@ def page_language(request: gr.Request = None) -> tuple[str, str, str]:
 def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
     """The whole UI: one gr.Tab per demo module. Importing this builds nothing; call it. ``per_address``: the
     events one client address may have waiting or running (demo/server/admission.py)."""
+    downloads.install_gate()  # every download in this app waits for a slot (demo/server/downloads.py)
     serving.remember_signatures()  # before the first config is built (demo/server/serving.py)
     serving.remember_data_schemas()
     # delete_cache: uploads and generated files are removed once an hour old (checked every 10 minutes).
@@ -246,7 +253,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="events one client address may have waiting or running; beyond it HTTP 429 (default "
                              f"{admission.MAX_EVENTS_PER_ADDRESS}; raise it for a class behind one NAT address)")
     parser.add_argument("--root-path", default=os.environ.get("GRADIO_ROOT_PATH", ""),
-                        help="the sub-path a reverse proxy serves the app under, e.g. /plm (README: nginx)")
+                        help="the sub-path a reverse proxy serves the app under, e.g. /plm (docs/DEPLOY.md: nginx)")
     parser.add_argument("--trusted-proxy", default=os.environ.get("PLM_TRUSTED_PROXY", ""),
                         help="comma-separated addresses of reverse proxies whose X-Forwarded-For is believed "
                              "(e.g. 127.0.0.1 behind a local nginx); without it the header is ignored")

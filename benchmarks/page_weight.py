@@ -19,8 +19,8 @@ median and the 30th client had all of them. Goal: the 30th within 15 s; one lear
 
 Targets are started from a source tree (``--app NAME=DIR``, offline, the way tests/live_app.py starts app.py) or
 given as running apps (``--url NAME=URL``). Several targets are measured in turn, run by run, so machine load hits
-them alike. ``--nginx`` puts Debian's nginx with a README's ``location /plm/`` block in front of each started app
-(tests/reverse_proxy.py; the README of the target's own tree).
+them alike. ``--nginx`` puts Debian's nginx with a tree's ``location /plm/`` block (docs/DEPLOY.md) in front of each
+started app (tests/reverse_proxy.py; the block in the target's own tree).
 
     python -m benchmarks.page_weight                                    # this tree
     python -m benchmarks.page_weight --app main=/tmp/plm-main --app branch=.   # before / after, alternating
@@ -217,6 +217,12 @@ def started_app(tree: Path, root_path: str = ""):
         log.close()
 
 
+def nginx_block_file(tree: Path) -> Path:
+    """Where a tree keeps its nginx block: docs/DEPLOY.md, or README.md in a tree from before issue #50."""
+    deploy = tree / "docs" / "DEPLOY.md"
+    return deploy if deploy.exists() else tree / "README.md"
+
+
 def targets(args, stack: ExitStack) -> dict[str, str]:
     found = {}
     for spec in args.app or ([] if args.url else ["this=."]):
@@ -225,7 +231,7 @@ def targets(args, stack: ExitStack) -> dict[str, str]:
         url, port = stack.enter_context(started_app(tree, "/plm" if args.nginx else ""))
         if args.nginx:
             url = stack.enter_context(nginx_proxy(port, Path(stack.enter_context(tempfile.TemporaryDirectory())),
-                                                  readme=tree / "README.md"))
+                                                  readme=nginx_block_file(tree)))
         found[name] = url
     for spec in args.url or []:
         name, _, url = spec.partition("=")
@@ -266,7 +272,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--app", action="append", metavar="NAME=DIR", help="start app.py from this source tree")
     parser.add_argument("--url", action="append", metavar="NAME=URL", help="a running app")
-    parser.add_argument("--nginx", action="store_true", help="behind README's nginx block (started apps only)")
+    parser.add_argument("--nginx", action="store_true", help="behind docs/DEPLOY.md's nginx block (started apps only)")
     parser.add_argument("--lang", choices=sorted(LOCALES), default="en", help="the browser's language")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-class", action="store_true", help="skip the 30 clients")

@@ -1,7 +1,7 @@
 """What the built app calls: every event's handler, as wired (app.build_app()), and the views its preset events run.
 
-Shared by tests/test_gpu_handler.py (which handlers run a model) and tests/test_space_card.py (which checkpoints the
-presets name).
+Shared by tests/test_gpu_handler.py (which handlers run a model), tests/test_space_card.py (which checkpoints the
+presets name) and the tests that leave the trainers out (``trainers``).
 """
 from __future__ import annotations
 
@@ -48,6 +48,24 @@ def handlers(blocks=None) -> dict[str, list]:
         seen.add(base)
         name = f"{base.__module__}.{base.__qualname__}"
         found[f"{name} ({where})" if name in found or "<locals>" in name else name] = chain
+    return found
+
+
+def trainers(blocks=None) -> set[str]:
+    """The api_names of the events that train for up to their work budget: those on the "train" concurrency group
+    (demo.common.TRAIN_QUEUE: one run per session) and those whose handler asks ZeroGPU for a trainer's budget
+    (demo.common.TRAINER_GPU_SECONDS; classify_train bounds its runs in core instead of the queue)."""
+    from core import jobs
+
+    blocks = blocks or built_app()
+    found = set()
+    for block_fn in blocks.fns.values():
+        if block_fn.fn is None:
+            continue
+        budget = any((getattr(layer, "gpu_duration", None) or 0) >= jobs.TRAIN_SECONDS
+                     for layer in layers(block_fn.fn))
+        if block_fn.concurrency_id == "train" or budget:
+            found.add(block_fn.api_name)
     return found
 
 

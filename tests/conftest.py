@@ -287,16 +287,15 @@ def run_async(coroutine):
 
 @pytest.fixture(autouse=True)
 def fresh_preset_results():
-    """demo.kit.preset_records keeps each preset's result for the process (first paint) and which views a session asked for
-    (the open-event race); a test that changes what the server can load (tiny checkpoints, offline, monkeypatched
-    corpora) must not see another test's result or requests."""
+    """demo.server.result_cache keeps each preset's result (first paint) and the model views' shared results (issue #38);
+    demo.kit.preset_records which views a session asked for (the open-event race). A test that changes what the server
+    can load (tiny checkpoints, offline, monkeypatched corpora) must not see another test's result or requests."""
     records = sys.modules.get("demo.kit.preset_records")
     if records is not None:
-        records.RESULTS.clear()
         records.ASKED.clear()  # requests without a session (tests, API clients) share one record
         records.OPENED.clear()
     cache = sys.modules.get("demo.server.result_cache")
-    if cache is not None:  # the model views' shared results (issue #38)
+    if cache is not None:
         cache.RESULTS.clear()
     yield
 

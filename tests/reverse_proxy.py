@@ -1,8 +1,9 @@
-"""Debian's nginx on loopback in front of the app, serving it under a sub-path the way README's configuration does.
+"""Debian's nginx on loopback in front of the app, serving it under a sub-path the way docs/DEPLOY.md's configuration
+does.
 
 nginx runs as the test's own user from a temporary prefix (its config, pid, logs and temp folders all there; nothing
-under /etc or /var). The `location` block is README's, read from README.md between `<!-- nginx -->` markers, so
-the documented configuration is the one the browser test goes through.
+under /etc or /var). The `location` block is docs/DEPLOY.md's, read between `<!-- nginx -->` markers, so the
+documented configuration is the one the browser test goes through.
 """
 from __future__ import annotations
 
@@ -20,15 +21,19 @@ from tests.live_app import ROOT, free_port, serves
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
 
-def readme_location(readme: Path = ROOT / "README.md") -> str:
-    """README's nginx `location /plm/ { … }` block (between the <!-- nginx --> markers)."""
+DEPLOY = ROOT / "docs" / "DEPLOY.md"
+
+
+def readme_location(readme: Path = DEPLOY) -> str:
+    """docs/DEPLOY.md's nginx `location /plm/ { … }` block (between the <!-- nginx --> markers). ``readme``: the file
+    that holds it in another tree (before issue #50 moved it: README.md)."""
     text = readme.read_text(encoding="utf-8")
     block = re.search(r"<!-- nginx -->\s*```nginx\n(.*?)```\s*<!-- /nginx -->", text, re.S)
-    assert block, "README.md has no <!-- nginx --> block"
+    assert block, f"{readme.name} has no <!-- nginx --> block"
     return block.group(1)
 
 
-def config(prefix: Path, port: int, app_port: int, readme: Path = ROOT / "README.md") -> str:
+def config(prefix: Path, port: int, app_port: int, readme: Path = DEPLOY) -> str:
     location = readme_location(readme).replace("127.0.0.1:7860", f"127.0.0.1:{app_port}")
     # As root, nginx's workers would switch to "nobody" and lose the temp prefix: keep them this user.
     user = f"user {pwd.getpwuid(os.geteuid()).pw_name};" if os.geteuid() == 0 else ""
@@ -51,9 +56,9 @@ http {{
 
 
 @contextmanager
-def nginx_proxy(app_port: int, tmp: Path, limit: float = 30.0, readme: Path = ROOT / "README.md"):
-    """nginx on a free loopback port proxying README's /plm/ to the app; yields the proxy's base URL. ``readme``:
-    another tree's README (benchmarks/page_weight.py measures main's block beside this one's)."""
+def nginx_proxy(app_port: int, tmp: Path, limit: float = 30.0, readme: Path = DEPLOY):
+    """nginx on a free loopback port proxying docs/DEPLOY.md's /plm/ to the app; yields the proxy's base URL.
+    ``readme``: another tree's file holding the block (benchmarks/page_weight.py measures main's beside this one's)."""
     prefix = tmp / "nginx"
     prefix.mkdir(parents=True, exist_ok=True)
     port = free_port()

@@ -244,6 +244,51 @@ def test_the_start_runs_without_the_cyclic_collector_until_the_app_is_built():
     assert result["frozen"] > 100_000  # Gradio, plotly and our modules: out of every later collection
 
 
+IMPORTED_ONLY = r"""
+import ctypes, gc, json
+asked = []
+
+
+class Spy(ctypes.CDLL):  # counts the app's mallopt calls (steady_malloc)
+    def __getattr__(self, name):
+        if name == "mallopt":
+            asked.append(name)
+        return super().__getattr__(name)
+
+
+ctypes.CDLL = Spy
+import app
+from core import hub
+from demo import downloads
+imported = {"collector": gc.isenabled(), "mallopt": len(asked), "download gate": hub._gate is not None}
+app.prepare_process()
+prepared = {"collector": gc.isenabled(), "mallopt": len(asked)}
+gc.enable()
+app.build_app()
+print(json.dumps({"imported": imported, "prepared": prepared,
+                  "gate after build": hub._gate == downloads._slot_for_this_event}))
+"""
+
+
+def test_importing_changes_nothing_and_the_start_sets_the_process_up_by_explicit_calls():
+    """Issue #50: importing app.py used to call mallopt, and importing demo/downloads.py changed how core/hub.py
+    downloads. Now importing changes nothing; app.prepare_process (run as the app) turns the collector off and calls
+    mallopt, and app.build_app installs the download slots as core/hub.py's gate. A fresh interpreter, since the
+    collector and malloc settings are the whole process's."""
+    import json
+    import subprocess
+
+    from tests.live_app import ROOT, app_env
+
+    out = subprocess.run([sys.executable, "-c", IMPORTED_ONLY], cwd=ROOT, env=app_env(), capture_output=True,
+                         text=True, timeout=300, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["imported"] == {"collector": True, "mallopt": 0, "download gate": False}
+    expected_mallopt = 1 if sys.platform.startswith("linux") else 0
+    assert result["prepared"] == {"collector": False, "mallopt": expected_mallopt}
+    assert result["gate after build"] is True
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
 def test_freed_heap_pages_go_back_to_the_os():
     """Issue #38 §5: pages freed between live buffers stay in RSS until the heap is trimmed; the server trims every

@@ -13,10 +13,11 @@ import pytest
 from core.text.i18n import text
 from core.text.limits import MAX_SCORED_TOKENS
 from demo.attention.attention import SCORES
+from tests import app_events
 
 # The trainers run for up to their budget by design (minutes at the sliders' maxima); tests/test_trainer_budgets.py
 # and the NNLM test below show each stops within its budget plus 5 s. Everything else is called here.
-TRAINERS = {"embeddings_train", "lstm_train", "classify_train", "mlm_train", "embeddings_nnlm"}
+TRAINERS = app_events.trainers()  # derived from the built app (issue #50)
 # One answer's bound. The largest measured at the caps is the 512-position encoding figure (~0.4 MB); 2 MB is what a
 # classroom of 30 on a course server's 100 Mbit/s uplink can fetch at once in about 5 s. An error is one sentence.
 ANSWER_BOUND, ERROR_BOUND = 2_000_000, 4_000

@@ -15,20 +15,23 @@ def test_every_styled_figure_carries_the_slide_export_config():
     assert payload["layout"]["title"]["text"] == "Top predictions"
 
 
-def test_margins_are_reserved_in_what_is_sent_not_in_the_figure():
-    """SlideFigure.to_json declares margins that fit the labels (demo/kit/figure_margins.py), so plotly.js draws once;
-    the figure object itself keeps its own margins, so a tab may still change it after building it."""
-    long_names = ["a rather long category name"] * 2
-    fig = figures.bar(long_names, [0.7, 0.3], "Top predictions")
+def test_margins_are_plotlys_automargin_and_a_long_title_gets_room_in_what_is_sent():
+    """Issue #50: the server estimates no margins (plotly's automargin grows them in the browser); it only gives a
+    wrapped title room below the toolbar, in what is sent, so a tab may still change the figure after building it."""
+    fig = figures.bar(["a rather long category name"] * 2, [0.7, 0.3], "Top predictions")
     declared = fig.layout.margin.to_plotly_json()
     sent = json.loads(fig.to_json())
-    base = figures.TEMPLATE_MARGINS["base_margin"]
-    assert all(sent["layout"]["margin"][side] >= base[side] for side in "lrtb")
-    assert sent["layout"]["margin"]["l"] > base["l"]  # horizontal bars: the long names sit left of the plot
-    assert fig.layout.margin.to_plotly_json() == declared
+    # no side is estimated; one title line fits the template's top margin
+    assert sent["layout"]["margin"] == {**declared, "t": figures.TEMPLATE.layout.margin.t}
+    assert sent["layout"]["template"]["layout"]["yaxis"]["automargin"] is True
+    title = " ".join(["a title long enough to wrap onto a third line"] * 3)
+    tall = figures.bar(["a", "b"], [0.7, 0.3], title)
+    sent = json.loads(tall.to_json())
+    lines = sent["layout"]["title"]["text"].count("<br>") + 1
+    assert lines >= 3 and sent["layout"]["margin"]["t"] > figures.TEMPLATE.layout.margin.t
+    assert sent["layout"]["margin"]["t"] >= figures.TITLE_TOP + lines * figures.TITLE_FONT_SIZE
+    assert tall.layout.margin.t is None  # the figure object keeps its own margins
     assert all("uid" not in trace for trace in sent["data"])
-    short = json.loads(figures.bar(["a", "b"], [0.7, 0.3], "Top").to_json())
-    assert short["layout"]["margin"]["l"] < sent["layout"]["margin"]["l"]
 
 
 def test_category_labels_are_escaped_for_plotlys_pseudo_html():

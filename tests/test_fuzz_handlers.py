@@ -31,15 +31,15 @@ from core.text.errors import ModelUnavailableError, UserInputError
 from demo.server.handlers import preprocess_payload
 from demo.kit.i18n import text
 from core.loading import resolve
+from tests import app_events
 from tests.conftest import run_async
 
 EXAMPLES = int(os.environ.get("PLM_FUZZ_EXAMPLES", "6"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
 
-# Handlers that train for up to minutes by design: their inputs are sliders and radios that Gradio bounds, and their
-# bad-input paths are covered by their tabs' own tests.
-LONG_RUNNING = {"lstm_train", "embeddings_train", "classify_train"}
+# Trainers whose inputs are fuzzed all the same: a free text (the masked LM's corpus) or a short budget (the NNLM).
+FUZZED_TRAINERS = {"mlm_train", "embeddings_nnlm"}
 # Handlers whose fuzzing takes seconds to minutes (a model per example: generation, training steps, attributions):
 # marked slow, so the fast lane (-m "not e2e and not slow") fuzzes the rest; the whole suite fuzzes them all.
 SLOW_HANDLERS = {
@@ -174,14 +174,24 @@ def built_app() -> gr.Blocks:
 _BLOCKS = None
 
 
+def long_running() -> set[str]:
+    """The other trainers (tests/app_events.py finds them in the built app): they train for up to minutes by design,
+    their inputs are sliders and radios that Gradio bounds, and their bad-input paths are covered by their tabs' own
+    tests."""
+    trainers = app_events.trainers(built_app())
+    assert FUZZED_TRAINERS <= trainers, FUZZED_TRAINERS - trainers
+    return trainers - FUZZED_TRAINERS
+
+
 def handler_names() -> list[str]:
     """The app's own event handlers (Gradio's internal ones, e.g. gr.Examples' loaders, are Gradio's business).
     One entry per distinct (function, inputs): a handler wired to two events is fuzzed once."""
     seen, names = set(), []
+    trainers = long_running()
     for dep in built_app().fns.values():
         key = (id(dep.fn), tuple(id(c) for c in dep.inputs))
         if (dep.fn is not None and dep.fn.__module__.split(".")[0] in ("demo", "app")
-                and dep.api_name not in LONG_RUNNING and key not in seen):
+                and dep.api_name not in trainers and key not in seen):
             seen.add(key)
             names.append(dep.api_name)
     return names

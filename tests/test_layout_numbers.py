@@ -106,6 +106,27 @@ def default_results():
     return shown
 
 
+def test_every_figure_a_view_opens_with_leaves_its_margins_to_plotlys_automargin(default_results):
+    """Issue #50: no label is clipped because plotly's automargin grows each margin to fit the tick labels, colour
+    bars and legends it draws (demo/figure_margins.py, which estimated them on the server, is gone, and with it the
+    browser test that drew every figure). So no figure a view opens with turns it off: every axis keeps the
+    template's ``automargin``, and the layout never sets ``margin.autoexpand`` false."""
+    checked = 0
+    for name, results in default_results:
+        for value in results.values():
+            if not isinstance(value, go.Figure):
+                continue
+            layout = json.loads(value.to_json())["layout"]
+            template = layout["template"]["layout"]
+            assert template["xaxis"]["automargin"] is True and template["yaxis"]["automargin"] is True, name
+            assert (layout.get("margin") or {}).get("autoexpand", True) is True, name
+            for key, axis in _axes(layout):
+                automargin = axis.get("automargin", template[key[0] + "axis"]["automargin"])
+                assert automargin is True or (isinstance(automargin, str) and automargin), (name, key, automargin)
+                checked += 1
+    assert checked > 20
+
+
 def test_no_figure_a_view_opens_with_prints_si_prefixes_on_a_log_or_probability_axis(default_results):
     checked = 0
     for name, results in default_results:

@@ -195,7 +195,7 @@ def test_a_cached_preset_result_keeps_its_shown_value_for_the_next_learner():
         view = presets.View("x", "cached", [gr.Textbox()], [shown], lambda text: gr.update(value=text, visible=True),
                             [presets.Preset("a", "A", ("hello",), "§1")])
     sent = []
-    for _ in range(3):  # the first computes, the next two come from preset_records.RESULTS
+    for _ in range(3):  # the first computes, the next two come from result_cache.RESULTS
         update = view.run("a")[shown]
         assert update["visible"] is True
         sent.append(postprocess_update_dict(shown, update))

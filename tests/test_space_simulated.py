@@ -24,7 +24,7 @@ from tests.live_app import ROOT, app_env, running_app
 STAND_IN = ROOT / "tests" / "space_stand_in"
 # Events that train for up to their work budget (minutes at the sliders' maxima); tests/test_trainer_budgets.py runs
 # them. Their gpu_handler durations are checked in tests/test_gpu_handler.py.
-TRAINERS = {"embeddings_train", "lstm_train", "classify_train", "mlm_train", "embeddings_nnlm"}
+TRAINERS = app_events.trainers()  # derived from the built app (issue #50)
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 SENTENCE = "The white whale swam by the old ship."
 

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from core.text import i18n
 from core.text.corpora import load_corpus
+from core.loading.device import one_cpu_thread
 from core.text.errors import UserInputError
 from core.text.limits import NNLM_MAX_CONTEXT as MAX_CONTEXT
 from core.text.limits import NNLM_MAX_SECONDS as MAX_SECONDS
@@ -95,15 +96,11 @@ def train(corpus: str, context: int = 2, dim: int = 16, hidden: int = 32, steps:
     model = NNLM(len(vocab), context, dim, hidden)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.02 if corpus == "toy_zh" else 0.005)
     result = TrainedNNLM(model, vocab, index, corpus)
-    threads = torch.get_num_threads()
     # Matrices this small gain nothing from intra-op threads, and on a busy 2-core server the threads spin-wait for
     # each other: 150 toy steps took 26 s with 2 threads and 0.7 s with one (measured under load average 12).
-    torch.set_num_threads(1)
-    try:
+    with one_cpu_thread():
         _fit(model, optimizer, x, y, steps, start + seconds, 0 if held_y is None else len(held_y), seed, result,
              progress)
-    finally:
-        torch.set_num_threads(threads)
     model.eval()
     if held_y is not None:
         with torch.inference_mode():

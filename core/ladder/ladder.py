@@ -2,7 +2,7 @@
 
 Names: the tab is called "Overview" (demo/ladder/overview.py, api_names ``overview_*``, tests/test_overview_demo.py) because
 it opens the app with the timeline; what it computes is the ladder, so this module and its tests are core/ladder/ladder.py
-and tests/test_ladder.py, as DESIGN.md lists them.
+and tests/test_ladder.py, as docs/ARCHITECTURE.md lists them.
 
 Every rung predicts each character from the characters before it, and is scored by its surprisal
 
@@ -24,7 +24,6 @@ outside V); the ladder names these characters per rung and shows what they cost.
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
@@ -35,7 +34,7 @@ import torch
 
 from core.recurrent import lstm
 from core.text.corpora import load_corpus
-from core.loading.device import get_device
+from core.loading.device import get_device, one_cpu_thread
 from core.text.errors import UserInputError
 from core.ladder.heldout import ADD_K, TAB_LINKS, describe, gpt_context
 from core.ngram.ngram import NgramModel
@@ -86,27 +85,11 @@ def _ngram_scorer(model: NgramModel, smoothing: str) -> Callable[[str], np.ndarr
     return log2_probs
 
 
-@contextmanager
-def _one_cpu_thread():
-    """Run a small model's forward pass on one CPU thread. Its ~300 steps are tiny ops; with two threads each one
-    also hands work to the other thread, and on a busy shared CPU that took the RNN 3.2 s instead of 19 ms for 300
-    characters (measured). torch keeps the count per calling thread (OpenMP), and this puts it back afterwards."""
-    if get_device().type != "cpu":
-        yield
-        return
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(saved)
-
-
 def _recurrent_scorer(model: lstm.RecurrentLM, vocab: lstm.Vocab) -> Callable[[str], np.ndarray]:
     def log2_probs(text: str) -> np.ndarray:
         """The RNN tab's own computation (core.recurrent.lstm.inspect): forward_fused, softmax, P of the next token."""
         x = torch.tensor([vocab.encode(text)[0]], device=get_device())  # (1, T)
-        with torch.inference_mode(), _one_cpu_thread():
+        with torch.inference_mode(), one_cpu_thread(get_device()):
             probs = model.forward_fused(x, keep_gates=False).logits[0].softmax(-1)  # (T, V)
             p = probs[torch.arange(x.shape[1] - 1), x[0, 1:]]  # (T-1,)
         return np.log2(np.asarray(p.tolist(), dtype=np.float64))
@@ -128,7 +111,7 @@ def _gpt_scorer(model, vocab: lstm.Vocab, batch: int = 64) -> Callable[[str], np
             keep.append(end - (starts[-2] + context))
         width = min(context, len(x))
         windows = torch.stack([x[s:s + width] for s in starts])  # (W, width)
-        with torch.inference_mode(), _one_cpu_thread():
+        with torch.inference_mode(), one_cpu_thread(get_device()):
             logits = torch.cat([model(chunk).logits for chunk in windows.split(batch)])  # (W, width, V)
             picked = torch.cat([row[width - k:] for row, k in zip(logits, keep)])  # (T-1, V)
             p = picked.softmax(-1)[torch.arange(len(targets)), targets]  # (T-1,)

@@ -110,26 +110,35 @@ _threads_saved = 1
 
 
 @contextmanager
-def one_cpu_thread(device: torch.device):
-    """Run small CPU work on one intra-op thread: word2vec's batches, the LSTM's step-by-step kernel. Its ops are
-    too small for a second thread to help, which only adds a barrier per op; on a busy CPU (a shared machine, a
-    server whose other threads hold the cores) waiting at those barriers made a Moby-Dick word2vec run over 10×
-    slower. The old count comes back when the last concurrent user leaves (the setting is process-wide)."""
+def one_cpu_thread(device: torch.device | None = None):
+    """Run small CPU work on one intra-op thread: word2vec's batches, the LSTM's step-by-step kernel, the ladder's
+    small rungs, the NNLM and fine-tuning runs. Their ops are too small for a second thread to help, which only
+    adds a barrier per op; on a busy CPU (a shared machine, a server whose other threads hold the cores) waiting at
+    those barriers made a Moby-Dick word2vec run over 10× slower.
+
+    This is the one place in the app that sets torch's thread count (tests/test_thread_count.py holds it to that).
+    torch keeps the count per OS thread, and a thread that starts later takes the count last set by any thread. So
+    every user sets one thread on entering and, on leaving, puts back in its own thread the count saved by the
+    first of the users that overlap. Save/restore helpers of their own, interleaved (A saves 2 and sets 1, B saves
+    1, A restores 2, B restores 1), left the whole process on one thread. ``device``: skip when it is not the CPU;
+    None means the work runs on the CPU whatever the app's device is."""
     global _threads_users, _threads_saved
-    if device.type != "cpu":
+    if device is not None and device.type != "cpu":
         yield
         return
     import torch
 
     with _threads_lock:
+        # Reading first also makes torch set up this thread's count now: on a thread's first parallel op it sets it
+        # to the last count set anywhere, which would overwrite the 1 set below if that op came later.
+        current = torch.get_num_threads()
         if _threads_users == 0:
-            _threads_saved = torch.get_num_threads()
-            torch.set_num_threads(1)
+            _threads_saved = current
         _threads_users += 1
+        torch.set_num_threads(1)
     try:
         yield
     finally:
         with _threads_lock:
             _threads_users -= 1
-            if _threads_users == 0:
-                torch.set_num_threads(_threads_saved)
+            torch.set_num_threads(_threads_saved)

@@ -24,7 +24,6 @@ import csv
 import hashlib
 import io
 import re
-import threading
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ import torch
 from torch import nn
 
 from core.loading.cache import BoundedCache
+from core.loading.device import one_cpu_thread
 from core.text.corpora import LABELLED
 from core.text.errors import UserInputError
 from core.text.i18n import text as tr
@@ -214,31 +214,6 @@ def units(text: str) -> list[str]:
 def ngrams(text: str, n_max: int = 2) -> list[str]:
     tokens = units(text)
     return [" ".join(tokens[i:i + n]) for n in range(1, n_max + 1) for i in range(len(tokens) - n + 1)]
-
-
-_threads_lock = threading.Lock()
-_threads_users = 0
-_threads_saved = 1
-
-
-class one_cpu_thread:
-    """torch.set_num_threads(1) while any run trains; the old count comes back when the last one ends. Small ops
-    gain nothing from more threads, the float sums repeat exactly, and a shared machine keeps its other core."""
-
-    def __enter__(self):
-        global _threads_users, _threads_saved
-        with _threads_lock:
-            if _threads_users == 0:
-                _threads_saved = torch.get_num_threads()
-                torch.set_num_threads(1)
-            _threads_users += 1
-
-    def __exit__(self, *exc):
-        global _threads_users
-        with _threads_lock:
-            _threads_users -= 1
-            if _threads_users == 0:
-                torch.set_num_threads(_threads_saved)
 
 
 def fit_logistic(features: torch.Tensor, y: np.ndarray, classes: int, seed: int, l2: float = 1e-3,

@@ -26,6 +26,7 @@ from core.tasks import finetune
 from core.loading import registry
 from core.loading.cache import BoundedCache, bounded_cache
 from core.loading.checkpoints import MINILM_ID
+from core.loading.device import one_cpu_thread
 from core.embeddings.embeddings import pca
 from core.text.errors import UserInputError
 from core.text.i18n import text as tr
@@ -194,7 +195,7 @@ def train(data: finetune.Split, head_steps: int = DEFAULT_HEAD_STEPS, unfrozen: 
           cancel: threading.Event | None = None, with_baselines: bool = True) -> Iterator[Progress | Outcome]:
     """Yields Progress updates, then one Outcome. Raises Cancelled when ``cancel`` is set."""
     head_steps, unfrozen, epochs = check_settings(head_steps, unfrozen, epochs)
-    with finetune.one_cpu_thread():
+    with one_cpu_thread():
         yield from _train(data, head_steps, unfrozen, epochs, budget_seconds, cancel, with_baselines)
 
 

@@ -3,6 +3,6 @@ the sampling controls and the HTML drawn at build. Imports core and the server's
 """
 
 __all__ = [
-    "figures", "figure_head", "figure_margins", "token_figures", "presets", "preset_bar", "preset_records", "lessons",
+    "figures", "figure_head", "text_size", "token_figures", "presets", "preset_bar", "preset_records", "lessons",
     "tour", "i18n", "your_turn", "sampling", "static_html",
 ]

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from core.text.i18n import DEFAULT_LANGUAGE, table, text
-from demo.kit.figure_margins import reserved_margins, text_size
+from demo.kit.text_size import text_size
 from demo.server.gradio_inside import plotly_chunk
 
 # Latin fonts first, then CJK ones, so 中文 titles, tokens and axis labels render as glyphs (not boxes) on screen and
@@ -63,7 +63,7 @@ HIGHLIGHT_PATTERN = "/"  # the hatch a highlighted bar gets besides its colour
 SERIES_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
 SERIES_SYMBOLS = ["circle", "square", "diamond", "x", "cross", "circle-open", "square-open", "diamond-open"]  # 2D and 3D
 TITLE_TOP = 34  # px above a figure's title: the modebar's strip (its buttons are 28 px tall at 2 px from the top)
-TITLE_WIDTH = 560  # px a title line may take: a plot sharing its row is 600 px wide at 1440 px (figure_margins)
+TITLE_WIDTH = 560  # px a title line may take: a plot sharing its row is 600 px wide at 1440 px
 AXIS_TITLE_STANDOFF = 10  # px between an axis's tick labels and its title
 SLIDE_EXPORT = {"format": "png", "width": 1600, "height": 900, "scale": 2, "filename": "plm-explorer-figure"}
 
@@ -100,18 +100,17 @@ PLOTLY_CONFIG = {
     "displaylogo": False,
     "modeBarButtonsToRemove": ["lasso2d", "select2d"],
 }
-TEMPLATE_MARGINS = dict(base_margin=TEMPLATE.layout.margin.to_plotly_json(), font_size=BASE_FONT_SIZE,
-                        axis_defaults={"x": TEMPLATE.layout.xaxis.to_plotly_json(),
-                                       "y": TEMPLATE.layout.yaxis.to_plotly_json()})
 
 
 class SlideFigure(go.Figure):
-    """A plotly figure whose JSON carries a plotly.js ``config`` and margins that already fit its labels.
+    """A plotly figure whose JSON carries a plotly.js ``config`` and a title that fits.
 
     Gradio hands ``fig.to_json()`` straight to ``Plotly.react(div, data, layout, config)``, so putting the export
     settings into the JSON makes the camera button download a slide-resolution PNG instead of a screen-sized one.
-    The margins are reserved here, when the figure is sent, after every change a tab made to it: plotly.js then
-    draws it once instead of twice (demo/kit/figure_margins.py).
+    A long title is wrapped and given room below the toolbar when the figure is sent, after every change a tab made
+    to it. The other margins are plotly's automargin (the template's axes): it grows them to fit the tick labels,
+    colour bars and legends, so no label is clipped (tests/test_layout_numbers.py checks every default figure
+    keeps it on).
     """
 
     def to_json(self, pretty: bool = False, engine: str | None = None, **_) -> str:
@@ -123,9 +122,10 @@ class SlideFigure(go.Figure):
             if key[:1] in "xy" and key[1:5] == "axis" and isinstance(axis, dict) and axis.get("type") == "log":
                 axis.setdefault("exponentformat", "power")
         title_lines = wrap_title(layout)
-        layout["margin"] = reserved_margins(self._data, layout, **TEMPLATE_MARGINS)
-        title_height = TITLE_TOP + text_size("<br>".join(title_lines), TITLE_FONT_SIZE)[1] + 12 if title_lines else 0
-        layout["margin"]["t"] = max(layout["margin"]["t"], math.ceil(title_height))
+        if title_lines:  # the title hangs in the container's top margin, which automargin does not grow for it
+            title_height = TITLE_TOP + text_size("<br>".join(title_lines), TITLE_FONT_SIZE)[1] + 12
+            margin = layout["margin"] = dict(layout.get("margin") or {})
+            margin["t"] = max(margin.get("t", TEMPLATE.layout.margin.t), math.ceil(title_height))
         figure["config"] = PLOTLY_CONFIG
         distinguish_without_colour(figure["data"])
         return pio.json.to_json_plotly(figure, pretty=pretty, engine=engine)

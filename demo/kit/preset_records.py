@@ -1,29 +1,19 @@
-"""What the server remembers for demo/kit/presets.py's views: per session, which views the learner asked for and which
-defaults an open event already sent (the open-event race and the double open), and per process, every preset's
-result (first paint). Bounded, thread-safe, and forgotten on restart: losing a record only costs a recomputation.
-"""
+"""What the server remembers for demo/kit/presets.py's views, per session: which views the learner asked for and which
+defaults an open event already sent (the open-event race and the double open). Bounded, thread-safe, and forgotten
+on restart: losing a record only costs a recomputation. Each preset's result is kept in the app's one result cache
+(demo/server/result_cache.py, ``preset_result``)."""
 from __future__ import annotations
 
 import time
 from typing import Callable, Protocol
 
-from core.loading import resolve
 from core.loading.cache import BoundedCache
-from core.text.i18n import current_language
-from demo.server.handlers import loaded_models
-from demo.server.result_cache import fresh_updates
 
 
 class ViewLike(Protocol):  # demo.kit.presets.View: what a record needs of a view
     tab: str
     key: str
     fn: Callable
-
-
-class PresetLike(Protocol):  # demo.kit.presets.Preset
-    slug: str
-
-    def resolved(self) -> tuple: ...
 
 
 class SessionViews:
@@ -79,35 +69,3 @@ class SessionViews:
 ASKED = SessionViews()
 # Both open events of one click reach a worker well within 30 s (else the default is drawn twice, as before).
 OPENED = SessionViews(claim_seconds=30.0)
-
-
-class Results:
-    """A preset's values and results, computed once per process for each language (issue #18: first paint ≤ 1 s).
-
-    A preset's result does not depend on the learner, only on its fixed values, the language (figure titles, notes)
-    and which checkpoints the server can use (offline views show an "hf download" note until the model is there),
-    so all three are in the key. The LSTM gradients default took 4–9 s and the bank sentences 4–7 s per open under
-    load; now only the first open in a process pays. One lock per key: sessions opening the same tab at once wait
-    for one computation instead of each running it. Bounded (LRU); results are treated as read-only."""
-
-    def __init__(self, limit: int = 512):
-        self._done = BoundedCache(limit)  # key -> (values, results)
-
-    @staticmethod
-    def key(view: ViewLike, preset: PresetLike) -> tuple:
-        return (view.fn, view.tab, view.key, preset.slug, current_language(), resolve.is_offline(),
-                tuple(sorted(set(loaded_models()))))
-
-    def get(self, view: ViewLike, preset: PresetLike) -> tuple[tuple, tuple]:
-        def compute() -> tuple[tuple, tuple]:
-            values = preset.resolved()
-            return values, view.fn(*values)  # an error propagates and nothing is stored
-
-        values, results = self._done.get_or_compute(self.key(view, preset), compute)
-        return values, fresh_updates(results)
-
-    def clear(self) -> None:
-        self._done.clear()
-
-
-RESULTS = Results()

@@ -60,7 +60,8 @@ from demo.server.downloads import fetch_models
 from demo.server.gradio_inside import current_block
 from demo.kit.i18n import in_every_language, label
 from demo.kit.preset_bar import BAR_JS, BAR_TEMPLATE
-from demo.kit.preset_records import ASKED, OPENED, RESULTS
+from demo.kit.preset_records import ASKED, OPENED
+from demo.server.result_cache import preset_result
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ class View:
         preset = self.with_seed(self.presets[self.runnable(slug or self.default)], seed)
         if on_zero_gpu():
             self.fetch_checkpoints(preset)
-        values, results = RESULTS.get(self, preset)
+        values, results = preset_result(self, preset)
         if len(self.outputs) == 1:
             results = (results,)
         updates: dict = dict(zip(self.inputs, values))

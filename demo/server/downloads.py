@@ -20,7 +20,7 @@ A model view's event is two chained steps (``model_event``):
 A view that needs only a checkpoint's tokenizer (the masked LM's Masking procedure) names ``TOKENIZER`` instead of a
 task, and its tokenizer comes through the same step. The tab-open and preset events run the handlers directly (their
 own concurrency groups, not "bert"), and may download there through the same resolver, with the same limits, after
-waiting (in their worker thread) for a slot of the same ``SLOTS``: core/loading/hub.py's gate, set below.
+waiting (in their worker thread) for a slot of the same ``SLOTS``: core/loading/hub.py's gate, set by ``install_gate``.
 """
 from __future__ import annotations
 
@@ -150,7 +150,10 @@ def _slot_for_this_event() -> contextlib.AbstractContextManager:
     return SLOTS.hold_here(getattr(request, "session_hash", None) or "-")
 
 
-hub.set_download_gate(_slot_for_this_event)  # every download in this app waits for SLOTS
+def install_gate() -> None:
+    """Every download in this process waits for SLOTS from now on: core/loading/hub.py's gate. app.build_app calls it;
+    importing this module changes nothing in core/loading/hub.py."""
+    hub.set_download_gate(_slot_for_this_event)
 
 
 def byte_progress(progress: gr.Progress) -> resolve.Progress:

@@ -1,4 +1,5 @@
-"""One result cache for the model views that always give the same answer to the same question (issue #38).
+"""The app's one result cache: every preset's result (first paint, ``preset_result``) and the learners' own questions
+to the views that always give the same answer to the same question (issue #38; one cache since issue #50).
 
 In a class, most clicks are the same: the teacher says "press the Thinking Machines preset" and 64 learners ask for
 one result. Keyed by the event, its inputs, the learner's language and each checkpoint's revision
@@ -38,8 +39,9 @@ from core.loading import resolve
 from core.loading.cache import BoundedCache
 from core.loading.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, FINE_TUNED_MINILM_ID, PACKAGED_MODELS, model_id_or_default
 from core.text.errors import LearnerError
+from core.text.i18n import current_language
 from core.loading.paths import ASSETS_DIR
-from demo.server.handlers import request_language
+from demo.server.handlers import loaded_models, request_language
 
 # PLM_RESULT_CACHE_MB=0 turns it off (benchmarks/load_test.py measures the classroom with and without it). 16 MB:
 # a lesson's presets (0.1-1.4 MB each) stay, recently used; at 128 MB the soak's new texts grew RSS by +216 MB.
@@ -94,7 +96,7 @@ _PLOT = gr.Plot(render=False)  # its postprocess is the one that turns a figure 
 def as_sent(outputs):
     """``outputs`` with each plotly figure (also one inside an update dict) replaced by the JSON that Gradio sends
     for it: gr.Plot passes a PlotData through unchanged. A cached answer's figures are then serialised once, not for
-    every learner it answers: a SlideFigure's to_json fits its margins to its labels (demo/kit/figures.py), and for the
+    every learner it answers: a SlideFigure's to_json fitted its margins to its labels (before issue #50), and for the
     attention view's three figures that was most of a cached click's server CPU (issue #38)."""
     def sent(value):
         if isinstance(value, go.Figure):
@@ -117,6 +119,36 @@ def sized(outputs) -> tuple[object, int]:
         return outputs, len(pickle.dumps(outputs, protocol=pickle.HIGHEST_PROTOCOL))
     except Exception:  # noqa: BLE001 - the learner's answer matters more than an exact weight
         return outputs, UNPICKLABLE_BYTES
+
+
+def weighed(entry) -> tuple[object, int]:
+    """(entry, its pickled size in bytes), kept as it is: a preset's (values, results), whose figures the tests and
+    the views read as figures. Unpicklable parts weigh as the largest answer, as in ``sized``."""
+    try:
+        return entry, len(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:  # noqa: BLE001 - the learner's answer matters more than an exact weight
+        return entry, UNPICKLABLE_BYTES
+
+
+def preset_result(view, preset) -> tuple[tuple, tuple]:
+    """A preset's (values, results) from RESULTS, computed once per key (issue #18: first paint ≤ 1 s; issue #50:
+    one cache for presets and learners' own questions). ``view``: a demo.kit.presets.View; ``preset``: one of its
+    presets.
+
+    A preset's result does not depend on the learner, only on its fixed values, the language (figure titles, notes)
+    and which checkpoints the server can use (offline views show an "hf download" note until the model is there),
+    so all three are in the key. The LSTM gradients default took 4–9 s and the bank sentences 4–7 s per open under
+    load; now only the first open in a process pays, and sessions opening the same tab at once wait for that one
+    computation. Results are treated as read-only; each caller gets its own copy of the update dicts."""
+    key = ("preset", view.fn, view.tab, view.key, preset.slug, current_language(), resolve.is_offline(),
+           tuple(sorted(set(loaded_models()))))
+
+    def compute() -> tuple[tuple, int]:
+        values = preset.resolved()
+        return weighed((values, view.fn(*values)))  # an error propagates and nothing is stored
+
+    (values, results), _ = RESULTS.get_or_compute(key, compute)
+    return values, fresh_updates(results)
 
 
 def request_key(api_name: str, args: tuple, language: str, models: dict) -> tuple | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import app
 from tests.e2e.first_open import CONTENT_JS, VIEWPORT
 
 # The view's results are on screen: nothing is computing, no visible plot or table is empty, and there is content
@@ -186,7 +187,7 @@ def load_links(browser, url: str, locale: str, targets: list[Target]) -> tuple[i
     return len(last), found
 
 
-TAB_IDS = ["overview", "ngram", "embeddings", "lstm", "attention", "transformer", "mlm", "ner", "qa", "classify"]
+TAB_IDS = [app.tab_id(module) for module in app.TABS]  # the built app's tabs, in order
 
 
 def tab_links(browser, url: str, locale: str, targets: list[Target], tab: str) -> tuple[int, int, list[str]]:

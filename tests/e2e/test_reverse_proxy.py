@@ -1,4 +1,4 @@
-"""The app behind Debian's nginx under /plm/ (issue 33 §8), in Chromium: README's `location` block in front of
+"""The app behind Debian's nginx under /plm/ (issue 33 §8), in Chromium: docs/DEPLOY.md's `location` block in front of
 `python app.py --root-path /plm --trusted-proxy 127.0.0.1`, online against the local test Hub (tests/hub_server.py).
 
 Through the proxy a learner opens a preset link, sees its figure, downloads a table as CSV and downloads a checkpoint

@@ -1,0 +1,150 @@
+// Every page's script for its plotly figures: SVG export, 中文 modebar, a text alternative and a Data table,
+// keyboard, dark mode (demo/figure_head.py says what each does). demo/figure_head.py puts it in <head>, after the
+// words it reads from window.plmFigureConfig.
+(() => {
+  const config = window.plmFigureConfig;
+  const titles = config.titles;  // the SVG button's tooltip in each language (assets/i18n, common.svg_button)
+  const zhModebar = {dictionary: config.plotlyZh};  // plotly's own modebar texts in 中文 (common.plotly_*)
+  const access = config.access;  // the Data button and the figure summaries (common.figure_access.*)
+  const dark = config.dark;
+  const language = () => ((document.documentElement.lang || navigator.language || "en").toLowerCase()
+    .startsWith("zh") ? "zh" : "en");
+  const fill = (template, fields) => template.replace(/\{(\w+)\}/g, (_, key) => fields[key]);
+  const number = (v) => (typeof v === "number" && isFinite(v)) ? String(Number(v.toPrecision(4))) : String(v ?? "");
+  const plain = (v) => String(v ?? "").replace(/<[^>]+>/g, " ").replace(/[\u200b]/g, "").replace(/\s+/g, " ").trim();
+  const list = (v) => v == null ? [] : Array.from(v);
+
+  const svgButton = {name: "toSVG", title: "",
+    click: (gd) => {
+      const o = gd._context.toImageButtonOptions || {};
+      window.Plotly.downloadImage(gd, {format: "svg", width: o.width, height: o.height, filename: o.filename});
+    }};
+  const dataButton = {name: "dataTable", title: "", click: (gd) => toggleTable(gd),
+    icon: {width: 1000, height: 1000,  // a table: a header bar over two rows of two cells
+           path: "M0 50h1000v200H0zM0 350h450v250H0zM550 350h450v250H550zM0 700h450v250H0zM550 700h450v250H550z"}};
+
+  // Rows of a trace's numbers: a heatmap as a matrix, other traces as (label, value) pairs.
+  const rowsOf = (trace, words) => {
+    if (trace.type === "heatmap") {
+      const z = list(trace.z).map(list);
+      const x = list(trace.x), y = list(trace.y);
+      return {head: [words.data_row, ...z[0].map((_, j) => plain(x[j] ?? j))],
+              rows: z.map((row, i) => [plain(y[i] ?? i), ...row.map(number)])};
+    }
+    const x = list(trace.x), y = list(trace.y), z = list(trace.z), labels = list(trace.text);
+    const n = Math.max(x.length, y.length);
+    const head = [plain(trace.name) || words.data_row, "x", "y", ...(z.length ? ["z"] : []),
+                  ...(labels.length ? [words.data_label] : [])];
+    return {head, rows: Array.from({length: n}, (_, i) => [String(i + 1), number(x[i]), number(y[i]),
+      ...(z.length ? [number(z[i])] : []), ...(labels.length ? [plain(labels[i])] : [])])};
+  };
+  const summary = (trace, words) => {
+    if (trace.type === "heatmap") {
+      const z = list(trace.z).map(list), flat = z.flat().filter((v) => typeof v === "number" && isFinite(v));
+      return fill(words.summary_heatmap, {rows: z.length, cols: (z[0] || []).length,
+        low: number(Math.min(...flat)), high: number(Math.max(...flat))});
+    }
+    if (trace.type === "bar") {
+      const flip = trace.orientation === "h";
+      const keys = list(flip ? trace.y : trace.x), values = list(flip ? trace.x : trace.y);
+      const shown = keys.slice(0, 12).map((k, i) => plain(k) + " " + number(values[i])).join(", ");
+      return fill(words.summary_bars, {count: keys.length, values: shown + (keys.length > 12 ? ", …" : "")});
+    }
+    const count = Math.max(list(trace.x).length, list(trace.y).length);
+    if (!count) return "";
+    return fill(String(trace.mode || "lines").includes("lines") ? words.summary_lines : words.summary_points,
+                {name: plain(trace.name) || "", count});
+  };
+  const traces = (gd) => (gd._fullData && gd._fullData.length ? gd._fullData : gd.data || [])
+    .filter((t) => t.visible !== false);
+
+  const buildTable = (gd, box) => {
+    const words = access[language()];
+    const title = plain(gd.layout?.title?.text) || words.data_button;
+    let html = "";
+    for (const trace of traces(gd)) {
+      const {head, rows} = rowsOf(trace, words);
+      const cut = rows.slice(0, 300).map((r) => r.slice(0, 61));
+      const esc = (v) => String(v).replace(/&/g, "&amp;").replace(/</g, "&lt;");
+      const name = plain(trace.name) ? " · " + esc(plain(trace.name)) : "";
+      html += `<table><caption>${esc(fill(words.data_caption, {title}))}${name}`
+        + `${rows.length > 300 || (rows[0] || []).length > 61 ? " · " + esc(words.data_first) : ""}</caption>`
+        + `<thead><tr>${head.slice(0, 61).map((h) => `<th scope="col">${esc(h)}</th>`).join("")}</tr></thead><tbody>`
+        + cut.map((r) => `<tr><th scope="row">${esc(r[0])}</th>`
+                         + r.slice(1).map((v) => `<td>${esc(v)}</td>`).join("") + "</tr>").join("")
+        + "</tbody></table>";
+    }
+    box.innerHTML = html;
+  };
+  const toggleTable = (gd) => {
+    const open = gd.parentElement.querySelector(":scope > .figure-data");
+    if (open) { open.remove(); return; }
+    const box = document.createElement("div");
+    box.className = "figure-data";
+    box.tabIndex = 0;  // it scrolls: reachable by keyboard
+    box.setAttribute("role", "region");
+    box.setAttribute("aria-label", access[language()].data_button);
+    gd.parentElement.insertBefore(box, gd.nextSibling);
+    buildTable(gd, box);
+  };
+  const describe = (gd) => {
+    const words = access[language()];
+    const title = plain(gd.layout?.title?.text);
+    const parts = traces(gd).map((t) => summary(t, words)).filter(Boolean);
+    gd.setAttribute("role", "figure");
+    gd.setAttribute("aria-label", [title, ...parts].filter(Boolean).join(". ").slice(0, 1000));
+    gd.querySelectorAll(".modebar-btn").forEach((b) => {
+      b.setAttribute("tabindex", "0");
+      b.setAttribute("role", "button");
+      b.setAttribute("aria-label", b.getAttribute("data-title") || "");
+    });
+    const open = gd.parentElement?.querySelector(":scope > .figure-data");
+    if (open) buildTable(gd, open);
+  };
+  // Dark mode: the figure's template drawn light on dark (the figure's own settings are kept).
+  const darken = (layout, gd) => {
+    const paper = getComputedStyle(gd).getPropertyValue("--block-background-fill").trim() || dark.paper;
+    const base = layout.template || {};
+    const t = {...(base.layout || {})};
+    const axis = (a) => ({...(a || {}), linecolor: dark.axis, gridcolor: dark.grid, zerolinecolor: dark.axis,
+                          tickcolor: dark.axis});
+    t.paper_bgcolor = paper;
+    t.plot_bgcolor = paper;
+    t.font = {...(t.font || {}), color: dark.ink};
+    t.xaxis = axis(t.xaxis);
+    t.yaxis = axis(t.yaxis);
+    t.legend = {...(t.legend || {}), bgcolor: "rgba(0,0,0,0)"};
+    t.scene = {xaxis: axis(t.scene?.xaxis), yaxis: axis(t.scene?.yaxis), zaxis: axis(t.scene?.zaxis)};
+    const out = {...layout, template: {...base, layout: t}};
+    for (const key of ["paper_bgcolor", "plot_bgcolor"]) if (out[key] === "white") out[key] = paper;
+    return out;
+  };
+
+  const wrap = (P) => {
+    if (!P || !P.react || P.__svgExport) return P;
+    svgButton.icon = P.Icons.camera;
+    const react = P.react;
+    P.react = function (gd, data, layout, config) {
+      const lang = language();
+      svgButton.title = titles[lang];
+      dataButton.title = access[lang].data_button;
+      if (config && config.toImageButtonOptions) config = {...config, modeBarButtonsToAdd: [svgButton, dataButton]};
+      if (config && lang === "zh") config = {...config, locale: "zh-CN", locales: {"zh-CN": zhModebar}};
+      if (layout && document.body.classList.contains("dark")) layout = darken(layout, gd);
+      const drawn = react.call(this, gd, data, layout, config);
+      Promise.resolve(drawn).then(() => describe(gd)).catch(() => {});
+      return drawn;
+    };
+    P.__svgExport = true;
+    return P;
+  };
+  let plotly = wrap(window.Plotly);  // Gradio loads plotly.js lazily and then sets window.Plotly
+  Object.defineProperty(window, "Plotly", {configurable: true, get: () => plotly, set: (P) => { plotly = wrap(P); }});
+  // A modebar button is an <a> without href: Enter and Space press it, as they press a button.
+  document.addEventListener("keydown", (event) => {
+    const button = event.target.closest?.(".modebar-btn");
+    if (!button || (event.key !== "Enter" && event.key !== " ")) return;
+    event.preventDefault();
+    button.dispatchEvent(new MouseEvent("click", {bubbles: true, cancelable: true, view: window}));
+  });
+})();
