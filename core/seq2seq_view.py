@@ -1,0 +1,139 @@
+"""What the Transformer & GPT tab's encoder–decoder views show (issue #52, §10.3–§11.2), as data; demo/seq2seq.py
+draws it.
+
+    decode(model_id, text, settings)    one token at a time: the shipped zh/fr→en model, or a T5 through the registry
+    forced(text, reference)             teacher forcing on the shipped model: the true previous words fed in
+    why_word(text, words, step)         gradient × input: how much each source token's embedding pushed the step's word
+    mask_experiment(), context_experiment()   §11.1 and §11.2 as measured (assets/seq2seq/results.json)
+    alignments(text)                    §11.2: the attention LSTM's α and the Transformer's cross-attention, per word
+
+Model ids: ``HERE_ID`` (core/checkpoints.py) is the model trained in this repository; anything else is a T5 id or
+folder (core/nets/t5.py), loaded through the registry (offline without it: ModelUnavailableError naming the
+download).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+
+from core import seq2seq
+from core.checkpoints import SEQ2SEQ_HERE_ID
+from core.sampling import Settings
+from core.seq2seq import BOS, EOS, UNK, SEQ2SEQ_ASSETS, Translation, source_ids
+
+
+def is_here(model_id: str | None) -> bool:
+    return str(model_id or "").strip() in ("", SEQ2SEQ_HERE_ID)
+
+
+def decode(model_id: str | None, text: str, settings: Settings = Settings(temperature=0), top_k: int = 5) -> Translation:
+    """Free decoding, one step at a time, with both attentions and the top-k words of every step."""
+    if is_here(model_id):
+        return seq2seq.translate(text, settings=settings, top_k=top_k)
+    return seq2seq.translate_t5(text, str(model_id).strip(), settings=settings, top_k=top_k)
+
+
+def forced(text: str, reference: str, top_k: int = 5) -> list[seq2seq.ForcedStep]:
+    """Teacher forcing on the shipped model: the reference's words fed in, one row per word it should write."""
+    return seq2seq.teacher_forced(text, reference, top_k=top_k)
+
+
+def unknown_reference_words(reference: str) -> list[str]:
+    """The reference's words the shipped model's English vocabulary does not have (read as <unk>)."""
+    _, vocab = seq2seq.shipped()
+    return [word for word in reference.split() if word not in vocab.target_ids]
+
+
+@lru_cache(maxsize=1)
+def model_for_gradients():
+    """The shipped model loaded again outside inference mode (``seq2seq.shipped`` may have been loaded inside it, and
+    inference tensors cannot take part in a backward pass)."""
+    with torch.inference_mode(False):
+        return seq2seq.load(SEQ2SEQ_ASSETS)
+
+
+@dataclass
+class WordWhy:
+    word: str  # the output word explained (</s> for the end)
+    source: list[str]  # the source tokens
+    scores: list[float]  # gradient × input per source token: Σ_d ∂ z_word / ∂e_{s,d} · e_{s,d}
+    logit: float  # z_word, the word's score before the softmax
+    probability: float  # P(word | source, the words before it)
+
+
+def why_word(text: str, words: list[str], step: int) -> WordWhy:
+    """Gradient × input on the shipped model for output ``step`` (0-based; ``len(words)`` is the final </s>): the
+    gradient of the word's score z (the output Linear's, before the softmax: log P saturates near 0 for a sure word,
+    and its gradient with it) with respect to each source token's embedding
+    (Embed(token)·√d_model, before the positions are added), dotted with that embedding."""
+    model, vocab = model_for_gradients()
+    ids, shown, _ = source_ids(vocab, text)
+    if not 0 <= step <= len(words):
+        raise IndexError(step)
+    word = words[step] if step < len(words) else "</s>"
+    target = EOS if step == len(words) else vocab.target_ids.get(word, UNK)
+    prefix = [BOS] + [vocab.target_ids.get(w, UNK) for w in words[:step]]
+    captured = {}
+
+    def keep(module, inputs, output):
+        captured["embedding"] = output
+        return output
+
+    handle = model.src_embed.lut.register_forward_hook(keep)
+    try:
+        with torch.inference_mode(False), torch.enable_grad():
+            logits = model(torch.tensor([ids]), torch.tensor([prefix])).logits[0, -1]
+            embedding = captured["embedding"]
+            (gradient,) = torch.autograd.grad(logits[target], embedding)
+    finally:
+        handle.remove()
+    # ∂z/∂(e·√d) · (e·√d) = ∂z/∂e · e: the same product on the lookup's output as on the scaled embedding
+    scores = (gradient * embedding)[0].sum(-1)
+    return WordWhy(word, shown, [float(s) for s in scores.detach()], float(logits[target].detach()),
+                   float(logits.detach().softmax(-1)[target]))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# §11.1 and §11.2 as measured by scripts/seq2seq_experiments.py
+
+
+@lru_cache(maxsize=1)
+def results() -> dict:
+    return json.loads((SEQ2SEQ_ASSETS / "results.json").read_text(encoding="utf-8"))
+
+
+def mask_experiment() -> dict:
+    """{"settings", "masked": {"training_loss", "heldout": {...}}, "unmasked": {...}}: the same model, data and seed,
+    trained briefly with and without the decoder's mask, scored decoding freely on the held-out split."""
+    return results()["mask_experiment"]
+
+
+def context_experiment() -> dict:
+    """{"vector": {..., "by_length": [{"bin", "sentences", "exact_match", "token_accuracy"}]}, "attention": {...}}."""
+    return results()["context_experiment"]
+
+
+@dataclass
+class Alignments:
+    source: list[str]
+    lstm_words: list[str]  # the attention LSTM's output, then </s>
+    lstm_alpha: torch.Tensor  # (len(lstm_words), len(source)): Bahdanau's α
+    vector_words: list[str]  # what the one-vector-C LSTM writes (no alignment: it has none)
+    transformer_words: list[str]  # the Transformer's output, then </s>
+    cross: torch.Tensor  # (len(transformer_words), len(source)): last decoder layer's cross-attention, mean of heads
+
+
+def alignments(text: str) -> Alignments:
+    from core.seq2seq_compare import alignment, shipped_lstm
+
+    attention_model, vocab = shipped_lstm("attention")
+    source, lstm_words, alpha = alignment(attention_model, vocab, text)
+    vector_model, _ = shipped_lstm("vector")
+    ids, _, _ = source_ids(vocab, text)
+    vector_words = [vocab.target[i] for i in seq2seq.greedy_batch(vector_model, [ids])[0]]
+    translation = seq2seq.translate(text)
+    cross = translation.steps[-1].cross_attention[-1].mean(0)  # (T, S): row t writes word t + 1 (or </s>)
+    return Alignments(source, lstm_words, alpha, vector_words, translation.words + ["</s>"], cross)
