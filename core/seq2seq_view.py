@@ -14,6 +14,7 @@ download).
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -21,24 +22,38 @@ import torch
 
 from core import seq2seq
 from core.checkpoints import SEQ2SEQ_HERE_ID
+from core.errors import UserInputError
 from core.sampling import Settings
 from core.seq2seq import BOS, EOS, UNK, SEQ2SEQ_ASSETS, Translation, source_ids
+
+
+@contextmanager
+def readable_source():
+    """A source the model cannot read (core.seq2seq.SourceError: empty, too long, no word it knows) as a message in
+    the learner's language (``seq2seq.error_<kind>``)."""
+    try:
+        yield
+    except seq2seq.SourceError as exc:
+        raise UserInputError(f"seq2seq.error_{exc.kind}", **exc.fields) from None
 
 
 def is_here(model_id: str | None) -> bool:
     return str(model_id or "").strip() in ("", SEQ2SEQ_HERE_ID)
 
 
-def decode(model_id: str | None, text: str, settings: Settings = Settings(temperature=0), top_k: int = 5) -> Translation:
+def decode(model_id: str | None, text: str, settings: Settings = Settings(temperature=0),
+           top_k: int = 5) -> Translation:
     """Free decoding, one step at a time, with both attentions and the top-k words of every step."""
-    if is_here(model_id):
-        return seq2seq.translate(text, settings=settings, top_k=top_k)
-    return seq2seq.translate_t5(text, str(model_id).strip(), settings=settings, top_k=top_k)
+    with readable_source():
+        if is_here(model_id):
+            return seq2seq.translate(text, settings=settings, top_k=top_k)
+        return seq2seq.translate_t5(text, str(model_id).strip(), settings=settings, top_k=top_k)
 
 
 def forced(text: str, reference: str, top_k: int = 5) -> list[seq2seq.ForcedStep]:
     """Teacher forcing on the shipped model: the reference's words fed in, one row per word it should write."""
-    return seq2seq.teacher_forced(text, reference, top_k=top_k)
+    with readable_source():
+        return seq2seq.teacher_forced(text, reference, top_k=top_k)
 
 
 def unknown_reference_words(reference: str) -> list[str]:
@@ -70,7 +85,8 @@ def why_word(text: str, words: list[str], step: int) -> WordWhy:
     and its gradient with it) with respect to each source token's embedding
     (Embed(token)·√d_model, before the positions are added), dotted with that embedding."""
     model, vocab = model_for_gradients()
-    ids, shown, _ = source_ids(vocab, text)
+    with readable_source():
+        ids, shown, _ = source_ids(vocab, text)
     if not 0 <= step <= len(words):
         raise IndexError(step)
     word = words[step] if step < len(words) else "</s>"
@@ -90,7 +106,7 @@ def why_word(text: str, words: list[str], step: int) -> WordWhy:
             (gradient,) = torch.autograd.grad(logits[target], embedding)
     finally:
         handle.remove()
-    # ∂z/∂(e·√d) · (e·√d) = ∂z/∂e · e: the same product on the lookup's output as on the scaled embedding
+    # ∂z/∂(e·√d) · (e·√d) = ∂z/∂e · e: the lookup's output gives the same product as the scaled embedding
     scores = (gradient * embedding)[0].sum(-1)
     return WordWhy(word, shown, [float(s) for s in scores.detach()], float(logits[target].detach()),
                    float(logits.detach().softmax(-1)[target]))
@@ -130,10 +146,11 @@ def alignments(text: str) -> Alignments:
     from core.seq2seq_compare import alignment, shipped_lstm
 
     attention_model, vocab = shipped_lstm("attention")
-    source, lstm_words, alpha = alignment(attention_model, vocab, text)
+    with readable_source():
+        source, lstm_words, alpha = alignment(attention_model, vocab, text)
     vector_model, _ = shipped_lstm("vector")
     ids, _, _ = source_ids(vocab, text)
     vector_words = [vocab.target[i] for i in seq2seq.greedy_batch(vector_model, [ids])[0]]
-    translation = seq2seq.translate(text)
+    translation = decode(None, text)
     cross = translation.steps[-1].cross_attention[-1].mean(0)  # (T, S): row t writes word t + 1 (or </s>)
     return Alignments(source, lstm_words, alpha, vector_words, translation.words + ["</s>"], cross)

@@ -45,11 +45,6 @@ MASK_COLUMNS = 4  # seq2seq.col_mask_*
 LENGTH_COLUMNS = 6  # seq2seq.col_length_*
 
 
-def _source_error(exc) -> UserInputError:
-    """core.seq2seq.SourceError (empty, too long, no word the model knows) as a message in the learner's language."""
-    return UserInputError(f"seq2seq.error_{exc.kind}", **exc.fields)
-
-
 def _shown(token: str) -> str:
     return token.replace(" ", "␣") or "∅"
 
@@ -178,10 +173,7 @@ def translate(model_id: str, text: str, reference: str, step: float, layer: floa
     text, reference = str(text or ""), str(reference or "").strip()
     if len(text) > MAX_SHORT_TEXT_CHARS:
         raise UserInputError("seq2seq.error_too_many_chars", chars=len(text), limit=MAX_SHORT_TEXT_CHARS)
-    try:
-        translation = view.decode(model_id, text, settings, top_k=TOP_K)
-    except seq2seq.SourceError as exc:
-        raise _source_error(exc) from None
+    translation = view.decode(model_id, text, settings, top_k=TOP_K)  # a source it cannot read: a clear message
     here = view.is_here(model_id)
     number = min(asked_step, len(translation.steps))
     step = translation.steps[number - 1]
@@ -296,10 +288,7 @@ def context_vs_attention(text: str):
     text = str(text or "")
     if len(text) > MAX_SHORT_TEXT_CHARS:
         raise UserInputError("seq2seq.error_too_many_chars", chars=len(text), limit=MAX_SHORT_TEXT_CHARS)
-    try:
-        found = view.alignments(text)
-    except seq2seq.SourceError as exc:
-        raise _source_error(exc) from None
+    found = view.alignments(text)
     experiment = view.context_experiment()
     note = t("seq2seq.context_note", source=" · ".join(found.source), count=len(found.source),
              vector=" ".join(found.vector_words) or "∅", attention=" ".join(found.lstm_words[:-1]) or "∅",
