@@ -27,14 +27,18 @@ from core.sampling import Settings
 from core.seq2seq import BOS, EOS, UNK, SEQ2SEQ_ASSETS, Translation, source_ids
 
 
+SOURCE_ERRORS = {"empty": "seq2seq.error_empty", "too_long": "seq2seq.error_too_long",
+                 "unknown": "seq2seq.error_unknown"}  # core.seq2seq.SourceError.kind -> its message
+
+
 @contextmanager
 def readable_source():
     """A source the model cannot read (core.seq2seq.SourceError: empty, too long, no word it knows) as a message in
-    the learner's language (``seq2seq.error_<kind>``)."""
+    the learner's language."""
     try:
         yield
     except seq2seq.SourceError as exc:
-        raise UserInputError(f"seq2seq.error_{exc.kind}", **exc.fields) from None
+        raise UserInputError(SOURCE_ERRORS[exc.kind], **exc.fields) from None
 
 
 def is_here(model_id: str | None) -> bool:
