@@ -14,6 +14,7 @@ core/seq2seq_view.py computes; this module formats. Strings: the ``seq2seq`` sec
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import gradio as gr
@@ -94,14 +95,19 @@ def why_figure(why, number: int):
                highlight=[s == max(why.scores) for s in why.scores])
 
 
+@functools.lru_cache(maxsize=1)
+def corpus_english() -> dict[str, str]:
+    """The corpus's English by source, its tokens folded as the model reads them (19,200 pairs, read once)."""
+    return {_folded(source): english for pairs in seq2seq.read_corpus().values() for _, source, english in pairs}
+
+
+def _folded(text: str) -> str:
+    return " ".join(seq2seq.fold(token) for token in seq2seq.split_source(text))
+
+
 def known_reference(text: str) -> str:
     """The corpus's English for a source it holds (the seed's sentences among them), else ""."""
-    wanted = " ".join(seq2seq.split_source(text))
-    for pairs in seq2seq.read_corpus().values():
-        for _, source, english in pairs:
-            if " ".join(seq2seq.split_source(source)) == wanted:
-                return english
-    return seq2seq.SEED_SENTENCES.get(text.strip(), "")
+    return corpus_english().get(_folded(text), "")
 
 
 def forced_table(translation, forced) -> pd.DataFrame:
@@ -377,12 +383,9 @@ def build_translate_view() -> presets.View:
     inputs = [model, source, reference, step, layer, head, temperature, top_k, top_p, seed]
     outputs = [note, self_plot, cross_plot, top_plot, why_plot, table, results]
     models = {"seq2seq": model}
+    # One trigger, the button: each further one would cost the page two events (tests/test_app.py's budget). A step,
+    # layer or head picked after a run is shown by pressing it again (a decoding takes a fraction of a second).
     model_event(button.click, models, translate, inputs, outputs, api_name="transformer_seq2seq", cache_results=True)
-    model_event(source.submit, models, translate, inputs, outputs, api_name="transformer_seq2seq_submit",
-                api_visibility="undocumented", cache_results=True)
-    for name, slider in (("step", step), ("layer", layer), ("head", head)):
-        model_event(slider.release, models, translate, inputs, outputs, api_name=f"transformer_seq2seq_{name}",
-                    api_visibility="undocumented", cache_results=True)
     translate_view = presets.View("transformer", "seq2seq", inputs, outputs, translate, TRANSLATE_PRESETS, where=tab,
                                   seed=seed)
     with bar_slot:
@@ -422,8 +425,6 @@ def build_align_view() -> presets.View:
                              label=label("seq2seq.length_table"))
     outputs = [note, length_plot, alpha_plot, cross_plot, table]
     button.click(context_vs_attention, [source], outputs, api_name="transformer_seq2seq_align")
-    source.submit(context_vs_attention, [source], outputs, api_name="transformer_seq2seq_align_submit",
-                  api_visibility="undocumented")
     align_view = presets.View("transformer", "seq2seq_align", [source], outputs, context_vs_attention, ALIGN_PRESETS,
                               where=tab)
     with bar_slot:
