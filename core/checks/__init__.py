@@ -5,11 +5,12 @@ types and ``grade``. The per-tab modules import the models they run only when a 
 registry stays cheap."""
 from __future__ import annotations
 
-from core.checks import attention, classify, embeddings, lstm, mlm, ner, ngram, overview, qa, transformer
+from core.checks import attention, classify, embeddings, lstm, mlm, ner, ngram, overview, qa, seq2seq, transformer
 from core.checks.base import TABS, Check
 from core.text.errors import UserInputError
 
-MODULES = [overview, ngram, embeddings, lstm, attention, transformer, mlm, ner, qa, classify]
+MODULES = [overview, ngram, embeddings, lstm, attention, transformer, seq2seq, mlm, ner, qa, classify]  # seq2seq: the
+# Transformer tab's encoder–decoder (issue #52)
 
 CHECKS: dict[str, Check] = {
     check.slug: check

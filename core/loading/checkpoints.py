@@ -7,6 +7,7 @@ from __future__ import annotations
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 CHAR_GPT_ID = "char-gpt"  # the GPT trained in this repository (scripts/train_gpt.py, assets/gpt/), core/transformer/gpt.py
+SEQ2SEQ_HERE_ID = "seq2seq-zh-fr-en"  # the encoder–decoder trained here (scripts/train_seq2seq.py, assets/seq2seq/), core/seq2seq/seq2seq.py
 CHAR_BERT_ID = "char-bert"  # the masked LM trained here (scripts/train_char_bert.py, assets/char_bert/), core/mlm/char.py
 # MiniLM-L6 with the head (and top layers) fine-tuned in the learner's own session (core/tasks/finetune_train.py): the
 # classification tab's "Why this answer" explains it offline (core/why/encoders.py).

@@ -2,5 +2,5 @@
 """
 
 __all__ = [
-    "seq2seq", "compare", "train",
+    "seq2seq", "compare", "train", "view",
 ]  # the public modules; the others are this package's internals

@@ -1,5 +1,5 @@
-"""The guided tour (issue #37): the seed's whole arc, from counting word pairs to the ladder, in 29 stops, each chapter's
-ending with one of its "Your turn" checks (issue #51): 39 in all.
+"""The guided tour (issue #37): the seed's whole arc, from counting word pairs to the ladder, in 32 stops, each chapter's
+ending with one of its "Your turn" checks (issue #51): 42 in all.
 
 Each stop opens one preset of one view through the page's own link router (``window.plmOpenLink``, demo/kit/presets.py),
 so the tab and sub-tab are selected and the preset's results computed exactly as a "Try this" step or a ``?tab=…``
@@ -35,7 +35,7 @@ from demo.kit.static_html import markdown_inline
 
 # The seed's arc, in order, as issue #37 lists it: every stop belongs to one step, every step has a stop.
 ARC = ["counting", "sparsity", "smoothing", "nnlm", "one-hot-vs-dense", "word2vec", "rnn", "vanishing-gradients",
-       "lstm", "elmo", "attention-arithmetic", "multi-head", "positions", "block", "gpt", "bert",
+       "lstm", "elmo", "attention-arithmetic", "multi-head", "positions", "block", "encoder-decoder", "gpt", "bert",
        "fine-tuning-and-tasks", "ladder"]
 
 
@@ -80,6 +80,10 @@ STOPS = [
     Stop("positional_encoding", "positions", "attention", "positions", "positional-encoding-512", "§9", (1,)),
     Stop("word_order", "positions", "attention", "positions", "word-order", "§9", (1,)),
     Stop("block", "block", "transformer", "block", "bank-two-contexts", "§10.2", (4,)),
+    # issue #52: the encoder–decoder that translates, its decoder's mask and its cross-attention (§10.3–§11.2)
+    Stop("encoder_decoder", "encoder-decoder", "transformer", "seq2seq", "je-suis-etudiant", "§10.3", (2,)),
+    Stop("decoder_mask", "encoder-decoder", "transformer", "seq2seq-mask", "mask-experiment", "§11.1", (1,)),
+    Stop("context_vector", "encoder-decoder", "transformer", "seq2seq-align", "c-vs-attention", "§11.2", (1,)),
     Stop("gpt", "gpt", "transformer", "gpt-next", "char-gpt-ishmael", "§12.1", (1,)),
     Stop("gpt_vs_bert", "bert", "transformer", "gpt-vs-bert", "gpt-vs-bert-ishmael", "§13.1", (1,)),
     Stop("bert_input", "bert", "mlm", "input", "bert-input", "§13.6", (1,)),

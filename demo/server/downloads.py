@@ -38,7 +38,7 @@ import gradio as gr
 from gradio.context import LocalContext
 
 from core.loading import hub, resolve
-from core.loading.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, FINE_TUNED_MINILM_ID, model_id_or_default
+from core.loading.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, FINE_TUNED_MINILM_ID, SEQ2SEQ_HERE_ID, model_id_or_default
 from core.text.errors import LearnerError, ModelUnavailableError, echo
 from core.text.i18n import text, using_language
 from demo.server import result_cache
@@ -60,7 +60,8 @@ _bert_slots = threading.BoundedSemaphore(BERT_SLOTS)
 TRIGGER_OPTIONS = ("trigger_mode", "js")  # options of the trigger (the first step), not of the model step
 # Ids a task runs without the registry: the GPT views' bundled char-GPT (also what an empty picker means there), the
 # masked-LM views' char-BERT, the session's fine-tuned MiniLM (packaged weights) of the classification "Why" view.
-BUNDLED = {"causal-lm": ("", CHAR_GPT_ID), "mlm": (CHAR_BERT_ID,), "classify": (FINE_TUNED_MINILM_ID,)}
+BUNDLED = {"causal-lm": ("", CHAR_GPT_ID), "mlm": (CHAR_BERT_ID,), "classify": (FINE_TUNED_MINILM_ID,),
+           "seq2seq": ("", SEQ2SEQ_HERE_ID)}
 TOKENIZER = "tokenizer"  # a ``models`` key: the view needs only this checkpoint's tokenizer (no task, no weights)
 
 

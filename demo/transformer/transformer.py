@@ -13,7 +13,7 @@ from core.loading.checkpoints import MINILM_ID, model_id_or_default
 from core.text.errors import ModelUnavailableError, UserInputError
 from core.loading.lazy import lazy_import
 from core.text.limits import MAX_TEXT_CHARS
-from demo.transformer import gpt, tokenizer_lab
+from demo.transformer import gpt, seq2seq, tokenizer_lab
 from demo.kit import lessons, presets
 from demo.why import why
 from demo.server.handlers import friendly_errors, gpu_handler, model_picker, sig4, whole_number
@@ -26,7 +26,8 @@ registry = lazy_import("core.loading.registry")
 tr = lazy_import("core.transformer.transformer")
 
 TITLE = "Transformer & GPT"
-HISTORY = [(10, "2017", "Transformer", "transformer", None), (13, "2018", "GPT", "pretrain", None)]  # timeline
+HISTORY = [(10, "2017", "Transformer", "transformer", "je-suis-etudiant"),  # the encoder–decoder translating (§11)
+           (13, "2018", "GPT", "pretrain", None)]  # timeline
 LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
 
 BLOCK_PRESETS = {
@@ -302,6 +303,7 @@ BASE_VIEW_PRESETS = [
 LESSON = [
     ("§10", label("transformer.lesson_1_q"), label("transformer.lesson_1_a"), "base", "transformer-base"),
     ("§10", label("transformer.lesson_2_q"), label("transformer.lesson_2_a"), "block", "it-pronoun"),
+    *seq2seq.LESSON,  # the encoder–decoder, §10.3–§11.2 (issue #52)
     ("§13.1", label("transformer.lesson_3_q"), label("transformer.lesson_3_a"), "gpt_vs_bert", "jintian-tianqi-hen"),
 ]
 
@@ -327,7 +329,9 @@ def build() -> None:
     with gr.Tabs(overflow_behavior="wrap"):
         block_view, picker = build_block_view()
         base_view = build_base_numbers_view(picker)
-        views = {"block": block_view, "base": base_view, **gpt.build(),  # GPT: next token, generation, maps, vs BERT
+        views = {"block": block_view, "base": base_view,
+                 **seq2seq.build(),  # the encoder–decoder: translate step by step, §11.1's mask, §11.2's C vs attention
+                 **gpt.build(),  # GPT: next token, generation, maps, vs BERT
                  **why.build_gpt(),  # why this next token: attributions and the logit lens (issue #35)
                  "tokenizer_lab": tokenizer_lab.build_tab()}
     with lesson_slot:
