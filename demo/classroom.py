@@ -170,11 +170,15 @@ def join(body: dict, address: str, lang: str) -> dict:
     nickname = body.get("nickname") or ""
     if not isinstance(nickname, str) or len(nickname) > guard.MAX_NICKNAME_CHARS:
         raise Refused("classroom.err.nickname", limit=guard.MAX_NICKNAME_CHARS)
+    # Over the wrong-code limits, every join is refused before the code is looked up: a guesser learns nothing
+    # (under a guessing attack on the whole server, new joins pause for a minute; joined students go on answering).
+    if LIMITS["FAILED_JOINS_PER_ADDRESS"].full(address) or LIMITS["FAILED_JOINS"].full("all"):
+        raise Refused("classroom.err.too_many", 429)
     try:
         row = _class(body.get("code"))
     except Refused:
-        if not (LIMITS["FAILED_JOINS_PER_ADDRESS"].allow(address) and LIMITS["FAILED_JOINS"].allow("all")):
-            raise Refused("classroom.err.too_many", 429) from None
+        LIMITS["FAILED_JOINS_PER_ADDRESS"].allow(address)
+        LIMITS["FAILED_JOINS"].allow("all")
         raise
     student = guard.new_token()
     store().join(row["code"], guard.digest(student), nickname.strip() or None)

@@ -5,7 +5,8 @@ secret is 256 random bits, kept in the teacher link's fragment (never sent in a 
 store keeps only its SHA-256. Both come from ``secrets``.
 
 Guessing: a stranger who tries random codes to join someone's class makes failed joins. Failed joins are limited per
-address AND for the whole process (:data:`FAILED_JOINS_PER_MINUTE`), so whatever the number of addresses, in
+address AND for the whole process (:data:`FAILED_JOINS_PER_MINUTE`); once either is used up, every join (even with a
+right code) is refused until the window passes, so a refused try tells nothing. Whatever the number of addresses, in
 ``minutes`` minutes a guesser gets at most ``FAILED_JOINS_PER_MINUTE * minutes`` tries, each finding one of ``live``
 classes among ``CODE_SPACE`` codes with probability ``live / CODE_SPACE``: :func:`guess_probability`.
 """
@@ -80,6 +81,13 @@ class Limiter:
         self._events: dict[str, deque] = {}
         self._lock = threading.Lock()
         self._swept = clock()
+
+    def full(self, key: str) -> bool:
+        """Whether ``key`` has used its events in the window (nothing counted)."""
+        now = self.clock()
+        with self._lock:
+            events = self._events.get(key, ())
+            return sum(now - at < self.window for at in events) >= self.limit
 
     def allow(self, key: str) -> bool:
         now = self.clock()
