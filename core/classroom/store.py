@@ -3,7 +3,8 @@
 One layer, SQLAlchemy Core, that SQLite and PostgreSQL both serve: by default a SQLite file in WAL mode (readers
 never wait for the writer; ``busy_timeout`` makes a writer wait its turn), which several app processes on one host
 share safely; ``--class-db postgresql://…`` when classes must span hosts. Every write is one short transaction
-(SQLite: ``BEGIN IMMEDIATE``, so two processes never both hold a read lock and then both wait to write).
+(SQLite: ``BEGIN IMMEDIATE`` for writes, so two processes never both hold a read lock and then both wait to write;
+reads are plain transactions, which WAL serves beside a writer).
 
 Tables (schema version :data:`SCHEMA_VERSION`, migrated at start by :data:`MIGRATIONS`):
 - classes: code, the SHA-256 of the teacher's secret, the check being asked, whether it is revealed, last activity;
@@ -98,8 +99,8 @@ def _sqlite_engine(url: str) -> Engine:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _begin(connection):
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    def _begin(connection):  # a writer takes the write lock at once; readers (WAL) never wait for it
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.get_execution_options().get("write") else "BEGIN")
 
     return engine
 
@@ -116,6 +117,7 @@ class Store:
         self.clock = clock
         self.engine = _sqlite_engine(self.url) if self.url.startswith("sqlite") else create_engine(
             self.url, pool_pre_ping=True)
+        self.writer = self.engine.execution_options(write=True)  # the same pool; its transactions write
         self.migrate()
 
     # -- the schema -------------------------------------------------------------------------------------------------
@@ -127,7 +129,7 @@ class Store:
     def migrate(self) -> int:
         """Bring the schema to SCHEMA_VERSION, one step per version, each in one transaction (a second process that
         starts at the same moment waits, then finds the work done)."""
-        with self.engine.begin() as c:
+        with self.writer.begin() as c:
             schema_version.create(c, checkfirst=True)
             current = c.execute(select(func.max(schema_version.c.version))).scalar() or 0
             for version in range(current + 1, SCHEMA_VERSION + 1):
@@ -140,7 +142,7 @@ class Store:
         """A new class; False when the code is taken (the caller draws another)."""
         now = self.clock()
         try:
-            with self.engine.begin() as c:
+            with self.writer.begin() as c:
                 c.execute(insert(classes).values(code=code, teacher=teacher_digest, created=now, active=now,
                                                  check_slug=None, asked=0, revealed=False))
             return True
@@ -163,26 +165,26 @@ class Store:
     def ask(self, code: str, slug: str) -> None:
         """Ask ``slug`` now: students see it, and may answer until it is revealed. Asking a check again reopens it
         (its predictions stay)."""
-        with self.engine.begin() as c:
+        with self.writer.begin() as c:
             c.execute(update(classes).where(classes.c.code == code).values(
                 check_slug=slug, asked=classes.c.asked + 1, revealed=False, active=self.clock()))
 
     def reveal(self, code: str) -> None:
-        with self.engine.begin() as c:
+        with self.writer.begin() as c:
             c.execute(update(classes).where(classes.c.code == code).values(revealed=True, active=self.clock()))
 
     def touch(self, code: str) -> None:
-        with self.engine.begin() as c:
+        with self.writer.begin() as c:
             c.execute(update(classes).where(classes.c.code == code).values(active=self.clock()))
 
     def close(self, code: str) -> None:
         """The teacher closed the class: every row of it is deleted."""
-        with self.engine.begin() as c:
+        with self.writer.begin() as c:
             self._delete(c, [code])
 
     def cleanup(self) -> int:
         """Delete every class idle for IDLE_SECONDS, with its students and predictions; the number deleted."""
-        with self.engine.begin() as c:
+        with self.writer.begin() as c:
             old = c.execute(select(classes.c.code).where(classes.c.active < self.clock() - IDLE_SECONDS)).scalars().all()
             self._delete(c, old)
         return len(old)
@@ -196,7 +198,7 @@ class Store:
 
     # -- students and their predictions -------------------------------------------------------------------------------
     def join(self, code: str, student_digest: str, nickname: str | None) -> None:
-        with self.engine.begin() as c:
+        with self.writer.begin() as c:
             c.execute(insert(students).values(code=code, student=student_digest, nickname=nickname or None,
                                               joined=self.clock()))
 
@@ -209,7 +211,7 @@ class Store:
         """Record (or change) a student's prediction for the check being asked; False when that check is no longer
         open (another was asked, or it was revealed): nothing is written then."""
         now, value = self.clock(), json.dumps(prediction)
-        with self.engine.begin() as c:
+        with self.writer.begin() as c:
             row = c.execute(select(classes.c.check_slug, classes.c.revealed).where(classes.c.code == code)).first()
             if row is None or row.check_slug != slug or row.revealed:
                 return False
