@@ -7,12 +7,12 @@
 // - a student (?class=CODE): join (nickname optional), then the banner shows the check the teacher asked, with the
 //   same form as "Your turn" (assets/your_turn.js), and the prediction is sent to /class/api/answer;
 // - the teacher (the secret in this tab's sessionStorage): the codes and links, the check picker, and the view the
-//   class sees on the projector, polled every 1.5 s: how many answered, the spread, then the model's answer.
+//   class sees on the projector, polled every second: how many answered, the spread, then the model's answer.
 // Every call is POST /class/api/<action> with a JSON body: the secret never goes into a URL.
 (() => {
   if (window.plmClass && !window.plmClass.queue) return;
   const cfg = window.plmClassConfig;
-  const TEACHER_POLL_MS = 1500, STUDENT_POLL_MS = 3000;
+  const TEACHER_POLL_MS = 1000, STUDENT_POLL_MS = 3000;
   const lang = () => (/^zh/i.test(navigator.language || (navigator.languages || [])[0] || "") ? "zh" : "en");
   const fill = (template, fields) => String(template).replace(/\{(\w+)\}/g, (_, k) => (k in fields ? fields[k] : `{${k}}`));
   const words = (key, fields = {}) => fill(cfg.words[lang()][key], fields);

@@ -3,7 +3,7 @@
 The app runs as a learner starts it (``app.py --offline``, its own temporary --class-db), or several app processes on
 one store file (``--processes 2``: the nginx setup, students spread over them). A teacher starts a class and asks a
 number check; N students join (one address, as behind a school's NAT), then each answers once at a random moment in
-the window while polling its banner every 3 s, as the page does; the teacher's view polls every 1.5 s throughout.
+the window while polling its banner every 3 s, as the page does; the teacher's view polls every second throughout.
 A reference client fetches the app's own static script (``GET /classroom.js``) every 100 ms in the same run.
 
 Reported: every answer recorded exactly once (read back from the store file, each student's value the one it sent),
@@ -34,7 +34,7 @@ from tests.classroom_http import Client
 from tests.live_app import app_env, running_app
 
 SLUG = "ngram-add-one"  # a number check: every prediction in [0, 1] is valid
-TEACHER_POLL_S, STUDENT_POLL_S, REFERENCE_EVERY_S = 1.5, 3.0, 0.1
+TEACHER_POLL_S, STUDENT_POLL_S, REFERENCE_EVERY_S = 1.0, 3.0, 0.1  # as assets/classroom.js polls
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -3,7 +3,7 @@
 A teacher starts a class and gets a code, a student link (``?class=CODE``) and a teacher link whose secret lives in
 its fragment (``?class=CODE#teach=SECRET``): a browser never sends a fragment, so the secret reaches no server log
 and no Referer; the page moves it into sessionStorage, takes it off the address bar (a projector shows that bar),
-and posts it in request bodies. Students answer the check the teacher chose; the teacher's view polls every 1.5 s
+and posts it in request bodies. Students answer the check the teacher chose; the teacher's view polls every second
 and shows how many answered and the spread, then Reveal runs the check's live model (``Check.answer``) and shows
 its answer over the spread with the share right and close.
 
@@ -43,6 +43,7 @@ from demo.i18n import language_of
 SCRIPT = Path(__file__).resolve().parent.parent / "assets" / "classroom.js"
 LOADER = SCRIPT.with_name("classroom_loader.js")
 CLEANUP_EVERY = 600  # seconds between sweeps of expired classes
+TOUCH_EVERY = 60  # a teacher's view marks its class active at most once a minute (a write)
 WORDS = ["title", "start", "starting", "code", "student_link", "teacher_link", "teacher_keep", "copy", "copied",
          "pick", "ask", "ask_this", "asked", "answered", "joined", "reveal", "close", "closed", "confirm_close",
          "waiting", "your_answer", "send", "sent", "change", "nickname", "nickname_hint", "join", "revealed_student",
@@ -128,13 +129,17 @@ def _answer(code: str, asked: int, slug: str) -> Answer:
     return _answers[key]
 
 
-def _class(code, digest: str | None = None) -> dict:
-    """The live class ``code``; with ``digest``, only for its teacher (a wrong secret is refused like a wrong code,
-    so that it tells nothing)."""
+def _code(code) -> str:
+    """A class code as typed (any case, spaces around it), or no class."""
     if not isinstance(code, str) or not guard.CODE.fullmatch(code.strip().upper()):
         raise Refused("classroom.err.no_class", 404)
+    return code.strip().upper()
+
+
+def _class(code, digest: str | None = None) -> dict:
+    """The live class ``code``; with ``digest`` (a secret), only for its teacher."""
     try:
-        row = store().get(code.strip().upper())
+        row = store().get(_code(code))
     except ClassGone:
         raise Refused("classroom.err.no_class", 404) from None
     if digest is not None and not guard.same_secret(digest, row["teacher"]):
@@ -182,17 +187,18 @@ def join(body: dict, address: str, lang: str) -> dict:
         raise
     student = guard.new_token()
     store().join(row["code"], guard.digest(student), nickname.strip() or None)
-    return {"code": row["code"], "student": student, **_student_state(row, student, lang)}
+    return {"code": row["code"], "student": student, **_student_state(row, None, lang)}
 
 
-def _student_state(row: dict, student: str, lang: str) -> dict:
+def _student_state(row: dict, mine, lang: str) -> dict:
+    """A student's banner: the check asked (its setup, no answer), their own prediction, and after the reveal the
+    model's answer and whether theirs was right. Never anyone else's prediction."""
     slug = row["check_slug"]
-    out = {"asked": row["asked"], "slug": slug, "revealed": bool(row["revealed"]), "check": None, "mine": None}
+    out = {"asked": row["asked"], "slug": slug, "revealed": bool(row["revealed"]), "check": None, "mine": mine}
     if slug is None:
         return out
     check, setup, shown = _setup(slug, lang)
-    mine = store().prediction_of(row["code"], slug, guard.digest(student))
-    out.update(check=shown, mine=mine)
+    out["check"] = shown
     if row["revealed"]:
         answer = _answer(row["code"], row["asked"], slug)
         if not answer.missing:
@@ -202,35 +208,33 @@ def _student_state(row: dict, student: str, lang: str) -> dict:
     return out
 
 
-def _student(body: dict) -> tuple[dict, str]:
-    row = _class(body.get("code"))
-    student = _token(body, "student")
-    if not store().is_student(row["code"], guard.digest(student)):
-        raise Refused("classroom.err.not_joined", 403)
-    return row, student
-
-
 def state(body: dict, address: str, lang: str) -> dict:
-    row, student = _student(body)
-    return _student_state(row, student, lang)
+    code = _code(body.get("code"))
+    try:
+        row, mine = store().student_view(code, guard.digest(_token(body, "student")))
+    except ClassGone:
+        raise Refused("classroom.err.no_class", 404) from None
+    except PermissionError:
+        raise Refused("classroom.err.not_joined", 403) from None
+    return _student_state(row, mine, lang)
+
+
+ANSWER_REFUSALS = {"gone": ("classroom.err.no_class", 404), "stranger": ("classroom.err.not_joined", 403),
+                   "not_asked": ("classroom.err.not_asked", 400), "revealed": ("classroom.err.revealed", 400)}
 
 
 def answer(body: dict, address: str, lang: str) -> dict:
+    """Validate the prediction against the check named, then record it in one transaction, which refuses a stranger,
+    a check that is not the one asked, and a revealed one."""
     _allow("ANSWERS_PER_ADDRESS", address)
-    row, student = _student(body)
+    code, student = _code(body.get("code")), _token(body, "student")
     _allow("ANSWERS_PER_STUDENT", student)
-    slug = body.get("slug")
-    if not isinstance(slug, str) or slug != row["check_slug"]:
-        registry.get(slug)  # a forged slug: "there is no check …"
-        raise Refused("classroom.err.not_asked")
-    if row["revealed"]:
-        raise Refused("classroom.err.revealed")
-    check, setup, _ = _setup(slug, lang)
-    with using_language(lang):
-        _, prediction = validate(check, body.get("prediction"))
+    check, setup, _ = _setup(registry.get(body.get("slug")).slug, lang)  # a forged slug: "there is no check …"
+    _, prediction = validate(check, body.get("prediction"))
     value = list(prediction) if isinstance(prediction, tuple) else prediction
-    if not store().answer(row["code"], slug, guard.digest(student), value):
-        raise Refused("classroom.err.revealed")
+    outcome = store().answer(code, check.slug, guard.digest(student), value)
+    if outcome != "ok":
+        raise Refused(*ANSWER_REFUSALS[outcome])
     return {"mine": value}
 
 
@@ -241,12 +245,13 @@ def _teacher(body: dict, address: str) -> dict:
 
 def teacher(body: dict, address: str, lang: str) -> dict:
     row = _teacher(body, address)
-    store().touch(row["code"])
-    joined, answered = store().counts(row["code"])
+    if store().clock() - row["active"] > TOUCH_EVERY:  # the view being open keeps the class alive
+        store().touch(row["code"])
+    joined, predictions = store().snapshot(row["code"], row["check_slug"])
     out = {"code": row["code"], "slug": row["check_slug"], "asked": row["asked"], "revealed": bool(row["revealed"]),
-           "joined": joined, "answered": answered, "durable": _durable, "html": ""}
+           "joined": joined, "answered": len(predictions), "durable": _durable, "html": ""}
     if row["check_slug"]:
-        out["html"] = view_html(row, lang)
+        out["html"] = view_html(row, predictions, lang)
     return out
 
 
@@ -287,9 +292,8 @@ def _percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "—"
 
 
-def view_html(row: dict, lang: str) -> str:
+def view_html(row: dict, predictions: list, lang: str) -> str:
     check, setup, shown = _setup(row["check_slug"], lang)
-    predictions = store().predictions(row["code"], check.slug)
     answer = _answer(row["code"], row["asked"], check.slug) if row["revealed"] else None
     t = tally(check, setup, predictions, answer)
     w = functools.partial(text, lang=lang)

@@ -44,7 +44,7 @@ def test_a_later_version_migrates_an_existing_store_and_keeps_its_rows(tmp_path,
     assert s.start("ABCDEF", "d" * 64)
     s.ask("ABCDEF", "ngram-cixing")
     s.join("ABCDEF", "s" * 64, None)
-    assert s.answer("ABCDEF", "ngram-cixing", "s" * 64, "词性")
+    assert s.answer("ABCDEF", "ngram-cixing", "s" * 64, "词性") == "ok"
 
     def v2(connection):
         connection.exec_driver_sql("ALTER TABLE classes ADD COLUMN room INTEGER")
@@ -54,22 +54,29 @@ def test_a_later_version_migrates_an_existing_store_and_keeps_its_rows(tmp_path,
     again = Store(str(path))
     assert again.version() == 2
     assert "room" in {c["name"] for c in inspect(again.engine).get_columns("classes")}
-    assert again.predictions("ABCDEF", "ngram-cixing") == ["词性"]
+    assert again.snapshot("ABCDEF", "ngram-cixing") == (1, ["词性"])
 
 
 def test_a_prediction_is_recorded_once_per_student_and_changes_until_the_reveal(tmp_path):
     s = Store(str(tmp_path / "c.sqlite"))
     s.start("ABCDEF", "d" * 64)
-    assert not s.answer("ABCDEF", "ngram-cixing", "a" * 64, "词性")  # nothing asked yet
+    s.join("ABCDEF", "a" * 64, None)
+    s.join("ABCDEF", "b" * 64, None)
+    assert s.answer("ABCDEF", "ngram-cixing", "a" * 64, "词性") == "not_asked"  # nothing asked yet
     s.ask("ABCDEF", "ngram-cixing")
-    assert s.answer("ABCDEF", "ngram-cixing", "a" * 64, "词性")
-    assert s.answer("ABCDEF", "ngram-cixing", "a" * 64, "磁性")  # changed in place
-    assert s.answer("ABCDEF", "ngram-cixing", "b" * 64, "词性")
-    assert not s.answer("ABCDEF", "ngram-add-one", "a" * 64, 0.5)  # not the check being asked
-    assert sorted(s.predictions("ABCDEF", "ngram-cixing")) == ["磁性", "词性"]
+    assert s.answer("ABCDEF", "ngram-cixing", "a" * 64, "词性") == "ok"
+    assert s.answer("ABCDEF", "ngram-cixing", "a" * 64, "磁性") == "ok"  # changed in place
+    assert s.answer("ABCDEF", "ngram-cixing", "b" * 64, "词性") == "ok"
+    assert s.answer("ABCDEF", "ngram-cixing", "c" * 64, "词性") == "stranger"  # never joined
+    assert s.answer("GHJKMN", "ngram-cixing", "a" * 64, "词性") == "gone"
+    assert s.answer("ABCDEF", "ngram-add-one", "a" * 64, 0.5) == "not_asked"  # not the check being asked
+    assert s.snapshot("ABCDEF", "ngram-cixing") == (2, ["磁性", "词性"])  # in the order of their last change
     s.reveal("ABCDEF")
-    assert not s.answer("ABCDEF", "ngram-cixing", "a" * 64, "词性")  # closed by the reveal
-    assert s.prediction_of("ABCDEF", "ngram-cixing", "a" * 64) == "磁性"
+    assert s.answer("ABCDEF", "ngram-cixing", "a" * 64, "词性") == "revealed"  # closed by the reveal
+    row, mine = s.student_view("ABCDEF", "a" * 64)
+    assert (row["check_slug"], row["revealed"], mine) == ("ngram-cixing", True, "磁性")
+    with pytest.raises(PermissionError):
+        s.student_view("ABCDEF", "c" * 64)
 
 
 def test_a_closed_class_leaves_no_row(tmp_path):
@@ -85,7 +92,7 @@ def test_a_closed_class_leaves_no_row(tmp_path):
     with pytest.raises(ClassGone):
         s.get("ABCDEF")
     assert (rows(path, "classes"), rows(path, "students"), rows(path, "predictions")) == (1, 1, 1)
-    assert s.predictions("GHJKMN", "ngram-cixing") == ["词性"]
+    assert s.snapshot("GHJKMN", "ngram-cixing") == (1, ["词性"])
 
 
 def test_classes_idle_for_24_hours_expire_and_their_rows_are_deleted(tmp_path):
@@ -118,8 +125,8 @@ def _answer_many(path: str, offset: int, count: int) -> None:
     for i in range(offset, offset + count):
         student = f"{i:064d}"
         s.join("ABCDEF", student, None)
-        assert s.answer("ABCDEF", "ngram-add-one", student, i / 1000)
-        assert s.answer("ABCDEF", "ngram-add-one", "shared" + "0" * 58, i / 1000)  # the same student from both
+        assert s.answer("ABCDEF", "ngram-add-one", student, i / 1000) == "ok"
+        assert s.answer("ABCDEF", "ngram-add-one", "shared" + "0" * 58, i / 1000) == "ok"  # the same student from both
 
 
 def test_two_processes_share_one_store_and_every_answer_is_recorded_exactly_once(tmp_path):
@@ -135,10 +142,9 @@ def test_two_processes_share_one_store_and_every_answer_is_recorded_exactly_once
     for worker in workers:
         worker.join(120)
         assert worker.exitcode == 0
-    values = s.predictions("ABCDEF", "ngram-add-one")
-    assert len(values) == 301  # 300 students once each, and the shared one once
+    joined, values = s.snapshot("ABCDEF", "ngram-add-one")
+    assert joined == 301 and len(values) == 301  # 300 students once each, and the shared one once
     assert {round(v * 1000) for v in values} == set(range(300))  # the shared one holds one of those values
-    assert s.counts("ABCDEF") == (301, 301)
 
 
 def test_the_default_store_is_on_persistent_storage_on_a_space_and_in_the_data_folder_elsewhere(tmp_path,

@@ -207,14 +207,23 @@ class Store:
             return c.execute(select(students.c.student).where(and_(
                 students.c.code == code, students.c.student == student_digest))).first() is not None
 
-    def answer(self, code: str, slug: str, student_digest: str, prediction) -> bool:
-        """Record (or change) a student's prediction for the check being asked; False when that check is no longer
-        open (another was asked, or it was revealed): nothing is written then."""
+    def answer(self, code: str, slug: str, student_digest: str, prediction) -> str:
+        """Record (or change) a student's prediction for the check being asked, in one transaction. Returns "ok", or
+        why nothing was written: "gone" (no live class), "stranger" (not a student of it), "not_asked" (another
+        check is asked), "revealed" (its answer is out)."""
         now, value = self.clock(), json.dumps(prediction)
         with self.writer.begin() as c:
-            row = c.execute(select(classes.c.check_slug, classes.c.revealed).where(classes.c.code == code)).first()
-            if row is None or row.check_slug != slug or row.revealed:
-                return False
+            row = c.execute(select(classes.c.check_slug, classes.c.revealed, classes.c.active)
+                            .where(classes.c.code == code)).first()
+            if row is None or row.active < now - IDLE_SECONDS:
+                return "gone"
+            if c.execute(select(students.c.student).where(and_(
+                    students.c.code == code, students.c.student == student_digest))).first() is None:
+                return "stranger"
+            if row.check_slug != slug:
+                return "not_asked"
+            if row.revealed:
+                return "revealed"
             changed = c.execute(update(predictions).where(and_(
                 predictions.c.code == code, predictions.c.slug == slug, predictions.c.student == student_digest))
                 .values(prediction=value, at=now)).rowcount
@@ -222,27 +231,28 @@ class Store:
                 c.execute(insert(predictions).values(code=code, slug=slug, student=student_digest, prediction=value,
                                                      at=now))
             c.execute(update(classes).where(classes.c.code == code).values(active=now))
-        return True
+        return "ok"
 
-    def prediction_of(self, code: str, slug: str, student_digest: str):
+    def student_view(self, code: str, student_digest: str) -> tuple[dict, object]:
+        """What a student's banner needs, in one read: the class's row and their own prediction for the check being
+        asked. ClassGone when the class is not live, PermissionError when they are not its student."""
         with self.engine.begin() as c:
-            value = c.execute(select(predictions.c.prediction).where(and_(
-                predictions.c.code == code, predictions.c.slug == slug,
+            row = c.execute(select(classes).where(classes.c.code == code)).mappings().first()
+            if row is None or row["active"] < self.clock() - IDLE_SECONDS:
+                raise ClassGone(code)
+            if c.execute(select(students.c.student).where(and_(
+                    students.c.code == code, students.c.student == student_digest))).first() is None:
+                raise PermissionError(code)
+            mine = c.execute(select(predictions.c.prediction).where(and_(
+                predictions.c.code == code, predictions.c.slug == row["check_slug"],
                 predictions.c.student == student_digest))).scalar()
-        return None if value is None else json.loads(value)
+        return dict(row), None if mine is None else json.loads(mine)
 
-    def predictions(self, code: str, slug: str) -> list:
-        """Every prediction for the check, in the order they were first made (no student is named)."""
+    def snapshot(self, code: str, slug: str | None) -> tuple[int, list]:
+        """What the teacher's view needs, in one read: how many joined, and every prediction for ``slug`` in the
+        order of their last change (no student is named)."""
         with self.engine.begin() as c:
+            joined = c.execute(select(func.count()).select_from(students).where(students.c.code == code)).scalar()
             rows = c.execute(select(predictions.c.prediction).where(and_(
                 predictions.c.code == code, predictions.c.slug == slug)).order_by(predictions.c.at)).scalars().all()
-        return [json.loads(value) for value in rows]
-
-    def counts(self, code: str) -> tuple[int, int]:
-        """(students joined, predictions for the current check)."""
-        with self.engine.begin() as c:
-            slug = c.execute(select(classes.c.check_slug).where(classes.c.code == code)).scalar()
-            joined = c.execute(select(func.count()).select_from(students).where(students.c.code == code)).scalar()
-            answered = c.execute(select(func.count()).select_from(predictions).where(and_(
-                predictions.c.code == code, predictions.c.slug == slug))).scalar()
-        return joined, answered
+        return joined, [json.loads(value) for value in rows]
