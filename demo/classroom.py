@@ -8,8 +8,8 @@ and shows how many answered and the spread, then Reveal runs the check's live mo
 its answer over the spread with the share right and close.
 
 Every call is ``POST /class/api/<action>`` with a JSON body (:data:`ROUTES`), served outside Gradio's queue:
-start · join · state · answer (a student's) · teacher · ask · reveal · close (the teacher's: the secret is checked
-first). Bodies over ``MAX_BODY_BYTES`` are refused before they are read; every refusal is one sentence in the
+start · join · state · answer (a student's) · teacher · ask · reveal · close (the teacher's: the secret is
+checked first). Bodies over ``MAX_BODY_BYTES`` are refused before they are read; every refusal is one sentence in the
 caller's language (``classroom.err.*``) and changes nothing. Rate limits: core/classroom/guard.py.
 """
 from __future__ import annotations
@@ -32,6 +32,7 @@ from starlette.routing import Route
 from core import checks as registry
 from core.checks.base import VALIDATE, Answer, compare
 from core.classroom import guard
+from core.classroom import store as store_module
 from core.classroom.store import ClassGone, Store, default_location
 from core.classroom.tally import BINS, tally
 from core.errors import LearnerError
@@ -78,8 +79,9 @@ def configure(location: str | None = None, environ=os.environ) -> Store:
     global _store, _durable, _swept
     if location:
         on_space = bool(environ.get("SPACE_ID"))
-        _durable = ":memory:" not in location and not (on_space and "://" not in location
-                                                       and not str(Path(location).resolve()).startswith("/data/"))
+        data = store_module.SPACE_DATA_DIR
+        outside_data = "://" not in location and not Path(location).resolve().is_relative_to(data)
+        _durable = ":memory:" not in location and not (on_space and outside_data)
     else:
         location, _durable = default_location(environ)
     _store = Store(location)
@@ -337,8 +339,10 @@ def view_html(row: dict, predictions: list, lang: str) -> str:
     if revealed:
         answered = t["answered"]
         said = your_turn._answer_text(check, setup, answer.value)
+        share = w("classroom.share", right=t["right"], close=t["close"], n=answered,
+                  right_pct=_percent(t["right"], answered), close_pct=_percent(t["close"], answered))
         parts.insert(0, f'<p class="class-answer">{escape(w("classroom.model_says", answer=said))}</p>'
-                     f'<p class="class-share">{escape(w("classroom.share", right=t["right"], close=t["close"], n=answered, right_pct=_percent(t["right"], answered), close_pct=_percent(t["close"], answered)))}</p>')
+                     f'<p class="class-share">{escape(share)}</p>')
     return "".join(parts)
 
 
@@ -417,7 +421,8 @@ def head() -> str:
             f'<script src="{SCRIPT_PATH.lstrip("/")}?v={_version()}"></script>')
 
 
-TEMPLATE = '<details class="class-area"><summary class="class-summary"></summary><div class="class-body"></div></details>'
+TEMPLATE = ('<details class="class-area"><summary class="class-summary"></summary>'
+            '<div class="class-body"></div></details>')
 MOUNT_JS = static_html.EXPORT_JS + "\nwindow.plmClass && window.plmClass.mount(element);"
 
 

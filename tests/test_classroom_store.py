@@ -6,7 +6,7 @@ import multiprocessing
 import sqlite3
 
 import pytest
-from sqlalchemy import Column, Integer, inspect, select
+from sqlalchemy import inspect
 
 from core.classroom import store as store_module
 from core.classroom.store import IDLE_SECONDS, SCHEMA_VERSION, ClassGone, Store, default_location

@@ -10,7 +10,7 @@ import pytest
 
 from core.checks.base import Answer, Check, Setup, grade
 from core.classroom import guard
-from core.classroom.tally import BINS, close, tally
+from core.classroom.tally import BINS, tally
 
 
 def fixed(kind: str, setup: Setup, answer: Answer, **extra) -> Check:

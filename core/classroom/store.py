@@ -185,7 +185,8 @@ class Store:
     def cleanup(self) -> int:
         """Delete every class idle for IDLE_SECONDS, with its students and predictions; the number deleted."""
         with self.writer.begin() as c:
-            old = c.execute(select(classes.c.code).where(classes.c.active < self.clock() - IDLE_SECONDS)).scalars().all()
+            idle = classes.c.active < self.clock() - IDLE_SECONDS
+            old = c.execute(select(classes.c.code).where(idle)).scalars().all()
             self._delete(c, old)
         return len(old)
 
