@@ -128,6 +128,7 @@ from demo.server.handlers import loaded_models  # noqa: E402
 from core.loading import resolve  # noqa: E402
 from core.loading.device import CHOICES as DEVICE_CHOICES, choose_device, device_label
 from core.text.limits import MAX_UPLOAD_BYTES
+from demo.kit import classroom
 from demo.attention import attention
 from demo.tasks import classify
 from demo.server import downloads
@@ -210,6 +211,7 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
         # The toggle stores the choice (cookie + localStorage) and reloads, so labels and results switch together.
         language.input(None, inputs=language, js=TOGGLE_JS, api_name=False)  # browser-only: no server endpoint
         app.load(page_language, outputs=[intro, badge, language], api_name="app_language")
+        classroom.build()  # the "Class" area: start a class, or a student's banner (issue #55)
         collector = presets.Registry(TABS)
         with gr.Tabs(overflow_behavior="wrap") as tabs:
             for module in TABS:
@@ -257,6 +259,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--trusted-proxy", default=os.environ.get("PLM_TRUSTED_PROXY", ""),
                         help="comma-separated addresses of reverse proxies whose X-Forwarded-For is believed "
                              "(e.g. 127.0.0.1 behind a local nginx); without it the header is ignored")
+    parser.add_argument("--class-db", default=os.environ.get("PLM_CLASS_DB"),
+                        help="where classes and their predictions are kept: a SQLite file or a database URL "
+                             "(postgresql://…); default: /data on a Space with persistent storage, else "
+                             "~/.local/share/plm-explorer/classes.sqlite")
     return parser.parse_args(argv)
 
 
@@ -278,6 +284,7 @@ def main(argv: list[str] | None = None) -> None:
     choose_device(args.device)
     admission.trust_proxies(args.trusted_proxy)  # read by uvicorn when launch() builds the server
     return_freed_memory()
+    classroom.configure(args.class_db)  # opens and migrates the class store, deletes expired classes
     app = build_app(args.max_events_per_address)
     settle_collector()
     app.launch(
@@ -289,10 +296,10 @@ def main(argv: list[str] | None = None) -> None:
         css_paths=[CSS_PATH],
         i18n=first_page.one_language(I18N),  # each page carries its learner's table only (demo/server/first_page.py)
         # every figure: SVG export, a Data table, keyboard, dark mode (demo/kit/figure_head.py); the "Your turn" checks
-        head=figure_head.HEAD + your_turn.head(),
+        head=figure_head.HEAD + classroom.head() + your_turn.head(),  # classroom first: it reads the fragment
         # compressed answers, the page in the learner's language (demo/server/first_page.py); the "Your turn" script at its
         # own address (fetched once, then cached)
-        app_kwargs={"middleware": first_page.middleware(), "routes": [your_turn.ROUTE]},
+        app_kwargs={"middleware": first_page.middleware(), "routes": [your_turn.ROUTE, *classroom.ROUTES]},
         max_file_size=MAX_UPLOAD_BYTES,
         show_error=True,
     )

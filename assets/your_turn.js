@@ -372,6 +372,7 @@
   if (asked && tabOf(asked)) pending = asked;
 
   const queued = window.plmYourTurn?.queue || [];
-  window.plmYourTurn = {mount, map, open, progress, call};
+  // control, predictionOf, restore, setupHtml: a class's banner draws the same form (assets/classroom.js)
+  window.plmYourTurn = {mount, map, open, progress, call, control, predictionOf, restore, setupHtml};
   queued.forEach(([name, args]) => window.plmYourTurn[name](...args));
 })();

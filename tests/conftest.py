@@ -17,6 +17,8 @@ atexit.register(shutil.rmtree, _HF_HOME, ignore_errors=True)
 os.environ["HF_HOME"] = _HF_HOME
 os.environ["HF_HUB_CACHE"] = os.path.join(_HF_HOME, "hub")
 os.environ.pop("HF_ENDPOINT", None)
+# and a fresh data folder: the class store's default file (core/classroom/store.default_location) lands there
+os.environ["XDG_DATA_HOME"] = os.path.join(_HF_HOME, "data")
 os.environ["HF_HUB_OFFLINE"] = "1"  # overridden, not defaulted: a developer's own setting must not leak in
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 

@@ -205,7 +205,12 @@ def grade(check: Check, prediction, own_text: str | None = None) -> Verdict:
         if answer.missing:
             return Verdict(False, prediction, answer, {"missing": answer.missing})
     setup, prediction = validate(check, prediction, own_text)
-    answer = check.answer(own_text)
+    return compare(check, setup, prediction, check.answer(own_text))
+
+
+def compare(check: Check, setup: Setup, prediction, answer: Answer) -> Verdict:
+    """The verdict on an already validated ``prediction`` against the model's ``answer`` (a class's reveal grades
+    every student's prediction against one answer: core/classroom/tally.py)."""
     if answer.missing:
         return Verdict(False, prediction, answer, {"missing": answer.missing})
     if check.kind == "number":

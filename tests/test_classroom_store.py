@@ -1,0 +1,160 @@
+"""The class store (issue #55 §4): schema version and migrations, WAL, expiry with an injected clock, two processes
+writing one file, and the rule that a prediction changes in place until the reveal."""
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+
+import pytest
+from sqlalchemy import inspect
+
+from core.classroom import store as store_module
+from core.classroom.store import IDLE_SECONDS, SCHEMA_VERSION, ClassGone, Store, default_location
+
+
+class Clock:
+    def __init__(self, now: float = 1_000_000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def rows(path, table: str) -> int:
+    with sqlite3.connect(path) as db:
+        return db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+
+def test_a_new_file_is_migrated_to_the_current_version_in_wal_mode(tmp_path):
+    path = tmp_path / "classes.sqlite"
+    s = Store(str(path))
+    assert s.version() == SCHEMA_VERSION == 1
+    assert set(inspect(s.engine).get_table_names()) == {"schema_version", "classes", "students", "predictions"}
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+    Store(str(path))  # opening again runs no step twice
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+
+
+def test_a_later_version_migrates_an_existing_store_and_keeps_its_rows(tmp_path, monkeypatch):
+    path = tmp_path / "classes.sqlite"
+    s = Store(str(path))
+    assert s.start("ABCDEF", "d" * 64)
+    s.ask("ABCDEF", "ngram-cixing")
+    s.join("ABCDEF", "s" * 64, None)
+    assert s.answer("ABCDEF", "ngram-cixing", "s" * 64, "词性") == "ok"
+
+    def v2(connection):
+        connection.exec_driver_sql("ALTER TABLE classes ADD COLUMN room INTEGER")
+
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 2)
+    monkeypatch.setitem(store_module.MIGRATIONS, 2, v2)
+    again = Store(str(path))
+    assert again.version() == 2
+    assert "room" in {c["name"] for c in inspect(again.engine).get_columns("classes")}
+    assert again.snapshot("ABCDEF", "ngram-cixing") == (1, ["词性"])
+
+
+def test_a_prediction_is_recorded_once_per_student_and_changes_until_the_reveal(tmp_path):
+    s = Store(str(tmp_path / "c.sqlite"))
+    s.start("ABCDEF", "d" * 64)
+    s.join("ABCDEF", "a" * 64, None)
+    s.join("ABCDEF", "b" * 64, None)
+    assert s.answer("ABCDEF", "ngram-cixing", "a" * 64, "词性") == "not_asked"  # nothing asked yet
+    s.ask("ABCDEF", "ngram-cixing")
+    assert s.answer("ABCDEF", "ngram-cixing", "a" * 64, "词性") == "ok"
+    assert s.answer("ABCDEF", "ngram-cixing", "a" * 64, "磁性") == "ok"  # changed in place
+    assert s.answer("ABCDEF", "ngram-cixing", "b" * 64, "词性") == "ok"
+    assert s.answer("ABCDEF", "ngram-cixing", "c" * 64, "词性") == "stranger"  # never joined
+    assert s.answer("GHJKMN", "ngram-cixing", "a" * 64, "词性") == "gone"
+    assert s.answer("ABCDEF", "ngram-add-one", "a" * 64, 0.5) == "not_asked"  # not the check being asked
+    assert s.snapshot("ABCDEF", "ngram-cixing") == (2, ["磁性", "词性"])  # in the order of their last change
+    s.reveal("ABCDEF")
+    assert s.answer("ABCDEF", "ngram-cixing", "a" * 64, "词性") == "revealed"  # closed by the reveal
+    row, mine = s.student_view("ABCDEF", "a" * 64)
+    assert (row["check_slug"], row["revealed"], mine) == ("ngram-cixing", True, "磁性")
+    with pytest.raises(PermissionError):
+        s.student_view("ABCDEF", "c" * 64)
+
+
+def test_a_closed_class_leaves_no_row(tmp_path):
+    path = tmp_path / "c.sqlite"
+    s = Store(str(path))
+    s.start("ABCDEF", "d" * 64)
+    s.start("GHJKMN", "e" * 64)
+    for code in ("ABCDEF", "GHJKMN"):
+        s.ask(code, "ngram-cixing")
+        s.join(code, "a" * 64, "Ann")
+        s.answer(code, "ngram-cixing", "a" * 64, "词性")
+    s.close("ABCDEF")
+    with pytest.raises(ClassGone):
+        s.get("ABCDEF")
+    assert (rows(path, "classes"), rows(path, "students"), rows(path, "predictions")) == (1, 1, 1)
+    assert s.snapshot("GHJKMN", "ngram-cixing") == (1, ["词性"])
+
+
+def test_classes_idle_for_24_hours_expire_and_their_rows_are_deleted(tmp_path):
+    path, clock = tmp_path / "c.sqlite", Clock()
+    s = Store(str(path), clock=clock)
+    s.start("ABCDEF", "d" * 64)   # idle from now on
+    s.start("GHJKMN", "e" * 64)   # kept active
+    for code in ("ABCDEF", "GHJKMN"):
+        s.ask(code, "ngram-cixing")
+        s.join(code, code.lower() * 10, None)
+        s.answer(code, "ngram-cixing", code.lower() * 10, "词性")
+    clock.now += IDLE_SECONDS - 60
+    s.touch("GHJKMN")
+    assert s.cleanup() == 0
+    s.get("ABCDEF")  # still live a minute before its 24 hours
+    clock.now += 61
+    with pytest.raises(ClassGone):
+        s.get("ABCDEF")  # expired even before the sweep
+    assert s.live_count() == 1
+    assert s.cleanup() == 1
+    assert (rows(path, "classes"), rows(path, "students"), rows(path, "predictions")) == (1, 1, 1)
+    assert s.get("GHJKMN")["code"] == "GHJKMN"
+    clock.now += IDLE_SECONDS + 1
+    assert s.cleanup() == 1
+    assert (rows(path, "classes"), rows(path, "students"), rows(path, "predictions")) == (0, 0, 0)
+
+
+def _answer_many(path: str, offset: int, count: int) -> None:
+    s = Store(path)
+    for i in range(offset, offset + count):
+        student = f"{i:064d}"
+        s.join("ABCDEF", student, None)
+        assert s.answer("ABCDEF", "ngram-add-one", student, i / 1000) == "ok"
+        assert s.answer("ABCDEF", "ngram-add-one", "shared" + "0" * 58, i / 1000) == "ok"  # the same student from both
+
+
+def test_two_processes_share_one_store_and_every_answer_is_recorded_exactly_once(tmp_path):
+    path = str(tmp_path / "c.sqlite")
+    s = Store(path)
+    s.start("ABCDEF", "d" * 64)
+    s.ask("ABCDEF", "ngram-add-one")
+    s.join("ABCDEF", "shared" + "0" * 58, None)
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_answer_many, args=(path, offset, 150)) for offset in (0, 150)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+        assert worker.exitcode == 0
+    joined, values = s.snapshot("ABCDEF", "ngram-add-one")
+    assert joined == 301 and len(values) == 301  # 300 students once each, and the shared one once
+    assert {round(v * 1000) for v in values} == set(range(300))  # the shared one holds one of those values
+
+
+def test_the_default_store_is_on_persistent_storage_on_a_space_and_in_the_data_folder_elsewhere(tmp_path,
+                                                                                              monkeypatch):
+    assert default_location({"XDG_DATA_HOME": str(tmp_path)}) == (
+        str(tmp_path / "plm-explorer" / "classes.sqlite"), True)
+    space_data = tmp_path / "data"
+    space_data.mkdir()
+    monkeypatch.setattr(store_module, "SPACE_DATA_DIR", space_data)
+    assert default_location({"SPACE_ID": "me/app"}) == (str(space_data / "plm-explorer" / "classes.sqlite"), True)
+    monkeypatch.setattr(store_module, "SPACE_DATA_DIR", tmp_path / "absent")
+    location, durable = default_location({"SPACE_ID": "me/app", "XDG_DATA_HOME": str(tmp_path)})
+    assert (location, durable) == (str(tmp_path / "plm-explorer" / "classes.sqlite"), False)
