@@ -61,3 +61,20 @@ def test_presets_and_questions_share_one_bound(monkeypatch):
     assert len(result_cache.RESULTS) == 1 and result_cache.RESULTS.keys()[0][4] == "b"
     view.run("a")
     assert calls == ["hello", "bye", "hello"]
+
+
+def test_a_styled_table_weighs_as_its_data_not_as_the_largest_answer():
+    """The n-gram scores come as a pandas Styler, which pickle refuses (it holds a lambda): counted as the largest
+    answer (2 MB), a few of them would push every other preset out of the 16 MB."""
+    import pickle
+
+    import pandas as pd
+
+    frame = pd.DataFrame({"word": ["call", "me"], "p": [0.5, 0.25]})
+    styled = frame.style.apply(lambda row: [""] * len(row), axis=1)
+    with_table = (("call me",), ("a note", styled))
+    weight = result_cache.weighed(with_table)[1]
+    size = lambda value: len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))  # noqa: E731
+    parts = size(("call me",)) + size("a note") + size(frame)
+    assert weight == parts < 10_000
+    assert result_cache.weighed((lambda: 0,))[1] == result_cache.UNPICKLABLE_BYTES  # nothing to measure: the most

@@ -123,11 +123,24 @@ def sized(outputs) -> tuple[object, int]:
 
 def weighed(entry) -> tuple[object, int]:
     """(entry, its pickled size in bytes), kept as it is: a preset's (values, results), whose figures the tests and
-    the views read as figures. Unpicklable parts weigh as the largest answer, as in ``sized``."""
+    the views read as figures. A styled table (the n-gram scores' pandas Styler holds a lambda) weighs as its data;
+    any other unpicklable part as the largest answer, as in ``sized``."""
+    return entry, _pickled_size(entry)
+
+
+def _pickled_size(value) -> int:
     try:
-        return entry, len(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+        return len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
     except Exception:  # noqa: BLE001 - the learner's answer matters more than an exact weight
-        return entry, UNPICKLABLE_BYTES
+        pass
+    if isinstance(value, (tuple, list)):
+        return sum(_pickled_size(part) for part in value)
+    if isinstance(value, dict):
+        return sum(_pickled_size(part) for part in value.values())
+    data = getattr(value, "data", None)  # a pandas Styler: its DataFrame
+    if data is not None and data is not value and not callable(data):
+        return _pickled_size(data)
+    return UNPICKLABLE_BYTES
 
 
 def preset_result(view, preset) -> tuple[tuple, tuple]:
