@@ -1,4 +1,4 @@
-// A class predicts together (issue #55): the browser side of demo/classroom.py, fetched once from its own address
+// A class predicts together (issue #55): the browser side of demo/kit/classroom.py, fetched once from its own address
 // (and cached), after <head> set window.plmClassConfig = {words: {en, zh}} and ran assets/classroom_loader.js, which
 // took a teacher's secret off the address (window.plmClassStart) and queued the area's mount until now.
 //

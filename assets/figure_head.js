@@ -1,5 +1,5 @@
 // Every page's script for its plotly figures: SVG export, 中文 modebar, a text alternative and a Data table,
-// keyboard, dark mode (demo/figure_head.py says what each does). demo/figure_head.py puts it in <head>, after the
+// keyboard, dark mode (demo/kit/figure_head.py says what each does). demo/kit/figure_head.py puts it in <head>, after the
 // words it reads from window.plmFigureConfig.
 (() => {
   const config = window.plmFigureConfig;

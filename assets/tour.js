@@ -1,7 +1,7 @@
-// The guided tour (demo/tour.py): gr.HTML's js_on_load for the header's "Start the tour" button. It adds the
+// The guided tour (demo/kit/tour.py): gr.HTML's js_on_load for the header's "Start the tour" button. It adds the
 // tour's panel to the page and runs the tour; props: stops, ui (words in both languages), storage_key.
 if (!window.plmTour) {
-  const lang = (/^zh/i.test(navigator.language || (navigator.languages || [])[0] || '') ? 'zh' : 'en');  // demo/i18n.py BROWSER_LANGUAGE_JS
+  const lang = (/^zh/i.test(navigator.language || (navigator.languages || [])[0] || '') ? 'zh' : 'en');  // demo/kit/i18n.py BROWSER_LANGUAGE_JS
   const stops = props.stops, ui = props.ui, N = stops.length, KEY = props.storage_key;
   const words = (key) => ui[key][lang];
   const clamp = (k) => Math.min(Math.max(1, Math.round(Number(k)) || 1), N);

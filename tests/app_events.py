@@ -53,9 +53,9 @@ def handlers(blocks=None) -> dict[str, list]:
 
 def trainers(blocks=None) -> set[str]:
     """The api_names of the events that train for up to their work budget: those on the "train" concurrency group
-    (demo.common.TRAIN_QUEUE: one run per session) and those whose handler asks ZeroGPU for a trainer's budget
-    (demo.common.TRAINER_GPU_SECONDS; classify_train bounds its runs in core instead of the queue)."""
-    from core import jobs
+    (demo.server.handlers.TRAIN_QUEUE: one run per session) and those whose handler asks ZeroGPU for a trainer's budget
+    (demo.server.handlers.TRAINER_GPU_SECONDS; classify_train bounds its runs in core instead of the queue)."""
+    from core.loading import jobs
 
     blocks = blocks or built_app()
     found = set()

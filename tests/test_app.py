@@ -260,8 +260,8 @@ class Spy(ctypes.CDLL):  # counts the app's mallopt calls (steady_malloc)
 
 ctypes.CDLL = Spy
 import app
-from core import hub
-from demo import downloads
+from core.loading import hub
+from demo.server import downloads
 imported = {"collector": gc.isenabled(), "mallopt": len(asked), "download gate": hub._gate is not None}
 app.prepare_process()
 prepared = {"collector": gc.isenabled(), "mallopt": len(asked)}
@@ -273,9 +273,9 @@ print(json.dumps({"imported": imported, "prepared": prepared,
 
 
 def test_importing_changes_nothing_and_the_start_sets_the_process_up_by_explicit_calls():
-    """Issue #50: importing app.py used to call mallopt, and importing demo/downloads.py changed how core/hub.py
+    """Issue #50: importing app.py used to call mallopt, and importing demo/server/downloads.py changed how core/loading/hub.py
     downloads. Now importing changes nothing; app.prepare_process (run as the app) turns the collector off and calls
-    mallopt, and app.build_app installs the download slots as core/hub.py's gate. A fresh interpreter, since the
+    mallopt, and app.build_app installs the download slots as core/loading/hub.py's gate. A fresh interpreter, since the
     collector and malloc settings are the whole process's."""
     import json
     import subprocess
