@@ -35,6 +35,7 @@ from core.classroom import guard
 from core.classroom import store as store_module
 from core.classroom.store import ClassGone, Store, default_location
 from core.classroom.tally import BINS, tally
+from core.loading.paths import ASSETS_DIR
 from core.text.errors import LearnerError
 from core.text.i18n import LANGUAGES, text, using_language
 from demo.kit import static_html
@@ -42,7 +43,7 @@ from demo.kit import your_turn
 from demo.server.handlers import sig4_text
 from demo.kit.i18n import language_of
 
-SCRIPT = Path(__file__).resolve().parent.parent / "assets" / "classroom.js"
+SCRIPT = ASSETS_DIR / "classroom.js"
 LOADER = SCRIPT.with_name("classroom_loader.js")
 CLEANUP_EVERY = 600  # seconds between sweeps of expired classes
 TOUCH_EVERY = 60  # a teacher's view marks its class active at most once a minute (a write)
