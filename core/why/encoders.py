@@ -38,7 +38,7 @@ from core.text.errors import UserInputError, echo
 from core.text.i18n import text as tr
 from core.text.limits import DEFAULT_SEED, MAX_MODEL_TOKENS
 from core.why.logit_lens import LogitLens
-from core.why.why import (encoder_attentions, explain_encoder_stages, read_class, read_masked_word, read_span,
+from core.why.why import (explain_encoder_stages, read_class, read_masked_word, read_span,
                       read_token_tag)
 
 STEPS = attribution.DEFAULT_STEPS
@@ -199,11 +199,10 @@ def explain_span_stages(question: str, context: str, model_id: str | None = None
     cls_id = loaded.tokenizer.token_to_id(loaded.tokenizer.cls_token)
     allowed |= torch.tensor(window.ids, device=loaded.device) == cls_id
     pad_id, keep = _specials(loaded.tokenizer)
-    attentions = encoder_attentions(loaded.model, window.ids, window.segment_ids)  # one rollout matrix for both
     start, end = (explain_encoder_stages(loaded.model, loaded.files.name, window.ids, window.tokens,
                                          read_allowed_span(is_end, allowed), position, position, pad_id, keep,
                                          "end" if is_end else "start", window.tokens[position], window.segment_ids,
-                                         steps, stream, attentions)
+                                         steps, stream)  # each one's maps from its own gradient pass
                   for is_end, position in ((False, best.token_start), (True, best.token_end)))
     for found in zip(start, end):  # the start's stage, then the end's
         yield SpanWhy(*found, best.text, (best.token_start, best.token_end), best.window, len(result.windows))

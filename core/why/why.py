@@ -15,6 +15,8 @@ pass after the prediction), then integrated gradients at 4, 8, 16, … steps up 
 """
 from __future__ import annotations
 
+import inspect
+import threading
 from typing import Callable, Iterator
 
 import torch
@@ -156,7 +158,8 @@ def explain_encoder_stages(model: nn.Module, model_id: str, ids: list[int], toke
                            steps: int = attribution.DEFAULT_STEPS, stream: bool = True,
                            attentions: tuple | None = None) -> Iterator[Why]:
     """explain_encoder, stage by stage; the answer's probability is f(x) of the first stage's gradient pass.
-    ``attentions``: the encoder's maps for these ids, when the caller has them (QA's start and end share one)."""
+    ``attentions``: the encoder's maps for these ids, when the caller has them; else the quick view's gradient pass
+    brings them (AttentionsOfNextPass)."""
     device = model.input_embeddings().weight.device
     id_tensor = torch.tensor(ids, device=device)
     segments = torch.tensor([token_type_ids or [0] * len(ids)], device=device)
@@ -164,13 +167,59 @@ def explain_encoder_stages(model: nn.Module, model_id: str, ids: list[int], toke
     def score(batch: torch.Tensor) -> torch.Tensor:
         return read(model, batch, segments.expand_as(batch)).float().softmax(dim=-1)[:, target]  # (B,)
 
-    if attentions is None:
-        attentions = encoder_attentions(model, ids, token_type_ids)
-    rollout = attribution.attention_rollout([a[0] for a in attentions])[position].tolist()
     embedding = model.input_embeddings()
-    for methods in methods_in_stages(embedding, id_tensor, score, pad_baseline(embedding, id_tensor, pad_id, keep),
-                                     tokens, steps, stream):
-        yield Why(model_id, target_kind, answer, methods[-1].score, tokens, methods, rollout, "pad", [], steps)
+    baseline = pad_baseline(embedding, id_tensor, pad_id, keep)
+    rollout = None
+    with AttentionsOfNextPass(model.base if attentions is None else None) as seen:
+        for methods in methods_in_stages(embedding, id_tensor, score, baseline, tokens, steps, stream):
+            if rollout is None:  # the quick view's gradient pass brought the maps along (else: one pass for them)
+                attentions = attentions or seen.maps or encoder_attentions(model, ids, token_type_ids)
+                rollout = attribution.attention_rollout([a[0] for a in attentions])[position].tolist()
+            yield Why(model_id, target_kind, answer, methods[-1].score, tokens, methods, rollout, "pad", [], steps)
+
+
+class AttentionsOfNextPass:
+    """The attention maps of ``base``'s next forward pass in this thread: ``with AttentionsOfNextPass(model.base) as
+    seen: …`` asks that pass for them too (``output_attentions=True``) and keeps them in ``seen.maps`` (L tensors
+    (B, nh, T, T), detached). The quick view's gradient pass brings rollout's maps along, instead of a forward pass
+    of its own (a quarter of the quick view of MiniLM; issue #53). ``base`` None, or not a module whose forward takes
+    ``output_attentions`` (the session classifier's): nothing is watched and ``maps`` stays None.
+
+    The model is shared by every session: only this thread's pass is changed and read, as in
+    attribution.embedding_function."""
+
+    def __init__(self, base: nn.Module | None):
+        self.maps: tuple | None = None
+        self.handles: list = []
+        if not isinstance(base, nn.Module) or "output_attentions" not in inspect.signature(base.forward).parameters:
+            return
+        owner, signature = threading.get_ident(), inspect.signature(base.forward)
+
+        def ask(module, args, kwargs):
+            if threading.get_ident() != owner or self.maps is not None:
+                return None
+            bound = signature.bind(*args, **kwargs)
+            bound.arguments["output_attentions"] = True
+            return bound.args, bound.kwargs
+
+        def keep(module, args, kwargs, output):
+            if threading.get_ident() == owner and self.maps is None:
+                self.maps = tuple(a.detach() for a in output.attentions)
+                self.close()
+
+        self.handles = [base.register_forward_pre_hook(ask, with_kwargs=True),
+                        base.register_forward_hook(keep, with_kwargs=True)]
+
+    def close(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
+
+    def __enter__(self) -> "AttentionsOfNextPass":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def encoder_attentions(model: nn.Module, ids: list[int], token_type_ids: list[int] | None = None) -> tuple:
