@@ -12,14 +12,13 @@ import pytest
 
 from core.i18n import text
 from tests.e2e.conftest import VIEWPORT
-from tests.live_app import app_env, running_app
 
 
 @pytest.fixture(scope="module")
-def class_app(browser, tmp_path_factory):
-    db = tmp_path_factory.mktemp("class") / "classes.sqlite"
-    with running_app("--offline", "--device", "cpu", "--class-db", str(db), env=app_env(HF_HUB_OFFLINE="1")) as app:
-        yield app
+def class_app(served_app):
+    """The shared offline app: its class store is the default file, under the test session's own XDG_DATA_HOME
+    (tests/conftest.py)."""
+    return served_app
 
 
 def open_page(browser, url: str, lang: str):
