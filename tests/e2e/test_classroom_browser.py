@@ -13,6 +13,8 @@ import pytest
 from core.i18n import text
 from tests.e2e.conftest import VIEWPORT
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def class_app(served_app):
@@ -30,6 +32,7 @@ def open_page(browser, url: str, lang: str):
     return page
 
 
+@pytest.mark.timeout(600)  # five pages of the whole app: 90-210 s on a loaded 2-core machine (a hang guard)
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_teacher_and_three_students_predict_then_reveal(browser, class_app, lang):
     w = lambda key, **fields: text(f"classroom.{key}", lang, **fields)  # noqa: E731
