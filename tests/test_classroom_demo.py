@@ -41,6 +41,7 @@ def test_a_store_under_data_on_a_space_or_off_a_space_survives(fresh, tmp_path, 
     assert classroom._durable is False
 
 
+@pytest.mark.slow  # runs the attention model
 def test_the_token_view_shows_the_text_with_a_count_under_each_token(fresh, tmp_path):
     classroom.configure(str(tmp_path / "c.sqlite"), {})
     made = classroom.start({}, "10.0.0.2", "en")

@@ -84,6 +84,7 @@ def test_a_class_predicts_then_the_live_model_answers(served):
     assert students[1].ok("state", code=code, student=tokens[1])["right"] is True
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps the first test of this module
 @pytest.mark.parametrize("slug,predictions,expect", [
     ("ngram-add-one", [0.0667, 0.066, 0.072], "Right: 2 of 3 (67%) · close: 1 (33%)"),
     ("embeddings-order", [["prince", "queen", "castle", "banana"], ["queen", "prince", "castle", "banana"],
@@ -100,6 +101,7 @@ def test_each_kind_of_check_is_tallied_and_graded(served, slug, predictions, exp
     assert view["answered"] == 3 and expect in view["html"], view["html"][:2000]
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps the first test of this module
 def test_without_the_teacher_secret_no_one_asks_reveals_closes_or_reads_the_class(served):
     teacher, code, secret = new_class(served)
     _, other_code, other_secret = new_class(served)
@@ -127,6 +129,7 @@ def test_without_the_teacher_secret_no_one_asks_reveals_closes_or_reads_the_clas
     assert status == 405
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps the first test of this module
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_oversized_forged_and_wrongly_typed_input_is_refused_in_one_sentence_and_changes_nothing(served, lang):
     teacher, code, secret = new_class(served)
@@ -161,6 +164,7 @@ def test_oversized_forged_and_wrongly_typed_input_is_refused_in_one_sentence_and
     assert (view["slug"], view["joined"], view["answered"]) == ("ngram-add-one", 1, 0)
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps the first test of this module
 def test_each_session_and_address_is_rate_limited_but_200_students_behind_one_address_get_in(served):
     teacher, code, secret = new_class(served)
     teacher.ok("ask", code=code, secret=secret, slug="ngram-add-one")
@@ -186,6 +190,7 @@ def test_each_session_and_address_is_rate_limited_but_200_students_behind_one_ad
     assert teacher_view(teacher, code, secret)["answered"] == 201
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps the first test of this module
 def test_two_classes_at_once_never_mix(served):
     (ta, a, sa), (tb, b, sb) = new_class(served), new_class(served)
     ta.ok("ask", code=a, secret=sa, slug="ngram-cixing")
@@ -207,6 +212,7 @@ def test_two_classes_at_once_never_mix(served):
     assert teacher_view(ta, a, sa)["answered"] == 3
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps the first test of this module
 def test_a_restart_mid_class_loses_no_prediction_and_the_start_deletes_expired_classes(served):
     teacher, code, secret = new_class(served)
     teacher.ok("ask", code=code, secret=secret, slug="ngram-cixing")
@@ -237,6 +243,7 @@ def test_a_restart_mid_class_loses_no_prediction_and_the_start_deletes_expired_c
     assert IDLE_SECONDS == 86_400
 
 
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps the first test of this module
 def test_guessing_codes_is_limited_per_address_and_for_everyone_together(served):  # last: joins pause
     """The bound docs/TEACHERS.md's arithmetic uses: FAILED_JOINS_PER_MINUTE wrong codes from all addresses."""
     teacher, code, secret = new_class(served)

@@ -129,6 +129,7 @@ def _answer_many(path: str, offset: int, count: int) -> None:
         assert s.answer("ABCDEF", "ngram-add-one", "shared" + "0" * 58, i / 1000) == "ok"  # the same student from both
 
 
+@pytest.mark.slow  # two Python processes start
 def test_two_processes_share_one_store_and_every_answer_is_recorded_exactly_once(tmp_path):
     path = str(tmp_path / "c.sqlite")
     s = Store(path)

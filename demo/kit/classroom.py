@@ -112,12 +112,20 @@ def _allow(name: str, key: str) -> None:
 # Checks as a class sees them (the example only, never a student's own text)
 
 
-@functools.lru_cache(maxsize=256)
+_setups: dict[tuple[str, str], tuple] = {}
+
+
 def _setup(slug: str, lang: str):
-    """(the check, its Setup, the page's setup dict) in ``lang``: the same for every student, so computed once."""
+    """(the check, its Setup, the page's setup dict) in ``lang``: the same for every student, so computed once; not
+    kept while its checkpoint is missing (no options yet: they come once it is downloaded)."""
+    if (slug, lang) in _setups:
+        return _setups[(slug, lang)]
     check = registry.get(slug)
     with using_language(lang):
-        return check, check.setup(None), your_turn.setup_of(check, None)
+        found = check, check.setup(None), your_turn.setup_of(check, None)
+    if check.kind == "number" or found[1].options:
+        _setups[(slug, lang)] = found
+    return found
 
 
 _answers: dict[tuple[str, int, str], Answer] = {}

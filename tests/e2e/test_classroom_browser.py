@@ -12,14 +12,15 @@ import pytest
 
 from core.text.i18n import text
 from tests.e2e.conftest import VIEWPORT
-from tests.live_app import app_env, running_app
+
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def class_app(browser, tmp_path_factory):
-    db = tmp_path_factory.mktemp("class") / "classes.sqlite"
-    with running_app("--offline", "--device", "cpu", "--class-db", str(db), env=app_env(HF_HUB_OFFLINE="1")) as app:
-        yield app
+def class_app(served_app):
+    """The shared offline app: its class store is the default file, under the test session's own XDG_DATA_HOME
+    (tests/conftest.py)."""
+    return served_app
 
 
 def open_page(browser, url: str, lang: str):
@@ -31,6 +32,7 @@ def open_page(browser, url: str, lang: str):
     return page
 
 
+@pytest.mark.timeout(600)  # five pages of the whole app: 90-210 s on a loaded 2-core machine (a hang guard)
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_teacher_and_three_students_predict_then_reveal(browser, class_app, lang):
     w = lambda key, **fields: text(f"classroom.{key}", lang, **fields)  # noqa: E731
