@@ -171,6 +171,29 @@ def test_launch_keeps_asking_a_slow_server_before_giving_up(app, monkeypatch):
     assert len(asked) == 4
 
 
+def test_the_launch_check_waits_for_a_page_that_takes_longer_than_gradios_3_s():
+    """The page is rendered for launch()'s HEAD request; on two busy cores that took more than Gradio's 3 s read
+    timeout on every try, and the app refused to start. The app's own check waits for a slow answer."""
+    import http.server
+    import threading
+
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            time.sleep(4)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        assert serving.patient_url_ok(f"http://127.0.0.1:{server.server_port}/", seconds=20) is True
+    finally:
+        server.shutdown()
+
+
 def small_blocks() -> gr.Blocks:
     """Components of the kinds the app builds, with values, choices and extra HTML props."""
     with gr.Blocks() as blocks:
