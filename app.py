@@ -124,7 +124,7 @@ from demo.common import loaded_models  # noqa: E402
 from core import resolve  # noqa: E402
 from core.device import CHOICES as DEVICE_CHOICES, choose_device, device_label
 from core.limits import MAX_UPLOAD_BYTES
-from demo import (admission, attention, classify, embeddings, figure_head, first_page, lstm, mlm, ner, ngram,
+from demo import (admission, attention, classify, embeddings, figure_head, first_page, kit, lstm, mlm, ner, ngram,
                   overview, presets, qa, serving, tour, transformer, your_turn)
 from demo.i18n import I18N, TOGGLE_JS, label, language_of, text
 
@@ -210,6 +210,7 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
         # Content on first open: each tab computes its default preset when selected; ?tab=…&preset=… deep-links.
         collector.wire(app, tabs)
         tour.wire(tour_box, collector)  # each stop checked against the tabs, and what it outlines tagged
+        kit.wire(collector, tour_box, app)  # "Add to slides" and "Link to this view" in every preset bar (issue #54)
         your_turn.register_api()  # checks_list, check_setup, check_answer: for gradio_client and the page alike
         with gr.Accordion(label("app.status_title"), open=False):
             status = gr.Markdown()
@@ -277,10 +278,10 @@ def main(argv: list[str] | None = None) -> None:
         css_paths=[CSS_PATH],
         i18n=first_page.one_language(I18N),  # each page carries its learner's table only (demo/first_page.py)
         # every figure: SVG export, a Data table, keyboard, dark mode (demo/figure_head.py); the "Your turn" checks
-        head=figure_head.HEAD + your_turn.head(),
+        head=figure_head.HEAD + your_turn.head() + kit.head(),  # and the teacher's kit: decks, state links
         # compressed answers, the page in the learner's language (demo/first_page.py); the "Your turn" script at its
         # own address (fetched once, then cached)
-        app_kwargs={"middleware": first_page.middleware(), "routes": [your_turn.ROUTE]},
+        app_kwargs={"middleware": first_page.middleware(), "routes": [your_turn.ROUTE, *kit.ROUTES]},
         max_file_size=MAX_UPLOAD_BYTES,
         show_error=True,
     )

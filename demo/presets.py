@@ -149,7 +149,10 @@ class View:
 
     def run(self, slug: str | None = None, select: bool = False, seed: object = None) -> dict:
         """The updates that show preset ``slug`` (default: the view's default): its inputs and its results."""
-        preset = self.with_seed(self.presets[self.runnable(slug or self.default)], seed)
+        return self.run_preset(self.with_seed(self.presets[self.runnable(slug or self.default)], seed), select)
+
+    def run_preset(self, preset: Preset, select: bool = False) -> dict:
+        """The updates that show ``preset`` (one of the view's, or one a state link made: demo/state_links.py)."""
         if on_zero_gpu():
             self.fetch_checkpoints(preset)
         values, results = RESULTS.get(self, preset)
@@ -235,8 +238,9 @@ class View:
         bar = gr.HTML("", html_template=BAR_TEMPLATE, js_on_load=BAR_JS, elem_classes=["preset-bar"], items=items,
                       title=in_every_language(label("presets.label")),
                       copy=in_every_language(label("presets.copy_link")),
-                      slot=in_every_language(label("presets.slot")))
+                      slot=in_every_language(label("presets.slot")), kit=None)  # demo/kit.py fills kit
         self.wire(bar.click, self._run_clicked, f"{self.api_prefix}_preset", inputs=[bar])
+        self.bar = bar  # the teacher's kit adds "Add to slides" and "Link to this view" to it (demo/kit.py)
         return bar
 
 
@@ -260,7 +264,7 @@ def unique(components) -> list:
 # ----------------------------------------------------------------------------------------------------------------
 # The app-wide registry: tab-open events and deep links
 
-QUERY_LIMIT = 300  # characters of a deep link's query read (?tab=…&preset=… needs under 100)
+QUERY_LIMIT = 2000  # characters of a deep link's query read (?tab=…&preset=… needs under 100; a state link 2,000)
 # On page load: install the in-page link router once, then hand the address's query to the deep-link box. A click
 # on a link to ``?tab=…`` (not a 🔗 copy link, whose own handler already took it, nor a modified click, which opens
 # a new tab) puts the link in the address bar and opens it in place: no page load, so no 3-4 s of Gradio and
@@ -366,6 +370,10 @@ class Registry:
         tab_id = query.get("tab") if query.get("tab") in self.tabs else first_tab
         view = self.find(tab_id, query.get("preset")) if query.get("preset") else None
         updates: dict = {}
+        if query.get("view") is not None and not query.get("preset"):  # a state link (demo/kit.py)
+            from demo import kit
+
+            return kit.open_state_link(self, tab_id, query, request)
         if view is not None:
             updates.update(view.run_asked(query.get("preset"), select=True, request=request, seed=query.get("seed")))
         else:
@@ -403,7 +411,8 @@ class Registry:
         @friendly_errors
         def open_first_tab(request: gr.Request = None):
             query = dict(request.query_params) if request is not None else {}
-            if query.get("tab", first_tab) != first_tab or self.find(first_tab, query.get("preset")) is not None:
+            if (query.get("tab", first_tab) != first_tab or self.find(first_tab, query.get("preset")) is not None
+                    or query.get("view") is not None):
                 return {view.done: False for view in first_views}  # app_deep_link fills the page instead
             return self.open_tab(first_tab, [False] * len(first_views), request)
 
@@ -421,9 +430,27 @@ class Registry:
         follow = gr.Button("", visible="hidden", elem_id="deep-link-follow")
         follow.click(None, None, query_box, js="() => window.plmLink || ''", api_name=False)
 
+        switchers = unique(v.switcher for entry in self.tabs.values() for v in entry.views if v.switcher is not None)
+
+        def where_to(search: str, request: gr.Request = None):
+            """First, at once: the link's tab and sub-tab, before its view computes (a minute, for a trainer)."""
+            query = dict(parse_qsl(str(search or "").lstrip("?")[:QUERY_LIMIT]))
+            tab_id = query.get("tab")
+            if tab_id not in self.tabs:
+                return {tabs: gr.skip()}
+            updates: dict = {tabs: gr.Tabs(selected=tab_id)}
+            view = self.find(tab_id, query.get("preset")) if query.get("preset") else None
+            if view is None and query.get("view") is not None:
+                view = next((v for v in self.tabs[tab_id].views if v.key == query.get("view")), None)
+            if view is not None and view.switcher is not None:
+                preset = view.presets.get(query.get("preset") or "")
+                updates[view.switcher] = gr.Tabs(selected=(preset.shows if preset else "") or view.where.id)
+                ASKED.mark(view, request)  # an open event the selection fires leaves the view to the link
+            return updates
+
         @friendly_errors
         def open_deep_link(search: str, request: gr.Request = None):
-            query = dict(parse_qsl(str(search or "").lstrip("?")[:QUERY_LIMIT]))  # at most ~150 fields
+            query = dict(parse_qsl(str(search or "").lstrip("?")[:QUERY_LIMIT]))  # at most ~1,000 fields
             tab_id = query.get("tab")
             if tab_id not in self.tabs:
                 return {tabs: gr.skip()}  # no (known) tab: the first tab, filled by app_open
@@ -431,6 +458,8 @@ class Registry:
             updates[tabs] = gr.Tabs(selected=tab_id)
             return updates
 
-        query_box.change(open_deep_link, query_box, unique(everything), api_name="app_deep_link",
-                         api_visibility="undocumented", show_progress="minimal",
-                         show_progress_on=[v.progress_on for entry in self.tabs.values() for v in entry.views])
+        query_box.change(where_to, query_box, [tabs, *switchers], api_name="app_deep_link_select",
+                         api_visibility="undocumented", show_progress="hidden").then(
+            open_deep_link, query_box, unique(everything), api_name="app_deep_link", api_visibility="undocumented",
+            show_progress="minimal",
+            show_progress_on=[v.progress_on for entry in self.tabs.values() for v in entry.views])
