@@ -164,7 +164,7 @@ def _figure_or_table(value):
         return {"figure": value.plot}
     if isinstance(value, go.Figure):
         return {"figure": value.to_json()}
-    if hasattr(value, "columns") and hasattr(value, "values"):
+    if type(value).__name__ == "DataFrame":
         return {"table": [[str(c) for c in value.columns], *[[state_links._shown(v) for v in row]
                                                             for row in value.values.tolist()]]}
     return None

@@ -48,7 +48,7 @@ def linked(component) -> bool:
 
 def plain(value):
     """A component's value as JSON holds it (a table as its rows)."""
-    if hasattr(value, "values") and hasattr(value, "columns"):  # a pandas DataFrame
+    if type(value).__name__ == "DataFrame":  # pandas (not imported here for a check: gradio already has)
         value = value.values.tolist()
     if isinstance(value, dict) and "data" in value:  # a Dataframe's value as the front end sends it
         value = value["data"]
@@ -56,7 +56,7 @@ def plain(value):
         value = list(value)
     if isinstance(value, list):
         return [plain(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # a numpy scalar
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):  # a numpy scalar
         return value.item()
     return value
 
@@ -106,7 +106,7 @@ def decode(component, raw, default, name: str):
             raise BrokenLink(f"{name}: not a table")
         if isinstance(rows, list) and rows and [len(r) for r in rows] != [len(r) for r in raw]:
             raise BrokenLink(f"{name}: not the table's shape")
-        if hasattr(default, "columns"):
+        if type(default).__name__ == "DataFrame":
             import pandas as pd  # a Dataframe's handler reads a DataFrame (Gradio's default type)
 
             return pd.DataFrame(raw, columns=default.columns)
@@ -135,11 +135,20 @@ def changed(view, values) -> dict[str, object]:
     return out
 
 
+def compact(value):
+    """A value as the link writes it: 1.0 as 1 (a matrix of whole numbers is half as long); decode reads both."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, list):
+        return [compact(v) for v in value]
+    return value
+
+
 def state_link(view, values, lang: str) -> str:
     """The relative link that reopens ``view`` with ``values`` in ``lang``; a clear UserInputError past
     :data:`LINK_LIMIT`, saying how many characters of text fit."""
     link = f"?tab={view.tab}&view={view.key}&lang={lang}"
-    state = changed(view, values)
+    state = {key: compact(value) for key, value in changed(view, values).items()}
     if state:
         link += "&in=" + quote(json.dumps(state, ensure_ascii=False, separators=(",", ":")), safe=":,{}[]\"")
     if len(link) + ADDRESS_ALLOWANCE > LINK_LIMIT:
