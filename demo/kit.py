@@ -265,7 +265,7 @@ async def _download(request: Request) -> Response:
         return _refuse("deck.bad_upload", lang)
     if not isinstance(sent, dict):
         return _refuse("deck.bad_upload", lang)
-    lang = _language(request, sent.get("lang"))
+    lang = sent.get("lang") if sent.get("lang") in LANGUAGES else lang
     link = sent.get("link") if isinstance(sent.get("link"), str) else ""
     link = link if re.fullmatch(r"https?://[^\s\"<>]{1,300}", link or "") else ""
     title = sent.get("title") if isinstance(sent.get("title"), str) else ""
