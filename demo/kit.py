@@ -138,7 +138,8 @@ def open_state_link(collector: Registry, tab_id: str, query: dict, request=None)
             raise state_links.BrokenLink(f"view: no view {str(query.get('view'))[:30]!r} in this tab")
         values = state_links.restore(view, query.get("in"))
     except state_links.BrokenLink as broken:
-        gr.Warning(text("deck.link_broken", language_of(request), detail=str(broken)[:80]))
+        # the parameter that failed ("view", "in", "input 3"), not the English reason: the message is the learner's
+        gr.Warning(text("deck.link_broken", language_of(request), detail=str(broken).split(":")[0][:40]))
         if view is None:
             return {u: v for opened in collector.opening(tab_id) for u, v in opened.run_default(request).items()}
         values = state_links.defaults(view)

@@ -37,7 +37,7 @@ NOT_LINKED = (gr.State, gr.Markdown, gr.HTML, gr.File, gr.Image, gr.Plot)  # sho
 
 
 class BrokenLink(ValueError):
-    """A link's parameter that cannot be used; its text names which (it goes into ``deck.link_broken``)."""
+    """A link's parameter that cannot be used: "<parameter>: <why>" (the parameter goes into ``deck.link_broken``)."""
 
 
 # -- values ---------------------------------------------------------------------------------------------------------
@@ -173,7 +173,7 @@ def restore(view, raw: str | None) -> tuple:
         raise BrokenLink("in: not a set of inputs")
     for key, value in state.items():
         if not (isinstance(key, str) and key.isdigit() and int(key) < len(view.inputs)):
-            raise BrokenLink(f"in: no input {key[:12]!r}" if isinstance(key, str) else "in: no such input")
+            raise BrokenLink(f"in: no input {key[:12]!r}")
         component = view.inputs[int(key)]
         if not linked(component):
             raise BrokenLink(f"in: input {key} is not set by links")

@@ -84,10 +84,14 @@ def test_state_links_restore_every_input(browser, served_app, lang):
             page.evaluate("(href) => window.plmOpenLink(href)", link)
             page.wait_for_function(f"""() => [...document.querySelectorAll('button[role="tab"][aria-selected="true"]')]
                 .some((b) => b.dataset.tabId === {json.dumps(view.tab)})""")
-            page.wait_for_timeout(500)
-            page.wait_for_function(IDLE_JS)
-            again = query(copy_link(page, view))
             asked = query(link)
+            # the tab shows first, then the view computes (a minute for some): copy until the inputs are back
+            for _ in range(60):
+                page.wait_for_timeout(1000)
+                page.wait_for_function(IDLE_JS)
+                again = query(copy_link(page, view))
+                if json.loads(again.get("in", "{}")) == json.loads(asked.get("in", "{}")):
+                    break
             assert (again["tab"], again["view"], again["lang"]) == (view.tab, view.key, lang)
             assert json.loads(again.get("in", "{}")) == json.loads(asked.get("in", "{}")), view.api_prefix
             # and on screen: each text input the link set shows its text
