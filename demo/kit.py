@@ -44,8 +44,8 @@ from demo import deck, state_links
 from demo.common import friendly_errors
 from demo.figures import PLOTLY_CHUNK, SLIDE_EXPORT
 from demo.i18n import in_every_language, label, language_of
-from demo.preset_records import ASKED, RESULTS
-from demo.presets import Preset, Registry, View
+from demo.preset_records import RESULTS
+from demo.presets import Registry, View
 
 log = logging.getLogger("plm_explorer.kit")
 
@@ -125,27 +125,6 @@ def wire(collector: Registry, tour_box, app: gr.Blocks) -> None:
         for view in entry.views:
             if getattr(view, "bar", None) is not None:
                 _wire_view(view)
-
-
-# -- opening a state link ------------------------------------------------------------------------------------------
-
-def open_state_link(collector: Registry, tab_id: str, query: dict, request=None) -> dict:
-    """demo/presets.Registry.deep_link for ``?tab=…&view=…&in=…``: the view with the link's inputs, computed; a link
-    that cannot be used opens the view (or the tab) at its defaults, with one message."""
-    view = next((v for v in collector.tabs[tab_id].views if v.key == query.get("view")), None)
-    try:
-        if view is None:
-            raise state_links.BrokenLink(f"view: no view {str(query.get('view'))[:30]!r} in this tab")
-        values = state_links.restore(view, query.get("in"))
-    except state_links.BrokenLink as broken:
-        # the parameter that failed ("view", "in", "input 3"), not the English reason: the message is the learner's
-        gr.Warning(text("deck.link_broken", language_of(request), detail=str(broken).split(":")[0][:40]))
-        if view is None:
-            return {u: v for opened in collector.opening(tab_id) for u, v in opened.run_default(request).items()}
-        values = state_links.defaults(view)
-    ASKED.mark(view, request)
-    key = hashlib.sha256(json.dumps(state_links.plain(list(values)), default=str).encode()).hexdigest()[:16]
-    return view.run_preset(Preset(f"link:{key}", "", tuple(values)), select=True)
 
 
 # -- the one-click decks --------------------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ Every string this module shows is in the ``presets`` section of assets/i18n/*.ya
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 from urllib.parse import parse_qsl
@@ -61,6 +62,7 @@ from demo.downloads import fetch_models
 from demo.i18n import in_every_language, label
 from demo.preset_bar import BAR_JS, BAR_TEMPLATE
 from demo.preset_records import ASKED, OPENED, RESULTS
+from demo import state_links
 
 
 @dataclass(frozen=True)
@@ -370,10 +372,8 @@ class Registry:
         tab_id = query.get("tab") if query.get("tab") in self.tabs else first_tab
         view = self.find(tab_id, query.get("preset")) if query.get("preset") else None
         updates: dict = {}
-        if query.get("view") is not None and not query.get("preset"):  # a state link (demo/kit.py)
-            from demo import kit
-
-            return kit.open_state_link(self, tab_id, query, request)
+        if query.get("view") is not None and not query.get("preset"):  # a state link
+            return state_links.open_link(self, tab_id, query, request)
         if view is not None:
             updates.update(view.run_asked(query.get("preset"), select=True, request=request, seed=query.get("seed")))
         else:
@@ -430,24 +430,6 @@ class Registry:
         follow = gr.Button("", visible="hidden", elem_id="deep-link-follow")
         follow.click(None, None, query_box, js="() => window.plmLink || ''", api_name=False)
 
-        switchers = unique(v.switcher for entry in self.tabs.values() for v in entry.views if v.switcher is not None)
-
-        def where_to(search: str, request: gr.Request = None):
-            """First, at once: the link's tab and sub-tab, before its view computes (a minute, for a trainer)."""
-            query = dict(parse_qsl(str(search or "").lstrip("?")[:QUERY_LIMIT]))
-            tab_id = query.get("tab")
-            if tab_id not in self.tabs:
-                return {tabs: gr.skip()}
-            updates: dict = {tabs: gr.Tabs(selected=tab_id)}
-            view = self.find(tab_id, query.get("preset")) if query.get("preset") else None
-            if view is None and query.get("view") is not None:
-                view = next((v for v in self.tabs[tab_id].views if v.key == query.get("view")), None)
-            if view is not None and view.switcher is not None:
-                preset = view.presets.get(query.get("preset") or "")
-                updates[view.switcher] = gr.Tabs(selected=(preset.shows if preset else "") or view.where.id)
-                ASKED.mark(view, request)  # an open event the selection fires leaves the view to the link
-            return updates
-
         @friendly_errors
         def open_deep_link(search: str, request: gr.Request = None):
             query = dict(parse_qsl(str(search or "").lstrip("?")[:QUERY_LIMIT]))  # at most ~1,000 fields
@@ -458,7 +440,10 @@ class Registry:
             updates[tabs] = gr.Tabs(selected=tab_id)
             return updates
 
-        query_box.change(where_to, query_box, [tabs, *switchers], api_name="app_deep_link_select",
+        # First, at once, the link's tab and sub-tab; then its view computes (a minute, for a trainer).
+        switchers = unique(v.switcher for entry in self.tabs.values() for v in entry.views if v.switcher is not None)
+        query_box.change(functools.partial(state_links.where_to, self, tabs), query_box, [tabs, *switchers],
+                         api_name="app_deep_link_select",
                          api_visibility="undocumented", show_progress="hidden").then(
             open_deep_link, query_box, unique(everything), api_name="app_deep_link", api_visibility="undocumented",
             show_progress="minimal",

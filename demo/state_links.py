@@ -18,16 +18,20 @@ at, and the seed §).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
-from urllib.parse import quote
+from dataclasses import replace
+from urllib.parse import parse_qsl, quote
 
 import gradio as gr
 from gradio.i18n import I18nData
 
 from core.errors import UserInputError
 from core.i18n import table, text
+from demo.i18n import language_of
+from demo.preset_records import ASKED
 
 LINK_LIMIT = 2000  # characters of a whole link, the address included: what every browser, chat and LMS keeps
 ADDRESS_ALLOWANCE = 120  # what the app's own address may take of it (https://….hf.space/)
@@ -260,3 +264,43 @@ def title(view, lang: str) -> str:
     if view.where is not None:
         name += " · " + words(view.where.label, lang)
     return name
+
+
+# -- opening a link (demo/presets.Registry: its deep-link events) ----------------------------------------------------
+
+def where_to(registry, tabs, search: str, request: gr.Request = None) -> dict:
+    """A link's first answer, at once: its tab and sub-tab, selected before its view computes (a minute, for a
+    trainer: ``?tab=embeddings&preset=nnlm-moby`` left the learner on the Overview while the NNLM trained)."""
+    query = dict(parse_qsl(str(search or "").lstrip("?")[:LINK_LIMIT]))
+    tab_id = query.get("tab")
+    if tab_id not in registry.tabs:
+        return {tabs: gr.skip()}
+    updates: dict = {tabs: gr.Tabs(selected=tab_id)}
+    view = registry.find(tab_id, query.get("preset")) if query.get("preset") else None
+    if view is None and query.get("view") is not None:
+        view = next((v for v in registry.tabs[tab_id].views if v.key == query.get("view")), None)
+    if view is not None and view.switcher is not None:
+        preset = view.presets.get(query.get("preset") or "")
+        updates[view.switcher] = gr.Tabs(selected=(preset.shows if preset else "") or view.where.id)
+        ASKED.mark(view, request)  # an open event the selection fires leaves the view to the link
+    return updates
+
+
+def open_link(registry, tab_id: str, query: dict, request=None) -> dict:
+    """The updates for ``?tab=…&view=…&in=…``: the view with the link's inputs, computed. A link that cannot be used
+    opens the view (or, naming no view of the tab, the tab) at its defaults, with one message."""
+    view = next((v for v in registry.tabs[tab_id].views if v.key == query.get("view")), None)
+    try:
+        if view is None:
+            raise BrokenLink("view: no such view in this tab")
+        values = restore(view, query.get("in"))
+    except BrokenLink as broken:
+        # the parameter that failed ("view", "in", "input 3"), not the English reason: the message is the learner's
+        gr.Warning(text("deck.link_broken", language_of(request), detail=str(broken).split(":")[0][:40]))
+        if view is None:
+            return {u: v for opened in registry.opening(tab_id) for u, v in opened.run_default(request).items()}
+        values = defaults(view)
+    ASKED.mark(view, request)
+    key = hashlib.sha256(json.dumps(plain(list(values)), default=str).encode()).hexdigest()[:16]
+    return view.run_preset(replace(view.presets[view.default], slug=f"link:{key}", values=tuple(values)),
+                           select=True)
