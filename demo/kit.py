@@ -89,11 +89,15 @@ def _wire_view(view: View) -> None:
     for output in view.outputs:
         output.elem_classes = [*(output.elem_classes or []), spot_class(view)]
 
+    sent = [component for component in view.inputs if state_links.linked(component)]  # not what is only shown
+
     @friendly_errors
     def take(request: gr.Request, mode: str, *values):  # request first: Gradio passes it only before *args
+        given = dict(zip(map(id, sent), values))
+        values = tuple(given.get(id(c), d) for c, d in zip(view.inputs, state_links.defaults(view)))
         return json.dumps(snapshot(view, str(mode or ""), values, language_of(request)), ensure_ascii=False)
 
-    bar.submit(take, [bar, *view.inputs], bar, api_name=f"{view.api_prefix}_snapshot", show_progress="hidden",
+    bar.submit(take, [bar, *sent], bar, api_name=f"{view.api_prefix}_snapshot", show_progress="hidden",
                api_visibility="undocumented")
 
 

@@ -108,12 +108,16 @@ def decode(component, raw, default, name: str):
                 or any(not isinstance(v, (int, float, str)) or isinstance(v, bool) or (isinstance(v, str) and len(v) > 60)
                        or (isinstance(v, float) and not math.isfinite(v)) for r in raw for v in r)):
             raise BrokenLink(f"{name}: not a table")
-        if isinstance(rows, list) and rows and [len(r) for r in rows] != [len(r) for r in raw]:
-            raise BrokenLink(f"{name}: not the table's shape")
-        if type(default).__name__ == "DataFrame":
-            import pandas as pd  # a Dataframe's handler reads a DataFrame (Gradio's default type)
+        if len({len(r) for r in raw}) != 1:
+            raise BrokenLink(f"{name}: not a rectangle")
+        if type(default).__name__ == "DataFrame":  # the handler reads what the view's presets give it
+            import pandas as pd
 
-            return pd.DataFrame(raw, columns=default.columns)
+            width, columns = len(raw[0]), list(default.columns)
+            prefix = re.sub(r"\d+$", "", str(columns[0])) if columns else ""
+            names = columns if len(columns) == width else [f"{prefix}{j + 1}" for j in range(width)]
+            return pd.DataFrame(raw, columns=names)
+        del rows
         return raw
     # a text: the learner's own, or a model id (a picker accepting any id checks it when it runs)
     if not isinstance(raw, str):
@@ -152,9 +156,11 @@ def state_link(view, values, lang: str) -> str:
     """The relative link that reopens ``view`` with ``values`` in ``lang``; a clear UserInputError past
     :data:`LINK_LIMIT`, saying how many characters of text fit."""
     link = f"?tab={view.tab}&view={view.key}&lang={lang}"
+    values = complete(view, values)
     state = {key: compact(value) for key, value in changed(view, values).items()}
     if state:
-        link += "&in=" + quote(json.dumps(state, ensure_ascii=False, separators=(",", ":")), safe=":,{}[]\"")
+        link += "&in=" + quote(json.dumps(state, ensure_ascii=False, separators=(",", ":")), safe=":,{}[]\"",
+                               errors="replace")  # a lone surrogate (no character) becomes "?"
     if len(link) + ADDRESS_ALLOWANCE > LINK_LIMIT:
         texts = [v for v in state.values() if isinstance(v, str)]
         encoded = sum(len(quote(v)) for v in texts) or 1
@@ -216,8 +222,14 @@ def model_origin(model_id: str, lang: str) -> str:
     return badge or model_id
 
 
+def complete(view, values) -> tuple:
+    """``values`` for every input of ``view``: an API call may send fewer (the rest are the defaults) or more."""
+    return tuple(values[:len(view.inputs)]) + tuple(defaults(view)[len(values):])
+
+
 def caption(view, values, lang: str) -> str:
     """What made the view's result: input text, model, settings that differ from the defaults, seed."""
+    values = complete(view, values)
     parts, settings = [], []
     texts, models = [], []
     for index, (component, value, default) in enumerate(zip(view.inputs, values, defaults(view))):

@@ -54,6 +54,8 @@ def build_deck(browser, served_app, lang: str, kind: str, tab: str, folder: Path
         context.close()
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1500)  # the tour's 29 examples computed once per language, then LibreOffice's one start
 def test_one_click_decks_open_in_libreoffice(browser, served_app, office, tmp_path):
     from pptx import Presentation
 

@@ -73,6 +73,7 @@ def copy_link(page, view) -> str:
     return page.url
 
 
+@pytest.mark.timeout(900)  # 10 links, some of them loading a model first, on a shared 2-core machine
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_state_links_restore_every_input(browser, served_app, lang):
     cases = [case for case in link_cases() if case[2] == lang]
@@ -142,6 +143,7 @@ def test_a_link_shows_its_tab_before_its_view_computes(browser, served_app):
         context.close()
 
 
+@pytest.mark.timeout(600)
 def test_add_to_slides_reorder_delete_and_download(browser, served_app, tmp_path):
     from pptx import Presentation
 
