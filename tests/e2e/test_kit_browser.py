@@ -144,6 +144,16 @@ def test_a_link_shows_its_tab_before_its_view_computes(browser, served_app):
         context.close()
 
 
+def wait_for_slides(page, at_least: int) -> None:
+    """Until the deck in IndexedDB holds ``at_least`` slides (an async check: wait_for_function would take the
+    promise itself for a true value)."""
+    for _ in range(240):
+        if page.evaluate("() => window.plmKit.all().then((s) => s.length)") >= at_least:
+            return
+        page.wait_for_timeout(500)
+    raise AssertionError(f"the deck never held {at_least} slides")
+
+
 @pytest.mark.timeout(600)
 def test_add_to_slides_reorder_delete_and_download(browser, served_app, tmp_path):
     from pptx import Presentation
@@ -157,7 +167,7 @@ def test_add_to_slides_reorder_delete_and_download(browser, served_app, tmp_path
         page.wait_for_function(IDLE_JS)
         bar = page.locator(".preset-bar:has(button.preset-btn[data-slug='thinking-machines'])").filter(visible=True)
         bar.first.locator("button.kit-btn[data-kit='slide']").click()
-        page.wait_for_function("async () => (await window.plmKit.all()).length >= 1")
+        wait_for_slides(page, 1)
         slides = page.evaluate("() => window.plmKit.all()")
         assert all(s["image"].startswith("data:image/png;base64,") or s.get("table") for s in slides)
         assert {s["title"] for s in slides} == {state_links.title(view, "zh")}
@@ -170,7 +180,7 @@ def test_add_to_slides_reorder_delete_and_download(browser, served_app, tmp_path
         page.wait_for_function(IDLE_JS)
         page.locator(".preset-bar:has(button.preset-btn[data-slug='add-one'])").filter(visible=True).first \
             .locator("button.kit-btn[data-kit='slide']").click()
-        page.wait_for_function(f"async () => (await window.plmKit.all()).length > {count}")
+        wait_for_slides(page, count + 1)
         page.locator(".kit-toggle").click()
         last = page.locator(".kit-slide").last
         last.locator("button[data-move='-1']").click()
