@@ -2,8 +2,8 @@
 
     from demo import deck
 
-    slides = [deck.Slide("Attention, step by step", caption="Input: …  Model: …", notes="What to look at: … (§8.3)",
-                         image=png_bytes),                       # a figure, exported by plotly in the browser
+    slides = [deck.Slide("Attention, step by step", caption="Input: …  Model: …",
+                         notes="What to look at: … (§8.3)", image=png_bytes),                       # a figure, exported by plotly in the browser
               deck.Slide("Counts", table=[["w1", "w2", "count"], ["我", "是", "3"]])]   # a table, as a real table
     data = deck.build(slides, "zh", link="https://…/")           # the .pptx file's bytes
 
@@ -125,8 +125,8 @@ def slides_from_upload(items) -> list[Slide]:
     for item in items:
         if not isinstance(item, dict):
             raise UserInputError("deck.bad_upload")
-        slides.append(Slide(title=_string(item.get("title"), MAX_TITLE), caption=_string(item.get("caption"), MAX_CAPTION),
-                            notes=_string(item.get("notes"), MAX_NOTES), image=_png(item.get("image")),
+        slides.append(Slide(title=_string(item.get("title"), MAX_TITLE),
+                            caption=_string(item.get("caption"), MAX_CAPTION), notes=_string(item.get("notes"), MAX_NOTES), image=_png(item.get("image")),
                             table=_table(item.get("table")), link=_string(item.get("link"), 2000)))
     return slides
 

@@ -83,9 +83,8 @@ def snapshot(view: View, mode: str, values: tuple, lang: str) -> dict:
 
 def _wire_view(view: View) -> None:
     bar = view.bar
-    bar.props["kit"] = {"add": in_every_language(label("deck.add")), "add_title": in_every_language(label("deck.add_title")),
-                        "link": in_every_language(label("deck.link")),
-                        "link_title": in_every_language(label("deck.link_title"))}
+    bar.props["kit"] = {key: in_every_language(label(f"deck.{key}"))
+                        for key in ("add", "add_title", "link", "link_title")}
     for output in view.outputs:
         output.elem_classes = [*(output.elem_classes or []), spot_class(view)]
 

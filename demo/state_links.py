@@ -102,11 +102,11 @@ def decode(component, raw, default, name: str):
             raise BrokenLink(f"{name}: not among the choices")
         return raw
     if isinstance(component, gr.Dataframe):
-        rows = plain(default)
         if (not isinstance(raw, list) or not all(isinstance(r, list) for r in raw) or not raw
                 or len(raw) * max(len(r) for r in raw) > MAX_TABLE_CELLS
-                or any(not isinstance(v, (int, float, str)) or isinstance(v, bool) or (isinstance(v, str) and len(v) > 60)
-                       or (isinstance(v, float) and not math.isfinite(v)) for r in raw for v in r)):
+                or any(not isinstance(v, (int, float, str)) or isinstance(v, bool)
+                       or (isinstance(v, str) and len(v) > 60) or (isinstance(v, float) and not math.isfinite(v))
+                       for r in raw for v in r)):
             raise BrokenLink(f"{name}: not a table")
         if len({len(r) for r in raw}) != 1:
             raise BrokenLink(f"{name}: not a rectangle")
@@ -117,7 +117,6 @@ def decode(component, raw, default, name: str):
             prefix = re.sub(r"\d+$", "", str(columns[0])) if columns else ""
             names = columns if len(columns) == width else [f"{prefix}{j + 1}" for j in range(width)]
             return pd.DataFrame(raw, columns=names)
-        del rows
         return raw
     # a text: the learner's own, or a model id (a picker accepting any id checks it when it runs)
     if not isinstance(raw, str):

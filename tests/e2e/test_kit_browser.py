@@ -110,7 +110,7 @@ def test_forged_links_open_the_defaults_with_one_message(browser, served_app):
     context, page = new_page(browser, served_app, "en")
     hostile = "<img src=x onerror=window.__pwned=1>"
     try:
-        for link in [f"?tab=attention&view=steps&in=%7B%220%22%3A%7B%22x%22%3A1%7D%7D&lang=en",
+        for link in ["?tab=attention&view=steps&in=%7B%220%22%3A%7B%22x%22%3A1%7D%7D&lang=en",
                      f"?tab=attention&view={hostile}&lang=en",
                      "?tab=attention&view=steps&in=" + "%5B" * 900,
                      f"?tab=ngram&view=all&in={hostile}&lang={hostile}&seed={hostile}"]:
@@ -135,8 +135,8 @@ def test_a_link_shows_its_tab_before_its_view_computes(browser, served_app):
         page.goto(served_app.url + "?tab=embeddings&preset=nnlm-moby", wait_until="load")
         page.wait_for_function("""() => [...document.querySelectorAll('button[role="tab"][aria-selected="true"]')]
             .some((b) => b.dataset.tabId === 'embeddings')""")
-        selected_subtab = page.evaluate("""() => [...document.querySelectorAll('button[role="tab"][aria-selected="true"]')]
-            .map((b) => b.dataset.tabId)""")
+        selected_subtab = page.evaluate("""() => [...document.querySelectorAll(
+            'button[role="tab"][aria-selected="true"]')].map((b) => b.dataset.tabId)""")
         still_busy = page.evaluate("() => !!document.querySelector('.wrap.generating, .progress-text, .eta-bar')")
         assert "nnlm" in selected_subtab
         assert still_busy  # the tab came first; the training is still running
