@@ -206,7 +206,7 @@ def test_lru_eviction_by_count_and_by_memory(tiny_checkpoint, monkeypatch):
 # Messages: keys in the registry section, rendered in the learner's language
 
 
-LOADING_MODULES = ("registry.py", "resolve.py", "hub.py", "weights.py", "families.py")
+LOADING_MODULES = ("registry.py", "resolve.py", "hub.py", "weights.py", "families.py")  # in core/loading/
 
 
 def test_every_learner_message_of_the_loading_path_is_a_key():
@@ -217,7 +217,7 @@ def test_every_learner_message_of_the_loading_path_is_a_key():
     from core.text import i18n
 
     table = i18n.table("en")
-    root = Path(__file__).resolve().parent.parent / "core"
+    root = Path(__file__).resolve().parent.parent / "core" / "loading"
     found, sentences = 0, []
 
     def check(key, where: str) -> None:
