@@ -128,7 +128,7 @@ from demo.server.handlers import loaded_models  # noqa: E402
 from core.loading import resolve  # noqa: E402
 from core.loading.device import CHOICES as DEVICE_CHOICES, choose_device, device_label
 from core.text.limits import MAX_UPLOAD_BYTES
-from demo.kit import classroom, teacher
+from demo.kit import classroom
 from demo.attention import attention
 from demo.tasks import classify
 from demo.server import downloads
@@ -224,7 +224,6 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
         # Content on first open: each tab computes its default preset when selected; ?tab=…&preset=… deep-links.
         collector.wire(app, tabs)
         tour.wire(tour_box, collector)  # each stop checked against the tabs, and what it outlines tagged
-        teacher.wire(collector, tour_box, app)  # "Add to slides" and "Link to this view" in every preset bar (issue #54)
         your_turn.register_api()  # checks_list, check_setup, check_answer: for gradio_client and the page alike
         with gr.Accordion(label("app.status_title"), open=False):
             status = gr.Markdown()

@@ -19,23 +19,11 @@ BAR_TEMPLATE = """${(() => {
     ? `<button class="preset-btn" data-slug="${p.slug}">${p.label[lang]}</button>`
       + `<a class="copy-link" href="${p.link}" title="${copy[lang]}" aria-label="${copy[lang]}">LINK_ICON</a>`
     : `<button class="preset-btn" disabled>${p.label[lang]}</button>`
-      + `<span class="preset-slot">${slot[lang]} ${p.note[lang]}</span>`) + `</span>`).join("")
-    + (kit ? `<span class="kit-item"><button class="kit-btn" data-kit="slide" title="${kit.add_title[lang]}">`
-      + `${kit.add[lang]}</button><button class="kit-btn" data-kit="link" title="${kit.link_title[lang]}">`
-      + `${kit.link[lang]}</button></span>` : "");
+      + `<span class="preset-slot">${slot[lang]} ${p.note[lang]}</span>`) + `</span>`).join("");
 })()}""".replace("LANGUAGE", BROWSER_LANGUAGE_JS).replace("LINK_ICON", LINK_ICON)
 # A preset button sends its slug as the bar's value with one "click" event. A 🔗 click puts the preset's link in the
 # address bar and the clipboard, and loads nothing (a modified click still opens it in a new tab, as links do).
-# The teacher's kit (demo/kit/teacher.py): "Add to slides" and "Link to this view" send the view's inputs with a "submit"
-# event; its answer comes back as the bar's value, which assets/kit.js turns into a slide or a copied link.
-BAR_JS = """watch("value", () => { if (String(props.value).startsWith("{")) window.plmKit?.take(props.value); });
-element.addEventListener("click", (event) => {
-  const kit = event.target.closest("button.kit-btn");
-  if (kit) {
-    props.value = kit.dataset.kit;
-    trigger("submit");
-    return;
-  }
+BAR_JS = """element.addEventListener("click", (event) => {
   const link = event.target.closest("a.copy-link");
   if (link) {
     if (event.ctrlKey || event.metaKey || event.shiftKey || event.button) return;

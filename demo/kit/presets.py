@@ -48,7 +48,6 @@ Every string this module shows is in the ``presets`` section of assets/i18n/*.ya
 from __future__ import annotations
 
 import contextlib
-import functools
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 from urllib.parse import parse_qsl
@@ -63,7 +62,6 @@ from demo.kit.i18n import in_every_language, label
 from demo.kit.preset_bar import BAR_JS, BAR_TEMPLATE
 from demo.kit.preset_records import ASKED, OPENED
 from demo.server.result_cache import preset_result
-from demo.kit import state_links
 
 
 @dataclass(frozen=True)
@@ -152,10 +150,7 @@ class View:
 
     def run(self, slug: str | None = None, select: bool = False, seed: object = None) -> dict:
         """The updates that show preset ``slug`` (default: the view's default): its inputs and its results."""
-        return self.run_preset(self.with_seed(self.presets[self.runnable(slug or self.default)], seed), select)
-
-    def run_preset(self, preset: Preset, select: bool = False) -> dict:
-        """The updates that show ``preset`` (one of the view's, or one a state link made: demo/kit/state_links.py)."""
+        preset = self.with_seed(self.presets[self.runnable(slug or self.default)], seed)
         if on_zero_gpu():
             self.fetch_checkpoints(preset)
         values, results = preset_result(self, preset)
@@ -241,9 +236,8 @@ class View:
         bar = gr.HTML("", html_template=BAR_TEMPLATE, js_on_load=BAR_JS, elem_classes=["preset-bar"], items=items,
                       title=in_every_language(label("presets.label")),
                       copy=in_every_language(label("presets.copy_link")),
-                      slot=in_every_language(label("presets.slot")), kit=None)  # demo/kit/teacher.py fills kit
+                      slot=in_every_language(label("presets.slot")))
         self.wire(bar.click, self._run_clicked, f"{self.api_prefix}_preset", inputs=[bar])
-        self.bar = bar  # the teacher's kit adds "Add to slides" and "Link to this view" to it (demo/kit/teacher.py)
         return bar
 
 
@@ -267,7 +261,7 @@ def unique(components) -> list:
 # ----------------------------------------------------------------------------------------------------------------
 # The app-wide registry: tab-open events and deep links
 
-QUERY_LIMIT = 2000  # characters of a deep link's query read (?tab=…&preset=… needs under 100; a state link 2,000)
+QUERY_LIMIT = 300  # characters of a deep link's query read (?tab=…&preset=… needs under 100)
 # On page load: install the in-page link router once, then hand the address's query to the deep-link box. A click
 # on a link to ``?tab=…`` (not a 🔗 copy link, whose own handler already took it, nor a modified click, which opens
 # a new tab) puts the link in the address bar and opens it in place: no page load, so no 3-4 s of Gradio and
@@ -373,8 +367,6 @@ class Registry:
         tab_id = query.get("tab") if query.get("tab") in self.tabs else first_tab
         view = self.find(tab_id, query.get("preset")) if query.get("preset") else None
         updates: dict = {}
-        if query.get("view") is not None and not query.get("preset"):  # a state link
-            return state_links.open_link(self, tab_id, query, request)
         if view is not None:
             updates.update(view.run_asked(query.get("preset"), select=True, request=request, seed=query.get("seed")))
         else:
@@ -412,8 +404,7 @@ class Registry:
         @friendly_errors
         def open_first_tab(request: gr.Request = None):
             query = dict(request.query_params) if request is not None else {}
-            if (query.get("tab", first_tab) != first_tab or self.find(first_tab, query.get("preset")) is not None
-                    or query.get("view") is not None):
+            if query.get("tab", first_tab) != first_tab or self.find(first_tab, query.get("preset")) is not None:
                 return {view.done: False for view in first_views}  # app_deep_link fills the page instead
             return self.open_tab(first_tab, [False] * len(first_views), request)
 
@@ -433,7 +424,7 @@ class Registry:
 
         @friendly_errors
         def open_deep_link(search: str, request: gr.Request = None):
-            query = dict(parse_qsl(str(search or "").lstrip("?")[:QUERY_LIMIT]))  # at most ~1,000 fields
+            query = dict(parse_qsl(str(search or "").lstrip("?")[:QUERY_LIMIT]))  # at most ~150 fields
             tab_id = query.get("tab")
             if tab_id not in self.tabs:
                 return {tabs: gr.skip()}  # no (known) tab: the first tab, filled by app_open
@@ -441,11 +432,6 @@ class Registry:
             updates[tabs] = gr.Tabs(selected=tab_id)
             return updates
 
-        # First, at once, the link's tab and sub-tab; then its view computes (a minute, for a trainer).
-        switchers = unique(v.switcher for entry in self.tabs.values() for v in entry.views if v.switcher is not None)
-        query_box.change(functools.partial(state_links.where_to, self, tabs), query_box, [tabs, *switchers],
-                         api_name="app_deep_link_select",
-                         api_visibility="undocumented", show_progress="hidden").then(
-            open_deep_link, query_box, unique(everything), api_name="app_deep_link", api_visibility="undocumented",
-            show_progress="minimal",
-            show_progress_on=[v.progress_on for entry in self.tabs.values() for v in entry.views])
+        query_box.change(open_deep_link, query_box, unique(everything), api_name="app_deep_link",
+                         api_visibility="undocumented", show_progress="minimal",
+                         show_progress_on=[v.progress_on for entry in self.tabs.values() for v in entry.views])
