@@ -255,12 +255,15 @@ def test_transformer_base_parameters_equal_nn_transformer(monkeypatch):
     assert answer("transformer-base-params").value == nn_transformer_parameters(**small)
 
 def test_every_check_is_answered_by_one_of_the_check_test_files():
-    """The Hub checks are tests/test_checks_hub.py, the networks' tests/test_checks_networks.py, the rest above."""
+    """The Hub checks are tests/test_checks_hub.py, the networks' tests/test_checks_networks.py, the
+    encoder-decoder's tests/test_checks_seq2seq.py, the rest above."""
     from tests.test_checks_hub import HUB
     from tests.test_checks_networks import NETWORKS
+    from tests.test_checks_seq2seq import SEQ2SEQ
 
     here = {"ngram-cixing", "ngram-add-one", "ngram-perplexity", "ngram-char", "embeddings-neighbour",
             "embeddings-analogy", "embeddings-order", "attention-it", "attention-causal", "attention-thinking",
             "transformer-bert-params", "transformer-base-params"}
     hub = set(HUB) | {"classify-finetune"}
-    assert here | hub | NETWORKS == set(CHECKS) and len(here) + len(hub) + len(NETWORKS) == len(CHECKS)
+    assert here | hub | NETWORKS | SEQ2SEQ == set(CHECKS)
+    assert len(here) + len(hub) + len(NETWORKS) + len(SEQ2SEQ) == len(CHECKS)
