@@ -129,3 +129,20 @@ def builds_a_model(fn, seen: set | None = None) -> list[str]:
             if path:
                 return [fn.__qualname__, *path]
     return []
+
+
+def deep_links(blocks=None) -> dict:
+    """tab id -> the event a link to ``?tab=<tab id>…`` runs (``<tab>_deep_link``: that tab's views as outputs)."""
+    blocks = blocks or built_app()
+    return {tab_id: next(fn for fn in blocks.fns.values() if fn.api_name == f"{tab_id}_deep_link")
+            for tab_id, entry in blocks.preset_registry.tabs.items() if entry.views}
+
+
+def follow_link(blocks, search):
+    """What opening the link ``search`` (``?tab=…&preset=…``) returns: the handler of its tab's deep-link event, as the
+    page's router sends it there (a link to no known tab goes to the first tab's, which ignores it)."""
+    from urllib.parse import parse_qsl
+
+    events = deep_links(blocks)
+    tab = dict(parse_qsl(str(search or "").lstrip("?")[:300])).get("tab")
+    return events.get(tab, next(iter(events.values()))).fn(search)

@@ -5,6 +5,7 @@ import gradio as gr
 import pytest
 
 import app
+from tests import app_events
 from demo.kit import preset_records, presets
 from core.loading import resolve
 
@@ -27,7 +28,7 @@ def sub_tab_ids(tabs: gr.Tabs) -> list:
 @pytest.mark.slow  # 15-130 s in the fast lane's run (issue 49)
 def test_every_sub_tab_view_is_selected_through_an_output_of_its_lesson_and_the_deep_link(built):
     blocks, reg = built
-    deep_link = event(blocks, "app_deep_link")
+    links = app_events.deep_links(blocks)
     checked = 0
     for tab_id, entry in reg.tabs.items():
         for view in entry.views:
@@ -35,7 +36,7 @@ def test_every_sub_tab_view_is_selected_through_an_output_of_its_lesson_and_the_
                 continue
             # The gr.Tabs the events return must be the one Gradio serves: the view's sub-tab is one of its children
             assert isinstance(view.switcher, gr.Tabs) and view.where in view.switcher.children, (tab_id, view.key)
-            assert view.switcher in deep_link.outputs
+            assert view.switcher in links[tab_id].outputs
             for slug, preset in view.presets.items():
                 if preset.values is None:
                     continue

@@ -1,5 +1,6 @@
 """demo/kit/presets.py on the built app: every view's default (what a tab shows on first open) is a real result, deep
 links select the tab and sub-tab and compute the preset, and lessons point at presets that exist."""
+import functools
 from urllib.parse import parse_qsl
 
 import gradio as gr
@@ -8,6 +9,7 @@ import plotly.graph_objects as go
 import pytest
 
 import app
+from tests import app_events
 from core.text.errors import UserInputError
 from demo.kit import preset_records, presets
 from core.loading import resolve
@@ -107,21 +109,21 @@ def test_opening_the_page_fills_the_first_tab_and_only_lists_its_views(monkeypat
     assert any("2 / 3 = **0.6667**" in v for v in updates.values() if isinstance(v, str))  # the seed bigram
     preset_records.OPENED.clear()
     assert load.fn(FakeRequest(tab="overview", preset="closing-quote")) == {v.done: False for v in first}
-    deep_link = event(blocks, "app_deep_link").outputs  # what a link may fill: every view of every tab
-    assert {id(c) for entry in reg.tabs.values() for view in entry.views for c in view.components()} <= set(
-        map(id, deep_link)) and len(deep_link) > len(load.outputs)
+    linked = {id(c) for link in app_events.deep_links(blocks).values() for c in link.outputs}
+    assert {id(c) for entry in reg.tabs.values() for view in entry.views for c in view.components()} <= linked
+    assert len(app_events.deep_links(blocks)["ngram"].outputs) > len(load.outputs)  # a link fills all its tab
 
 
 def test_first_open_deep_link_shows_the_seed_bigram(built):
     blocks, _ = built
-    updates = event(blocks, "app_deep_link").fn("?tab=ngram")
+    updates = app_events.follow_link(blocks, "?tab=ngram")
     texts = [v for v in updates.values() if isinstance(v, str)]
     assert any("P(词性 | 的) = count(的, 词性) / count(的) = 2 / 3 = **0.6667**" in t for t in texts)
 
 
 def test_deep_link_selects_tab_and_subtab_and_computes_the_preset(built):
     blocks, reg = built
-    link = event(blocks, "app_deep_link").fn
+    link = functools.partial(app_events.follow_link, blocks)
     updates = link("?tab=attention&preset=thinking-machines")
     selected = {getattr(v, "selected", None) for v in updates.values() if isinstance(v, gr.Tabs)}
     assert {"attention", "steps"} <= selected

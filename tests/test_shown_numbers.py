@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import app
+from tests import app_events
 from core.text import i18n
 from core.text.i18n import using_language
 from core.ladder.heldout import char_gpt_scores, load_held_out
@@ -187,7 +188,7 @@ def test_the_bert_large_preset_is_one_click_and_deep_linked():
     view = reg.find("mlm", "bert-large-parameters")
     assert view is not None and view.key == "card" and "bert-base-parameters" in view.presets
     preset_records.OPENED.clear()
-    link = next(dep for dep in blocks.fns.values() if dep.api_name == "app_deep_link").fn
+    link = app_events.deep_links(blocks)["mlm"].fn
     updates = link("?tab=mlm&preset=bert-large-parameters")
     assert {"mlm", "card"} <= {getattr(v, "selected", None) for v in updates.values()
                                if type(v).__name__ == "Tabs"}

@@ -30,10 +30,10 @@ What each piece does:
   ``find_attached_events``); one Gradio button and event per preset made that 1,360 components x 336 events, most of
   a 5-9 s page open. Its text is rendered in the browser's language (demo.kit.i18n.in_every_language).
 - **Deep links.** ``?tab=<tab id>&preset=<preset slug>`` selects the tab (and sub-tab) and computes the preset;
-  ``?tab=<tab id>`` alone computes the tab's defaults. The browser copies the address's query into a hidden box,
-  whose change runs ``app_deep_link`` (every view as output): only a page opened with a query pays for it. Slugs are
-  unique within a tab. The 🔗 beside each preset is a real link (:func:`preset_link`, also used in Markdown); a
-  click puts it in the address bar and the clipboard.
+  ``?tab=<tab id>`` alone computes the tab's defaults. The browser copies the address's query into its tab's hidden
+  box, whose change runs ``<tab>_deep_link`` (that tab's views as outputs): only a page opened with a query pays for
+  it. Slugs are unique within a tab. The 🔗 beside each preset is a real link (:func:`preset_link`, also used in
+  Markdown); a click puts it in the address bar and the clipboard.
 - **Lessons.** demo/kit/lessons.py: a "Try this" box whose steps run presets of these views.
 - **Slots.** A preset whose ``values`` is None is a documented slot (an example whose model lives in another issue:
   classification, Chinese QA, Chinese NER); :meth:`View.buttons` shows it disabled with its ``note``.
@@ -48,6 +48,7 @@ Every string this module shows is in the ``presets`` section of assets/i18n/*.ya
 from __future__ import annotations
 
 import contextlib
+import json
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 from urllib.parse import parse_qsl
@@ -262,12 +263,14 @@ def unique(components) -> list:
 # The app-wide registry: tab-open events and deep links
 
 QUERY_LIMIT = 300  # characters of a deep link's query read (?tab=…&preset=… needs under 100)
-# On page load: install the in-page link router once, then hand the address's query to the deep-link box. A click
-# on a link to ``?tab=…`` (not a 🔗 copy link, whose own handler already took it, nor a modified click, which opens
-# a new tab) puts the link in the address bar and opens it in place: no page load, so no 3-4 s of Gradio and
-# plotly.js starting again. Each link gets a counter (``&open=n``, ignored by the server) so the same link
-# clicked twice still changes the box.
+# On page load: install the in-page link router once, then hand the address's query to its tab's deep-link box (one
+# box and one event per tab: TAB_IDS, in the order of the load's outputs). A click on a link to ``?tab=…`` (not a 🔗
+# copy link, whose own handler already took it, nor a modified click, which opens a new tab) puts the link in the
+# address bar and opens it in place: no page load, so no 3-4 s of Gradio and plotly.js starting again. Each link gets
+# a counter (``&open=n``, ignored by the server) so the same link clicked twice still changes the box.
 LINK_ROUTER_JS = """() => {
+  const tabs = TAB_IDS;
+  const tabOf = (search) => new URLSearchParams(search).get("tab");
   if (!window.plmOpenLink) {
     let count = 0;
     window.plmOpenLink = (href) => {
@@ -282,7 +285,13 @@ LINK_ROUTER_JS = """() => {
       window.plmOpenLink(link.getAttribute("href"));
     });
   }
-  return window.location.search.slice(0, LIMIT);
+  const search = window.location.search.slice(0, LIMIT), asked = tabOf(search);
+  return tabs.map((tab) => (tab === asked ? search : ""));
+}"""
+
+FOLLOW_JS = """(...values) => {
+  const asked = new URLSearchParams(window.plmLink || "").get("tab");
+  return TAB_IDS.map((tab, i) => (tab === asked ? window.plmLink : values[i]));
 }"""
 
 _CURRENT: "Registry | None" = None
@@ -379,11 +388,9 @@ class Registry:
         first_tab = next(iter(self.tabs))
         app.preset_registry = self  # for tests and tools: every view and preset of the built app
         self._opening = {tab_id: self.opening(tab_id) for tab_id in self.tabs}
-        everything = [tabs]
         for tab_id, entry in self.tabs.items():
             views = self.opening(tab_id)
             outputs = unique(c for v in views for c in v.components())
-            everything += [c for v in entry.views for c in v.components()]
             if not views:
                 continue
 
@@ -405,7 +412,7 @@ class Registry:
         def open_first_tab(request: gr.Request = None):
             query = dict(request.query_params) if request is not None else {}
             if query.get("tab", first_tab) != first_tab or self.find(first_tab, query.get("preset")) is not None:
-                return {view.done: False for view in first_views}  # app_deep_link fills the page instead
+                return {view.done: False for view in first_views}  # <tab>_deep_link fills the page instead
             return self.open_tab(first_tab, [False] * len(first_views), request)
 
         if first_views:  # a first tab drawn when the app is built (the Overview's path) needs no load event
@@ -413,25 +420,33 @@ class Registry:
                      api_name="app_open", api_visibility="undocumented",
                      show_progress_on=[v.progress_on for v in first_views])
 
-        # ?tab=…&preset=…: the browser copies the address's query into a hidden box; the box's change (only when
-        # the query is not empty) selects the tab and sub-tab and computes the preset, or the tab's defaults.
-        query_box = gr.Textbox("", visible="hidden", max_length=QUERY_LIMIT, elem_classes=["deep-link-query"])
-        app.load(None, None, query_box, js=LINK_ROUTER_JS.replace("LIMIT", str(QUERY_LIMIT)), api_name=False)
+        # ?tab=…&preset=…: the browser copies the address's query into its tab's hidden box; the box's change selects
+        # the tab and sub-tab and computes the preset, or the tab's defaults. One box and one event per tab, whose
+        # outputs are that tab's views: Gradio's front end updates every output of an event (a skip too), and one
+        # event listing the whole app's 400 components cost each link 0.2-0.4 s of the browser's script time.
+        linked = [tab_id for tab_id, entry in self.tabs.items() if entry.views]
+        boxes = {tab_id: gr.Textbox("", visible="hidden", max_length=QUERY_LIMIT, elem_classes=["deep-link-query"])
+                 for tab_id in linked}
+        router = LINK_ROUTER_JS.replace("LIMIT", str(QUERY_LIMIT)).replace("TAB_IDS", json.dumps(linked))
+        app.load(None, None, list(boxes.values()), js=router, api_name=False)
         # A link inside the page (the Overview's path, a lesson's Markdown, window.plmOpenLink) is opened without
-        # reloading the page: the browser puts its query in the same box, through this hidden button's event.
+        # reloading the page: the browser puts its query in its tab's box through this hidden button's event, and
+        # gives every other box its own value back (unchanged: no event).
         follow = gr.Button("", visible="hidden", elem_id="deep-link-follow")
-        follow.click(None, None, query_box, js="() => window.plmLink || ''", api_name=False)
+        follow.click(None, list(boxes.values()), list(boxes.values()), api_name=False, js=FOLLOW_JS.replace(
+            "TAB_IDS", json.dumps(linked)))
+        for tab_id, box in boxes.items():
+            views = self.tabs[tab_id].views
 
-        @friendly_errors
-        def open_deep_link(search: str, request: gr.Request = None):
-            query = dict(parse_qsl(str(search or "").lstrip("?")[:QUERY_LIMIT]))  # at most ~150 fields
-            tab_id = query.get("tab")
-            if tab_id not in self.tabs:
-                return {tabs: gr.skip()}  # no (known) tab: the first tab, filled by app_open
-            updates = self.deep_link(query, first_tab, request)
-            updates[tabs] = gr.Tabs(selected=tab_id)
-            return updates
+            @friendly_errors
+            def open_deep_link(search: str, request: gr.Request = None, tab_id=tab_id):
+                query = dict(parse_qsl(str(search or "").lstrip("?")[:QUERY_LIMIT]))  # at most ~150 fields
+                if query.get("tab") != tab_id:
+                    return {tabs: gr.skip()}  # another tab's link (the browser sends each to its own tab's box)
+                updates = self.deep_link(query, first_tab, request)
+                updates[tabs] = gr.Tabs(selected=tab_id)
+                return updates
 
-        query_box.change(open_deep_link, query_box, unique(everything), api_name="app_deep_link",
-                         api_visibility="undocumented", show_progress="minimal",
-                         show_progress_on=[v.progress_on for entry in self.tabs.values() for v in entry.views])
+            box.change(open_deep_link, box, unique([tabs] + [c for v in views for c in v.components()]),
+                       api_name=f"{tab_id}_deep_link", api_visibility="undocumented", show_progress="minimal",
+                       show_progress_on=[v.progress_on for v in views])
