@@ -40,6 +40,7 @@ from core.text.errors import LearnerError
 from core.text.i18n import LANGUAGES, text, using_language
 from demo.kit import static_html
 from demo.kit import your_turn
+from demo.kit.scripts import compact
 from demo.server.handlers import sig4_text
 from demo.kit.i18n import language_of
 
@@ -415,7 +416,7 @@ ROUTES = [Route("/class/api/{action}", _serve, methods=["POST"]), Route(SCRIPT_P
 
 
 def script() -> str:
-    return your_turn._compact(SCRIPT)
+    return compact(SCRIPT)
 
 
 @functools.lru_cache(maxsize=1)
@@ -427,7 +428,7 @@ def head() -> str:
     """Before your_turn.head() in app.py: the loader must read the fragment before any script rewrites the address."""
     words = {lang: {key: text(f"classroom.{key}", lang) for key in WORDS} for lang in LANGUAGES}
     data = json.dumps({"words": words}, ensure_ascii=False).replace("</", "<\\/")
-    return (f"<script>window.plmClassConfig = {data};\n{your_turn._compact(LOADER)}</script>"
+    return (f"<script>window.plmClassConfig = {data};\n{compact(LOADER)}</script>"
             f'<script src="{SCRIPT_PATH.lstrip("/")}?v={_version()}"></script>')
 
 

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from core.text.i18n import DEFAULT_LANGUAGE, table, text
+from demo.kit.scripts import script
 from demo.kit.text_size import text_size
 from demo.server.gradio_inside import plotly_chunk
 
@@ -404,7 +405,4 @@ def scatter(
 # browser is idle, so the learner's first plotted view does not pay it. The module is imported by the same address
 # as Gradio's own import (beside Gradio's main script), so the browser evaluates it once and Gradio's import reuses it.
 PLOTLY_CHUNK = plotly_chunk()
-PLOTLY_PRELOAD_JS = """(window.requestIdleCallback || window.setTimeout)(() => {
-  const main = [...document.scripts].find((s) => /\/assets\/index-[^/]*\.js$/.test(s.src));
-  if (main) import(new URL(CHUNK, main.src).href).catch(() => {});
-});""".replace("CHUNK", json.dumps(PLOTLY_CHUNK)) if PLOTLY_CHUNK else ""
+PLOTLY_PRELOAD_JS = script("plotly_preload", CHUNK=json.dumps(PLOTLY_CHUNK)) if PLOTLY_CHUNK else ""

@@ -18,24 +18,13 @@ from core.text.errors import UserInputError
 from demo.server.handlers import friendly_errors
 from demo.kit.i18n import BROWSER_LANGUAGE_JS, in_every_language, label
 from demo.kit.presets import View, unique
+from demo.kit.scripts import script
 from demo.kit.static_html import markdown_inline
 
-# The box, rendered by the browser from its props. It never reads ``value`` (the number of the last step asked
-# for), so a click re-renders nothing and the open answers stay open.
-TEMPLATE = """${(() => {
-  const lang = LANGUAGE;
-  return `<details class="lesson"><summary>${title[lang]}</summary>` + steps.map(s =>
-    `<div class="lesson-step"><p><b>${s.number}.</b> (${s.section}) ${s.question[lang]}</p>`
-    + `<button class="lesson-btn" data-step="${s.number}">${show[lang]}</button></div>`
-    + `<details class="lesson-answer"><summary>${answer[lang]}</summary><p>${s.answer[lang]}</p></details>`
-  ).join("") + `</details>`;
-})()}""".replace("LANGUAGE", BROWSER_LANGUAGE_JS)
-JS = """element.addEventListener("click", (event) => {
-  const button = event.target.closest("button.lesson-btn");
-  if (!button) return;
-  props.value = button.dataset.step;
-  trigger("click");
-});"""
+# The box (assets/lesson_template.js), rendered by the browser from its props in its language, and its script
+# (assets/lesson.js): a "Show me" click sends its step's number.
+TEMPLATE = script("lesson_template", LANGUAGE=BROWSER_LANGUAGE_JS)
+JS = script("lesson")
 
 @dataclass(frozen=True)
 class Step:

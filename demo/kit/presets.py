@@ -61,6 +61,7 @@ from demo.server.downloads import fetch_models
 from demo.server.gradio_inside import current_block
 from demo.kit.i18n import in_every_language, label
 from demo.kit.preset_bar import BAR_JS, BAR_TEMPLATE
+from demo.kit.scripts import script
 from demo.kit.preset_records import ASKED, OPENED
 from demo.server.result_cache import preset_result
 
@@ -262,37 +263,9 @@ def unique(components) -> list:
 # ----------------------------------------------------------------------------------------------------------------
 # The app-wide registry: tab-open events and deep links
 
-QUERY_LIMIT = 300  # characters of a deep link's query read (?tab=…&preset=… needs under 100)
-# On page load: install the in-page link router once, then hand the address's query to its tab's deep-link box (one
-# box and one event per tab: TAB_IDS, in the order of the load's outputs). A click on a link to ``?tab=…`` (not a 🔗
-# copy link, whose own handler already took it, nor a modified click, which opens a new tab) puts the link in the
-# address bar and opens it in place: no page load, so no 3-4 s of Gradio and plotly.js starting again. Each link gets
-# a counter (``&open=n``, ignored by the server) so the same link clicked twice still changes the box.
-LINK_ROUTER_JS = """() => {
-  const tabs = TAB_IDS;
-  const tabOf = (search) => new URLSearchParams(search).get("tab");
-  if (!window.plmOpenLink) {
-    let count = 0;
-    window.plmOpenLink = (href) => {
-      window.history.pushState(null, "", href);
-      window.plmLink = (window.location.search + "&open=" + (++count)).slice(0, LIMIT);
-      document.querySelector("#deep-link-follow")?.click();
-    };
-    document.addEventListener("click", (event) => {
-      const link = event.target.closest?.('a[href^="?tab="]');
-      if (!link || event.defaultPrevented || event.ctrlKey || event.metaKey || event.shiftKey || event.button) return;
-      event.preventDefault();
-      window.plmOpenLink(link.getAttribute("href"));
-    });
-  }
-  const search = window.location.search.slice(0, LIMIT), asked = tabOf(search);
-  return tabs.map((tab) => (tab === asked ? search : ""));
-}"""
-
-FOLLOW_JS = """(...values) => {
-  const asked = new URLSearchParams(window.plmLink || "").get("tab");
-  return TAB_IDS.map((tab, i) => (tab === asked ? window.plmLink : values[i]));
-}"""
+# characters of a deep link's query read (?tab=…&preset=… needs under 100); the page's link router
+# (assets/link_router.js) reads as many
+QUERY_LIMIT = 300
 
 _CURRENT: "Registry | None" = None
 
@@ -427,14 +400,14 @@ class Registry:
         linked = [tab_id for tab_id, entry in self.tabs.items() if entry.views]
         boxes = {tab_id: gr.Textbox("", visible="hidden", max_length=QUERY_LIMIT, elem_classes=["deep-link-query"])
                  for tab_id in linked}
-        router = LINK_ROUTER_JS.replace("LIMIT", str(QUERY_LIMIT)).replace("TAB_IDS", json.dumps(linked))
+        router = script("link_router", LIMIT=str(QUERY_LIMIT), TAB_IDS=json.dumps(linked))
         app.load(None, None, list(boxes.values()), js=router, api_name=False)
         # A link inside the page (the Overview's path, a lesson's Markdown, window.plmOpenLink) is opened without
         # reloading the page: the browser puts its query in its tab's box through this hidden button's event, and
         # gives every other box its own value back (unchanged: no event).
         follow = gr.Button("", visible="hidden", elem_id="deep-link-follow")
-        follow.click(None, list(boxes.values()), list(boxes.values()), api_name=False, js=FOLLOW_JS.replace(
-            "TAB_IDS", json.dumps(linked)))
+        follow.click(None, list(boxes.values()), list(boxes.values()), api_name=False,
+                     js=script("link_follow", TAB_IDS=json.dumps(linked)))
         for tab_id, box in boxes.items():
             views = self.tabs[tab_id].views
 

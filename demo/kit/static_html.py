@@ -30,6 +30,7 @@ from core.text.i18n import text
 from demo.kit.figures import (BASE_FONT_SIZE, COLORWAY, FONT_FAMILY, HIGHLIGHT, SLIDE_EXPORT, TITLE_FONT_SIZE,
                           diverging_colours)
 from demo.kit.i18n import BROWSER_LANGUAGE_JS
+from demo.kit.scripts import script
 
 INK, AXIS, SUBDUED = "#1f2937", "#9ca3af", "#4b5563"  # demo/kit/figures.py's text and axis colours
 WIDTH = 1200  # every figure's viewBox width; it scales to the column it sits in
@@ -40,47 +41,7 @@ MARKDOWN = MarkdownIt("commonmark", {"html": False})  # our own tables, but neve
 # The browser shows the HTML of its language (the one Gradio's own labels use); a click never re-renders it.
 TEMPLATE = "${html[LANGUAGE]}".replace("LANGUAGE", BROWSER_LANGUAGE_JS)
 # PNG (slide width, white background), SVG or CSV of the figure or table whose button was clicked.
-EXPORT_JS = """element.addEventListener("click", (event) => {
-  const button = event.target.closest("button.static-export");
-  if (!button) return;
-  const holder = button.closest("[data-name]");
-  const save = (blob, extension) => {
-    const link = document.createElement("a");
-    link.href = URL.createObjectURL(blob);
-    link.download = holder.dataset.name + "." + extension;
-    document.body.appendChild(link);
-    link.click();
-    link.remove();
-    setTimeout(() => URL.revokeObjectURL(link.href), 10000);
-  };
-  const format = button.dataset.format;
-  if (format === "csv") {
-    save(new Blob(["\\ufeff" + button.dataset.csv], {type: "text/csv;charset=utf-8"}), "csv");
-    return;
-  }
-  const svg = holder.querySelector("svg");
-  const box = svg.viewBox.baseVal;
-  const copy = svg.cloneNode(true);
-  copy.setAttribute("width", box.width);
-  copy.setAttribute("height", box.height);
-  const source = '<?xml version="1.0" encoding="UTF-8"?>\\n' + new XMLSerializer().serializeToString(copy);
-  if (format === "svg") {
-    save(new Blob([source], {type: "image/svg+xml"}), "svg");
-    return;
-  }
-  const image = new Image();
-  image.onload = () => {
-    const canvas = document.createElement("canvas");
-    canvas.width = SLIDE_WIDTH;
-    canvas.height = Math.round(box.height * SLIDE_WIDTH / box.width);
-    const context = canvas.getContext("2d");
-    context.fillStyle = "white";
-    context.fillRect(0, 0, canvas.width, canvas.height);
-    context.drawImage(image, 0, 0, canvas.width, canvas.height);
-    canvas.toBlob((blob) => save(blob, "png"), "image/png");
-  };
-  image.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(source);
-});""".replace("SLIDE_WIDTH", str(SLIDE_WIDTH))
+EXPORT_JS = script("static_export", SLIDE_WIDTH=str(SLIDE_WIDTH))
 
 
 def markdown(source: str) -> str:

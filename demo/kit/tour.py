@@ -28,9 +28,9 @@ import gradio as gr
 
 from core import checks
 from core.text.i18n import LANGUAGES, text
-from core.loading.paths import ASSETS_DIR
 from demo.kit.i18n import BROWSER_LANGUAGE_JS, in_every_language, label
 from demo.kit.presets import Registry, enclosing_tab, preset_link
+from demo.kit.scripts import script
 from demo.kit.static_html import markdown_inline
 
 # The seed's arc, in order, as issue #37 lists it: every stop belongs to one step, every step has a stop.
@@ -143,15 +143,12 @@ def spot_class(number: int, rank: int) -> str:
     return f"tour-spot-{number}-{rank}"
 
 
-# The header's button, rendered by the browser in its language; TOUR_JS keeps its words up to date.
-TEMPLATE = """${(() => {
-  const lang = LANGUAGE;
-  return `<button type="button" class="tour-start" data-tour-start="1">${ui.start[lang]}</button>`;
-})()}""".replace("LANGUAGE", BROWSER_LANGUAGE_JS)
+# The header's button (assets/tour_button_template.js), rendered by the browser in its language; TOUR_JS keeps its
+# words up to date.
+TEMPLATE = script("tour_button_template", LANGUAGE=BROWSER_LANGUAGE_JS)
 
 # The tour's script (gr.HTML's js_on_load), read once; its header comment stays out of the page.
-TOUR_JS = "\n".join(line for line in (ASSETS_DIR / "tour.js").read_text(encoding="utf-8").splitlines()
-                     if not line.startswith("// ")) + "\n"
+TOUR_JS = script("tour")
 
 UI_KEYS = ["region", "start", "resume", "count", "back", "next", "finish", "leave", "fold", "unfold", "seed", "keys"]
 

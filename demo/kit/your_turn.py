@@ -41,6 +41,7 @@ from core.checks.base import TABS, Answer, Check, Setup, grade
 from core.text.i18n import LANGUAGES, current_language, text, using_language
 from demo.server import downloads
 from demo.kit import static_html
+from demo.kit.scripts import compact
 from demo.server.handlers import friendly_errors, gpu_handler, sig4_text
 
 SCRIPT = Path(__file__).resolve().parents[2] / "assets" / "your_turn.js"
@@ -230,18 +231,12 @@ def head() -> str:
               "checks": {tab: [c.slug for c in registry.checks_for(tab)] for tab in TABS},
               "tabs": {tab: {lang: tab_name(tab, lang) for lang in LANGUAGES} for tab in TABS}}
     data = json.dumps(config, ensure_ascii=False).replace("</", "<\\/")
-    return (f"<script>window.plmYourTurnConfig = {data};\n{_compact(LOADER)}</script>"
+    return (f"<script>window.plmYourTurnConfig = {data};\n{compact(LOADER)}</script>"
             f'<script src="{SCRIPT_PATH.lstrip("/")}?v={_version()}"></script>')
 
 
-def _compact(path: Path) -> str:
-    """A script as the page gets it: without comments and indentation (its code holds no " // " in a string)."""
-    lines = (re.sub(r"\s+// .*$", "", line.strip()) for line in path.read_text(encoding="utf-8").splitlines())
-    return "\n".join(line for line in lines if line and not line.startswith("//"))
-
-
 def script() -> str:
-    return _compact(SCRIPT)
+    return compact(SCRIPT)
 
 
 @functools.lru_cache(maxsize=1)

@@ -19,6 +19,7 @@ from core.loading import jobs
 from core.loading.checkpoints import CHECKPOINTS
 from core.text.errors import LearnerError, UserInputError
 from core.text.i18n import DEFAULT_LANGUAGE, current_language, table, text, using_language
+from demo.kit.scripts import script
 
 log = logging.getLogger("plm_explorer")
 
@@ -387,27 +388,7 @@ def stopped_error(reason: str, seconds: float, done: int, planned: int) -> UserI
 # holds: no server round trip, and nothing runs when a table fills. (A DownloadButton refreshed by each table's
 # change event cost a request and a component update per table on every result, page open included: measured
 # 0.1-0.2 s of the Overview's first paint.) The browser's table only draws the rows in view, so its DOM cannot be
-# read; the event's input is the table's whole value, {headers, data}.
-
-# RFC 4180: a field holding a comma, a quote or a line break is quoted, its quotes doubled. UTF-8 with a byte-order
-# mark, so spreadsheet programs read 中文 and ⟨⟩ correctly.
-CSV_JS = r"""(frame) => {
-  const rows = frame && Array.isArray(frame.data) ? frame.data : [];
-  if (!rows.length) return [];
-  const field = (v) => {
-    const s = v === null || v === undefined ? "" : String(v);
-    return /[",\r\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
-  };
-  const text = "\ufeff" + [frame.headers || [], ...rows].map((row) => row.map(field).join(",")).join("\r\n") + "\r\n";
-  const link = document.createElement("a");
-  link.href = URL.createObjectURL(new Blob([text], {type: "text/csv;charset=utf-8"}));
-  link.download = FILE_NAME;
-  document.body.appendChild(link);
-  link.click();
-  link.remove();
-  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
-  return [];
-}"""
+# read; the event's input is the table's whole value, {headers, data} (assets/csv_download.js).
 
 
 def csv_download(table: gr.Dataframe, name: str) -> gr.Button:
@@ -416,7 +397,7 @@ def csv_download(table: gr.Dataframe, name: str) -> gr.Button:
     from demo.kit.i18n import label
 
     button = gr.Button(label("presets.csv"), size="sm", scale=0, min_width=90, elem_classes=["table-csv"])
-    button.click(None, table, None, js=CSV_JS.replace("FILE_NAME", json.dumps(f"{name}.csv")),
+    button.click(None, table, None, js=script("csv_download", FILE_NAME=json.dumps(f"{name}.csv")),
                  api_name=f"{name.replace('-', '_')}_csv", api_visibility="private", queue=False,
                  show_progress="hidden")
     return button

@@ -1,0 +1,35 @@
+"""The page's JavaScript lives in assets/*.js, one file per job; this is how the Python side gets a script.
+
+Each file starts with comments saying where it runs: ``js=`` of an event (a function), ``js_on_load`` of a gr.HTML
+(statements over ``element``, ``props`` and ``trigger``), an ``html_template`` (a template string's ``${…}``), or a
+<head> script. Values the server knows (a limit, a file name, the list of tabs) are words in capitals in the file,
+filled in here by :func:`script`; tests/test_assets_js.py parses every file with node.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+from core.loading.paths import ASSETS_DIR
+
+
+def compact(path: Path) -> str:
+    """A script as the page gets it: without comments and indentation (its code holds no " // " in a string)."""
+    lines = (re.sub(r"\s+// .*$", "", line.strip()) for line in path.read_text(encoding="utf-8").splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("//"))
+
+
+@functools.cache
+def _read(name: str) -> str:
+    return compact(ASSETS_DIR / f"{name}.js")
+
+
+def script(name: str, **fill: str) -> str:
+    """assets/<name>.js, compacted, each ``KEY`` of ``fill`` replaced by its value (every one must be in the file)."""
+    code = _read(name)
+    for key, value in fill.items():
+        if key not in code:
+            raise KeyError(f"assets/{name}.js has no {key} to fill")
+        code = code.replace(key, value)
+    return code
