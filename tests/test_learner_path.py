@@ -25,9 +25,14 @@ def sub_tab_ids(tabs: gr.Tabs) -> list:
     return [child.id for child in tabs.children if isinstance(child, gr.Tab)]
 
 
-@pytest.mark.slow  # 15-130 s in the fast lane's run (issue 49)
-def test_every_sub_tab_view_is_selected_through_an_output_of_its_lesson_and_the_deep_link(built):
+def test_every_sub_tab_view_is_selected_through_an_output_of_its_lesson_and_the_deep_link(built, monkeypatch):
+    """Which sub-tab a preset selects, for every preset: the routing only. Its results are left out (117 s of models
+    on two cores); tests/e2e/test_learner_path_browser.py opens every preset link, results and all, in both languages.
+    """
     blocks, reg = built
+    monkeypatch.setattr(presets, "preset_result",
+                        lambda view, preset: (preset.resolved(), None if len(view.outputs) == 1 else
+                                              (None,) * len(view.outputs)))
     links = app_events.deep_links(blocks)
     checked = 0
     for tab_id, entry in reg.tabs.items():

@@ -20,7 +20,7 @@ def compact(path: Path) -> str:
     return "\n".join(line for line in lines if line and not line.startswith("//"))
 
 
-@functools.cache
+@functools.lru_cache(maxsize=64)  # a few dozen files, read once each
 def _read(name: str) -> str:
     return compact(ASSETS_DIR / f"{name}.js")
 
