@@ -395,8 +395,9 @@ class Registry:
 
         # ?tab=…&preset=…: the browser copies the address's query into its tab's hidden box; the box's change selects
         # the tab and sub-tab and computes the preset, or the tab's defaults. One box and one event per tab, whose
-        # outputs are that tab's views: Gradio's front end updates every output of an event (a skip too), and one
-        # event listing the whole app's 400 components cost each link 0.2-0.4 s of the browser's script time.
+        # outputs are that tab's views: Gradio's front end updates every output of an event (a skip too); with one
+        # event listing the whole app's 400 components a link took the browser 1.12-1.60 s, now 0.94-1.14 s
+        # (benchmarks/README.md, "The test suite").
         linked = [tab_id for tab_id, entry in self.tabs.items() if entry.views]
         boxes = {tab_id: gr.Textbox("", visible="hidden", max_length=QUERY_LIMIT, elem_classes=["deep-link-query"])
                  for tab_id in linked}
