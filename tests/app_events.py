@@ -143,6 +143,8 @@ def follow_link(blocks, search):
     page's router sends it there (a link to no known tab goes to the first tab's, which ignores it)."""
     from urllib.parse import parse_qsl
 
+    from demo.kit.presets import QUERY_LIMIT
+
     events = deep_links(blocks)
-    tab = dict(parse_qsl(str(search or "").lstrip("?")[:300])).get("tab")
+    tab = dict(parse_qsl(str(search or "").lstrip("?")[:QUERY_LIMIT])).get("tab")
     return events.get(tab, next(iter(events.values()))).fn(search)

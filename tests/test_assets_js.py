@@ -57,7 +57,8 @@ def test_the_figure_script_gets_its_words_before_it_runs():
 def wrapped(path: Path) -> str:
     """The file as the browser runs it, by what its first comment says it is: an html_template (a template string),
     an event's js= (a function), a gr.HTML's js_on_load (a function body), or a <head> script."""
-    code, first = path.read_text(encoding="utf-8"), path.read_text(encoding="utf-8").splitlines()[0]
+    code = path.read_text(encoding="utf-8")
+    first = code.splitlines()[0]
     if "html_template" in first:  # its comments are outside the template (demo/kit/scripts.py drops them)
         body = "\n".join(line for line in code.splitlines() if not line.startswith("//"))
         return f"const template = `{body}`;"

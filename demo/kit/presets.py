@@ -401,14 +401,15 @@ class Registry:
         linked = [tab_id for tab_id, entry in self.tabs.items() if entry.views]
         boxes = {tab_id: gr.Textbox("", visible="hidden", max_length=QUERY_LIMIT, elem_classes=["deep-link-query"])
                  for tab_id in linked}
-        router = script("link_router", LIMIT=str(QUERY_LIMIT), TAB_IDS=json.dumps(linked))
+        tab_ids = json.dumps(linked)
+        router = script("link_router", LIMIT=str(QUERY_LIMIT), TAB_IDS=tab_ids)
         app.load(None, None, list(boxes.values()), js=router, api_name=False)
         # A link inside the page (the Overview's path, a lesson's Markdown, window.plmOpenLink) is opened without
         # reloading the page: the browser puts its query in its tab's box through this hidden button's event, and
         # gives every other box its own value back (unchanged: no event).
         follow = gr.Button("", visible="hidden", elem_id="deep-link-follow")
         follow.click(None, list(boxes.values()), list(boxes.values()), api_name=False,
-                     js=script("link_follow", TAB_IDS=json.dumps(linked)))
+                     js=script("link_follow", TAB_IDS=tab_ids))
         for tab_id, box in boxes.items():
             views = self.tabs[tab_id].views
 

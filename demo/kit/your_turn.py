@@ -29,7 +29,6 @@ import hashlib
 import json
 import math
 import re
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -38,13 +37,14 @@ from starlette.routing import Route
 
 from core import checks as registry
 from core.checks.base import TABS, Answer, Check, Setup, grade
+from core.loading.paths import ASSETS_DIR
 from core.text.i18n import LANGUAGES, current_language, text, using_language
 from demo.server import downloads
 from demo.kit import static_html
 from demo.kit.scripts import compact
 from demo.server.handlers import friendly_errors, gpu_handler, sig4_text
 
-SCRIPT = Path(__file__).resolve().parents[2] / "assets" / "your_turn.js"
+SCRIPT = ASSETS_DIR / "your_turn.js"
 LOADER = SCRIPT.with_name("your_turn_loader.js")
 STORAGE_KEY = "plm-checks"  # localStorage: {slug: {"tried": true, "right": bool}}
 # The page's words, sent once in <head> for both languages (the block is drawn by the browser).
