@@ -65,6 +65,9 @@
     const out = area.querySelector(".class-status");
     if (out) { out.textContent = message; out.classList.toggle("class-error", error); }
   };
+  // A poll's answer can arrive after the class ended (closed here, or gone): each ending starts a new era, and an answer
+  // asked for in an earlier era is dropped, so it cannot redraw a view that is no longer there or replace the message.
+  let era = 0;
   const stop = () => { if (timer) clearTimeout(timer); timer = null; };
   const every = (ms, fn) => {
     stop();
@@ -74,6 +77,7 @@
   };
   const ended = (message) => {
     stop();
+    era += 1;
     store.drop(studentKey());
     if (secret) store.drop(`plm-class-teach-${code}`);
     secret = null;
@@ -160,14 +164,17 @@
     out.dataset.fresh = String(Date.now());
   };
   const teach = async (action, extra = {}) => {
+    const asked = era;
     const view = await post(action, {code, secret, ...extra});
-    showTeacher(view);
+    if (asked === era) showTeacher(view);
     return view;
   };
   const refresh = async () => {
+    const asked = era;
     try {
       await teach("teacher");
     } catch (e) {
+      if (asked !== era) return;
       if (e.status === 404) ended(words("gone"));
       else status(e.message, true);
     }
@@ -181,7 +188,13 @@
         await teach("reveal");
       } else if (button.classList.contains("class-close")) {
         if (!window.confirm(words("confirm_close"))) return;
-        await post("close", {code, secret});
+        stop();
+        try {
+          await post("close", {code, secret});
+        } catch (e) {
+          every(TEACHER_POLL_MS, refresh);  // still open: keep the view live
+          throw e;
+        }
         ended(words("closed"));
       } else if (button.classList.contains("class-copy")) {
         await navigator.clipboard?.writeText(link(true));
@@ -279,9 +292,12 @@
     }
   };
   const poll = async () => {
+    const asked = era;
     try {
-      showStudent(await post("state", {code, student}));
+      const state = await post("state", {code, student});
+      if (asked === era) showStudent(state);
     } catch (e) {
+      if (asked !== era) return;
       if (e.status === 404) ended(words("gone"));
       else if (e.status === 403) { store.drop(studentKey()); stop(); drawJoin(); }
       else status(e.message, true);

@@ -110,9 +110,26 @@ def test_a_teacher_and_three_students_predict_then_reveal(browser, class_app, la
         view.locator("button.static-export[data-format=png]").click()
     assert open(download.value.path(), "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 
+    # a poll asked before the close and answered after it must leave the view closed (CI once saw it overwrite it):
+    # hold the teacher's next poll, close, then let the held poll through
+    held = []
+    with teacher.expect_request("**/class/api/teacher"):
+        teacher.route("**/class/api/teacher", lambda route: held.append(route))
+    for _ in range(100):  # the route's handler runs once Playwright reads its next event
+        if held:
+            break
+        teacher.evaluate("0")
+    assert len(held) == 1
     teacher.once("dialog", lambda dialog: dialog.accept())
     teacher.get_by_role("button", name=w("close")).click()
     teacher.locator(".class-status", has_text=w("closed")).wait_for()
+    with teacher.expect_response("**/class/api/teacher") as late:
+        held[0].continue_()
+    assert late.value.status == 404  # the class was closed before the poll reached the server
+    late.value.finished()
+    teacher.evaluate("() => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)))")
+    assert teacher.locator(".class-status").inner_text() == w("closed")
+    assert not teacher.locator(".class-status").evaluate("(out) => out.classList.contains('class-error')")
     students[0].locator(".class-status", has_text=w("gone")).wait_for(timeout=30_000)
     for page in [teacher, *students]:
         page.context.close()
