@@ -169,6 +169,16 @@ def offline_app():
         yield app
 
 
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """A temporary PostgreSQL server (Debian's pg_virtualenv), one per test worker: tests/postgres.py."""
+    from tests.postgres import start_or_skip
+
+    cluster = start_or_skip()
+    yield cluster
+    cluster.stop()
+
+
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """Tiny recurrent models run fastest on one thread, and it spares a shared machine's cores."""

@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError
 
 IDLE_SECONDS = 24 * 3600
 SCHEMA_VERSION = 1
+SCHEMA_LOCK = 560055  # PostgreSQL: the advisory lock that lets one process at a time migrate
 SPACE_DATA_DIR = Path("/data")  # a Space's persistent storage (core/loading/hub.py)
 
 metadata = MetaData()
@@ -78,7 +79,10 @@ def default_location(environ=os.environ) -> tuple[str, bool]:
 
 
 def url_of(location: str) -> str:
-    """A database URL for ``location``: a URL as it is, a path as a SQLite file (its folder created)."""
+    """A database URL for ``location``: a path as a SQLite file (its folder created); a URL as it is, except that
+    ``postgresql://`` is served by psycopg 3 (requirements.txt), SQLAlchemy's default driver being psycopg2."""
+    if location.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + location.split("://", 1)[1]
     if "://" in location:
         return location
     path = Path(location).expanduser().resolve()
@@ -130,6 +134,8 @@ class Store:
         """Bring the schema to SCHEMA_VERSION, one step per version, each in one transaction (a second process that
         starts at the same moment waits, then finds the work done)."""
         with self.writer.begin() as c:
+            if c.dialect.name == "postgresql":  # SQLite's BEGIN IMMEDIATE already makes a second process wait here
+                c.execute(select(func.pg_advisory_xact_lock(SCHEMA_LOCK)))
             schema_version.create(c, checkfirst=True)
             current = c.execute(select(func.max(schema_version.c.version))).scalar() or 0
             for version in range(current + 1, SCHEMA_VERSION + 1):
@@ -214,8 +220,10 @@ class Store:
         check is asked), "revealed" (its answer is out)."""
         now, value = self.clock(), json.dumps(prediction)
         with self.writer.begin() as c:
+            # FOR UPDATE (PostgreSQL; SQLite's write lock already covers it): one answer per class at a time, so a
+            # student's two answers from two replicas cannot both find no row and both insert one
             row = c.execute(select(classes.c.check_slug, classes.c.revealed, classes.c.active)
-                            .where(classes.c.code == code)).first()
+                            .where(classes.c.code == code).with_for_update()).first()
             if row is None or row.active < now - IDLE_SECONDS:
                 return "gone"
             if c.execute(select(students.c.student).where(and_(
