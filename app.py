@@ -133,7 +133,7 @@ from demo.attention import attention
 from demo.tasks import classify
 from demo.server import downloads
 from demo.embeddings import embeddings
-from demo.kit import figure_head, presets, tour, your_turn
+from demo.kit import figure_head, presets, reconnect, tour, your_turn
 from demo.kit.i18n import I18N, TOGGLE_JS, label, language_of, text
 from demo.ladder import overview
 from demo.mlm import mlm
@@ -296,7 +296,8 @@ def main(argv: list[str] | None = None) -> None:
         css_paths=[CSS_PATH],
         i18n=first_page.one_language(I18N),  # each page carries its learner's table only (demo/server/first_page.py)
         # every figure: SVG export, a Data table, keyboard, dark mode (demo/kit/figure_head.py); the "Your turn" checks
-        head=figure_head.HEAD + classroom.head() + your_turn.head(),  # classroom first: it reads the fragment
+        # classroom's before your_turn's: it reads the fragment; reconnect: a server gone away (demo/kit/reconnect.py)
+        head=figure_head.HEAD + classroom.head() + your_turn.head() + reconnect.head(),
         # compressed answers, the page in the learner's language (demo/server/first_page.py); the "Your turn" script at its
         # own address (fetched once, then cached)
         app_kwargs={"middleware": first_page.middleware(), "routes": [your_turn.ROUTE, *classroom.ROUTES]},

@@ -4,7 +4,9 @@ server runs it, with docs/DEPLOY.md's nginx blocks, Debian's nginx, and one SQLi
 A learner is a cookie jar: the first page load sets nginx's `plm_replica` cookie, and every later request of that
 learner reaches the same replica, told apart by Gradio's `app_id` (a random number per app process). Then replica 0
 gets SIGKILL: everyone keeps being answered (its learners by the survivor), no class prediction is lost, and once the
-script has started it again new learners are spread over both replicas again.
+script has started it again new learners are spread over both replicas again. Two Chromium pages (English, 中文) that
+were on the killed replica say so in their language at the learner's next press, and reload onto a live replica
+(assets/reconnect.js).
 """
 from __future__ import annotations
 
@@ -23,11 +25,13 @@ from pathlib import Path
 
 import pytest
 
+from core.text.i18n import text
 from tests.classroom_http import Client
+from tests.e2e.conftest import VIEWPORT
 from tests.live_app import ROOT, app_env, free_port
 from tests.reverse_proxy import NGINX
 
-pytestmark = pytest.mark.slow  # two app processes and nginx
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # two app processes, nginx, Chromium
 
 
 def two_free_ports() -> int:
@@ -128,6 +132,20 @@ def ngram_result(port: int):
     return client.predict(own_text="", upload=None, context="的", word="词性", api_name="/ngram_counts")
 
 
+def page_on(browser, url: str, lang: str, replica: int):
+    """A learner's page that nginx put on ``replica`` (new browser contexts until one lands there: half of them do)."""
+    for _ in range(12):
+        context = browser.new_context(viewport=VIEWPORT, locale="zh-CN" if lang == "zh" else "en-US")
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        page.goto(url + "?tab=ngram", wait_until="load")
+        page.get_by_role("tab").first.wait_for()
+        if float(page.evaluate("window.gradio_config.app_id")) == float(replica):  # a JS number: a double
+            return page
+        context.close()
+    raise AssertionError(f"12 pages, none on replica {replica}")
+
+
 @pytest.fixture(scope="module")
 def replicas(tmp_path_factory):
     if not Path(NGINX).exists():
@@ -141,7 +159,7 @@ def replicas(tmp_path_factory):
         served.stop()
 
 
-def test_two_replicas_share_learners_stickily_then_survive_one_killed(replicas):
+def test_two_replicas_share_learners_stickily_then_survive_one_killed(replicas, browser):
     ids = [app_id(port) for port in replicas.app_ports]
     assert len(set(ids)) == 2  # two processes
 
@@ -171,6 +189,8 @@ def test_two_replicas_share_learners_stickily_then_survive_one_killed(replicas):
         assert student.ok("answer", code=code, student=token, slug="ngram-cixing", prediction=pick)
     assert teacher.ok("teacher", code=code, secret=secret)["answered"] == 4
 
+    pages = {lang: page_on(browser, replicas.url, lang, ids[0]) for lang in ("en", "zh")}
+
     # replica 0 is killed: its learners are answered by the survivor, at once and without an error
     killed, survivor = ids[0], ids[1]
     os.kill(replicas.pids[0], signal.SIGKILL)
@@ -187,6 +207,28 @@ def test_two_replicas_share_learners_stickily_then_survive_one_killed(replicas):
     assert view["answered"] == 4 and view["joined"] == 4
     assert students[1].ok("answer", code=code, student=tokens[1], slug="ngram-cixing", prediction="词性")
     assert teacher.ok("reveal", code=code, secret=secret)["revealed"] is True
+
+    # a page that was on the killed replica says so at the learner's next press, then reloads onto a live one
+    for lang, page in pages.items():
+        tab = page.get_by_role("tab", name=text("tabs.embeddings", lang))
+        if lang == "en":  # first while nobody answers: the page says it is reconnecting, and keeps asking
+            page.route("**/gradio_api/app_id", lambda route: route.abort())
+            tab.click()
+            lost = page.locator(".plm-reconnect[data-state=lost]")
+            lost.wait_for()
+            assert text("common.reconnect_lost", lang) in lost.inner_text()
+        with page.expect_event("load", timeout=60_000):
+            if lang == "en":
+                page.unroute("**/gradio_api/app_id")  # its next try (2 s) reaches the survivor
+            else:
+                tab.click()
+            banner = page.locator(".plm-reconnect[data-state=moved]")
+            banner.wait_for()
+            assert text("common.reconnect_moved", lang) in banner.inner_text()
+        page.get_by_role("tab").first.wait_for()
+        assert float(page.evaluate("window.gradio_config.app_id")) != float(killed)
+        assert page.locator(".plm-reconnect").count() == 0  # the new page has nothing to say
+        page.context.close()
 
     # the script starts it again: it rejoins, and new learners are spread over both again
     replicas.wait_for("restart", 0, limit=60)

@@ -1,0 +1,17 @@
+"""The page's answer to a server that went away (issue #56 §4): a replica killed or restarted behind nginx
+(docs/DEPLOY.md), or a single server restarted. The browser side is assets/reconnect.js; this puts its words, in
+both languages, in the <head> (app.py passes :func:`head` to ``launch(head=...)``)."""
+from __future__ import annotations
+
+import json
+
+from core.text.i18n import LANGUAGES, text
+from demo.kit.scripts import script
+
+WORDS = {"lost": "common.reconnect_lost", "moved": "common.reconnect_moved"}
+
+
+def head() -> str:
+    words = {lang: {key: text(name, lang) for key, name in WORDS.items()} for lang in LANGUAGES}
+    data = json.dumps({"words": words}, ensure_ascii=False).replace("</", "<\\/")
+    return f"<script>window.plmReconnectConfig = {data};\n{script('reconnect')}</script>"
