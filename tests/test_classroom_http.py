@@ -1,16 +1,20 @@
 """A class through real HTTP against `python app.py` (issue #55 §1, §2, §4, §5, §7): the cycle, each security case
 attempted and refused, 200 students behind one address, two classes at once, a restart mid-class, and the sweep of
 expired classes at start. The app trusts 127.0.0.1 as a proxy, so each test speaks from addresses of its own
-(X-Forwarded-For) and one test's limits never meet another's."""
+(X-Forwarded-For) and one test's limits never meet another's. Every test runs twice (issue #56 §3): on a SQLite file
+(the default), and on a PostgreSQL database (`--class-db postgresql://…`, a temporary server: tests/postgres.py)."""
 from __future__ import annotations
 
 import itertools
 import json
-import sqlite3
+from urllib.parse import urlsplit
 
 import pytest
 
 from core.classroom import guard
+from sqlalchemy import func, select
+
+from core.classroom import store as tables
 from core.classroom.store import IDLE_SECONDS, Store
 from core.text.i18n import text
 from tests.classroom_http import Client
@@ -38,9 +42,12 @@ class Served:
         return Client(self.app.url, where or address(), lang)
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    served = Served(tmp_path_factory.mktemp("class") / "classes.sqlite")
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def served(request, tmp_path_factory):
+    if request.param == "sqlite":
+        served = Served(tmp_path_factory.mktemp("class") / "classes.sqlite")
+    else:
+        served = Served(request.getfixturevalue("postgres_cluster").database())
     served.start()
     yield served
     served.app.stop()
@@ -234,12 +241,14 @@ def test_a_restart_mid_class_loses_no_prediction_and_the_start_deletes_expired_c
     students[1].ok("answer", code=code, student=tokens[1], slug="ngram-cixing", prediction="词性")  # still a student
     view = teacher.ok("reveal", code=code, secret=secret)
     assert "Right: 3 of 3 (100%)" in view["html"]
-    with sqlite3.connect(served.db) as db:
-        assert db.execute("SELECT COUNT(*) FROM classes WHERE code = 'ZZZZZZ'").fetchone()[0] == 0
-        assert db.execute("SELECT COUNT(*) FROM students WHERE code = 'ZZZZZZ'").fetchone()[0] == 0
+    with old.engine.connect() as db:
+        for table in (tables.classes, tables.students):
+            assert db.execute(select(func.count()).select_from(table).where(table.c.code == "ZZZZZZ")).scalar() == 0
     assert teacher.post("join", code="ZZZZZZ", session="m" * 22)[0] == 404
     log += served.app.log_path.read_text(encoding="utf-8", errors="replace")
     assert secret not in log  # no server log holds a teacher's secret
+    password = urlsplit(str(served.db)).password if "://" in str(served.db) else None
+    assert password is None or password not in log  # nor the class database's password
     assert IDLE_SECONDS == 86_400
 
 
