@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
-from benchmarks.load_test import CALLS, DOWNLOAD_FIRST, arguments, start_server  # noqa: E402
+from benchmarks.load_clicks import CALLS, DOWNLOAD_FIRST, arguments  # noqa: E402
+from benchmarks.load_test import start_server  # noqa: E402
 
 
 def cpu_seconds(pid: int) -> float:

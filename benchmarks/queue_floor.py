@@ -25,7 +25,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: benchmarks.load_test, demo
-from benchmarks.load_test import CALLS, DOWNLOAD_FIRST  # noqa: E402
+from benchmarks.load_clicks import CALLS, DOWNLOAD_FIRST  # noqa: E402
 from demo.server.downloads import BERT_QUEUE, DOWNLOAD_QUEUE  # noqa: E402 - the app's own groups
 
 
