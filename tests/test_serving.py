@@ -399,6 +399,40 @@ def test_the_page_and_its_config_carry_only_the_learners_table(page_app, headers
     assert sorted(page_app.config["i18n_translations"]) == ["en", "zh"]
 
 
+def test_a_page_is_built_once_per_way_of_asking_then_served_from_memory(page_app, monkeypatch):
+    """demo/server/first_page.PageCache. Counts Gradio's page renders through ``gradio.routes.templates``, the
+    Jinja2Templates instance its page route calls (if a Gradio upgrade renames it, this test says so)."""
+    import uuid
+
+    from gradio import routes
+
+    assert hasattr(routes, "templates"), "gradio.routes no longer has its module-level `templates`"
+    rendered = []
+    render = routes.templates.TemplateResponse
+    monkeypatch.setattr(routes.templates, "TemplateResponse",
+                        lambda *args, **kwargs: rendered.append(1) or render(*args, **kwargs))
+    url, probe = page_app.local_url, f"?probe={uuid.uuid4().hex}"
+    chromium = {"accept-encoding": "gzip, deflate, br, zstd", "accept-language": "en-US"}
+    first = fetch(url + probe, **chromium)
+    assert fetch(url + probe, **chromium) == first and len(rendered) == 1  # the second from memory, the same bytes
+    assert first[0] == "br" and page_config(first[1])["i18n_translations"] == {"en": TABLES["en"]}
+    chinese = fetch(url + probe, **{**chromium, "accept-language": "zh-CN"})
+    assert page_config(chinese[1])["i18n_translations"] == {"zh": TABLES["zh"]} and len(rendered) == 2
+    assert fetch(url + probe, **{**chromium, "accept-encoding": "gzip"})[0] == "gzip" and len(rendered) == 3
+    proxied = fetch(url + probe, **chromium, **{"x-forwarded-host": "school.example", "x-forwarded-proto": "https"})
+    assert len(rendered) == 4 and proxied != first  # another address: Gradio's URLs are built from it
+    fetch(url + probe, **chromium, authorization="Basic eDp5")
+    fetch(url + probe, **chromium, authorization="Basic eDp5")
+    assert len(rendered) == 6  # with credentials: never from memory
+    monkeypatch.setattr(first_page, "PAGES_KEPT", 2)
+    for other in ("a", "b", "c"):
+        fetch(url + probe + other, **chromium)
+    assert len(rendered) == 9
+    fetch(url + probe + "c", **chromium)
+    fetch(url + probe + "a", **chromium)  # the least recently asked: dropped
+    assert len(rendered) == 10
+
+
 def test_gradio_still_compresses_files_by_extension_only():
     """What demo/first_page.Compression relies on: Gradio's BrotliMiddleware picks what it compresses with
     ``_is_compressible_file_type(scope)``, by extension, so the page and /config are ours to compress. If Gradio

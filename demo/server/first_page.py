@@ -4,6 +4,10 @@
   page and ``/config`` with Gradio's own Brotli middleware, JSON API answers with Starlette's gzip; event streams
   pass untouched and unbuffered.
 * ``one_language(I18N)`` makes the page and ``/config`` carry only the learner's translation table.
+* ``PageCache`` keeps the finished page (compressed) per way of asking for it, so a class opening the same link
+  costs the server one page, not one each: Gradio builds each page anew (it deep-copies the app's config, renders
+  2.2 MB of HTML and compresses it), about 0.25 s of CPU, so that one server opened about 2 pages a second for a
+  class arriving at once (benchmarks/README.md, "A class as it clicks").
 
 Both reach inside Gradio (a private method of its Brotli middleware; the config's ``translations_dict``), each
 named in tests/test_serving.py, which fails with a message if a Gradio upgrade changes them. Measured by
@@ -11,6 +15,7 @@ benchmarks/page_weight.py.
 """
 from __future__ import annotations
 
+import collections
 import contextvars
 
 import gradio as gr
@@ -133,9 +138,66 @@ def one_language(i18n: gr.I18n) -> OneLanguage:
     return OneLanguage(**i18n.translations)
 
 
+# What a page depends on, besides the learner's language: the address Gradio builds its URLs from (the Host and the
+# proxy's X-Forwarded-* headers, the mount's root_path), the encoding the browser accepts, and the query (Gradio's
+# own ?deep_link=). A request with credentials is never served from the cache.
+PAGE_KEY_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-port", b"x-forwarded-prefix",
+                    b"accept-encoding")
+PAGES_KEPT = 32  # × about 180 KB compressed (2.2 MB for a client that accepts none: 70 MB at most)
+
+
+class PageCache:
+    """ASGI middleware, outermost: the page (GET /) answered once per key (PAGE_KEY_HEADERS, the language, the
+    query) and then from memory, the least recently asked of PAGES_KEPT dropped first. Only a complete 200 answer
+    without Set-Cookie is kept. The app's config does not change once it is launched, so a kept page stays right."""
+
+    def __init__(self, app):
+        self.app = app
+        self.pages: collections.OrderedDict[tuple, tuple[dict, bytes]] = collections.OrderedDict()
+
+    def key(self, scope) -> tuple | None:
+        if scope["type"] != "http" or scope["method"] != "GET" or _path(scope) != "":
+            return None
+        headers = dict(scope["headers"])
+        if b"authorization" in headers:
+            return None
+        from demo.kit.i18n import language_of
+
+        return (scope.get("scheme"), scope.get("root_path", ""), scope.get("query_string", b""),
+                language_of(_HeadersOnly(Headers(scope=scope))), *(headers.get(name) for name in PAGE_KEY_HEADERS))
+
+    async def __call__(self, scope, receive, send):
+        key = self.key(scope)
+        if key is None:
+            return await self.app(scope, receive, send)
+        if key in self.pages:
+            self.pages.move_to_end(key)
+            start, body = self.pages[key]
+            await send(start)
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+            return
+        start, chunks = None, []
+
+        async def keep(message):
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+                cookie = any(name.lower() == b"set-cookie" for name, _ in start["headers"])
+                if not message.get("more_body") and start["status"] == 200 and not cookie:
+                    self.pages[key] = (start, b"".join(chunks))
+                    while len(self.pages) > PAGES_KEPT:
+                        self.pages.popitem(last=False)
+            await send(message)
+
+        await self.app(scope, receive, keep)
+
+
 def middleware() -> list[Middleware]:
-    """For ``launch(app_kwargs={"middleware": middleware()})``, outermost first: compression sees the finished page;
+    """For ``launch(app_kwargs={"middleware": middleware()})``, outermost first: the page cache keeps what compression
+    made of the finished page; compression sees the finished page;
     LanguageMiddleware puts the chosen language into it; PageLanguage picks the table Gradio puts into it."""
     from demo.kit.i18n import LanguageMiddleware
 
-    return [Middleware(Compression), Middleware(LanguageMiddleware), Middleware(PageLanguage)]
+    return [Middleware(PageCache), Middleware(Compression), Middleware(LanguageMiddleware), Middleware(PageLanguage)]
