@@ -150,11 +150,27 @@ def check_plotly_chunk():
     assert plotly_chunk(), "Gradio's front end no longer ships one PlotlyPlot-*.js"
 
 
+def check_session_state():
+    import re
+
+    from gradio import state_holder
+
+    init = state_holder.SessionState.__init__
+    original = getattr(init, "__wrapped__", init)  # serving.lazy_session_configs keeps Gradio's own here
+    assert params(original) == ["self", "blocks"], "SessionState.__init__(blocks) changed"
+    read = set(re.findall(r"(?<![\w.])blocks\.(\w+)", inspect.getsource(original)))
+    assert read == {"default_config", "blocks"}, f"SessionState.__init__ reads other parts of the app: {read}"
+    assert "config_values" in inspect.getsource(state_holder.SessionState.components.fget), \
+        "SessionState.components no longer reads config_values"
+
+
 USES = [  # (what, where in demo/server/, the check)
     ("gradio.blocks.inspect, gradio.component_meta.inspect (replaced)", "serving.remember_signatures",
      check_inspect_modules),
     ("Component.api_info (replaced), Component._api_info_cache", "serving.remember_data_schemas", check_api_info),
     ("networking.url_ok (replaced)", "serving.patient_url_ok", check_url_ok),
+    ("gradio.state_holder.SessionState.__init__ (replaced), .config_values, .components",
+     "serving.lazy_session_configs", check_session_state),
     ("Blocks.preprocess_data, Blocks.process_api (replaced per app)", "serving.guard_api", check_preprocess_and_process_api),
     ("Blocks._queue, Queue.push (replaced), event_queue_per_concurrency_id, active_jobs, remove_from_queue, "
      "send_message, Event._id", "serving.limit_sessions, admission.limit_addresses", check_queue),

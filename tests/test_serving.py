@@ -209,6 +209,25 @@ def small_blocks() -> gr.Blocks:
     return blocks
 
 
+def test_a_new_session_makes_block_configs_on_demand_and_the_same_ones_as_gradio(app):
+    """serving.lazy_session_configs (applied by serve()): a session builds no block's config until one is asked for;
+    walking them all (Gradio's deep links: ``components``) gives exactly what Gradio's own __init__ made."""
+    from gradio import state_holder
+
+    init = state_holder.SessionState.__init__
+    assert init.configs_on_demand
+    fresh = SessionState(app)
+    assert dict.__len__(fresh.config_values) == 0  # nothing made yet
+    block = next(iter(app.blocks))
+    fresh._update_value_in_config(block, "x")  # what Gradio does for a value changed in a session
+    assert dict.__len__(fresh.config_values) == 1
+    gradios = SessionState.__new__(SessionState)
+    init.__wrapped__(gradios, app)  # Gradio's own, every config at once
+    ours = list(SessionState(app).components)
+    assert len(ours) == len(list(gradios.components)) > 900
+    assert sorted(ours, key=lambda c: c["id"]) == sorted(gradios.components, key=lambda c: c["id"])
+
+
 def test_remembered_signatures_build_the_same_config_and_read_each_class_once(monkeypatch):
     import inspect
 
@@ -216,11 +235,11 @@ def test_remembered_signatures_build_the_same_config_and_read_each_class_once(mo
 
     monkeypatch.setattr(gradio.blocks, "inspect", inspect)  # Gradio as shipped
     blocks = small_blocks()
-    plain, plain_session = blocks.get_config_file(), SessionState(blocks).config_values
+    plain, plain_session = blocks.get_config_file(), dict(SessionState(blocks).config_values.items())  # every one
     remembered = serving._RememberedSignatures()
     monkeypatch.setattr(gradio.blocks, "inspect", remembered)
     assert blocks.get_config_file() == plain
-    assert SessionState(blocks).config_values == plain_session
+    assert dict(SessionState(blocks).config_values.items()) == plain_session
     classes = {type(block) for block in blocks.blocks.values()}
     info = remembered.signature.cache_info()
     # each class's __init__ read once, though a config and a session copy read every block

@@ -16,6 +16,10 @@
   every block each time it builds a config: three times at start, and once per new browser session (its copy of
   the ~1,000 blocks' config). ``remember_signatures`` reads each class's signature once, and
   ``remember_data_schemas`` builds each data model's JSON schema once instead of once per component.
+* **A new session's configs on demand.** Gradio's ``SessionState`` builds every block's config for each new
+  browser session (a copy Gradio's own deep links read, ``SessionState.components``): about 0.1 s of CPU per page
+  load with the ~1,000 blocks, the largest part of a page's load event for a class arriving at once.
+  ``lazy_session_configs`` builds each only when Gradio asks for it (all of them when ``components`` is read).
 * **A light first page:** demo/server/first_page.py (compression, and one translation table per page).
 * **Start on a busy machine.** ``launch()`` asks its own server once whether it answers (``networking.url_ok``: a 3 s
   timeout, then it gives up and raises "When localhost is not accessible…"). With other processes holding both
@@ -366,6 +370,68 @@ def remember_data_schemas() -> None:
     component.api_info = api_info
 
 
+class ConfigsOnDemand(dict):
+    """``SessionState.config_values``, filled as Gradio asks: a key it reads or writes by itself (``in``, ``[]``) as
+    Gradio does it; anything that walks the whole dict (``components``) first gets every block's config, as Gradio
+    made them in ``__init__``."""
+
+    def __init__(self, blocks_config, ids):
+        super().__init__()
+        self._config, self._ids = blocks_config, ids
+
+    def _fill(self) -> None:
+        for key, block in self._config.blocks.items():
+            if key in self._ids and not dict.__contains__(self, key):
+                dict.__setitem__(self, key, self._config.config_for_block(key, [], block))
+
+    def items(self):
+        self._fill()
+        return super().items()
+
+    def values(self):
+        self._fill()
+        return super().values()
+
+    def keys(self):
+        self._fill()
+        return super().keys()
+
+    def __iter__(self):
+        self._fill()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._fill()
+        return super().__len__()
+
+
+class _NoBlocks:
+    """What ``SessionState.__init__`` reads of the app (its default config, its blocks), with no blocks: its loop
+    over every block's config then makes none."""
+    blocks: dict = {}
+
+    def __init__(self, app):
+        self.default_config = app.default_config
+
+
+def lazy_session_configs() -> None:
+    """Reaches inside Gradio: ``gradio.state_holder.SessionState.__init__(blocks)`` (tests/test_gradio_internals.py
+    names it). Gradio's own ``__init__`` runs, on an app of no blocks; its configs are then made on demand."""
+    from gradio import state_holder
+
+    init = state_holder.SessionState.__init__
+    if getattr(init, "configs_on_demand", False):
+        return
+
+    @functools.wraps(init)
+    def __init__(self, blocks):
+        init(self, _NoBlocks(blocks))
+        self.config_values = ConfigsOnDemand(self.blocks_config, blocks.blocks)
+
+    __init__.configs_on_demand = True
+    state_holder.SessionState.__init__ = __init__
+
+
 def serve(app: gr.Blocks, per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
     """Everything above, applied to the built app (call after ``app.queue(...)``), and the per-address cap
     (demo/server/admission.py), checked before the per-session one."""
@@ -374,4 +440,5 @@ def serve(app: gr.Blocks, per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -
     limit_sessions(app)
     admission.limit_addresses(app, per_address)
     networking.url_ok = patient_url_ok  # read by Blocks.launch at call time
+    lazy_session_configs()
     return app
