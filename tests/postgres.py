@@ -2,7 +2,7 @@
 
 ``pg_virtualenv CMD`` creates a temporary cluster on a free port, runs CMD with PGHOST/PGPORT/PGUSER/PGPASSWORD
 set, and drops the cluster when CMD exits; it runs the server as the ``postgres`` user when started by root (the
-server refuses root). Here CMD prints that environment and then waits on its stdin, so the cluster lives as long
+server refuses root). With ``-t`` and a free PGPORT, each test worker gets a cluster of its own. Here CMD prints that environment and then waits on its stdin, so the cluster lives as long
 as this process keeps the pipe open: one cluster per test process, one fresh database per test.
 
 Without ``pg_virtualenv`` the tests skip, except under PLM_REQUIRE_POSTGRES=1 (CI, .ci/run), where they fail.
@@ -17,14 +17,19 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.live_app import free_port
+
 READY = "plm-postgres-ready"
 
 
 class Cluster:
     def __init__(self):
+        # -t: the cluster in a temporary folder of its own, even as root (else every cluster is /etc's "15/regress",
+        # and a second test worker's pg_virtualenv refuses to overwrite the first's); PGPORT: a port of its own
         self.process = subprocess.Popen(
-            ["pg_virtualenv", "sh", "-c", f"env; echo {READY}; exec cat"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/tmp")
+            ["pg_virtualenv", "-t", "sh", "-c", f"env; echo {READY}; exec cat"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/tmp",
+            env=dict(os.environ, PGPORT=str(free_port())))
         seen, env = [], {}
         for line in self.process.stdout:
             if line.strip() == READY:
