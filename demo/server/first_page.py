@@ -10,12 +10,11 @@
   class arriving at once (benchmarks/README.md, "A class as it clicks").
 
 Both reach inside Gradio (a private method of its Brotli middleware; the config's ``translations_dict``), each
-named in tests/test_serving.py, which fails with a message if a Gradio upgrade changes them. Measured by
+named in tests/test_first_page.py, which fails with a message if a Gradio upgrade changes them. Measured by
 benchmarks/page_weight.py.
 """
 from __future__ import annotations
 
-import collections
 import contextvars
 
 import gradio as gr
@@ -23,6 +22,8 @@ from gradio.brotli_middleware import BrotliMiddleware
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
+
+from core.loading.cache import BoundedCache
 
 
 # The page and its config: Gradio's own BrotliMiddleware (gradio/routes.py adds it, quality 4, gzip for a browser
@@ -48,7 +49,7 @@ def _path(scope) -> str:
 class _PagesToo(BrotliMiddleware):
     """Gradio's BrotliMiddleware for the page and its config only (Gradio's own instance, outside ours, does the
     files with extensions). Reaches inside Gradio: it overrides ``_is_compressible_file_type(scope)``, the method
-    that picks by extension (tests/test_serving.py names it)."""
+    that picks by extension (tests/test_first_page.py names it)."""
 
     def _is_compressible_file_type(self, scope) -> bool:
         return _path(scope) in PAGES
@@ -123,7 +124,7 @@ class OneLanguage(gr.I18n):
 
     Reaches inside Gradio: ``translations_dict`` is what both routes read. ``/config`` puts it into its answer;
     ``Blocks.get_config_file`` stores it in the app's config at launch, and the page route (``get_page_config``)
-    deep-copies that config for each load (tests/test_serving.py names both)."""
+    deep-copies that config for each load (tests/test_first_page.py names both)."""
 
     @property
     def translations_dict(self) -> dict[str, dict[str, str]]:
@@ -153,7 +154,7 @@ class PageCache:
 
     def __init__(self, app):
         self.app = app
-        self.pages: collections.OrderedDict[tuple, tuple[dict, bytes]] = collections.OrderedDict()
+        self.pages = BoundedCache(PAGES_KEPT)  # key -> (the answer's start message, its body)
 
     def key(self, scope) -> tuple | None:
         if scope["type"] != "http" or scope["method"] != "GET" or _path(scope) != "":
@@ -170,9 +171,9 @@ class PageCache:
         key = self.key(scope)
         if key is None:
             return await self.app(scope, receive, send)
-        if key in self.pages:
-            self.pages.move_to_end(key)
-            start, body = self.pages[key]
+        kept = self.pages.get(key)
+        if kept is not None:
+            start, body = kept
             await send(start)
             await send({"type": "http.response.body", "body": body, "more_body": False})
             return
@@ -186,9 +187,8 @@ class PageCache:
                 chunks.append(message.get("body", b""))
                 cookie = any(name.lower() == b"set-cookie" for name, _ in start["headers"])
                 if not message.get("more_body") and start["status"] == 200 and not cookie:
-                    self.pages[key] = (start, b"".join(chunks))
-                    while len(self.pages) > PAGES_KEPT:
-                        self.pages.popitem(last=False)
+                    self.pages.max_entries = PAGES_KEPT  # read here: a test lowers it
+                    self.pages.put(key, (start, b"".join(chunks)))
             await send(message)
 
         await self.app(scope, receive, keep)

@@ -1,0 +1,178 @@
+"""A light first page (issue #53, demo/server/first_page.py), on a small app served as app.py serves it: the page and
+its config compressed when the browser accepts it, one translation table per page, the page built once per way of
+asking (PageCache), and event streams neither compressed nor held back."""
+from __future__ import annotations
+
+import gradio as gr
+import pytest
+
+from demo.server import first_page
+
+FILLER = " ".join(f"word{i}" for i in range(400))  # each table well over the 1 KB below which nothing is compressed
+TABLES = {"en": {"greeting": "Hello", "filler": FILLER}, "zh": {"greeting": "你好", "filler": FILLER + "。"}}
+
+
+@pytest.fixture(scope="module")
+def page_app():
+    """A small app served as app.py serves: its middleware and its tables sent one language per page. Its event
+    "steps" yields once, then waits for the test to release it before yielding again."""
+    import threading
+
+    release = threading.Event()
+
+    def steps():
+        yield "first"
+        release.wait(60)
+        yield "second"
+
+    i18n = gr.I18n(**TABLES)
+    with gr.Blocks() as blocks:
+        gr.Markdown(i18n("greeting"))
+        out = gr.Textbox()
+        gr.Button("go").click(steps, None, out, api_name="steps", api_description=FILLER)  # /gradio_api/info > 1 KB
+    blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, i18n=first_page.one_language(i18n),
+                  app_kwargs={"middleware": first_page.middleware()})
+    blocks.release = release
+    try:
+        yield blocks
+    finally:
+        release.set()
+        blocks.close()
+
+
+def fetch(url: str, **headers) -> tuple[str | None, bytes]:
+    """(content-encoding, the body decompressed) for a GET with these headers, read off the socket as sent."""
+    import httpx
+
+    with httpx.Client(timeout=60) as client, client.stream("GET", url, headers=headers) as response:
+        body = b"".join(response.iter_raw())
+    encoding = response.headers.get("content-encoding")
+    return encoding, _decompress(encoding, body)
+
+
+def _decompress(encoding: str | None, body: bytes) -> bytes:
+    import gzip
+
+    import brotli
+
+    return {"br": brotli.decompress, "gzip": gzip.decompress, None: bytes}[encoding](body)
+
+
+def page_config(html: bytes) -> dict:
+    import json
+    import re
+
+    return json.loads(re.search(rb"window\.gradio_config = (.*?);</script>", html, re.S).group(1))
+
+
+def test_the_page_and_its_config_are_compressed_when_the_browser_accepts_it(page_app):
+    url = page_app.local_url
+    for path in ("", "config"):
+        assert fetch(url + path, **{"accept-encoding": "gzip, deflate, br, zstd"})[0] == "br"  # Chromium's header
+        assert fetch(url + path, **{"accept-encoding": "gzip"})[0] == "gzip"
+        plain, body = fetch(url + path, **{"accept-encoding": "identity"})
+        assert plain is None and fetch(url + path, **{"accept-encoding": "br"})[1] == body  # the same bytes
+    # a JSON API answer without a file extension: Starlette's gzip
+    encoding, info = fetch(url + "gradio_api/info", **{"accept-encoding": "gzip, br"})
+    assert encoding == "gzip" and b'"/steps"' in info and len(info) > first_page.COMPRESS_FROM_BYTES
+    # Gradio's own middleware still does its files: Brotli, not our gzip in front of it
+    import re
+
+    script = re.search(rb'src="\./(assets/index-[^"]+\.js)"', fetch(url)[1]).group(1).decode()
+    assert fetch(url + script, **{"accept-encoding": "gzip, br"})[0] == "br"
+    assert fetch(url + script, **{"accept-encoding": "gzip"})[0] == "gzip"
+
+
+@pytest.mark.parametrize("headers, lang", [({"accept-language": "zh-CN,zh;q=0.9"}, "zh"),
+                                           ({"accept-language": "en-US,en;q=0.9"}, "en"),
+                                           ({"accept-language": "zh-CN", "cookie": "plm_lang=en"}, "en"),
+                                           ({"accept-language": "en", "cookie": "plm_lang=zh"}, "zh"),
+                                           ({}, "en")])
+def test_the_page_and_its_config_carry_only_the_learners_table(page_app, headers, lang):
+    """Reaches inside Gradio (demo/first_page.OneLanguage): if this fails after a Gradio upgrade, check that
+    ``I18n.translations_dict`` is still what ``Blocks.get_config_file`` stores in the app's config and what the
+    /config route sends, and that the page route still deep-copies the stored config (``get_page_config``)."""
+    import json
+
+    url = page_app.local_url
+    _, html = fetch(url, **headers, **{"accept-encoding": "br"})
+    assert page_config(html)["i18n_translations"] == {lang: TABLES[lang]}
+    _, config = fetch(url + "config", **headers, **{"accept-encoding": "gzip"})
+    assert json.loads(config)["i18n_translations"] == {lang: TABLES[lang]}
+    # Gradio's front end is told the same language (it reads navigator.language), so it looks in that one table
+    assert f'const lang = "{"zh-CN" if lang == "zh" else "en"}"'.encode() in html.split(b"</head>")[0]
+    # the app's own config still holds every table (the next page may be in the other language)
+    assert sorted(page_app.config["i18n_translations"]) == ["en", "zh"]
+
+
+def test_a_page_is_built_once_per_way_of_asking_then_served_from_memory(page_app, monkeypatch):
+    """demo/server/first_page.PageCache. Counts Gradio's page renders through ``gradio.routes.templates``, the
+    Jinja2Templates instance its page route calls (if a Gradio upgrade renames it, this test says so)."""
+    import uuid
+
+    from gradio import routes
+
+    assert hasattr(routes, "templates"), "gradio.routes no longer has its module-level `templates`"
+    rendered = []
+    render = routes.templates.TemplateResponse
+    monkeypatch.setattr(routes.templates, "TemplateResponse",
+                        lambda *args, **kwargs: rendered.append(1) or render(*args, **kwargs))
+    url, probe = page_app.local_url, f"?probe={uuid.uuid4().hex}"
+    chromium = {"accept-encoding": "gzip, deflate, br, zstd", "accept-language": "en-US"}
+    first = fetch(url + probe, **chromium)
+    assert fetch(url + probe, **chromium) == first and len(rendered) == 1  # the second from memory, the same bytes
+    assert first[0] == "br" and page_config(first[1])["i18n_translations"] == {"en": TABLES["en"]}
+    chinese = fetch(url + probe, **{**chromium, "accept-language": "zh-CN"})
+    assert page_config(chinese[1])["i18n_translations"] == {"zh": TABLES["zh"]} and len(rendered) == 2
+    assert fetch(url + probe, **{**chromium, "accept-encoding": "gzip"})[0] == "gzip" and len(rendered) == 3
+    proxied = fetch(url + probe, **chromium, **{"x-forwarded-host": "school.example", "x-forwarded-proto": "https"})
+    assert len(rendered) == 4 and proxied != first  # another address: Gradio's URLs are built from it
+    fetch(url + probe, **chromium, authorization="Basic eDp5")
+    fetch(url + probe, **chromium, authorization="Basic eDp5")
+    assert len(rendered) == 6  # with credentials: never from memory
+    monkeypatch.setattr(first_page, "PAGES_KEPT", 2)
+    for other in ("a", "b", "c"):
+        fetch(url + probe + other, **chromium)
+    assert len(rendered) == 9
+    fetch(url + probe + "c", **chromium)
+    fetch(url + probe + "a", **chromium)  # the least recently asked: dropped
+    assert len(rendered) == 10
+
+
+def test_gradio_still_compresses_files_by_extension_only():
+    """What demo/first_page.Compression relies on: Gradio's BrotliMiddleware picks what it compresses with
+    ``_is_compressible_file_type(scope)``, by extension, so the page and /config are ours to compress. If Gradio
+    renames it, Compression's split breaks; if Gradio starts compressing "/", our _PagesToo can go."""
+    from gradio.brotli_middleware import BrotliMiddleware
+
+    takes = BrotliMiddleware(None)._is_compressible_file_type
+    assert takes({"path": "/assets/index-abc.js"}) and takes({"path": "/theme.css"})
+    assert not takes({"path": "/"}) and not takes({"path": "/config"}) and not takes({"path": "/gradio_api/info"})
+
+
+def test_an_event_stream_is_neither_compressed_nor_held_back(page_app):
+    """An event's updates reach the browser one by one: the first arrives while the handler still waits, and the
+    stream goes uncompressed even to a client that accepts br and gzip."""
+    import json
+
+    import httpx
+
+    url = page_app.local_url
+    headers = {"accept-encoding": "gzip, deflate, br, zstd"}
+    with httpx.Client(timeout=60, headers=headers) as client:
+        event_id = client.post(url + "gradio_api/call/steps", json={"data": []}).json()["event_id"]
+        with client.stream("GET", f"{url}gradio_api/call/steps/{event_id}") as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            assert "content-encoding" not in stream.headers
+            lines = stream.iter_lines()
+            seen = []
+            for line in lines:  # the first update arrives while the handler is held
+                if line.startswith("data:") and "first" in line:
+                    break
+                seen.append(line)
+            else:
+                pytest.fail(f"no first update before the handler was released: {seen}")
+            assert not page_app.release.is_set()
+            page_app.release.set()
+            rest = [line for line in lines if line.startswith("data:")]
+    assert json.loads(rest[-1][len("data:"):]) == ["second"]
