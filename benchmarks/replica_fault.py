@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.live_app import free_port  # noqa: E402
+from tests.live_app import free_port, two_free_ports  # noqa: E402
 
 CHECK, PICKS = "ngram-cixing", ["词性", "磁性"]
 NGRAM = {"context": "的", "word": "词性"}
@@ -114,15 +114,7 @@ def main() -> int:
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="plm-fault-"))
-    port, first = free_port(), free_port()
-    while True:  # two consecutive free ports for the replicas
-        try:
-            import socket
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", first + 1))
-            break
-        except OSError:
-            first = free_port()
+    port, first = free_port(), two_free_ports()  # the replicas on first and first + 1
     url = f"http://127.0.0.1:{port}/plm/"
     script = subprocess.Popen(
         [sys.executable, str(ROOT / "scripts" / "serve_replicas.py"), "--replicas", "2", "--port", str(port),

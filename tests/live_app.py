@@ -24,6 +24,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def two_free_ports() -> int:
+    """A port p with p and p + 1 both free (scripts/serve_replicas.py numbers its replicas from --first-app-port)."""
+    for _ in range(50):
+        port = free_port()
+        with socket.socket() as other:
+            try:
+                other.bind(("127.0.0.1", port + 1))
+                return port
+            except OSError:
+                continue
+    raise RuntimeError("no two consecutive free ports")
+
+
 def closed_port() -> int:
     """A loopback port nobody listens on: connecting to it is refused at once (an unreachable Hub)."""
     return free_port()

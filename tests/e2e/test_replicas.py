@@ -15,7 +15,6 @@ import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -28,23 +27,10 @@ import pytest
 from core.text.i18n import text
 from tests.classroom_http import Client
 from tests.e2e.conftest import VIEWPORT
-from tests.live_app import ROOT, app_env, free_port
+from tests.live_app import ROOT, app_env, free_port, two_free_ports
 from tests.reverse_proxy import NGINX
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # two app processes, nginx, Chromium
-
-
-def two_free_ports() -> int:
-    """A port p with p and p + 1 both free (the script numbers its replicas from --first-app-port)."""
-    for _ in range(50):
-        port = free_port()
-        with socket.socket() as other:
-            try:
-                other.bind(("127.0.0.1", port + 1))
-                return port
-            except OSError:
-                continue
-    raise RuntimeError("no two consecutive free ports")
 
 
 class Replicas:
