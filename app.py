@@ -128,7 +128,7 @@ from demo.server.handlers import loaded_models  # noqa: E402
 from core.loading import resolve  # noqa: E402
 from core.loading.device import CHOICES as DEVICE_CHOICES, choose_device, device_label
 from core.text.limits import MAX_UPLOAD_BYTES
-from demo.kit import classroom
+from demo.kit import classroom, teacher
 from demo.attention import attention
 from demo.tasks import classify
 from demo.server import downloads
@@ -224,6 +224,7 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
         # Content on first open: each tab computes its default preset when selected; ?tab=…&preset=… deep-links.
         collector.wire(app, tabs)
         tour.wire(tour_box, collector)  # each stop checked against the tabs, and what it outlines tagged
+        teacher.wire(collector, tour_box, app)  # "Add to slides" and "Link to this view" in every preset bar (issue #54)
         your_turn.register_api()  # checks_list, check_setup, check_answer: for gradio_client and the page alike
         with gr.Accordion(label("app.status_title"), open=False):
             status = gr.Markdown()
@@ -297,10 +298,11 @@ def main(argv: list[str] | None = None) -> None:
         i18n=first_page.one_language(I18N),  # each page carries its learner's table only (demo/server/first_page.py)
         # every figure: SVG export, a Data table, keyboard, dark mode (demo/kit/figure_head.py); the "Your turn" checks
         # classroom's before your_turn's: it reads the fragment; reconnect: a server gone away (demo/kit/reconnect.py)
-        head=figure_head.HEAD + classroom.head() + your_turn.head() + reconnect.head(),
+        head=figure_head.HEAD + classroom.head() + your_turn.head() + reconnect.head() + teacher.head(),
         # compressed answers, the page in the learner's language (demo/server/first_page.py); the "Your turn" script at its
         # own address (fetched once, then cached)
-        app_kwargs={"middleware": first_page.middleware(), "routes": [your_turn.ROUTE, *classroom.ROUTES]},
+        app_kwargs={"middleware": first_page.middleware(),
+                    "routes": [your_turn.ROUTE, *classroom.ROUTES, *teacher.ROUTES]},
         max_file_size=MAX_UPLOAD_BYTES,
         show_error=True,
     )

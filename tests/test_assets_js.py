@@ -44,7 +44,7 @@ def test_no_script_is_left_in_a_python_string():
                     and ("=>" in node.value or "document." in node.value)):
                 found.append(f"{file.relative_to(ROOT)}:{node.lineno}")
     assert not found, found
-    assert presets.QUERY_LIMIT == 300
+    assert presets.QUERY_LIMIT == 2000  # a state link (demo/kit/state_links.LINK_LIMIT)
 
 
 def test_the_figure_script_gets_its_words_before_it_runs():

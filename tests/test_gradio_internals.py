@@ -150,6 +150,15 @@ def check_plotly_chunk():
     assert plotly_chunk(), "Gradio's front end no longer ships one PlotlyPlot-*.js"
 
 
+def check_plot_data():
+    from gradio.components.plot import PlotData
+
+    from demo.server.gradio_inside import plot_json
+
+    figure = gr.Plot().postprocess(__import__("plotly.graph_objects").graph_objects.Figure())
+    assert isinstance(figure, PlotData) and isinstance(plot_json(figure), str), "gr.Plot's output is no longer a PlotData"
+
+
 def check_session_state():
     import re
 
@@ -190,6 +199,7 @@ USES = [  # (what, where in demo/server/, the check)
     ("gr.Examples.input_component_props, .dataset.headers (replaced)", "gradio_inside.plain_example_props",
      check_examples),
     ("templates/frontend/assets/PlotlyPlot-*.js", "gradio_inside.plotly_chunk", check_plotly_chunk),
+    ("gradio.components.plot.PlotData", "gradio_inside.plot_json", check_plot_data),
 ]
 
 

@@ -4,5 +4,6 @@ the sampling controls and the HTML drawn at build. Imports core and the server's
 
 __all__ = [
     "figures", "figure_head", "text_size", "token_figures", "presets", "preset_bar", "preset_records", "lessons",
-    "tour", "i18n", "your_turn", "classroom", "sampling", "static_html", "scripts",
+    "tour", "i18n", "your_turn", "classroom", "teacher", "state_links", "deck", "sampling", "static_html",
+    "scripts",
 ]

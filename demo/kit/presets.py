@@ -48,6 +48,7 @@ Every string this module shows is in the ``presets`` section of assets/i18n/*.ya
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
@@ -64,6 +65,7 @@ from demo.kit.preset_bar import BAR_JS, BAR_TEMPLATE
 from demo.kit.scripts import script
 from demo.kit.preset_records import ASKED, OPENED
 from demo.server.result_cache import preset_result
+from demo.kit import state_links
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,10 @@ class View:
 
     def run(self, slug: str | None = None, select: bool = False, seed: object = None) -> dict:
         """The updates that show preset ``slug`` (default: the view's default): its inputs and its results."""
-        preset = self.with_seed(self.presets[self.runnable(slug or self.default)], seed)
+        return self.run_preset(self.with_seed(self.presets[self.runnable(slug or self.default)], seed), select)
+
+    def run_preset(self, preset: Preset, select: bool = False) -> dict:
+        """The updates that show ``preset`` (one of the view's, or one a state link made: demo/kit/state_links.py)."""
         if on_zero_gpu():
             self.fetch_checkpoints(preset)
         values, results = preset_result(self, preset)
@@ -238,8 +243,9 @@ class View:
         bar = gr.HTML("", html_template=BAR_TEMPLATE, js_on_load=BAR_JS, elem_classes=["preset-bar"], items=items,
                       title=in_every_language(label("presets.label")),
                       copy=in_every_language(label("presets.copy_link")),
-                      slot=in_every_language(label("presets.slot")))
+                      slot=in_every_language(label("presets.slot")), kit=None)  # demo/kit/teacher.py fills kit
         self.wire(bar.click, self._run_clicked, f"{self.api_prefix}_preset", inputs=[bar])
+        self.bar = bar  # the teacher's kit adds "Add to slides" and "Link to this view" to it (demo/kit/teacher.py)
         return bar
 
 
@@ -263,9 +269,9 @@ def unique(components) -> list:
 # ----------------------------------------------------------------------------------------------------------------
 # The app-wide registry: tab-open events and deep links
 
-# characters of a deep link's query read (?tab=…&preset=… needs under 100); the page's link router
-# (assets/link_router.js) reads as many
-QUERY_LIMIT = 300
+# characters of a deep link's query read (?tab=…&preset=… needs under 100; a state link of the teacher's kit up to
+# 2,000); the page's link router (assets/link_router.js) reads as many
+QUERY_LIMIT = 2000
 
 _CURRENT: "Registry | None" = None
 
@@ -349,6 +355,8 @@ class Registry:
         tab_id = query.get("tab") if query.get("tab") in self.tabs else first_tab
         view = self.find(tab_id, query.get("preset")) if query.get("preset") else None
         updates: dict = {}
+        if query.get("view") is not None and not query.get("preset"):  # a state link
+            return state_links.open_link(self, tab_id, query, request)
         if view is not None:
             updates.update(view.run_asked(query.get("preset"), select=True, request=request, seed=query.get("seed")))
         else:
@@ -384,7 +392,8 @@ class Registry:
         @friendly_errors
         def open_first_tab(request: gr.Request = None):
             query = dict(request.query_params) if request is not None else {}
-            if query.get("tab", first_tab) != first_tab or self.find(first_tab, query.get("preset")) is not None:
+            if (query.get("tab", first_tab) != first_tab or self.find(first_tab, query.get("preset")) is not None
+                    or query.get("view") is not None):
                 return {view.done: False for view in first_views}  # <tab>_deep_link fills the page instead
             return self.open_tab(first_tab, [False] * len(first_views), request)
 
@@ -415,13 +424,18 @@ class Registry:
 
             @friendly_errors
             def open_deep_link(search: str, request: gr.Request = None, tab_id=tab_id):
-                query = dict(parse_qsl(str(search or "").lstrip("?")[:QUERY_LIMIT]))  # at most ~150 fields
+                query = dict(parse_qsl(str(search or "").lstrip("?")[:QUERY_LIMIT]))  # at most ~1,000 fields
                 if query.get("tab") != tab_id:
                     return {tabs: gr.skip()}  # another tab's link (the browser sends each to its own tab's box)
                 updates = self.deep_link(query, first_tab, request)
                 updates[tabs] = gr.Tabs(selected=tab_id)
                 return updates
 
-            box.change(open_deep_link, box, unique([tabs] + [c for v in views for c in v.components()]),
-                       api_name=f"{tab_id}_deep_link", api_visibility="undocumented", show_progress="minimal",
-                       show_progress_on=[v.progress_on for v in views])
+            # First, at once, the link's tab and sub-tab; then its view computes (a minute, for a trainer).
+            switchers = unique(v.switcher for v in views if v.switcher is not None)
+            box.change(functools.partial(state_links.where_to, self, tabs), box, [tabs, *switchers],
+                       api_name=f"{tab_id}_deep_link_select", api_visibility="undocumented",
+                       show_progress="hidden", show_progress_on=[box]).then(  # no loading status on a layout
+                open_deep_link, box, unique([tabs] + [c for v in views for c in v.components()]),
+                api_name=f"{tab_id}_deep_link", api_visibility="undocumented", show_progress="minimal",
+                show_progress_on=[v.progress_on for v in views])

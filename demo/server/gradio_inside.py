@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import gradio
+from gradio.components.plot import PlotData
 from gradio.context import Context
 from gradio.i18n import I18nData
 
@@ -37,3 +38,9 @@ def plotly_chunk() -> str | None:
     Read from Gradio's package folder: the front end's file names are not an API."""
     found = sorted((Path(gradio.__file__).parent / "templates" / "frontend" / "assets").glob("PlotlyPlot-*.js"))
     return found[0].name if len(found) == 1 else None
+
+
+def plot_json(value) -> str | None:
+    """A plotly figure's JSON as a Plot output holds it after postprocessing (``PlotData``, which Gradio does not
+    export), for the teacher's one-click decks (demo/kit/teacher.py); None for any other value."""
+    return value.plot if isinstance(value, PlotData) else None
