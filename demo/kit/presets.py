@@ -48,7 +48,6 @@ Every string this module shows is in the ``presets`` section of assets/i18n/*.ya
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
@@ -431,9 +430,13 @@ class Registry:
                 updates[tabs] = gr.Tabs(selected=tab_id)
                 return updates
 
+            @friendly_errors
+            def select(search: str, request: gr.Request = None):
+                return state_links.where_to(self, tabs, search, request)
+
             # First, at once, the link's tab and sub-tab; then its view computes (a minute, for a trainer).
             switchers = unique(v.switcher for v in views if v.switcher is not None)
-            box.change(functools.partial(state_links.where_to, self, tabs), box, [tabs, *switchers],
+            box.change(select, box, [tabs, *switchers],
                        api_name=f"{tab_id}_deep_link_select", api_visibility="undocumented",
                        show_progress="hidden", show_progress_on=[box]).then(  # no loading status on a layout
                 open_deep_link, box, unique([tabs] + [c for v in views for c in v.components()]),
