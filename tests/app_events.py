@@ -146,5 +146,6 @@ def follow_link(blocks, search):
     from demo.kit.presets import QUERY_LIMIT
 
     events = deep_links(blocks)
-    tab = dict(parse_qsl(str(search or "").lstrip("?")[:QUERY_LIMIT])).get("tab")
+    search = str(search or "")[:QUERY_LIMIT]  # assets/link_router.js: location.search (with its "?") cut at the limit
+    tab = dict(parse_qsl(search.lstrip("?"))).get("tab")
     return events.get(tab, next(iter(events.values()))).fn(search)

@@ -8,6 +8,7 @@ dependency, so a circle closed by one is still a circle.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -348,3 +349,13 @@ def test_the_gradio_rule_can_fail(tmp_path):
     probe.write_text(source, encoding="utf-8")
     found = beyond_gradios_api({"demo.kit.probe": probe}, gradio_private_names())
     assert sorted({line.split(" ", 1)[0] for line in found}) == [f"probe.py:{n}" for n in (2, 3, 4, 5, 6)], found
+
+
+def test_every_browser_module_is_in_the_e2e_lane():
+    """The fast lane (-m "not e2e and not slow", README) runs no browser: every test module under tests/e2e/ marks its
+    tests e2e (a module left unmarked ran its Chromium tests in the fast lane)."""
+    modules = sorted((ROOT / "tests" / "e2e").glob("test_*.py"))
+    assert len(modules) >= 20, len(modules)
+    unmarked = [m.name for m in modules
+                if not re.search(r"^pytestmark = .*pytest\.mark\.e2e", m.read_text(encoding="utf-8"), re.M)]
+    assert unmarked == []

@@ -64,6 +64,6 @@ def test_an_unknown_plan_is_refused(client):
 
 
 def test_the_script_is_served_and_cached(client):
-    answer = client.get(kit.SCRIPT_PATH)
+    answer = client.get(kit.SCRIPT.path)
     assert answer.status_code == 200 and "window.plmKit" in answer.text
     assert "max-age" in answer.headers["cache-control"]

@@ -15,7 +15,6 @@ caller's language (``classroom.err.*``) and changes nothing. Rate limits: core/c
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import threading
@@ -40,12 +39,11 @@ from core.text.errors import LearnerError
 from core.text.i18n import LANGUAGES, text, using_language
 from demo.kit import static_html
 from demo.kit import your_turn
-from demo.kit.scripts import compact
+from demo.kit.scripts import Served, compact
 from demo.server.handlers import sig4_text
 from demo.kit.i18n import language_of
 
-SCRIPT = ASSETS_DIR / "classroom.js"
-LOADER = SCRIPT.with_name("classroom_loader.js")
+LOADER = ASSETS_DIR / "classroom_loader.js"
 CLEANUP_EVERY = 600  # seconds between sweeps of expired classes
 TOUCH_EVERY = 60  # a teacher's view marks its class active at most once a minute (a write)
 WORDS = ["title", "start", "starting", "code", "student_link", "teacher_link", "teacher_keep", "copy", "copied",
@@ -402,26 +400,12 @@ async def _serve(request: Request) -> Response:
         return JSONResponse({"error": error.message(lang)}, status_code=400, headers={"Cache-Control": "no-store"})
 
 
-async def _serve_script(request) -> Response:
-    return Response(script(), media_type="text/javascript; charset=utf-8",
-                    headers={"Cache-Control": "public, max-age=86400"})
-
-
-SCRIPT_PATH = "/classroom.js"
-ROUTES = [Route("/class/api/{action}", _serve, methods=["POST"]), Route(SCRIPT_PATH, _serve_script)]
+SCRIPT = Served("classroom", "/classroom.js")
+ROUTES = [Route("/class/api/{action}", _serve, methods=["POST"]), SCRIPT.route]
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # The page: <head> (words, the loader that takes the secret off the address) and the "Class" area above the tabs
-
-
-def script() -> str:
-    return compact(SCRIPT)
-
-
-@functools.lru_cache(maxsize=1)
-def _version() -> str:
-    return hashlib.sha256(script().encode()).hexdigest()[:12]
 
 
 def head() -> str:
@@ -429,7 +413,7 @@ def head() -> str:
     words = {lang: {key: text(f"classroom.{key}", lang) for key in WORDS} for lang in LANGUAGES}
     data = json.dumps({"words": words}, ensure_ascii=False).replace("</", "<\\/")
     return (f"<script>window.plmClassConfig = {data};\n{compact(LOADER)}</script>"
-            f'<script src="{SCRIPT_PATH.lstrip("/")}?v={_version()}"></script>')
+            + SCRIPT.tag())
 
 
 TEMPLATE = ('<details class="class-area"><summary class="class-summary"></summary>'

@@ -8,8 +8,12 @@ filled in here by :func:`script`; tests/test_assets_js.py parses every file with
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from pathlib import Path
+
+from starlette.responses import Response
+from starlette.routing import Route
 
 from core.loading.paths import ASSETS_DIR
 
@@ -33,3 +37,36 @@ def script(name: str, **fill: str) -> str:
             raise KeyError(f"assets/{name}.js has no {key} to fill")
         code = code.replace(key, value)
     return code
+
+
+class Served:
+    """A script of assets/ at an address of its own (the class's, the checks', the kit's): the browser fetches it
+    once and keeps it for a day; the page names it with its version (a hash of its text) in the address, so a
+    changed script is fetched anew. Inline in every page, it would be sent (escaped) with every page load.
+
+        KIT = Served("kit", "/plm-kit.js")
+        routes=[KIT.route]            # app.py: launch(app_kwargs={"routes": [...]})
+        head=... + KIT.tag()          # <script src="plm-kit.js?v=…">
+    """
+
+    def __init__(self, name: str, path: str):
+        self.name, self.path = name, path
+
+    @functools.cached_property
+    def code(self) -> str:
+        return compact(ASSETS_DIR / f"{self.name}.js")
+
+    @functools.cached_property
+    def version(self) -> str:
+        return hashlib.sha256(self.code.encode()).hexdigest()[:12]
+
+    def tag(self, defer: bool = False) -> str:
+        return f'<script src="{self.path.lstrip("/")}?v={self.version}"{" defer" if defer else ""}></script>'
+
+    async def _serve(self, request) -> Response:
+        return Response(self.code, media_type="text/javascript; charset=utf-8",
+                        headers={"Cache-Control": "public, max-age=86400"})
+
+    @property
+    def route(self) -> Route:
+        return Route(self.path, self._serve)

@@ -23,7 +23,6 @@ off screen with plotly.js, exports it, and posts the deck as above.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import re
 import threading
@@ -47,13 +46,13 @@ from demo.kit.figures import PLOTLY_CHUNK, SLIDE_EXPORT
 from demo.kit.i18n import in_every_language, label, language_of
 from demo.server.result_cache import preset_result
 from demo.kit.presets import Registry, View, unique
-from demo.kit.scripts import compact, script as kit_script
+from demo.kit.scripts import Served, compact, script as kit_script
 
 
-SCRIPT = ASSETS_DIR / "kit.js"
+SCRIPT = Served("kit", "/plm-kit.js")
 # a state link's &lang=: before anything draws, the page switches to that language (a <head> script)
 LANGUAGE_SCRIPT = ASSETS_DIR / "kit_language.js"
-SCRIPT_PATH, DECK_PATH, PLAN_PATH = "/plm-kit.js", "/plm-deck", "/plm-deck-plan"
+DECK_PATH, PLAN_PATH = "/plm-deck", "/plm-deck-plan"
 MAX_UPLOAD_BYTES = 48_000_000  # a deck's upload: 60 slides of ~0.6 MB PNG, base64
 PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 WORD_KEYS = ["added", "nothing_to_add", "link_copied", "link_too_long", "panel", "panel_empty", "download", "clear",
@@ -285,17 +284,7 @@ async def _plan(request: Request) -> Response:
     return JSONResponse(answer)
 
 
-@functools.lru_cache(maxsize=1)
-def script() -> str:
-    return compact(SCRIPT)
-
-
-async def _serve_script(request: Request) -> Response:
-    return Response(script(), media_type="text/javascript; charset=utf-8",
-                    headers={"Cache-Control": "public, max-age=86400"})
-
-
-ROUTES = [Route(SCRIPT_PATH, _serve_script), Route(DECK_PATH, _download, methods=["POST"]),
+ROUTES = [SCRIPT.route, Route(DECK_PATH, _download, methods=["POST"]),
           Route(PLAN_PATH, _plan)]
 
 
@@ -305,6 +294,4 @@ def head() -> str:
               "export": SLIDE_EXPORT, "chunk": PLOTLY_CHUNK, "deck": DECK_PATH.lstrip("/"),
               "plan": PLAN_PATH.lstrip("/"), "limit": state_links.LINK_LIMIT, "languages": LANGUAGES}
     data = json.dumps(config, ensure_ascii=False).replace("</", "<\\/")
-    version = hashlib.sha256(script().encode()).hexdigest()[:12]
-    return (f"<script>window.plmKitConfig = {data};\n{compact(LANGUAGE_SCRIPT)}</script>"
-            f'<script src="{SCRIPT_PATH.lstrip("/")}?v={version}" defer></script>')
+    return f"<script>window.plmKitConfig = {data};\n{compact(LANGUAGE_SCRIPT)}</script>" + SCRIPT.tag(defer=True)

@@ -24,16 +24,12 @@ about the learner is sent to the server), with a reset button. ``?check=<slug>``
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import json
 import math
 import re
 from typing import Any
 
 import gradio as gr
-from starlette.responses import Response
-from starlette.routing import Route
 
 from core import checks as registry
 from core.checks.base import TABS, Answer, Check, Setup, grade
@@ -41,11 +37,10 @@ from core.loading.paths import ASSETS_DIR
 from core.text.i18n import LANGUAGES, current_language, text, using_language
 from demo.server import downloads
 from demo.kit import static_html
-from demo.kit.scripts import compact
+from demo.kit.scripts import Served, compact
 from demo.server.handlers import friendly_errors, gpu_handler, sig4_text
 
-SCRIPT = ASSETS_DIR / "your_turn.js"
-LOADER = SCRIPT.with_name("your_turn_loader.js")
+LOADER = ASSETS_DIR / "your_turn_loader.js"
 STORAGE_KEY = "plm-checks"  # localStorage: {slug: {"tried": true, "right": bool}}
 # The page's words, sent once in <head> for both languages (the block is drawn by the browser).
 WORDS = ["title", "count", "open_hint", "input", "model", "settings", "prediction", "check", "checking",
@@ -232,26 +227,11 @@ def head() -> str:
               "tabs": {tab: {lang: tab_name(tab, lang) for lang in LANGUAGES} for tab in TABS}}
     data = json.dumps(config, ensure_ascii=False).replace("</", "<\\/")
     return (f"<script>window.plmYourTurnConfig = {data};\n{compact(LOADER)}</script>"
-            f'<script src="{SCRIPT_PATH.lstrip("/")}?v={_version()}"></script>')
+            + SCRIPT.tag())
 
 
-def script() -> str:
-    return compact(SCRIPT)
-
-
-@functools.lru_cache(maxsize=1)
-def _version() -> str:
-    """The script's version in its address, so a browser may keep it for a day and still gets a changed one."""
-    return hashlib.sha256(script().encode()).hexdigest()[:12]
-
-
-async def _serve_script(request) -> Response:
-    return Response(script(), media_type="text/javascript; charset=utf-8",
-                    headers={"Cache-Control": "public, max-age=86400"})
-
-
-SCRIPT_PATH = "/your_turn.js"
-ROUTE = Route(SCRIPT_PATH, _serve_script)  # app.py: launch(app_kwargs={"routes": [ROUTE]})
+SCRIPT = Served("your_turn", "/your_turn.js")
+ROUTE = SCRIPT.route  # app.py: launch(app_kwargs={"routes": [ROUTE]})
 
 
 # The block as first painted: one folded line, its words written by the script (from <head>, both languages), which

@@ -21,6 +21,7 @@ from core.text.i18n import text
 SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
 POPPLER = shutil.which("pdftotext") and shutil.which("pdftoppm") and shutil.which("pdffonts")
 CJK = re.compile(r"[\u4e00-\u9fff]")
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import time
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
@@ -16,8 +17,11 @@ import pytest
 from core.text.i18n import text
 from demo.kit import state_links
 from tests.app_events import views
+from tests.e2e import learner_path
 from tests.e2e.first_open import IDLE_JS
 
+pytestmark = pytest.mark.e2e
+SPREAD = "test"  # each test a unit of work of its own (tests/conftest.py): the two workers share them
 HEAVY = ("train", "finetune", "nnlm", "word2vec", "retrain", "why", "generate", "compare")  # minutes of training
 
 
@@ -28,7 +32,6 @@ def link_cases() -> list[tuple]:
     for view in views():
         if any(word in view.api_prefix for word in HEAVY):
             continue
-        defaults = state_links.defaults(view)
         for preset in reversed(list(view.presets.values())):
             if preset.values is None or preset.slug == view.default:
                 continue
@@ -36,7 +39,6 @@ def link_cases() -> list[tuple]:
             if state_links.changed(view, values):
                 by_tab.setdefault(view.tab, []).append((view, values))
                 break
-        del defaults
     cases, round_ = [], 0
     while len(cases) < 20 and any(round_ < len(v) for v in by_tab.values()):
         for tab_views in by_tab.values():
@@ -65,11 +67,9 @@ def copy_link(page, view) -> str:
     """Press the view's "Link to this view" and return the link it put in the address bar."""
     slug = next(iter(view.presets))
     bar = page.locator(f".preset-bar:has(button.preset-btn[data-slug='{slug}'])").filter(visible=True).first
-    before = page.url
     page.evaluate("() => history.replaceState(null, '', '?copied=0')")
     bar.locator("button.kit-btn[data-kit='link']").click()
     page.wait_for_function("() => new URLSearchParams(location.search).has('view')")
-    del before
     return page.url
 
 
@@ -85,14 +85,7 @@ def test_state_links_restore_every_input(browser, served_app, lang):
             page.evaluate("(href) => window.plmOpenLink(href)", link)
             page.wait_for_function(f"""() => [...document.querySelectorAll('button[role="tab"][aria-selected="true"]')]
                 .some((b) => b.dataset.tabId === {json.dumps(view.tab)})""")
-            asked = query(link)
-            # the tab shows first, then the view computes (a minute for some): copy until the inputs are back
-            for _ in range(60):
-                page.wait_for_timeout(1000)
-                page.wait_for_function(IDLE_JS)
-                again = query(copy_link(page, view))
-                if json.loads(again.get("in", "{}")) == json.loads(asked.get("in", "{}")):
-                    break
+            asked, again = query(link), restored(page, view, link)
             assert (again["tab"], again["view"], again["lang"]) == (view.tab, view.key, lang)
             assert json.loads(again.get("in", "{}")) == json.loads(asked.get("in", "{}")), view.api_prefix
             # and on screen: a text the link set shows in a box (a view's other texts may sit in another sub-tab)
@@ -106,6 +99,40 @@ def test_state_links_restore_every_input(browser, served_app, lang):
         context.close()
 
 
+def restored(page, view, link: str) -> dict:
+    """The view's own "Link to this view", copied until it holds the inputs of ``link`` again (the tab shows first,
+    then the view computes: a minute for some), for at most three minutes: the query it made."""
+    asked, give_up = query(link), time.monotonic() + 180
+    while True:
+        page.wait_for_function(IDLE_JS)
+        again = query(copy_link(page, view))
+        if json.loads(again.get("in", "{}")) == json.loads(asked.get("in", "{}")) or time.monotonic() > give_up:
+            return again
+
+
+@pytest.mark.timeout(600)
+def test_one_link_opens_a_view_with_its_inputs_a_check_and_a_class(browser, served_app):
+    """Issue #54 §5: a state link, ?check= (issue #51) and ?class= (issue #55) in one link, as a teacher sends it."""
+    from core import checks
+    from tests.classroom_http import Client
+
+    code = Client(served_app.url).ok("start")["code"]
+    view, values, _ = next(case for case in link_cases() if checks.checks_for(case[0].tab))
+    slug = checks.checks_for(view.tab)[0].slug
+    link = f"{state_links.state_link(view, values, 'en')}&check={slug}&class={code}"
+    assert len(served_app.url + link) < state_links.LINK_LIMIT
+    context, page = new_page(browser, served_app, "en")
+    try:
+        page.goto(served_app.url + link.lstrip("/"), wait_until="load")
+        page.locator(f".your-turn-check-{slug}[open] .yt-answer").wait_for()  # the check, open in its tab
+        page.get_by_role("button", name=text("classroom.join", "en", code=code)).wait_for()  # the class, to join
+        again = restored(page, view, link)
+        assert (again["tab"], again["view"]) == (view.tab, view.key)
+        assert json.loads(again.get("in", "{}")) == json.loads(query(link).get("in", "{}"))
+    finally:
+        context.close()
+
+
 def test_forged_links_open_the_defaults_with_one_message(browser, served_app):
     context, page = new_page(browser, served_app, "en")
     hostile = "<img src=x onerror=window.__pwned=1>"
@@ -115,15 +142,13 @@ def test_forged_links_open_the_defaults_with_one_message(browser, served_app):
                      "?tab=attention&view=steps&in=" + "%5B" * 900,
                      f"?tab=ngram&view=all&in={hostile}&lang={hostile}&seed={hostile}"]:
             page.evaluate("(href) => window.plmOpenLink(href)", link)
-            page.wait_for_timeout(800)
-            page.wait_for_function(IDLE_JS)
             toast = page.locator(".toast-body").filter(has_text=text("deck.link_broken", "en", detail="").split("(")[0])
             toast.first.wait_for()
             assert toast.count() == 1
             assert page.locator(".toast-body.error").count() == 0
             assert page.evaluate("() => window.__pwned") is None
             page.evaluate("() => document.querySelectorAll('.toast-close').forEach((b) => b.click())")
-            page.wait_for_timeout(300)
+            page.wait_for_function("() => !document.querySelector('.toast-body')")
     finally:
         context.close()
 
@@ -145,13 +170,18 @@ def test_a_link_shows_its_tab_before_its_view_computes(browser, served_app):
 
 
 def wait_for_slides(page, at_least: int) -> None:
-    """Until the deck in IndexedDB holds ``at_least`` slides (an async check: wait_for_function would take the
-    promise itself for a true value)."""
-    for _ in range(240):
-        if page.evaluate("() => window.plmKit.all().then((s) => s.length)") >= at_least:
-            return
-        page.wait_for_timeout(500)
-    raise AssertionError(f"the deck never held {at_least} slides")
+    """Until the deck in IndexedDB holds ``at_least`` slides. The store answers asynchronously: each check asks it
+    and reads the answer to the check before (wait_for_function would take a promise itself for a true value)."""
+    page.wait_for_function("""(n) => { window.plmKit.all().then((s) => { window.__slides = s.length; });
+        return (window.__slides || 0) >= n; }""", arg=at_least, polling=100)
+
+
+def open_preset(page, tab: str, slug: str) -> None:
+    """Open a preset's link in the page and wait until its results are on screen (its tab and sub-tab selected,
+    its text in a box, every visible figure and table filled: tests/e2e/learner_path.py)."""
+    target = next(t for t in learner_path.catalogue("zh-CN")[0] if (t.tab, t.slug) == (tab, slug))
+    page.evaluate("(href) => window.plmOpenLink(href)", target.link)
+    assert learner_path.problems(page, target) == []
 
 
 @pytest.mark.timeout(600)
@@ -162,9 +192,7 @@ def test_add_to_slides_reorder_delete_and_download(browser, served_app, tmp_path
     try:
         page.evaluate("() => window.plmKit.clear()")
         view = next(v for v in views() if (v.tab, v.key) == ("attention", "steps"))
-        page.evaluate("(href) => window.plmOpenLink(href)", "?tab=attention&preset=thinking-machines")
-        page.wait_for_timeout(800)
-        page.wait_for_function(IDLE_JS)
+        open_preset(page, "attention", "thinking-machines")
         bar = page.locator(".preset-bar:has(button.preset-btn[data-slug='thinking-machines'])").filter(visible=True)
         bar.first.locator("button.kit-btn[data-kit='slide']").click()
         wait_for_slides(page, 1)
@@ -174,20 +202,22 @@ def test_add_to_slides_reorder_delete_and_download(browser, served_app, tmp_path
         assert all("?tab=attention&view=steps&lang=zh" in s["link"] for s in slides)
         assert all(re.search(r"[\u4e00-\u9fff]", s["caption"]) for s in slides)
         count = len(slides)
-        # a second view, then move it first and delete one of the first view's
-        page.evaluate("(href) => window.plmOpenLink(href)", "?tab=ngram&preset=add-one")
-        page.wait_for_timeout(800)
-        page.wait_for_function(IDLE_JS)
+        # a second view's slide, moved up one place; then the last of the first view's deleted
+        open_preset(page, "ngram", "add-one")
         page.locator(".preset-bar:has(button.preset-btn[data-slug='add-one'])").filter(visible=True).first \
             .locator("button.kit-btn[data-kit='slide']").click()
         wait_for_slides(page, count + 1)
         page.locator(".kit-toggle").click()
+        page.locator(".kit-slide").nth(count).wait_for()  # the panel lists the new slide
         last = page.locator(".kit-slide").last
+        moved = last.get_attribute("data-id")
         last.locator("button[data-move='-1']").click()
-        page.wait_for_timeout(300)
-        page.locator(".kit-slide").first.locator("button[data-remove]").click()
-        page.wait_for_timeout(300)
+        page.wait_for_function("(id) => document.querySelectorAll('.kit-slide')[Math.max(0, "
+                               "document.querySelectorAll('.kit-slide').length - 2)].dataset.id === id", arg=moved)
+        page.locator(".kit-slide").last.locator("button[data-remove]").click()  # one of the first view's
+        page.wait_for_function("(n) => document.querySelectorAll('.kit-slide').length === n", arg=count)
         slides = page.evaluate("() => window.plmKit.all()")
+        assert len(slides) == count and moved in {str(s["id"]) for s in slides}
         with page.expect_download() as download:
             page.locator(".kit-download").click()
         path = tmp_path / "deck.pptx"
