@@ -1,6 +1,7 @@
 // A <head> script (demo/kit/reconnect.py puts window.plmReconnectConfig = {words: {en, zh}} before it).
 // When the server behind this page went away (a replica killed or restarted behind nginx, docs/DEPLOY.md; a restart
-// of a single server), the page's Gradio session went with it. On the learner's next press (at most every 10 s),
+// of a single server), the page's Gradio session went with it. On the learner's next press (at most one check every
+// 10 s: a press sooner is answered when the 10 s are up),
 // and when the tab comes back into view, the page asks the server's app_id (Gradio's own /app_id route, a random
 // number per app process) and compares it with the one it was built by:
 // - no answer: a banner says the connection is lost and that it is reconnecting, and it asks again every 2 s;
@@ -49,7 +50,14 @@
     show("moved", true);
     setTimeout(() => location.reload(), RELOAD_AFTER_MS);
   };
-  const soon = () => { if (Date.now() - last >= CHECK_EVERY_MS && !banner) check(); };
+  // a press within 10 s of the last check is not dropped: the check comes when the 10 s are up
+  let waiting = null;
+  const soon = () => {
+    if (banner || waiting) return;
+    const wait = CHECK_EVERY_MS - (Date.now() - last);
+    if (wait <= 0) { check(); return; }
+    waiting = setTimeout(() => { waiting = null; if (!banner) check(); }, wait);
+  };
   document.addEventListener("pointerdown", soon, true);
   document.addEventListener("keydown", soon, true);
   document.addEventListener("visibilitychange", () => { if (document.visibilityState === "visible") soon(); });
