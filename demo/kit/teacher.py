@@ -87,8 +87,7 @@ def _wire_tab(tab_id: str, views: list[View]) -> None:
     """One snapshot event per tab (not one per view: Gradio's front end pays for every event when the page opens).
     Each view's preset bar gets the kit's two buttons; a press asks the tab's hidden desk (assets/kit_desk.js), which
     sends "<mode>:<view key>" with the inputs of the tab's views, and gets the slide's words back as its value."""
-    sent = {view.key: [c for c in view.inputs if state_links.linked(c)] for view in views}  # not what is only shown
-    every = unique(c for view in views for c in sent[view.key])
+    every = unique(c for view in views for c in view.inputs if state_links.linked(c))  # not what is only shown
     by_key = {view.key: view for view in views}
     for view in views:
         view.bar.props["kit"] = {"tab": tab_id, "view": view.key, **{
