@@ -84,6 +84,8 @@ def test_a_preset_link_its_figure_and_a_csv_download_through_the_proxy(page, pro
 def test_a_hub_download_shows_its_progress_through_the_proxy(page, proxied, hub):
     hub.stall.add("model.safetensors")  # half the weights arrive, then nothing until released
     page.goto(proxied + "?tab=ner", wait_until="load")
+    # the link computes the tab's defaults, whose outputs include the picker: a learner reads the page before typing
+    page.wait_for_function(FULL_JS)
     picker = visible(page.locator(".checkpoint-picker input"))
     picker.fill(REPO)
     picker.press("Enter")
