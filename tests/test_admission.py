@@ -114,7 +114,7 @@ def test_behind_the_trusted_proxy_each_forwarded_address_has_its_own_share(serve
 
 
 def test_in_process_the_cap_counts_an_address_s_waiting_and_running_events_and_refuses_beyond_it():
-    """limit_addresses on a stand-in for Gradio's queue, without a server (the fast lane's check of this module):
+    """admit() on a stand-in for Gradio's queue, without a server (the fast lane's check of this module):
     an address's events are counted waiting and running; at the cap its join is refused with 429, Retry-After and
     the message in the request's language; another address, and a request without a client, pass to the queue."""
     from types import SimpleNamespace
@@ -139,7 +139,7 @@ def test_in_process_the_cap_counts_an_address_s_waiting_and_running_events_and_r
     queue = SimpleNamespace(push=push, active_jobs=[None, [event("10.0.0.1")]],
                             event_queue_per_concurrency_id={"trainers": SimpleNamespace(
                                 queue=[event("10.0.0.1"), event("10.0.0.2"), event(None)])})
-    admission.limit_addresses(SimpleNamespace(_queue=queue), limit=2)
+    admission.admit(SimpleNamespace(_queue=queue), per_address=2)
     assert [admission.address_events(queue, a) for a in ("10.0.0.1", "10.0.0.2", "10.0.0.3")] == [2, 1, 0]
     for language, start in [("zh-CN,zh;q=0.9", "来自你的地址的请求太多"), ("en-US", "Too many requests from your address:")]:
         with pytest.raises(HTTPException) as refused:

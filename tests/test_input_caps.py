@@ -2,7 +2,7 @@
 (issue #31, required point 6).
 
 The caps live in core/text/limits.py; each gr.Textbox declares one as its max_length, and the server refuses a longer
-value from any client before a handler runs (demo/server/input_caps.py, called from demo/server/serving.py). Calls go through
+value from any client before a handler runs (demo/server/serving.py: check_caps, called from guard_api). Calls go through
 the built app's own ``process_api`` (what Gradio's routes call for the browser and for API clients alike), so the
 messages checked are what a client receives. Echoes are cut in one place, LearnerError's fields (core/text/errors.py).
 """
@@ -20,7 +20,7 @@ from core.text import limits
 from core.text.errors import UserInputError, echo
 from core.text.i18n import text, using_language
 from demo.server.handlers import component_name
-from demo.server.input_caps import TOO_LONG, cap_of
+from demo.server.serving import TOO_LONG, cap_of
 from tests import app_events
 from tests.conftest import run_async
 from core.loading import resolve

@@ -12,7 +12,7 @@ import pytest
 from gradio.state_holder import SessionState
 from gradio.utils import error_payload
 
-from demo.server import serving
+from demo.server import admission, serving
 from tests.conftest import run_async
 from core.loading import resolve
 
@@ -101,7 +101,7 @@ def fake_queue(events_by_session: dict[str, int], running: dict[str, int]):
 
 def test_one_session_cannot_hold_more_than_eight_events_and_others_are_admitted():
     blocks, pushed = fake_queue({"greedy": 0, "other": 1}, {"greedy": 1})
-    serving.limit_sessions(blocks, limit=8)
+    admission.admit(blocks, per_session=8)
     push = blocks._queue.push
     body = lambda session: types.SimpleNamespace(session_hash=session)  # noqa: E731
     results = [run_async(push(body("greedy"), None)) for _ in range(20)]

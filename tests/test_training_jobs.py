@@ -138,7 +138,7 @@ def test_trainers_share_one_bounded_concurrency_group():
 
 
 def test_queued_runs_of_the_session_are_replaced_by_a_new_one():
-    from demo.server import serving
+    from demo.server import admission
 
     event = lambda session: types.SimpleNamespace(session_hash=session, _id=f"{session}-{id(object())}",  # noqa: E731
                                                   alive=True)
@@ -152,7 +152,7 @@ def test_queued_runs_of_the_session_are_replaced_by_a_new_one():
     queue.remove_from_queue = remove_from_queue
     queue.send_message = lambda e, message: sent.append((e.session_hash, message))
     running = jobs.TRAINING.start("s1")
-    replaced = run_async(serving.replace_training(queue, "s1"))
+    replaced = run_async(admission.replace_training(queue, "s1"))
     assert replaced == 3 and [e.session_hash for e in waiting] == ["s2"]
     assert running.stop_reason() == jobs.REPLACED
     assert [s for s, _ in sent] == ["s1", "s1"]

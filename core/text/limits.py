@@ -9,7 +9,7 @@ MAX_GENERATE = 500  # tokens one generation may add (the LSTM and GPT tabs)
 MAX_SCORED_TOKENS = 200  # tokens of one sentence the n-gram tab scores: each is a factor, a table row and a bar
 
 # Free-text boxes. Each gr.Textbox declares one of these as its max_length (the browser stops typing there), and the
-# server refuses a longer value from any client with a message naming the box and the cap (demo/server/input_caps.py).
+# server refuses a longer value from any client with a message naming the box and the cap (demo/server/serving.py, check_caps).
 # They keep what a view echoes bounded; the views' own, tighter limits (a 300-character LSTM strip, ≤ 20 words)
 # still apply with their own messages.
 MAX_WORD_CHARS = 100  # a box for one word

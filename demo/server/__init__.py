@@ -4,5 +4,5 @@ beyond its public API (tests/test_import_graph.py); tests/test_gradio_internals.
 """
 
 __all__ = [
-    "admission", "serving", "downloads", "result_cache", "batching", "input_caps", "first_page", "handlers",
+    "admission", "serving", "downloads", "result_cache", "batching", "first_page", "handlers", "gradio_inside",
 ]

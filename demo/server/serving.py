@@ -5,12 +5,9 @@
 * **API errors.** Gradio's own messages for a malformed API call name Python objects
   (``<gradio.components.dropdown.Dropdown object at 0x…>``, ``Original error: TypeError``). ``guard_api`` checks the
   number of values first and, when a value cannot be read, says which parameter (by its API name) and what it wants.
-  Text longer than its box's cap is refused before any handler runs (demo/server/input_caps.py).
-* **Queue fairness.** ``limit_sessions`` caps the events one browser session (``session_hash``) may have waiting or
-  running at MAX_EVENTS_PER_SESSION; beyond it the request is refused at once with SESSION_BUSY, so one client cannot
-  fill the shared queue and other users are always admitted (Gradio's queue itself only has a global ``max_size``).
-  A new training run from a session replaces that session's queued and running ones (``replace_training``).
-  A client that invents sessions is bounded per address instead (demo/server/admission.py: HTTP 429 beyond 16 events).
+  Text longer than its box's cap is refused before any handler runs (``check_caps``).
+* **Queue fairness:** demo/server/admission.py (per address and per session; a new training run replaces the
+  session's older ones).
 * **Uploads.** DELETE_CACHE goes to gr.Blocks(delete_cache=...): Gradio deletes cached uploads once that old.
 * **Per-block work.** Gradio inspects a component class's ``__init__`` for every component it constructs and for
   every block each time it builds a config: three times at start, and once per new browser session (its copy of
@@ -43,15 +40,14 @@ from gradio import networking
 from gradio.blocks import _get_api_parameter_name
 from gradio.utils import get_function_params
 
-from core.loading import jobs
 from core.text.errors import UserInputError, echo
+from core.text.limits import MAX_CUSTOM_CHOICE_CHARS
 from core.text.i18n import text, using_language
 from demo.server import admission
-from demo.server.handlers import TRAIN_QUEUE, UnreadableValue
-from demo.server.input_caps import check_caps
+from demo.server.admission import client_error
+from demo.server.handlers import UnreadableValue, component_name
 
-MAX_EVENTS_PER_SESSION = 8  # queued or running events one browser session may hold
-QUEUE_MAX_SIZE = 1024  # the whole queue; one session fills at most MAX_EVENTS_PER_SESSION of it
+QUEUE_MAX_SIZE = 1024  # the whole queue; one session fills at most admission.MAX_EVENTS_PER_SESSION of it
 # Gradio keeps the files it cached (uploads, generated files) until the server stops unless told otherwise;
 # here: checked every 10 minutes, deleted once older than an hour.
 DELETE_CACHE = (600, 3600)
@@ -67,10 +63,8 @@ def _url_ok(url: str) -> bool:
 
 
 # Messages (keys into assets/i18n/*.yaml, section common), in the language of the request that caused them.
-SESSION_BUSY = "common.session_busy"
 WRONG_ARITY = "common.api_wrong_arity"
 BAD_VALUE = "common.api_bad_value"
-REPLACED_IN_QUEUE = "common.replaced_in_queue"
 _REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>")
 
 
@@ -78,9 +72,28 @@ _REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>")
 # Readable API errors
 
 
-def _error(message: str, lang: str | None = None) -> gr.Error:
-    """An error for the client, titled in the learner's language (Gradio's default title is "Error")."""
-    return gr.Error(message, title=text("common.error_title", lang), print_exception=False)
+TOO_LONG = "common.too_long_input"
+
+
+def cap_of(component) -> int | None:
+    """The most characters a component takes as typed text, or None when it takes no free text. A gr.Textbox's
+    ``max_length`` (one of the caps in core/text/limits.py) only stops typing in the browser; a script calling the API
+    sends what it likes. A checkpoint picker takes a typed Hub id too (allow_custom_value), so it has a cap as well."""
+    if isinstance(component, gr.Textbox):
+        return component.max_length
+    if isinstance(component, gr.Dropdown) and component.allow_custom_value and not component.multiselect:
+        return MAX_CUSTOM_CHOICE_CHARS
+    return None
+
+
+def check_caps(components, payloads) -> None:
+    """Raise UserInputError (TOO_LONG) for the first text payload longer than its component's cap: one message that
+    names the box and the cap and repeats none of the text. ``guard_api`` calls it on every event's raw values."""
+    for component, payload in zip(components, payloads):
+        cap = cap_of(component)
+        if cap is not None and isinstance(payload, str) and len(payload) > cap:
+            raise UserInputError(TOO_LONG, name=component_name(component), limit=f"{cap:,}",
+                                 chars=f"{len(payload):,}")
 
 
 def _parameter_names(block_fn) -> list[str]:
@@ -173,8 +186,8 @@ def _bad_value(block_fn, inputs: list, exc: Exception) -> gr.Error:
                               wants=_wants(component))
             else:
                 reason = text("common.api_expected", wants=_wants(component), given=type(payload).__name__)
-            return _error(text(BAD_VALUE, name=names[index], reason=reason))
-    return _error(text(BAD_VALUE, name=", ".join(names) or text("common.api_the_input"),
+            return client_error(text(BAD_VALUE, name=names[index], reason=reason))
+    return client_error(text(BAD_VALUE, name=", ".join(names) or text("common.api_the_input"),
                        reason=text("common.api_unreadable", error=type(exc).__name__)))
 
 
@@ -190,17 +203,17 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
                 message = text(WRONG_ARITY, expected=len(block_fn.inputs), names=names, got=len(inputs))
             else:
                 message = text("common.api_not_a_list", expected=len(block_fn.inputs), names=names)
-            raise _error(message)
+            raise client_error(message)
         names = None
         for index, (component, payload) in enumerate(zip(block_fn.inputs, inputs)):
             if not getattr(component, "stateful", False) and _wrong_type(component, payload):
                 names = names or _parameter_names(block_fn)
                 reason = text("common.api_expected", wants=_wants(component), given=type(payload).__name__)
-                raise _error(text(BAD_VALUE, name=names[index], reason=reason))
-        try:  # text over its box's cap never reaches a handler, whoever sent it (demo/server/input_caps.py)
+                raise client_error(text(BAD_VALUE, name=names[index], reason=reason))
+        try:  # text over its box's cap never reaches a handler, whoever sent it (check_caps)
             check_caps(block_fn.inputs, inputs)
         except UserInputError as too_long:
-            raise _error(too_long.message()) from None
+            raise client_error(too_long.message()) from None
         try:
             return await preprocess_data(block_fn, inputs, state, explicit_call)
         except Exception as exc:  # noqa: BLE001 - gr.Error from a component included: it does not say which input
@@ -222,70 +235,6 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
 
     app.process_api = in_language
     return app
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Queue fairness
-
-
-def session_events(queue, session: str) -> int:
-    """How many events of one session are waiting in Gradio's queue or running now."""
-    waiting = sum(1 for events in queue.event_queue_per_concurrency_id.values() for event in events.queue
-                  if event.session_hash == session)
-    running = sum(1 for jobs in queue.active_jobs if jobs for event in jobs if event.session_hash == session)
-    return waiting + running
-
-
-def limit_sessions(app: gr.Blocks, limit: int = MAX_EVENTS_PER_SESSION) -> None:
-    """Refuse a session's events beyond ``limit`` waiting or running, before they take a place in the queue.
-
-    Gradio 6's queue (gradio/queueing.py) has one global ``max_size`` and no per-session limit, so ``Queue.push``
-    is wrapped: it counts the session's events in the queue and among the active jobs (nothing is stored, so
-    nothing can leak when events end, fail or are cancelled) and answers HTTP 400 with SESSION_BUSY beyond the
-    cap. A client that invents a new session id per request is not stopped by this; the queue's global max_size
-    (set large, QUEUE_MAX_SIZE) is the backstop."""
-    queue = app._queue
-    push = queue.push
-
-    @functools.wraps(push)
-    async def fair_push(body, request, username=None):
-        session = getattr(body, "session_hash", None)
-        from demo.kit.i18n import language_of
-
-        lang = language_of(request)
-        if session and _is_training(app, body):
-            await replace_training(queue, session, lang)
-        if session:
-            waiting = session_events(queue, session)
-            if waiting >= limit:
-                return False, text(SESSION_BUSY, lang, waiting=waiting), "error"
-        return await push(body, request, username)
-
-    queue.push = fair_push
-
-
-def _is_training(app: gr.Blocks, body) -> bool:
-    fn = app.fns.get(body.fn_index) if isinstance(getattr(body, "fn_index", None), int) else None
-    return fn is not None and fn.concurrency_id == TRAIN_QUEUE["concurrency_id"]
-
-
-async def replace_training(queue, session: str, lang: str | None = None) -> int:
-    """A new training run from ``session`` replaces its older ones: the running one is told to stop (it ends at its
-    next step with a message), queued ones leave the queue with the same message. Returns how many were replaced."""
-    from gradio.server_messages import ProcessCompletedMessage
-    from gradio.utils import error_payload
-
-    stale = [event for event in queue.event_queue_per_concurrency_id.get(TRAIN_QUEUE["concurrency_id"],
-                                                                          _NO_EVENTS).queue
-             if event.session_hash == session]
-    for event in stale:
-        await queue.remove_from_queue(event._id)
-        refused = _error(text(REPLACED_IN_QUEUE, lang), lang)
-        queue.send_message(event, ProcessCompletedMessage(output=error_payload(refused, True), success=False))
-    return len(stale) + int(jobs.TRAINING.cancel(session))
-
-
-_NO_EVENTS = type("NoEvents", (), {"queue": ()})()
 
 
 def patient_url_ok(url: str, seconds: float | None = None) -> bool:
@@ -433,12 +382,11 @@ def lazy_session_configs() -> None:
 
 
 def serve(app: gr.Blocks, per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
-    """Everything above, applied to the built app (call after ``app.queue(...)``), and the per-address cap
-    (demo/server/admission.py), checked before the per-session one."""
+    """Everything above, applied to the built app (call after ``app.queue(...)``), and the queue's admission
+    (demo/server/admission.py: per address, then per session)."""
     guard_api(app)
     typed_choices(app)
-    limit_sessions(app)
-    admission.limit_addresses(app, per_address)
+    admission.admit(app, per_address)
     networking.url_ok = patient_url_ok  # read by Blocks.launch at call time
     lazy_session_configs()
     return app
