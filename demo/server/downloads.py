@@ -301,7 +301,7 @@ def model_event(trigger: Callable, models: dict[str, object], fn: Callable, inpu
     first = {key: options.pop(key) for key in TRIGGER_OPTIONS if key in options}
     # A results column among the outputs (hidden while a card stands in) is no progress target: the browser would
     # walk and copy the whole column on every status message (tests/test_app.py: loading statuses stay small).
-    leaves = [output for output in outputs if not isinstance(output, gr.blocks.BlockContext)]
+    leaves = [output for output in outputs if isinstance(output, gr.components.Component)]  # no Row, Column
     if len(leaves) < len(outputs):
         options.setdefault("show_progress_on", leaves)
     first.setdefault("show_progress_on", options.get("show_progress_on", leaves))

@@ -9,7 +9,6 @@ from pathlib import Path
 import gradio
 from gradio.components.plot import PlotData
 from gradio.context import Context
-from gradio.i18n import I18nData
 
 
 def current_block():
@@ -18,9 +17,12 @@ def current_block():
     return Context.block
 
 
+_TRANSLATION = type(gradio.I18n()("key"))  # what gr.I18n(...)(key) returns: a class Gradio does not export
+
+
 def is_translation(value) -> bool:
-    """Whether ``value`` is what ``gr.I18n(...)(key)`` returns (``I18nData``, a class Gradio does not export)."""
-    return isinstance(value, I18nData)
+    """Whether ``value`` is what ``gr.I18n(...)(key)`` returns (a label the page translates), not a plain string."""
+    return isinstance(value, _TRANSLATION)
 
 
 def plain_example_props(examples: gradio.Examples) -> None:

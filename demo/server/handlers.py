@@ -403,7 +403,7 @@ def csv_download(table: gr.Dataframe, name: str) -> gr.Button:
     return button
 
 
-def add_csv_downloads(root: gr.blocks.BlockContext, prefix: str) -> list[gr.Button]:
+def add_csv_downloads(root: gr.Blocks | gr.Tab, prefix: str) -> list[gr.Button]:
     """Give every result table (a gr.Dataframe not made for input) under ``root`` a CSV download button, placed
     right after it in its row or column (demo.server.handlers.csv_download). The Registry calls it on each built tab, so a
     tab needs no code of its own for it."""
