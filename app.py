@@ -197,10 +197,10 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
     # delete_cache: uploads and generated files are removed once an hour old (checked every 10 minutes).
     with gr.Blocks(title="PLM Explorer", delete_cache=serving.DELETE_CACHE) as app:
         # A slow tab (BERT on CPU) must not starve the quick ones: each event gets its own small concurrency
-        # budget, and the queue bounds how much work can pile up; serving caps each session at 8 waiting events,
-        # so one client cannot fill the queue, and turns malformed API calls into short messages. Set before any
-        # component exists: queue() rebuilds Gradio's app and its config (0.39 s with the ~1,000 blocks in a profile
-        # of the start, 0.11 s before them).
+        # budget, and the queue bounds how much work can pile up; admission caps each address at 16 and each session
+        # at 8 waiting events, so one client cannot fill the queue; serving turns malformed API calls into short
+        # messages. Set before any component exists: queue() rebuilds Gradio's app and its config (0.39 s with the
+        # ~1,000 blocks in a profile of the start, 0.11 s before them).
         app.queue(default_concurrency_limit=4, max_size=serving.QUEUE_MAX_SIZE)
         with gr.Row(equal_height=True):
             with gr.Column(scale=5):
