@@ -5,7 +5,7 @@
     python scripts/ladder_heldout.py --bytes-only          # add or refresh the per-byte columns of the file as it is
 
 For each rung: bits per character and perplexity on the whole held-out split (core.recurrent.lstm.split_text, the last 5%, read
-as one stream), the same on its first SUBSET_CHARS characters (tests/test_ladder.py recomputes that figure),
+as one stream), the same on its first SUBSET_CHARS characters (tests/ladder/test_ladder.py recomputes that figure),
 parameters (weights, or stored counts for an n-gram), training time and data; and per byte: the UTF-8 bytes of the
 characters scored, bits per byte = bits/char × characters/bytes, and the tokenizer the rung reads with. Training time
 is CPU time on one thread: the n-gram's counting pass at its order, measured here; for the RNN and LSTM, whose script

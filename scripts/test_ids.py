@@ -6,7 +6,8 @@
 
 A test that is removed must be merged into one that asserts the same thing: tests/merged_tests.txt names, for each
 removed id, the id that now holds its assertions (one ``old id -> new id`` a line; ``#`` starts a comment).
-``compare`` fails when a removed id is not listed there, or its new id is not among the ids after.
+``compare`` fails when a removed id is not listed there, or its new id is not among the ids after. A test whose file
+moved to another folder of tests/ (same file name, same test) is counted as moved, not removed.
 The junit reports come from ``python -m pytest --junitxml=FILE``.
 """
 from __future__ import annotations
@@ -48,11 +49,21 @@ def ids_in(file: str) -> set[str]:
     return {line.strip() for line in Path(file).read_text(encoding="utf-8").splitlines() if "::" in line}
 
 
+def in_any_folder(test_id: str) -> str:
+    """A test id without its file's folders: the same test, moved to another folder of tests/."""
+    path, sep, rest = test_id.partition("::")
+    return Path(path).name + sep + rest
+
+
 def compare(before_file: str, after_file: str) -> int:
     before, after = ids_in(before_file), ids_in(after_file)
     removed, added, where = sorted(before - after), sorted(after - before), merged()
+    moved_to = {in_any_folder(new): new for new in added}
+    moved = {old: moved_to[in_any_folder(old)] for old in removed if in_any_folder(old) in moved_to}
+    removed = [old for old in removed if old not in moved]
+    added = [new for new in added if new not in moved.values()]
     print(f"before: {len(before)} test ids; after: {len(after)}; kept: {len(before & after)}; "
-          f"removed: {len(removed)}; added: {len(added)}")
+          f"moved to another folder: {len(moved)}; removed: {len(removed)}; added: {len(added)}")
     lost = []
     for old in removed:
         new = where.get(old)

@@ -1,6 +1,6 @@
 """What the built app calls: every event's handler, as wired (app.build_app()), and the views its preset events run.
 
-Shared by tests/test_gpu_handler.py (which handlers run a model), tests/test_space_card.py (which checkpoints the
+Shared by tests/server/test_gpu_handler.py (which handlers run a model), tests/test_space_card.py (which checkpoints the
 presets name) and the tests that leave the trainers out (``trainers``).
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Talking to a running app's class API (demo/kit/classroom.py) the way the page does: POST /class/api/<action> with a
-JSON body. Shared by tests/test_classroom_http.py, tests/e2e/test_classroom_browser.py and benchmarks/class_load.py.
+JSON body. Shared by tests/classroom/test_classroom_http.py, tests/e2e/test_classroom_browser.py and benchmarks/class_load.py.
 """
 from __future__ import annotations
 

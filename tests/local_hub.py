@@ -1,4 +1,4 @@
-"""What the loading tests share (tests/test_resolve.py, tests/test_registry.py), besides conftest.py's ``server`` (a
+"""What the loading tests share (tests/loading/test_resolve.py, tests/loading/test_registry.py), besides conftest.py's ``server`` (a
 fresh local Hub) and ``mlm_folder``: going offline as a restart would, comparing what two loads predict, and running
 a load in a thread."""
 from __future__ import annotations

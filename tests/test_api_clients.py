@@ -84,7 +84,7 @@ def test_elmo_layers_weighted_sum_through_the_api(client):
 @pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_overview_ladder_through_the_api_equals_core(client):
     """The ladder scores one text through every rung; the API's totals are core.ladder.ladder's (whose rungs are checked
-    against each tab's own model and a hand count in tests/test_ladder.py)."""
+    against each tab's own model and a hand count in tests/ladder/test_ladder.py)."""
     from core.ladder import ladder
 
     text = "Call me Ishmael."
@@ -101,7 +101,7 @@ def test_overview_ladder_through_the_api_equals_core(client):
 @pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
 def test_transformer_base_parameters_from_the_seed_shape(client):
     """Seed §11: N = 6 + 6 layers, d_model = 512, 8 heads, FFN 2048, a shared 37,000-token vocabulary. The total is
-    checked independently in tests/test_transformer.py against torch.nn.Transformer's own module count."""
+    checked independently in tests/transformer/test_transformer.py against torch.nn.Transformer's own module count."""
     summary, table, plot = client.predict(6, 6, 512, 8, 2048, 37000, True, api_name="/transformer_base_params")
     assert "63,082,496" in summary
     d, d_ff = 512, 2048

@@ -163,7 +163,7 @@ def test_no_module_getattr_shim_and_no_re_export():
 
 def test_one_bounded_cache_class():
     """Bounded caches are core/loading/cache.py's BoundedCache (or functools.lru_cache with a maxsize, checked in
-    tests/test_caches.py): no hand-written OrderedDict-and-lock cache elsewhere."""
+    tests/loading/test_caches.py): no hand-written OrderedDict-and-lock cache elsewhere."""
     users = [str(file.relative_to(ROOT)) for file in source_files(PRODUCT).values()
              if "OrderedDict" in file.read_text(encoding="utf-8")]
     assert users == ["core/loading/cache.py"]
@@ -359,3 +359,14 @@ def test_every_browser_module_is_in_the_e2e_lane():
     unmarked = [m.name for m in modules
                 if not re.search(r"^pytestmark = .*pytest\.mark\.e2e", m.read_text(encoding="utf-8"), re.M)]
     assert unmarked == []
+
+
+def test_the_tests_mirror_the_packages():
+    """Every folder of tests/ that holds tests names a package of core/ or demo/ (tests/e2e: the browser tests), so a
+    chapter's tests sit where its code does; the app-wide tests stay at tests/."""
+    folders = {path.parent.name for path in (ROOT / "tests").glob("*/test_*.py")}
+    packages = {path.parent.name for side in ("core", "demo") for path in (ROOT / side).glob("*/__init__.py")}
+    assert len(folders) >= 17 and len(packages) >= 17  # both sides were read
+    assert sorted(folders - packages - {"e2e"}) == []
+    moved = sum(1 for _ in (ROOT / "tests").glob("*/test_*.py"))
+    assert moved > 2 * sum(1 for _ in (ROOT / "tests").glob("test_*.py"))  # most tests are in a package's folder

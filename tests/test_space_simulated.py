@@ -23,7 +23,7 @@ from tests.live_app import ROOT, app_env, running_app
 
 STAND_IN = ROOT / "tests" / "space_stand_in"
 # Events that train for up to their work budget (minutes at the sliders' maxima); tests/test_trainer_budgets.py runs
-# them. Their gpu_handler durations are checked in tests/test_gpu_handler.py.
+# them. Their gpu_handler durations are checked in tests/server/test_gpu_handler.py.
 TRAINERS = app_events.trainers()  # derived from the built app (issue #50)
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 SENTENCE = "The white whale swam by the old ship."
@@ -89,7 +89,7 @@ def learner_events(config: dict) -> list[tuple[str, list]]:
     event (one with a ``_download`` step: demo.server.downloads.model_event) with its view's default preset's values (or
     the values its inputs open with), and every preset that sets a checkpoint. A session's States are the server's: a
     client omits them. (The other presets change a view's text or numbers, not which model runs;
-    tests/test_figure_palettes.py and the browser's learner path run every preset.)"""
+    tests/kit/test_figure_palettes.py and the browser's learner path run every preset.)"""
     components = {c["id"]: c for c in config["components"]}
     names = {dep["api_name"] for dep in config["dependencies"]}
     chosen = checkpoint_presets()

@@ -1,12 +1,12 @@
 """Every trainer stops within its budget plus 5 s, at its sliders' maxima, and says so (issue 33 §5).
 
-The trainers: word2vec and the RNN/LSTM pair (tests/test_training_jobs.py), the NNLM, fine-tuning MiniLM
+The trainers: word2vec and the RNN/LSTM pair (tests/loading/test_training_jobs.py), the NNLM, fine-tuning MiniLM
 (classify_train), the char-BERT retrain (mlm_train) and the tokenizer lab's BPE learner. ELMo does not train in the
 app (scripts/train_elmo.py trained the shipped weights). Time is faked where a trainer checks a clock each step, as
-tests/test_training_jobs.py does: each reading of the clock advances it, so a run "takes" its whole budget in a few
+tests/loading/test_training_jobs.py does: each reading of the clock advances it, so a run "takes" its whole budget in a few
 real seconds and nothing asserts on wall time. The BPE learner has no clock: its bound is its input cap (core/transformer/bpe.py
 takes at most OURS_MAX_BYTES, measured at 2 s of CPU in README's Issue 36 section; larger corpora go to
-`tokenizers`, tests/test_tokenizer_lab.py).
+`tokenizers`, tests/transformer/test_tokenizer_lab.py).
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The ladder: one text through every character-level model the app ships, side by side (issue #17).
 
-Names: the tab is called "Overview" (demo/ladder/overview.py, api_names ``overview_*``, tests/test_overview_demo.py) because
+Names: the tab is called "Overview" (demo/ladder/overview.py, api_names ``overview_*``, tests/ladder/test_overview_demo.py) because
 it opens the app with the timeline; what it computes is the ladder, so this module and its tests are core/ladder/ladder.py
-and tests/test_ladder.py, as docs/ARCHITECTURE.md lists them.
+and tests/ladder/test_ladder.py, as docs/ARCHITECTURE.md lists them.
 
 Every rung predicts each character from the characters before it, and is scored by its surprisal
 
@@ -41,7 +41,7 @@ from core.ngram.ngram import NgramModel
 
 MAX_CHARS = 300  # the RNN tab's cap too: beyond a few hundred columns a per-character strip is unreadable
 NGRAM_ORDERS = (1, 2, 3, 4, 5)
-SUBSET_CHARS = 3000  # the held-out prefix that tests/test_ladder.py recomputes (also stored in HELDOUT_PATH)
+SUBSET_CHARS = 3000  # the held-out prefix that tests/ladder/test_ladder.py recomputes (also stored in HELDOUT_PATH)
 
 
 @dataclass(frozen=True)

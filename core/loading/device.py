@@ -116,7 +116,7 @@ def one_cpu_thread(device: torch.device | None = None):
     adds a barrier per op; on a busy CPU (a shared machine, a server whose other threads hold the cores) waiting at
     those barriers made a Moby-Dick word2vec run over 10× slower.
 
-    This is the one place in the app that sets torch's thread count (tests/test_thread_count.py holds it to that).
+    This is the one place in the app that sets torch's thread count (tests/loading/test_thread_count.py holds it to that).
     torch keeps the count per OS thread, and a thread that starts later takes the count last set by any thread. So
     every user sets one thread on entering and, on leaving, puts back in its own thread the count saved by the
     first of the users that overlap. Save/restore helpers of their own, interleaved (A saves 2 and sets 1, B saves

@@ -45,7 +45,7 @@ WINDOW = 128  # characters a model reads around one position: the char-GPT's con
 RECIPE_WINDOW = 128
 RECIPE_SEED = 1  # the held-out corruption (the training run draws from its own seed)
 COMPARE_SEED = 0
-SUBSET_POSITIONS = 200  # the first chosen positions, which tests/test_mlm_char_parity.py recomputes
+SUBSET_POSITIONS = 200  # the first chosen positions, which tests/mlm/test_mlm_char_parity.py recomputes
 BATCH = 64
 ROWS = ("char-GPT, left only", "char-BERT, both sides", "char-BERT, left only")
 

@@ -101,7 +101,7 @@ def bert_masking(tokenizer: WordPieceTokenizer, text: str, seed: int = 0, draws:
     n_chosen = chosen_count(len(candidates))
     # Counted chunk by chunk, so memory stays O(tokens) (DRAW_CHUNK rows at a time) at any number of draws. The
     # generator is read in the same order as one (draws, candidates) array, then one (draws, n) array, would read
-    # it, so a seed gives the same result as drawing everything at once (tests/test_mlm.py checks this).
+    # it, so a seed gives the same result as drawing everything at once (tests/mlm/test_mlm.py checks this).
     rng = np.random.default_rng(seed)
     by_position = np.zeros(len(encoding), dtype=np.int64)
     first_chosen = None

@@ -13,7 +13,7 @@ A BPE vocabulary is learned from word counts:
 
 Encoding new text replays the merges, first learned first. This file follows the conventions of the ``tokenizers``
 library's BpeTrainer (tokenizers/src/models/bpe/trainer.rs and word.rs), so that on the same words and settings the
-merges and their order are equal (tests/test_tokenizer_lab.py):
+merges and their order are equal (tests/transformer/test_tokenizer_lab.py):
 - symbol ids: the special tokens, then the initial alphabet sorted by code point, then each merge's new symbol in
   the order it was made (a merge whose symbol already exists adds no id);
 - ties: of two pairs with the same count, the one with the smaller ids wins (the first symbol's, then the second's);

@@ -2,9 +2,9 @@
 encoder–decoder Transformer sub-layer by sub-layer.
 
 Every Linear(a, b) has a·b weights and b biases; every LayerNorm(H) has 2H. The BERT counts are shown by the masked-LM
-tab's model card (§13) and tested against transformers' module counts (tests/test_bert_parity.py); the Transformer
+tab's model card (§13) and tested against transformers' module counts (tests/nets/test_bert_parity.py); the Transformer
 counts (the seed's Transformer base, §11) by the Transformer tab, tested against torch.nn.Transformer's submodules
-(tests/test_transformer.py).
+(tests/transformer/test_transformer.py).
 """
 from __future__ import annotations
 

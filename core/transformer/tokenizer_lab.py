@@ -39,7 +39,7 @@ STEPS_SHOWN = 40  # merges the step-by-step view replays, each with the pair cou
 # Above this many bytes of corpus, core/transformer/bpe.py takes more than 2 s to train at MAX_VOCAB: benchmarks/
 # bench_tokenizer_lab.py measured 3.03 MB (CPU time of its one thread, 1-4 copies of Moby-Dick, 2026-11-26; counting
 # words is ~0.5 s per MB, the merges ~1 s). Above it the tab trains with ``tokenizers`` (equal merges,
-# tests/test_tokenizer_lab.py) and replays only the first steps here.
+# tests/transformer/test_tokenizer_lab.py) and replays only the first steps here.
 OURS_MAX_BYTES = 3_000_000
 WORDPIECE_ZH = "bert-base-chinese"
 GPT2 = "gpt2"

@@ -215,7 +215,7 @@ def trace(base: nn.Module, ids: torch.Tensor, segments: torch.Tensor,
     """Run ``base`` (a bare encoder of the BERT family) submodule by submodule on one unpadded sequence.
 
     Returns the steps (token ``index``'s slices), every token's hidden states (L+1, T, H) and the token's attention
-    weights (L, A, T). Equals ``base(ids)`` exactly up to float rounding (tests/test_transformer.py)."""
+    weights (L, A, T). Equals ``base(ids)`` exactly up to float rounding (tests/transformer/test_transformer.py)."""
     T, A = ids.shape[1], base.config.num_attention_heads
     act = ACTIVATION_NAMES.get(base.config.hidden_act, base.config.hidden_act)
     steps: list[Step] = []

@@ -110,7 +110,7 @@ class SlideFigure(go.Figure):
     settings into the JSON makes the camera button download a slide-resolution PNG instead of a screen-sized one.
     A long title is wrapped and given room below the toolbar when the figure is sent, after every change a tab made
     to it. The other margins are plotly's automargin (the template's axes): it grows them to fit the tick labels,
-    colour bars and legends, so no label is clipped (tests/test_layout_numbers.py checks every default figure
+    colour bars and legends, so no label is clipped (tests/kit/test_layout_numbers.py checks every default figure
     keeps it on).
     """
 

@@ -10,7 +10,7 @@ class when the app is built), scrolls it into view, and says in a few sentences 
     box = tour.build()          # in the header: the "Start the tour" button; the panel is added by the browser
     tour.wire(box, collector)   # after the tabs: check every stop against the registry, tag what each outlines
 
-The stops are plain data here and nowhere else; tests/test_tour.py checks them against the built app (every tab,
+The stops are plain data here and nowhere else; tests/kit/test_tour.py checks them against the built app (every tab,
 sub-tab, preset and output exists; 20-30 stops; both languages; a § each), and tests/e2e/test_tour_browser.py walks
 them in Chromium in both languages. Their words are the ``tour`` section of assets/i18n.
 
@@ -194,7 +194,7 @@ def check(stop: Stop, collector: Registry) -> list:
 
 def wire(box: gr.HTML, collector: Registry) -> None:
     """Check every stop against the built app and tag what each outlines (a class per stop and choice). An app built
-    with some of the tabs only (a test's) skips the stops of the others; tests/test_tour.py checks the whole app."""
+    with some of the tabs only (a test's) skips the stops of the others; tests/kit/test_tour.py checks the whole app."""
     for number, stop in enumerate(STOPS, 1):
         if stop.tab not in collector.tabs:
             continue

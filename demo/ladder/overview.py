@@ -1,7 +1,7 @@
 """Overview tab (issue #17): the history as a timeline, and the ladder: one text through every character model.
 
-Names: the tab is "Overview" (this module, api_names ``overview_*``, tests/test_overview_demo.py); what it computes
-is the ladder, in core/ladder/ladder.py (tests/test_ladder.py), as docs/ARCHITECTURE.md lists it. Its strings are the overview section
+Names: the tab is "Overview" (this module, api_names ``overview_*``, tests/ladder/test_overview_demo.py); what it computes
+is the ladder, in core/ladder/ladder.py (tests/ladder/test_ladder.py), as docs/ARCHITECTURE.md lists it. Its strings are the overview section
 of assets/i18n; the ladder's presets, first open and deep links (``?tab=overview&preset=closing-quote``) are
 demo/kit/presets.py's.
 """

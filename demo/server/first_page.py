@@ -10,7 +10,7 @@
   class arriving at once (benchmarks/README.md, "A class as it clicks").
 
 Both reach inside Gradio (a private method of its Brotli middleware; the config's ``translations_dict``), each
-named in tests/test_first_page.py, which fails with a message if a Gradio upgrade changes them. Measured by
+named in tests/server/test_first_page.py, which fails with a message if a Gradio upgrade changes them. Measured by
 benchmarks/page_weight.py.
 """
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _path(scope) -> str:
 class _PagesToo(BrotliMiddleware):
     """Gradio's BrotliMiddleware for the page and its config only (Gradio's own instance, outside ours, does the
     files with extensions). Reaches inside Gradio: it overrides ``_is_compressible_file_type(scope)``, the method
-    that picks by extension (tests/test_first_page.py names it)."""
+    that picks by extension (tests/server/test_first_page.py names it)."""
 
     def _is_compressible_file_type(self, scope) -> bool:
         return _path(scope) in PAGES
@@ -124,7 +124,7 @@ class OneLanguage(gr.I18n):
 
     Reaches inside Gradio: ``translations_dict`` is what both routes read. ``/config`` puts it into its answer;
     ``Blocks.get_config_file`` stores it in the app's config at launch, and the page route (``get_page_config``)
-    deep-copies that config for each load (tests/test_first_page.py names both)."""
+    deep-copies that config for each load (tests/server/test_first_page.py names both)."""
 
     @property
     def translations_dict(self) -> dict[str, dict[str, str]]:

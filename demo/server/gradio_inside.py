@@ -1,6 +1,6 @@
 """The kit's few reads of Gradio beyond its public API, in the server package with the rest (serving.py, admission.py,
 first_page.py, handlers.py, downloads.py, result_cache.py). Each says why the public API does not do; each is checked
-against the pinned Gradio by tests/test_gradio_internals.py, which names it when an upgrade changes it.
+against the pinned Gradio by tests/server/test_gradio_internals.py, which names it when an upgrade changes it.
 """
 from __future__ import annotations
 

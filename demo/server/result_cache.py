@@ -108,7 +108,7 @@ def as_sent(outputs):
     return type(outputs)(sent(value) for value in outputs) if isinstance(outputs, (tuple, list)) else sent(outputs)
 
 
-UNPICKLABLE_BYTES = 2_000_000  # the most any answer weighs on the wire (tests/test_bounded_responses.py)
+UNPICKLABLE_BYTES = 2_000_000  # the most any answer weighs on the wire (tests/server/test_bounded_responses.py)
 
 
 def sized(outputs) -> tuple[object, int]:
@@ -212,7 +212,7 @@ def cached(fn: Callable, api_name: str, models: dict, batch: bool = False) -> Ca
         [(outputs, _)] = RESULTS.get_or_compute_many([key], lambda keys: [sized(fn(*inputs, **extra))])
         return fresh_updates(outputs)
 
-    answer.result_cache = RESULTS  # tests/test_result_cache.py: which events share results
+    answer.result_cache = RESULTS  # tests/server/test_result_cache.py: which events share results
     return answer
 
 

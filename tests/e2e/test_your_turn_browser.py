@@ -4,7 +4,7 @@ Before the learner, another learner has answered every check in the other langua
 requests, and its caches hold their answers). Then, per tab and language, every check of the tab is opened, answered
 once right and once wrong, and what the learner reads is checked: ✓ or ✗ with its word, the model's answer beside
 their prediction, the explanation with its §, the figure with their pick marked, or the download card of a checkpoint
-this machine lacks. Right and wrong predictions come from the check itself (tests/test_your_turn_demo.predictions);
+this machine lacks. Right and wrong predictions come from the check itself (tests/kit/test_your_turn_demo.predictions);
 whether the answer is the model's is core's test. Then: the Overview's map shows the progress and resets it,
 ``?check=<slug>`` opens a check, the keyboard alone answers one, and bad input gets a message that keeps the
 prediction. Screenshots go to tests/e2e/_artifacts/your-turn-*.png.
@@ -22,7 +22,7 @@ from core import checks
 from core.checks.base import TABS
 from core.text.i18n import text
 from tests.e2e import learner_path
-from tests.test_your_turn_demo import predictions
+from tests.kit.test_your_turn_demo import predictions
 
 pytestmark = pytest.mark.e2e
 SPREAD = "tab"  # one unit of work per tab, both languages in it (tests/conftest.py): the two workers share the tabs

@@ -256,7 +256,7 @@ def test_messages_and_readme_say_hf_download(monkeypatch):
     monkeypatch.setattr(resolve, "_offline_flag", True)
     with pytest.raises(ModelUnavailableError, match="`hf download some-org/some-model`"):
         resolve.resolve("some-org/some-model")
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     sources = [root / "README.md", *root.glob("core/**/*.py"), *root.glob("demo/**/*.py"), root / "app.py"]
     assert len(sources) >= 150, f"read {len(sources)} files: core/ and demo/ packages were not walked"
     assert not [p.name for p in sources if "huggingface-cli" in p.read_text(encoding="utf-8")]

@@ -15,7 +15,7 @@ from core.text.tokenizer import WordPieceTokenizer, build_wordpiece, char_tokens
 from core.loading import resolve
 from core.loading import weights
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_importing_core_does_not_import_gradio():

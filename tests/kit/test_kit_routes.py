@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 from core.text.i18n import text
 from demo.kit import teacher as kit
 from demo.kit import deck
-from tests.test_deck import png
+from tests.kit.test_deck import png
 
 
 @pytest.fixture(scope="module")

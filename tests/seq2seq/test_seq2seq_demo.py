@@ -178,9 +178,9 @@ def test_t5_small_offline_shows_the_download_card_and_hides_the_results(offline,
 
 
 def test_a_t5_from_a_folder_decodes_step_by_step(tmp_path):
-    """A tiny random T5 (tests/test_t5_parity.py's) typed as a folder: the same view, pieces instead of words; its
+    """A tiny random T5 (tests/nets/test_t5_parity.py's) typed as a folder: the same view, pieces instead of words; its
     cross-attention is core.seq2seq.seq2seq.translate_t5's (checked against transformers there); no teacher forcing or why."""
-    from tests.test_t5_parity import SOURCE, write_checkpoint
+    from tests.nets.test_t5_parity import SOURCE, write_checkpoint
 
     write_checkpoint(tmp_path, "relu", True)
     note, self_fig, cross_fig, top_fig, why, table, shown = seq2seq.translate(str(tmp_path), SOURCE, "", 2, 9, 0,

@@ -39,7 +39,7 @@ def assert_card(card: str, model: str, lang: str) -> None:
 
 # (name, handler call, checkpoint, index of the card in the outputs, how many hidden columns end the outputs)
 CASES = [
-    # English text: the char-BERT stands in (tests/test_mlm_char_demo.py); Chinese it cannot read, so the card.
+    # English text: the char-BERT stands in (tests/mlm/test_mlm_char_demo.py); Chinese it cannot read, so the card.
     ("mlm-fill-zh", lambda request: fill("bert-base-chinese", "今天天气很[MASK]。", 5), "bert-base-chinese", 0, 1),
     ("mlm-fill-batch", lambda request: tuple(column[0] for column in fill_batch(["bert-base-chinese"], ["今天天气很[MASK]。"],
                                                                         [5], request=request)), "bert-base-chinese", 0, 1),
@@ -124,7 +124,7 @@ def _inside(component, containers: list) -> bool:
 
 # (tab, view, preset, index of the card output, outputs that still work offline: shown, with real content)
 VIEWS = [
-    # English presets offline run on the char-BERT (tests/test_mlm_char_demo.py); Chinese ones keep the card
+    # English presets offline run on the char-BERT (tests/mlm/test_mlm_char_demo.py); Chinese ones keep the card
     ("mlm", "fill", "weather-zh", 0, ()),
     ("mlm", "compare", "gpt-vs-bert-zh", 0, ()),
     ("mlm", "nsp", "nsp-isnext", 0, ()),

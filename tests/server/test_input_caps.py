@@ -54,7 +54,7 @@ NOT_FREE_TEXT = {
     gr.Dataframe: "a grid of numbers; its size is capped (attention.matrix_too_big) and a bad cell is echoed cut",
     Api: "a value of a gr.api endpoint (checks_list, check_setup, check_answer): core.checks refuses a slug not in "
          "CHECKS (checks.unknown, echoed cut), own text over MAX_OWN_CHARS (checks.own_too_long) and a prediction "
-         "of the wrong kind before any model runs (tests/test_checks.py)",
+         "of the wrong kind before any model runs (tests/checks/test_checks.py)",
 }
 
 LONG_TEXT = ("whale " * 20_000)[:110_000]  # a 110,000-character paste

@@ -18,7 +18,7 @@ from core.loading.checkpoints import CHAR_BERT_ID, FINE_TUNED_MINILM_ID, SST2_ID
 from core.text.corpora import DEFAULT_LABELLED
 from core.text.i18n import using_language
 from demo.why import encoders as views
-from tests.test_why_demo import strip_values
+from tests.why.test_why_demo import strip_values
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -14,7 +14,7 @@ import torch
 from core.embeddings import nnlm
 from core.loading.device import one_cpu_thread
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 60
 
 

@@ -217,7 +217,7 @@ def test_every_learner_message_of_the_loading_path_is_a_key():
     from core.text import i18n
 
     table = i18n.table("en")
-    root = Path(__file__).resolve().parent.parent / "core" / "loading"
+    root = Path(__file__).resolve().parents[2] / "core" / "loading"
     found, sentences = 0, []
 
     def check(key, where: str) -> None:

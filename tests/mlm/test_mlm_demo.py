@@ -1,5 +1,5 @@
 """The masked-LM tab's handlers (demo/mlm/mlm.py, demo/mlm/handlers.py): what the learner sees, offline and online, in
-both languages, batched and one at a time. The masked LM itself is tests/test_mlm.py."""
+both languages, batched and one at a time. The masked LM itself is tests/mlm/test_mlm.py."""
 from types import SimpleNamespace
 
 import gradio as gr
@@ -46,7 +46,7 @@ def test_demo_fill_compare_nsp_handlers(pretraining_folder):
 
 
 def test_demo_offline_views(pretraining_folder):
-    # Offline the char-BERT answers in bert-base-uncased's place (tests/test_mlm_char_demo.py), naming the download.
+    # Offline the char-BERT answers in bert-base-uncased's place (tests/mlm/test_mlm_char_demo.py), naming the download.
     notice, _, figure, table, _, shown = mlm.fill("bert-base-uncased", "my dog is _____ .", 5, progress=noop_progress)
     assert "`hf download bert-base-uncased`" in notice and "char-BERT" in notice
     assert len(mlm_handlers.rows_of(table)) == 5 and len(figure.data) == 5  # one row and one chart per character

@@ -1,6 +1,6 @@
 """The NER tab's handlers (demo/tasks/ner.py): entities, tables and the probability heatmap from a tiny CoNLL tagger, the
 tokenisation view offline, clear errors, the seed's BIO → IOBES converter, and the tab in 中文. The tagger itself is
-tests/test_ner.py."""
+tests/tasks/test_ner.py."""
 from types import SimpleNamespace
 
 import gradio as gr

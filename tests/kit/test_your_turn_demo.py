@@ -2,7 +2,7 @@
 gradio_client against the built app, and the block each tab gets.
 
 Whether each check's answer is the model's (counts by hand, the reference library, the formula) is core's test
-(tests/test_checks*.py); here the answer is read from the check itself, and what is asserted is what the learner and
+(tests/checks/test_checks*.py); here the answer is read from the check itself, and what is asserted is what the learner and
 an API client get: the verdict beside the prediction, the rank or the distance, the figure with the pick marked, the
 explanation with its §, the download card for a missing checkpoint, and a clear message that keeps the prediction.
 """

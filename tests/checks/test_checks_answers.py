@@ -1,7 +1,7 @@
 """Every offline check's answer (issue #51) against an independent computation, and again on a perturbed corpus,
 matrix, head or mask, so that an answer written into the code cannot pass: the n-gram, GloVe, attention and
 parameter-count checks. The trained networks' checks (RNN/LSTM, char-GPT, char-BERT, the ladder) are
-tests/test_checks_networks.py; the Hub checkpoints' checks tests/test_checks_hub.py.
+tests/checks/test_checks_networks.py; the Hub checkpoints' checks tests/checks/test_checks_hub.py.
 
 References: counts by hand (Python Counters) on the corpus, numpy cosines on GloVe's raw matrix, transformers'
 BertModel on MiniLM's files, the seed's formulas, and transformers' BertModel's and torch.nn.Transformer's own
@@ -255,11 +255,11 @@ def test_transformer_base_parameters_equal_nn_transformer(monkeypatch):
     assert answer("transformer-base-params").value == nn_transformer_parameters(**small)
 
 def test_every_check_is_answered_by_one_of_the_check_test_files():
-    """The Hub checks are tests/test_checks_hub.py, the networks' tests/test_checks_networks.py, the
-    encoder-decoder's tests/test_checks_seq2seq.py, the rest above."""
-    from tests.test_checks_hub import HUB
-    from tests.test_checks_networks import NETWORKS
-    from tests.test_checks_seq2seq import SEQ2SEQ
+    """The Hub checks are tests/checks/test_checks_hub.py, the networks' tests/checks/test_checks_networks.py, the
+    encoder-decoder's tests/checks/test_checks_seq2seq.py, the rest above."""
+    from tests.checks.test_checks_hub import HUB
+    from tests.checks.test_checks_networks import NETWORKS
+    from tests.checks.test_checks_seq2seq import SEQ2SEQ
 
     here = {"ngram-cixing", "ngram-add-one", "ngram-perplexity", "ngram-char", "embeddings-neighbour",
             "embeddings-analogy", "embeddings-order", "attention-it", "attention-causal", "attention-thinking",

@@ -16,7 +16,7 @@ from demo.kit import figures
 from demo.server.handlers import sig4, sig4_text
 from core.loading import resolve
 
-I18N = Path(__file__).resolve().parent.parent / "assets" / "i18n"
+I18N = Path(__file__).resolve().parents[2] / "assets" / "i18n"
 
 
 def test_sig4_keeps_four_significant_digits_and_leaves_counts_alone():

@@ -15,7 +15,7 @@ import gradio as gr
 import pytest
 
 PINNED = next(line.split("==")[1].split()[0] for line in
-              (Path(__file__).resolve().parent.parent / "requirements.txt").read_text(encoding="utf-8").splitlines()
+              (Path(__file__).resolve().parents[2] / "requirements.txt").read_text(encoding="utf-8").splitlines()
               if line.startswith("gradio=="))
 
 
@@ -209,7 +209,7 @@ def test_every_use_in_the_server_package_is_listed():
     import ast
 
     listed = " ".join(what for what, _, _ in USES)
-    server = Path(__file__).resolve().parent.parent / "demo" / "server"
+    server = Path(__file__).resolve().parents[2] / "demo" / "server"
     imported = set()
     for file in server.glob("*.py"):
         for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):

@@ -1,7 +1,7 @@
 """The "Your turn" checks (issue #51): the registry, grading, bad input, and the texts in both languages.
 
-What each check answers is compared with an independent computation in tests/test_checks_answers.py (the models
-shipped in assets/ and the packaged GloVe and MiniLM) and tests/test_checks_hub.py (the Hub checkpoints, on tiny
+What each check answers is compared with an independent computation in tests/checks/test_checks_answers.py (the models
+shipped in assets/ and the packaged GloVe and MiniLM) and tests/checks/test_checks_hub.py (the Hub checkpoints, on tiny
 random ones)."""
 import ast
 import re
@@ -26,7 +26,7 @@ def test_every_tab_has_three_checks_and_there_are_36_in_all():
 
 
 def test_checks_are_in_tab_order_with_unique_well_formed_slugs():
-    source = (Path(__file__).resolve().parent.parent / "app.py").read_text(encoding="utf-8")
+    source = (Path(__file__).resolve().parents[2] / "app.py").read_text(encoding="utf-8")
     order = re.search(r"^TABS = \[(.*)\]$", source, re.M).group(1).replace(" ", "").split(",")  # as the app shows
     assert list(TABS) == order
     tabs = [check.tab for check in CHECKS.values()]
@@ -61,7 +61,7 @@ def test_every_text_is_in_both_languages_with_the_same_fields():
 
 
 def test_option_labels_are_keys_in_both_languages():
-    """The setups that need no model (the rest are read in tests/test_checks_answers.py)."""
+    """The setups that need no model (the rest are read in tests/checks/test_checks_answers.py)."""
     for slug in ["attention-causal", "overview-ladder-best", "overview-ladder-order", "classify-finetune", "mlm-sides"]:
         setup = get(slug).setup(None)
         assert len(setup.option_labels) == len(setup.options) > 1
@@ -190,7 +190,7 @@ def test_every_setting_name_and_worded_value_is_in_both_languages():
     """Setup.settings are shown in the learner's language: every name given to base.shown(...) and every Say(...)
     value in core/checks/ is a key of both tables (read from the source, so setups that need a model count too)."""
     en, zh = i18n.table("en"), i18n.table("zh")
-    folder = Path(__file__).resolve().parent.parent / "core" / "checks"
+    folder = Path(__file__).resolve().parents[2] / "core" / "checks"
     paths = sorted(folder.glob("*.py"))
     assert len(paths) >= 12, f"read {len(paths)} files of core/checks/"
     source = "\n".join(path.read_text(encoding="utf-8") for path in paths)

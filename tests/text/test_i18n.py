@@ -10,7 +10,7 @@ import pytest
 
 from demo.kit import i18n
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Literal keys passed to label("…") / text("…") / t("…") in app.py and demo/: each must exist in the tables.
 # (A call inside ``double backticks`` is a docstring's example.)
 KEY_CALL = re.compile(r"""(?<!`)\b(?:label|text|t)\(\s*f?["']([a-z_]+\.[a-z_.{}]+)["']""")

@@ -22,7 +22,7 @@ from core.text.i18n import using_language
 from core.ladder.heldout import char_gpt_scores, load_held_out
 from core.loading import resolve
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GPT_CONFIG = ROOT / "assets" / "gpt" / "config.json"
 
 

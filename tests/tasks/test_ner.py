@@ -1,6 +1,6 @@
 """NER (issue #8): grouped entities equal transformers' TokenClassificationPipeline (simple/first/average/max and
 per-token "none"), on the same tiny random checkpoints; windows for long text; BIO → IOBES; bad input. The tab's
-handlers are tests/test_ner_demo.py."""
+handlers are tests/tasks/test_ner_demo.py."""
 import json
 import shutil
 

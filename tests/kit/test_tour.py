@@ -18,7 +18,7 @@ from demo.kit import tour
 from demo.kit.presets import enclosing_tab
 
 # The seed posts: shared/ beside the checkout (CI), or the workplace's copy.
-SEEDS = next((path for path in (Path(__file__).resolve().parents[2] / "shared" / "seeds", Path("/work/shared/seeds"))
+SEEDS = next((path for path in (Path(__file__).resolve().parents[3] / "shared" / "seeds", Path("/work/shared/seeds"))
               if path.exists()), Path("/work/shared/seeds"))
 
 

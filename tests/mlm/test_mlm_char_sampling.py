@@ -16,7 +16,7 @@ from core.text.errors import UserInputError
 from core.mlm.char import (CHAR_BERT_ASSETS, FIRST_CHAR_ID, MASK_ID, fill, fill_as_written, logits_at, prepare,
                            shipped_char_bert)
 from core.text.sampling import Settings
-from tests.test_sampling import reference as reference_warpers
+from tests.text.test_sampling import reference as reference_warpers
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 ISHMAEL = "Call me _______. Some years ago, never mind how long precisely, having little or no money in my purse."

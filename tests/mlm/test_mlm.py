@@ -1,4 +1,4 @@
-"""The masked LM (core/mlm/mlm.py, core/mlm/pretraining.py); the tab's handlers are tests/test_mlm_demo.py.
+"""The masked LM (core/mlm/mlm.py, core/mlm/pretraining.py); the tab's handlers are tests/mlm/test_mlm_demo.py.
 
 Reference: transformers' fill-mask pipeline (test-only) on the same tiny random checkpoints; transformers' own
 models for embeddings, NSP and parameter counts; the seed's numbers for the model card; GloVe's raw file."""
