@@ -1,0 +1,103 @@
+"""What a smaller page would give the first paint: the app built with its first N tabs only, opened in Chromium.
+
+    python benchmarks/page_tabs.py                 # 1 tab (the Overview), 2 tabs, and all of them; 5 loads each
+    python benchmarks/page_tabs.py --tabs 1 3 --loads 9
+
+Gradio's front end reads the whole page config (every component and event of every tab) before it draws anything,
+so the time to the first drawn tab grows with the app. This measures that growth: for each N the app is started
+offline with ``app.TABS[:N]`` (the tabs a page per chapter, or lazy tabs, would send first), and each load is a fresh
+browser context, timed from the navigation to the tab bar on screen. No network throttle: add the bytes' own time
+on a slow link (benchmarks/page_weight.py) to read it as a classroom would.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def serve(tabs: int, port: int) -> None:
+    """This file run with --serve: the app with its first ``tabs`` tabs."""
+    sys.path.insert(0, str(ROOT))
+    import app
+
+    app.TABS = app.TABS[:tabs]
+    app.main(["--offline", "--device", "cpu", "--port", str(port)])
+
+
+def started(tabs: int, port: int) -> subprocess.Popen:
+    env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1")
+    process = subprocess.Popen([sys.executable, __file__, "--serve", str(tabs), "--port", str(port)], cwd=ROOT,
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the app with {tabs} tab(s) exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
+                if response.status == 200:
+                    return process
+        except OSError:
+            time.sleep(0.5)
+    raise SystemExit(f"the app with {tabs} tab(s) did not serve within 300 s")
+
+
+def first_paints(browser, url: str, loads: int) -> tuple[list[float], int]:
+    from tests.e2e.conftest import VIEWPORT
+
+    seconds, components = [], 0
+    for _ in range(loads):
+        context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale="en-US")
+        page = context.new_page()
+        began = time.perf_counter()
+        page.goto(url, wait_until="commit")
+        page.get_by_role("tab").first.wait_for(timeout=120_000)
+        seconds.append(time.perf_counter() - began)
+        components = page.evaluate("window.gradio_config.components.length")
+        context.close()
+    return seconds, components
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tabs", type=int, nargs="+", default=[1, 2, 99], help="first N tabs (99: all)")
+    parser.add_argument("--loads", type=int, default=5)
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve is not None:
+        serve(args.serve, args.port)
+        return
+    sys.path.insert(0, str(ROOT))
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS
+    from tests.live_app import free_port
+
+    print("| tabs in the page | components | to the tab bar on screen, median (min–max) of loads |")
+    print("|---|---:|---:|")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        for tabs in args.tabs:
+            port = free_port()
+            process = started(tabs, port)
+            try:
+                seconds, components = first_paints(browser, f"http://127.0.0.1:{port}/", args.loads)
+            finally:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(30)
+            print(f"| {tabs if tabs < 99 else 'all'} | {components:,} | {statistics.median(seconds):.2f} s "
+                  f"({min(seconds):.2f}–{max(seconds):.2f}) |")
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()
