@@ -15,39 +15,23 @@ import argparse
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def serve(tabs: int, port: int) -> None:
-    """This file run with --serve: the app with its first ``tabs`` tabs."""
+TABS_VARIABLE = "PLM_PAGE_TABS"  # set: this file is the app (load_test.start_server's script) with that many tabs
+
+
+def serve() -> None:
+    """This file run by load_test.start_server: app.py's own flags, with the app's first $PLM_PAGE_TABS tabs."""
     sys.path.insert(0, str(ROOT))
     import app
 
-    app.TABS = app.TABS[:tabs]
-    app.main(["--offline", "--device", "cpu", "--port", str(port)])
-
-
-def started(tabs: int, port: int) -> subprocess.Popen:
-    env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1")
-    process = subprocess.Popen([sys.executable, __file__, "--serve", str(tabs), "--port", str(port)], cwd=ROOT,
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"the app with {tabs} tab(s) exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
-                if response.status == 200:
-                    return process
-        except OSError:
-            time.sleep(0.5)
-    raise SystemExit(f"the app with {tabs} tab(s) did not serve within 300 s")
+    app.TABS = app.TABS[:int(os.environ[TABS_VARIABLE])]
+    app.main(sys.argv[1:])
 
 
 def first_paints(browser, url: str, loads: int) -> tuple[list[float], int]:
@@ -70,27 +54,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tabs", type=int, nargs="+", default=[1, 2, 99], help="first N tabs (99: all)")
     parser.add_argument("--loads", type=int, default=5)
-    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve is not None:
-        serve(args.serve, args.port)
-        return
     sys.path.insert(0, str(ROOT))
     from playwright.sync_api import sync_playwright
 
+    from benchmarks.load_test import start_server
     from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS
-    from tests.live_app import free_port
 
     print("| tabs in the page | components | to the tab bar on screen, median (min–max) of loads |")
     print("|---|---:|---:|")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         for tabs in args.tabs:
-            port = free_port()
-            process = started(tabs, port)
+            os.environ[TABS_VARIABLE] = str(tabs)
+            process, url = start_server(script=__file__)
             try:
-                seconds, components = first_paints(browser, f"http://127.0.0.1:{port}/", args.loads)
+                seconds, components = first_paints(browser, url, args.loads)
             finally:
                 os.killpg(process.pid, signal.SIGTERM)
                 process.wait(30)
@@ -100,4 +79,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    serve() if TABS_VARIABLE in os.environ else main()
