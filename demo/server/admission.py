@@ -68,7 +68,8 @@ def session_events(queue, session: str) -> int:
 
 
 def _held(queue, mine) -> int:
-    waiting = sum(1 for events in queue.event_queue_per_concurrency_id.values() for event in events.queue if mine(event))
+    waiting = sum(1 for events in queue.event_queue_per_concurrency_id.values() for event in events.queue
+                  if mine(event))
     running = sum(1 for jobs_ in queue.active_jobs if jobs_ for event in jobs_ if mine(event))
     return waiting + running
 

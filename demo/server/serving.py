@@ -364,8 +364,9 @@ class _NoBlocks:
 
 
 def lazy_session_configs() -> None:
-    """Reaches inside Gradio: ``gradio.state_holder.SessionState.__init__(blocks)`` (tests/server/test_gradio_internals.py
-    names it). Gradio's own ``__init__`` runs, on an app of no blocks; its configs are then made on demand."""
+    """Reaches inside Gradio: ``gradio.state_holder.SessionState.__init__(blocks)``
+    (tests/server/test_gradio_internals.py names it). Gradio's own ``__init__`` runs, on an app of no blocks; its
+    configs are then made on demand."""
     from gradio import state_holder
 
     init = state_holder.SessionState.__init__

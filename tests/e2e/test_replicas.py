@@ -131,7 +131,8 @@ RECORD_BANNERS_JS = """(() => {
     if (all[all.length - 1] !== said) sessionStorage.setItem('plm-test-banners', JSON.stringify([...all, said]));
   }).observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
 })();"""
-SAID_JS = "(state) => JSON.parse(sessionStorage.getItem('plm-test-banners') || '[]').some(s => s.startsWith(state + '|'))"
+SAID_JS = ("(state) => JSON.parse(sessionStorage.getItem('plm-test-banners') || '[]')"
+           ".some(s => s.startsWith(state + '|'))")
 
 
 def steady(page, script: str, arg=None):
