@@ -37,8 +37,6 @@ import gradio.component_meta
 import gradio.components.base
 import httpx
 from gradio import networking
-from gradio.blocks import _get_api_parameter_name
-from gradio.utils import get_function_params
 
 from core.text.errors import UserInputError, echo
 from core.text.limits import MAX_CUSTOM_CHOICE_CHARS
@@ -96,9 +94,21 @@ def check_caps(components, payloads) -> None:
                                  chars=f"{len(payload):,}")
 
 
-def _parameter_names(block_fn) -> list[str]:
-    params = get_function_params(block_fn.fn) if block_fn.fn else []
-    return [_get_api_parameter_name(block_fn, params, i) for i in range(len(block_fn.inputs))]
+def api_parameter_names(app: gr.Blocks):
+    """``names(block_fn)``: an event's parameter names as its API page lists them (the app's own
+    ``get_api_info``, read once, on the first refused call); ``param_0``… for an event with no API page."""
+    read: dict[str, dict[str, list[str]]] = {}
+
+    def names(block_fn) -> list[str]:
+        if "endpoints" not in read:  # built whole, then stored: a second thread sees all of it or none
+            read["endpoints"] = {name: [parameter["parameter_name"] for parameter in info["parameters"]]
+                                 for name, info in app.get_api_info(all_endpoints=True)["named_endpoints"].items()}
+        listed = read["endpoints"].get(f"/{block_fn.api_name}")
+        if listed is None or len(listed) != len(block_fn.inputs):
+            return [f"param_{index}" for index in range(len(block_fn.inputs))]
+        return listed
+
+    return names
 
 
 def _wants(component) -> str:
@@ -170,11 +180,10 @@ def _readable(message: str, payload: object = None) -> str:
     return message if len(message) <= 300 else message[:300] + "…"
 
 
-def _bad_value(block_fn, inputs: list, exc: Exception) -> gr.Error:
+def _bad_value(names: list[str], block_fn, inputs: list, exc: Exception) -> gr.Error:
     """Find the first input the components refuse and name it; Gradio's text never reaches the client."""
     from demo.server.handlers import preprocess_payload
 
-    names = _parameter_names(block_fn)
     for index, (component, payload) in enumerate(zip(block_fn.inputs, inputs)):
         if getattr(component, "stateful", False) or isinstance(component, (gr.State, gr.File, gr.UploadButton)):
             continue
@@ -194,11 +203,12 @@ def _bad_value(block_fn, inputs: list, exc: Exception) -> gr.Error:
 def guard_api(app: gr.Blocks) -> gr.Blocks:
     """Make malformed API calls get a short message naming the parameter (see module docstring)."""
     preprocess_data = app.preprocess_data
+    parameter_names = api_parameter_names(app)
 
     @functools.wraps(preprocess_data)
     async def checked(block_fn, inputs: list[Any], state, explicit_call: bool = False):
         if not isinstance(inputs, list) or len(inputs) != len(block_fn.inputs):
-            names = ", ".join(_parameter_names(block_fn)) or text("common.api_no_parameters")
+            names = ", ".join(parameter_names(block_fn)) or text("common.api_no_parameters")
             if isinstance(inputs, list):
                 message = text(WRONG_ARITY, expected=len(block_fn.inputs), names=names, got=len(inputs))
             else:
@@ -207,7 +217,7 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
         names = None
         for index, (component, payload) in enumerate(zip(block_fn.inputs, inputs)):
             if not getattr(component, "stateful", False) and _wrong_type(component, payload):
-                names = names or _parameter_names(block_fn)
+                names = names or parameter_names(block_fn)
                 reason = text("common.api_expected", wants=_wants(component), given=type(payload).__name__)
                 raise client_error(text(BAD_VALUE, name=names[index], reason=reason))
         try:  # text over its box's cap never reaches a handler, whoever sent it (check_caps)
@@ -217,7 +227,7 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
         try:
             return await preprocess_data(block_fn, inputs, state, explicit_call)
         except Exception as exc:  # noqa: BLE001 - gr.Error from a component included: it does not say which input
-            raise _bad_value(block_fn, inputs, exc) from None
+            raise _bad_value(parameter_names(block_fn), block_fn, inputs, exc) from None
 
     app.preprocess_data = checked
     process_api = app.process_api

@@ -78,14 +78,6 @@ def check_queue():
         assert name in source, f"a queued Event no longer has {name.split('.')[1]}"
 
 
-def check_api_parameter_names():
-    from gradio.blocks import _get_api_parameter_name
-    from gradio.utils import get_function_params
-
-    assert params(_get_api_parameter_name) == ["block_fn", "function_parameters", "index"], "_get_api_parameter_name changed"
-    assert callable(get_function_params), "gradio.utils.get_function_params is gone"
-
-
 def check_error_message():
     from gradio.server_messages import ProcessCompletedMessage
     from gradio.utils import error_payload
@@ -173,8 +165,6 @@ USES = [  # (what, where in demo/server/, the check)
     ("Blocks.preprocess_data, Blocks.process_api (replaced per app)", "serving.guard_api", check_preprocess_and_process_api),
     ("Blocks._queue, Queue.push (replaced), event_queue_per_concurrency_id, active_jobs, remove_from_queue, "
      "send_message, Event._id", "admission.admit", check_queue),
-    ("gradio.blocks._get_api_parameter_name, gradio.utils.get_function_params", "serving._parameter_names",
-     check_api_parameter_names),
     ("gradio.utils.error_payload, gradio.server_messages.ProcessCompletedMessage", "admission.replace_training",
      check_error_message),
     ("api_info, api_info_as_input, api_info_as_output (replaced per block)", "serving.typed_choices",
@@ -215,7 +205,7 @@ def test_every_use_in_the_server_package_is_listed():
         for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gradio."):
                 imported |= {alias.name for alias in node.names}
-    assert len(imported) >= 8, imported
+    assert len(imported) >= 6, imported  # the names below: a scan that read no file would pass vacuously
     assert [name for name in sorted(imported) if name not in listed] == []
 
 
