@@ -150,3 +150,43 @@ def test_on_zerogpu_a_preset_fetches_its_checkpoint_before_the_gpu_call(monkeypa
     monkeypatch.setattr(presets, "on_zero_gpu", lambda: True)
     assert view.run("tiny")[out] == "Hub download"
     assert server.count("model.safetensors") == 1
+
+
+def test_in_process_a_gpu_call_carries_the_language_and_never_downloads(monkeypatch):
+    """handlers._on_gpu in pytest's own process, through a stand-in for spaces.GPU that runs each call in a thread
+    with an empty context (ZeroGPU runs it in another process): the stand-in alone loses the caller's language, the
+    wrapper passes it along, for a function and for a generator's steps; inside, downloads are off."""
+    import contextvars
+    import inspect
+    from concurrent.futures import ThreadPoolExecutor
+
+    from core.loading import resolve
+    from core.text.i18n import current_language, using_language
+
+    def stand_in(fn, duration=None):
+        def run(*args, **kwargs):
+            call = (lambda: list(fn(*args, **kwargs))) if inspect.isgeneratorfunction(fn) else (
+                lambda: fn(*args, **kwargs))
+            with ThreadPoolExecutor(1) as pool:
+                return pool.submit(contextvars.Context().run, call).result()
+        return run
+
+    def answer(x):
+        return current_language(), resolve._downloads_here.get(), 2 * x
+
+    def steps(n):
+        for i in range(n):
+            yield current_language(), resolve._downloads_here.get(), i
+
+    monkeypatch.setattr(common, "_SPACE_GPU", stand_in)
+    with using_language("zh"):
+        assert stand_in(answer)(21) == ("en", True, 42)  # what the wrapper must make up for
+        assert common._on_gpu(answer, None)(21) == ("zh", False, 42)
+        assert list(common._on_gpu(steps, 120)(2)) == [("zh", False, 0), ("zh", False, 1)]
+
+
+def test_an_unexpected_failure_is_named_by_its_kind_and_nothing_else():
+    from core.text.i18n import text
+
+    error = common._to_gradio_error(KeyError("/srv/secret/path.safetensors"))
+    assert error.message == text("errors.internal", name="KeyError") and "/srv" not in error.message

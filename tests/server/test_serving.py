@@ -319,3 +319,24 @@ def test_the_app_reads_signatures_through_the_cache(app):
 
 # ----------------------------------------------------------------------------------------------------------------
 # The first page (issue #53): compressed, in the learner's language only; event streams untouched
+
+
+def test_a_wrong_type_for_each_kind_of_box_says_what_the_box_takes():
+    """The API guard (serve()) on a small app with one box of each kind: a value of the wrong type is refused with
+    what that box takes, in the caller's language, before the handler runs."""
+    from core.text.i18n import text
+
+    ran = []
+    with gr.Blocks() as small:
+        boxes = [gr.Checkbox(), gr.Number(), gr.Textbox(), gr.Slider(0, 4)]
+        gr.Button().click(lambda *values: ran.append(values), boxes, None, api_name="kinds")
+    serving.serve(small)
+    good = [True, 1.5, "words", 2]
+    for index, (wrong, wants) in enumerate([("yes", "common.wants_bool"), ("1.5", "common.wants_number"),
+                                            (["a"], "common.wants_text"), (True, None)]):
+        values = [*good[:index], wrong, *good[index + 1:]]
+        message = client_message(small, "kinds", values)
+        expected = text(wants) if wants else text("common.wants_number_range", low="0", high="4")
+        assert expected in message, (index, message)
+    call(small, "kinds", good)
+    assert ran == [tuple(good)]
