@@ -340,3 +340,20 @@ def test_a_wrong_type_for_each_kind_of_box_says_what_the_box_takes():
         assert expected in message, (index, message)
     call(small, "kinds", good)
     assert ran == [tuple(good)]
+
+
+def test_an_event_with_state_inputs_names_each_box_as_its_api_page_does(app):
+    """gr.State inputs are not on an endpoint's API page; the boxes after them keep the names the page gives them."""
+    from core.text.i18n import text
+
+    fn, index = next((fn, index) for fn in app.fns.values() if fn.api_name and fn.api_visibility == "public"
+                     and any(isinstance(block, gr.State) for block in fn.inputs)
+                     for index, block in enumerate(fn.inputs) if type(block) is gr.Textbox
+                     and any(isinstance(b, gr.State) for b in fn.inputs[:index]))
+    page = app.get_api_info()["named_endpoints"][f"/{fn.api_name}"]["parameters"]
+    listed = [block for block in fn.inputs if not block.skip_api]
+    name = page[listed.index(fn.inputs[index])]["parameter_name"]
+    values = [getattr(block, "value", None) for block in fn.inputs]
+    values[index] = ["not", "text"]
+    message = client_message(app, fn.api_name, values)
+    assert f"“{name}”" in message and text("common.wants_text") in message, (fn.api_name, message)
