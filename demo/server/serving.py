@@ -98,13 +98,13 @@ def api_parameter_names(app: gr.Blocks):
     """``names(block_fn)``: an event's parameter names as its API page lists them (the app's own ``get_api_info``,
     read once, on the first refused call). An input the page does not list (a gr.State: ``skip_api``), or an event
     with no API page, is ``param_<index>``."""
-    read: dict[str, dict[str, list[str]]] = {}
+    @functools.cache
+    def endpoints() -> dict[str, list[str]]:
+        return {name: [parameter["parameter_name"] for parameter in info["parameters"]]
+                for name, info in app.get_api_info(all_endpoints=True)["named_endpoints"].items()}
 
     def names(block_fn) -> list[str]:
-        if "endpoints" not in read:  # built whole, then stored: a second thread sees all of it or none
-            read["endpoints"] = {name: [parameter["parameter_name"] for parameter in info["parameters"]]
-                                 for name, info in app.get_api_info(all_endpoints=True)["named_endpoints"].items()}
-        listed = iter(read["endpoints"].get(f"/{block_fn.api_name}", []))
+        listed = iter(endpoints().get(f"/{block_fn.api_name}", []))
         return [f"param_{index}" if getattr(block, "skip_api", False) else next(listed, f"param_{index}")
                 for index, block in enumerate(block_fn.inputs)]
 

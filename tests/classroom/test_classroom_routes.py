@@ -28,9 +28,12 @@ def client(monkeypatch, tmp_path):
     return TestClient(Starlette(routes=classroom.ROUTES))
 
 
+def accept(lang: str) -> dict:
+    return {"Accept-Language": "zh-CN" if lang == "zh" else "en"}  # as the learner's browser sends it
+
+
 def post(client, action: str, lang: str = "en", **body):
-    answer = client.post(f"/class/api/{action}", content=json.dumps({"lang": lang, **body}),
-                         headers={"Accept-Language": "zh-CN" if lang == "zh" else "en"})  # as the page sends it
+    answer = client.post(f"/class/api/{action}", content=json.dumps({"lang": lang, **body}), headers=accept(lang))
     assert answer.headers["cache-control"] == "no-store"
     return answer.status_code, answer.json()
 
@@ -118,7 +121,7 @@ def test_forged_and_broken_requests_get_one_sentence_and_change_nothing(client, 
     ]
     for (status, body), want_status, key, fields in cases:
         assert (status, body) == (want_status, {"error": text(key, lang, **fields)})
-    headers = {"Accept-Language": "zh-CN" if lang == "zh" else "en"}
+    headers = accept(lang)
     for junk in [b"[1, 2]", b"not json"]:
         answer = client.post("/class/api/state", content=junk, headers=headers)
         assert (answer.status_code, answer.json()) == (400, {"error": text("classroom.err.bad_request", lang)})

@@ -163,7 +163,7 @@ def test_in_process_a_gpu_call_carries_the_language_and_never_downloads(monkeypa
     from core.loading import resolve
     from core.text.i18n import current_language, using_language
 
-    def stand_in(fn, duration=None):
+    def stand_in(fn, duration=None):  # not tests/space_stand_in: importing it hooks every torch forward in this process
         def run(*args, **kwargs):
             call = (lambda: list(fn(*args, **kwargs))) if inspect.isgeneratorfunction(fn) else (
                 lambda: fn(*args, **kwargs))

@@ -78,6 +78,44 @@ def test_good_call_still_works(app):
     assert out["data"]
 
 
+def test_a_wrong_type_for_each_kind_of_box_says_what_the_box_takes():
+    """The API guard (serve()) on a small app with one box of each kind: a value of the wrong type is refused with
+    what that box takes, in the caller's language, before the handler runs."""
+    from core.text.i18n import text
+
+    ran = []
+    with gr.Blocks() as small:
+        boxes = [gr.Checkbox(), gr.Number(), gr.Textbox(), gr.Slider(0, 4)]
+        gr.Button().click(lambda *values: ran.append(values), boxes, None, api_name="kinds")
+    serving.serve(small)
+    good = [True, 1.5, "words", 2]
+    for index, (wrong, wants) in enumerate([("yes", "common.wants_bool"), ("1.5", "common.wants_number"),
+                                            (["a"], "common.wants_text"), (True, None)]):
+        values = [*good[:index], wrong, *good[index + 1:]]
+        message = client_message(small, "kinds", values)
+        expected = text(wants) if wants else text("common.wants_number_range", low="0", high="4")
+        assert expected in message, (index, message)
+    call(small, "kinds", good)
+    assert ran == [tuple(good)]
+
+
+def test_an_event_with_state_inputs_names_each_box_as_its_api_page_does(app):
+    """gr.State inputs are not on an endpoint's API page; the boxes after them keep the names the page gives them."""
+    from core.text.i18n import text
+
+    fn, index = next((fn, index) for fn in app.fns.values() if fn.api_name and fn.api_visibility == "public"
+                     and any(isinstance(block, gr.State) for block in fn.inputs)
+                     for index, block in enumerate(fn.inputs) if type(block) is gr.Textbox
+                     and any(isinstance(b, gr.State) for b in fn.inputs[:index]))
+    page = app.get_api_info()["named_endpoints"][f"/{fn.api_name}"]["parameters"]
+    listed = [block for block in fn.inputs if not block.skip_api]
+    name = page[listed.index(fn.inputs[index])]["parameter_name"]
+    values = [getattr(block, "value", None) for block in fn.inputs]
+    values[index] = ["not", "text"]
+    message = client_message(app, fn.api_name, values)
+    assert f"“{name}”" in message and text("common.wants_text") in message, (fn.api_name, message)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Queue fairness
 
@@ -315,45 +353,3 @@ def test_the_app_reads_signatures_through_the_cache(app):
     assert isinstance(gradio.blocks.inspect, serving._RememberedSignatures)
     assert isinstance(gradio.component_meta.inspect, serving._RememberedSignatures)
     assert gradio.components.base.Component.api_info.remembers_schemas
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# The first page (issue #53): compressed, in the learner's language only; event streams untouched
-
-
-def test_a_wrong_type_for_each_kind_of_box_says_what_the_box_takes():
-    """The API guard (serve()) on a small app with one box of each kind: a value of the wrong type is refused with
-    what that box takes, in the caller's language, before the handler runs."""
-    from core.text.i18n import text
-
-    ran = []
-    with gr.Blocks() as small:
-        boxes = [gr.Checkbox(), gr.Number(), gr.Textbox(), gr.Slider(0, 4)]
-        gr.Button().click(lambda *values: ran.append(values), boxes, None, api_name="kinds")
-    serving.serve(small)
-    good = [True, 1.5, "words", 2]
-    for index, (wrong, wants) in enumerate([("yes", "common.wants_bool"), ("1.5", "common.wants_number"),
-                                            (["a"], "common.wants_text"), (True, None)]):
-        values = [*good[:index], wrong, *good[index + 1:]]
-        message = client_message(small, "kinds", values)
-        expected = text(wants) if wants else text("common.wants_number_range", low="0", high="4")
-        assert expected in message, (index, message)
-    call(small, "kinds", good)
-    assert ran == [tuple(good)]
-
-
-def test_an_event_with_state_inputs_names_each_box_as_its_api_page_does(app):
-    """gr.State inputs are not on an endpoint's API page; the boxes after them keep the names the page gives them."""
-    from core.text.i18n import text
-
-    fn, index = next((fn, index) for fn in app.fns.values() if fn.api_name and fn.api_visibility == "public"
-                     and any(isinstance(block, gr.State) for block in fn.inputs)
-                     for index, block in enumerate(fn.inputs) if type(block) is gr.Textbox
-                     and any(isinstance(b, gr.State) for b in fn.inputs[:index]))
-    page = app.get_api_info()["named_endpoints"][f"/{fn.api_name}"]["parameters"]
-    listed = [block for block in fn.inputs if not block.skip_api]
-    name = page[listed.index(fn.inputs[index])]["parameter_name"]
-    values = [getattr(block, "value", None) for block in fn.inputs]
-    values[index] = ["not", "text"]
-    message = client_message(app, fn.api_name, values)
-    assert f"“{name}”" in message and text("common.wants_text") in message, (fn.api_name, message)
