@@ -134,7 +134,7 @@ from demo.tasks import classify
 from demo.server import downloads
 from demo.embeddings import embeddings
 from demo.kit import figure_head, presets, reconnect, tour, your_turn
-from demo.kit.i18n import I18N, TOGGLE_JS, label, language_of, text
+from demo.kit.i18n import I18N, LANGUAGES, TOGGLE_JS, label, language_of, text
 from demo.ladder import overview
 from demo.mlm import mlm
 from demo.ngram import ngram
@@ -229,6 +229,8 @@ def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
         with gr.Accordion(label("app.status_title"), open=False):
             status = gr.Markdown()
             gr.Button(label("app.status_refresh"), size="sm").click(app_status, outputs=status, api_name="app_status")
+    # The Overview's words as the page's own HTML, readable before Gradio has drawn it (demo/server/first_page.py)
+    app.first_page = {lang: overview.first_page(lang, TABS) for lang in LANGUAGES}
     return serving.serve(app, per_address)
 
 
@@ -301,7 +303,7 @@ def main(argv: list[str] | None = None) -> None:
         head=figure_head.HEAD + classroom.head() + your_turn.head() + reconnect.head() + teacher.head(),
         # compressed answers, the page in the learner's language (demo/server/first_page.py); the "Your turn" script at its
         # own address (fetched once, then cached)
-        app_kwargs={"middleware": first_page.middleware(),
+        app_kwargs={"middleware": first_page.middleware(app.first_page),
                     "routes": [your_turn.ROUTE, *classroom.ROUTES, *teacher.ROUTES]},
         max_file_size=MAX_UPLOAD_BYTES,
         show_error=True,

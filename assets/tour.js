@@ -10,6 +10,7 @@ if (!window.plmTour) {
   let state = {stop: 1, active: false, ...load()};
   state.stop = clamp(state.stop);
   let token = 0;
+  const WATCH_MS = 20000;
 
   const panel = document.createElement("aside");
   panel.className = "tour-panel";
@@ -33,6 +34,11 @@ if (!window.plmTour) {
   const busy = () => !!document.querySelector(".wrap.generating, .progress-text, .eta-bar");
   const spot = (stop) => stop.spots.map((name) => [...document.querySelectorAll("." + name)].find(shown))
     .find(Boolean);
+  // The stop's result has arrived: no output in it still shows Gradio's "Empty value" placeholder, and every plot in
+  // it has data. A trainer's link shows no progress on the plot while it trains (the NNLM: 2 s), so "nothing is
+  // computing" alone said ready too soon, and the plot then grew under the panel and scrolled its top off screen.
+  const filled = (el) => !el.querySelector('[aria-label="Empty value"]')
+    && [...el.querySelectorAll(".js-plotly-plot")].every((plot) => (plot.data || []).length > 0);
   const unmark = () => document.querySelectorAll(".tour-highlight")
     .forEach((el) => el.classList.remove("tour-highlight"));
   const room = () => { document.body.style.paddingBottom = state.active ? panel.offsetHeight + 24 + "px" : ""; };
@@ -64,7 +70,8 @@ if (!window.plmTour) {
       if (mine !== token) return;
       const waited = performance.now() - began;
       const target = spot(stop);
-      const ready = selected(stop.tab) && (!stop.sub || selected(stop.sub)) && !busy() && target && waited > 600;
+      const ready = selected(stop.tab) && (!stop.sub || selected(stop.sub)) && !busy() && target && filled(target)
+        && waited > 600;
       if (!ready && waited < 120000) { setTimeout(tick, 150); return; }
       const fallback = [...document.querySelectorAll(".tabitem")].filter(shown).pop();
       const el = target || fallback;
@@ -73,7 +80,8 @@ if (!window.plmTour) {
       el.classList.add("tour-highlight");
       el.scrollIntoView({block: "start", behavior: "auto"});
       // Figures above it may still be drawing and push it down (or up): keep it in place until the page stops
-      // moving, unless the learner scrolls first.
+      // moving, unless the learner scrolls first. Once ready, for WATCH_MS more, a late change of the layout (a
+      // figure drawn again at its final size) that takes it off the screen, or under the panel, brings it back.
       let last = null, still = 0;
       const steady = performance.now();
       const hold = () => {
@@ -81,16 +89,20 @@ if (!window.plmTour) {
         const top = Math.round(el.getBoundingClientRect().top);
         still = top === last ? still + 1 : 0;
         last = top;
-        if (still >= 4 || performance.now() - steady > 6000 || moved) {
+        if (panel.dataset.state === "loading" && (still >= 4 || performance.now() - steady > 6000 || moved)) {
           panel.dataset.state = target ? "ready" : "missing";
-          return;
         }
-        if (Math.abs(top - 16) > 4 && still === 0) el.scrollIntoView({block: "start", behavior: "auto"});
-        setTimeout(hold, 150);
+        if (moved) return;
+        const away = panel.dataset.state === "loading" ? Math.abs(top - 16) > 4
+          : top < 0 || top >= panel.getBoundingClientRect().top;
+        if (away && still === 0) el.scrollIntoView({block: "start", behavior: "auto"});
+        if (performance.now() - steady < 6000 + WATCH_MS) setTimeout(hold, 150);
       };
       let moved = false;
       const stay = () => { moved = true; };
-      ["wheel", "touchmove"].forEach((name) => window.addEventListener(name, stay, {once: true, passive: true}));
+      // the learner scrolls or works in the page: the tour lets go
+      ["wheel", "touchmove", "pointerdown", "keydown"]
+        .forEach((name) => window.addEventListener(name, stay, {once: true, passive: true}));
       hold();
     };
     tick();

@@ -15,12 +15,14 @@ import pandas as pd
 
 from core.ladder import heldout as ladder_heldout
 from core.loading.lazy import lazy_import
+from core.loading.paths import ASSETS_DIR
 from core.text.limits import MAX_SHORT_TEXT_CHARS
 from demo.kit import lessons, presets, static_html, tour
 from demo.server import result_cache
 from demo.server.handlers import friendly_errors, gpu_handler, sig4
 from demo.kit.figures import PLOTLY_PRELOAD_JS, bar, heatmap
 from demo.kit.i18n import LANGUAGES, label, t, using_language
+from demo.kit.scripts import script
 
 # torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
 ladder = lazy_import("core.ladder.ladder")
@@ -198,6 +200,21 @@ def path_html(lang: str, tabs) -> str:
                              highlight=[i == best for i in range(len(values))]),
             static_html.table(headers, rows, "overview-held-out", lang, markdown_columns=[len(headers) - 1]),
         ])
+
+
+def first_page(lang: str, tabs) -> str:
+    """The first page's text in ``lang``: the app's header, the Overview's words and its path (the sub-tab the page
+    opens on), as the page's own HTML. demo/server/first_page.py puts it into the page, before Gradio's app: on a
+    school's wifi it is readable while Gradio's front end (about 370 KB, then 3 s of drawing) is still on its way,
+    and assets/first_page.js takes it away once the app has drawn its tab bar."""
+    with using_language(lang):
+        words = static_html.markdown(t("app.intro")) + static_html.markdown(t("overview.intro"))
+        note = f'<p class="plm-first-note" role="status">{static_html.markdown_inline(t("app.first_page_note"))}</p>'
+    return (f'<div id="plm-first-page" lang="{"zh-CN" if lang == "zh" else "en"}"><style>{FIRST_PAGE_CSS}</style>'
+            f'{words}{note}{path_html(lang, tabs)}<script>{script("first_page")}</script></div>')
+
+
+FIRST_PAGE_CSS = re.sub(r"/\*.*?\*/\s*", "", (ASSETS_DIR / "first_page.css").read_text(encoding="utf-8"), flags=re.S)
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ benchmarks/page_weight.py.
 from __future__ import annotations
 
 import contextvars
+from urllib.parse import parse_qsl
 
 import gradio as gr
 from gradio.brotli_middleware import BrotliMiddleware
@@ -139,6 +140,49 @@ def one_language(i18n: gr.I18n) -> OneLanguage:
     return OneLanguage(**i18n.translations)
 
 
+class FirstText:
+    """ASGI middleware: the page ("/") opened without a link's query gets ``texts[language]`` (demo/ladder/overview.py
+    first_page: the Overview's words as plain HTML) right before Gradio's ``<gradio-app>``. The browser shows it once
+    the page's HTML and Gradio's stylesheet are in (about 210 KB, compressed), instead of after Gradio's front end
+    has loaded and drawn the whole app. A page opened with ``?tab=``, ``?tour=``, ``?preset=`` or ``?view=`` opens
+    elsewhere than the Overview: it gets nothing."""
+
+    LINKS = ("tab", "tour", "preset", "view")
+
+    def __init__(self, app, texts: dict[str, str]):
+        self.app = app
+        self.texts = {lang: text.encode() for lang, text in texts.items()}
+
+    async def __call__(self, scope, receive, send):
+        if (scope["type"] != "http" or scope.get("method") != "GET" or _path(scope) != ""
+                or any(name in self.LINKS for name, _ in parse_qsl(scope.get("query_string", b"").decode("latin-1"),
+                                                              keep_blank_values=True))):
+            return await self.app(scope, receive, send)
+        from demo.kit.i18n import language_of
+
+        text = self.texts.get(language_of(_HeadersOnly(Headers(scope=scope))), b"")
+        start, body = {}, bytearray()
+
+        async def with_text(message):
+            if message["type"] == "http.response.start":
+                start.update(message)
+                return
+            if message["type"] != "http.response.body":
+                return await send(message)
+            body.extend(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            page = bytes(body)
+            if dict(start.get("headers", [])).get(b"content-type", b"").startswith(b"text/html"):
+                page = page.replace(b"<gradio-app", text + b"<gradio-app", 1)
+            start["headers"] = [(k, str(len(page)).encode() if k.lower() == b"content-length" else v)
+                                for k, v in start.get("headers", [])]
+            await send(start)
+            await send({"type": "http.response.body", "body": page})
+
+        await self.app(scope, receive, with_text)
+
+
 # What a page depends on, besides the learner's language: the address Gradio builds its URLs from (the Host and the
 # proxy's X-Forwarded-* headers, the mount's root_path), the encoding the browser accepts, and the query (Gradio's
 # own ?deep_link=). A request with credentials is never served from the cache.
@@ -194,10 +238,13 @@ class PageCache:
         await self.app(scope, receive, keep)
 
 
-def middleware() -> list[Middleware]:
-    """For ``launch(app_kwargs={"middleware": middleware()})``, outermost first: the page cache keeps what compression
-    made of the finished page; compression sees the finished page;
-    LanguageMiddleware puts the chosen language into it; PageLanguage picks the table Gradio puts into it."""
+def middleware(first_texts: dict[str, str] | None = None) -> list[Middleware]:
+    """For ``launch(app_kwargs={"middleware": middleware(...)})``, outermost first: the page cache keeps what
+    compression made of the finished page; compression sees the finished page; FirstText puts the first page's text
+    (``first_texts``, one per language) into it; LanguageMiddleware puts the chosen language into it; PageLanguage
+    picks the table Gradio puts into it."""
     from demo.kit.i18n import LanguageMiddleware
 
-    return [Middleware(PageCache), Middleware(Compression), Middleware(LanguageMiddleware), Middleware(PageLanguage)]
+    first = [Middleware(FirstText, texts=first_texts)] if first_texts else []
+    return [Middleware(PageCache), Middleware(Compression), *first, Middleware(LanguageMiddleware),
+            Middleware(PageLanguage)]

@@ -48,9 +48,15 @@ def plain(markdown_html: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", markdown_html)).strip()
 
 
+# The outlined block sits on screen above the panel (assets/tour.js brings it back there if the page moves under it).
+IN_PLACE_JS = f"""(k) => {{ const s = ({OUTLINE_JS})(k);
+  return s.count === 1 && s.state === 'ready' && 0 <= s.top && s.top < s.panelTop && s.inside; }}"""
+
+
 def outline_problems(page, number: int, lang: str) -> list[str]:
     words = table(lang)
     stop = tour.STOPS[number - 1]
+    learner_path.waited(page, IN_PLACE_JS, number, limit_ms=10_000)  # what is wrong after 10 s is reported below
     seen = page.evaluate(OUTLINE_JS, number)
     found = []
     if seen.get("count") != 1 or seen.get("state") != "ready" or not seen.get("spot"):
@@ -76,26 +82,25 @@ PANEL_JS = """() => { const p = document.querySelector('.tour-panel');
 def walk(page, targets: dict, lang: str, shots: set[int], reloads: list[str], loads: list[str]) -> list[str]:
     """Every stop from 1 to N: → on odd stops, the Next button on even ones.
 
-    Once in a whole run (CI, two workers on two cores), the page was found reloaded between two stops, its tour panel
-    new and hidden (Gradio's front end reloads the page when it reconnects after losing the server). A learner then
-    opens the stop's link: so does the walk, once, noting what it saw; a second time fails the walk."""
+    Twice in whole runs (CI, two workers on two cores), the Next button could not be pressed: once the page was found
+    reloaded between two stops, its tour panel new and hidden (Gradio's front end reloads the page when it reconnects
+    after losing the server); once the button was there but Chromium found it not "visible, enabled and stable" for
+    120 s. A learner then opens the stop's link: so does the walk, once, noting what it saw; a second time fails it."""
     found = []
     for number, stop in enumerate(tour.STOPS, 1):
         if number > 1:
             if number % 2:
                 page.keyboard.press("ArrowRight")
             else:
-                next_button = page.locator(".tour-panel .tour-next")
                 try:
-                    next_button.wait_for(state="visible", timeout=60_000)
-                except Exception:  # Playwright's TimeoutError: the panel is gone
+                    page.locator(".tour-panel .tour-next").click(timeout=60_000)
+                except Exception as error:  # Playwright's TimeoutError: the panel is gone, or never still
                     seen = page.evaluate(PANEL_JS)
-                    reloads.append(f"{lang} before stop {number}: panel {seen}, page loads {loads}")
+                    reasons = " ".join(str(error).split())[:300]
+                    reloads.append(f"{lang} before stop {number}: panel {seen}, page loads {loads}, {reasons}")
                     if len(reloads) > 1:
-                        raise AssertionError("the tour panel went twice: " + "; ".join(reloads)) from None
+                        raise AssertionError("Next could not be pressed twice: " + "; ".join(reloads)) from None
                     page.goto(page.url.split("?")[0] + f"?tour={number}", wait_until="load")
-                else:
-                    next_button.click()
         found += learner_path.waited(page, AT_STOP_JS, number, f"{lang} stop {number} shown", 120_000)
         if stop.check:  # the check is open, its form drawn (or the card of a checkpoint not here)
             form = page.locator(f".your-turn-check-{stop.check}[open] .yt-answer, "

@@ -236,3 +236,40 @@ def test_results_and_errors_in_chinese():
     assert summary.startswith(f"**{len(text)} characters**") and list(table.columns)[0] == "model"
     with pytest.raises(gr.Error, match="at least two characters"):
         overview.score_text("x")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_first_page_text_is_the_header_and_the_overview_in_one_language(lang):
+    """overview.first_page: what the page shows before Gradio's front end has drawn (demo/server/first_page.py).
+    Its headings are the translation tables' own first lines, its path is the path sub-tab's HTML, the other
+    language's words are not in it, and nothing of it is left as Markdown."""
+    other = "zh" if lang == "en" else "en"
+    page = overview.first_page(lang, app.TABS)
+
+    class Headings(HTMLParser):
+        found: list[tuple[str, str]] = []
+        tag = None
+
+        def handle_starttag(self, tag, attrs):
+            self.tag = tag if tag in ("h1", "h2") else None
+
+        def handle_data(self, data):
+            if self.tag:
+                self.found.append((self.tag, data.strip()))
+                self.tag = None
+
+    parser = Headings()
+    parser.found = []
+    parser.feed(page)
+    def first_line(key, language):
+        return i18n.text(key, language).splitlines()[0].lstrip("# ").strip()
+
+    assert parser.found[:2] == [("h1", first_line("app.intro", lang)),
+                                ("h2", first_line("overview.intro", lang))]
+    assert page.startswith('<div id="plm-first-page"') and page.count('id="plm-first-page"') == 1
+    assert overview.path_html(lang, app.TABS) in page
+    assert i18n.text("app.first_page_note", lang) in html.unescape(page)
+    assert first_line("overview.intro", other) not in page and "**" not in page and "## " not in page
+    script = re.search(r"<script>(.*?)</script>", page, re.S).group(1)
+    assert "getElementById(\"plm-first-page\")" in script and "MutationObserver" in script
+    assert "/*" not in page.split("</style>")[0]  # the stylesheet's comments are not sent

@@ -204,3 +204,75 @@ def test_assets_readme_quotes_the_shipped_figures():
     assert f"token accuracy {heldout['token_accuracy'] * 100:.2f}%" in text
     assert f"{RESULTS['parameters']:,} parameters" in text
     assert f"training loss {mask['masked']['training_loss']:.3f} with the mask" in text
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# §11.2's experiment and the saving of its two LSTM models, on a tiny corpus and tiny sizes
+
+TINY_PAIRS = [("zh", "我爱中国", "I love China"), ("zh", "机器学习", "machine learning"),
+              ("fr", "je suis étudiant", "I am a student"), ("fr", "je suis heureux", "I am happy"),
+              ("zh", "我是学生", "I am a student"), ("fr", "j'aime la chine", "I love China")]
+
+
+def _lstm_parameters(config) -> int:
+    """Counted from the architecture: embeddings, two LSTMs (4 gates: W_ih, W_hh, two biases), W_c, W_out, and
+    for the attention model v, W and U (with bias); the one-vector decoder also reads C beside each word."""
+    E, H, Vs, Vt = config.embed, config.hidden, config.src_vocab_size, config.tgt_vocab_size
+
+    def lstm(inputs):
+        return 4 * H * (inputs + H) + 8 * H
+
+    common = Vs * E + Vt * E + lstm(E) + (2 * H * H + H) + (H * Vt + Vt)
+    if config.context == "vector":
+        return common + lstm(E + H)
+    return common + lstm(E) + (H * H) + (H * H + H) + H
+
+
+def test_the_context_experiment_trains_both_models_and_scores_them_as_counted_here(one_torch_thread):
+    import math
+
+    from core.seq2seq.compare import context_experiment
+    from core.seq2seq.train import TrainSettings
+
+    vocab = seq2seq.Vocab.build([(src, tgt) for _, src, tgt in TINY_PAIRS])
+    settings = TrainSettings(steps=80, batch_size=6, lr=2e-2, warmup=5)
+    out, models = context_experiment(vocab, TINY_PAIRS, TINY_PAIRS, settings, embed=8, hidden=16)
+    assert set(out) == set(models) == {"vector", "attention"}
+    references = [tgt.split() for _, _, tgt in TINY_PAIRS]
+    for context, model in models.items():
+        figures = out[context]
+        assert figures["config"]["context"] == context and model.config.context == context
+        assert (figures["config"]["embed"], figures["config"]["hidden"]) == (8, 16)
+        assert figures["parameters"] == _lstm_parameters(model.config)
+        assert figures["training_loss"] < 0.5 * math.log(len(vocab.target))  # well under guessing uniformly
+        words = [[vocab.target[i] for i in row]
+                 for row in seq2seq.greedy_batch(model, [vocab.encode_source(src)[0] for _, src, _ in TINY_PAIRS])]
+        exact = sum(w == r for w, r in zip(words, references)) / len(TINY_PAIRS)
+        right = sum(a == b for w, r in zip(words, references) for a, b in zip(w, r))
+        total = sum(max(len(w), len(r)) for w, r in zip(words, references))
+        assert figures["heldout"] == {"sentences": 6, "exact_match": exact, "token_accuracy": right / total}
+        assert right / total > 0.5  # it learnt most of the six sentences it was trained on
+        assert [row["bin"] for row in figures["by_length"]] == [[1, 8]]  # every source here has 3 to 4 tokens
+        assert figures["by_length"][0]["token_accuracy"] == figures["heldout"]["token_accuracy"]
+
+
+def test_saved_lstms_load_back_through_the_shipped_loader(tmp_path, monkeypatch):
+    from core.nets.seq2seq_lstm import LSTMSeq2Seq, LSTMSeq2SeqConfig
+    from core.seq2seq import compare
+
+    torch.manual_seed(0)
+    models = {c: LSTMSeq2Seq(LSTMSeq2SeqConfig(30, 20, embed=6, hidden=10, context=c)).eval()
+              for c in ("vector", "attention")}
+    compare.save_lstm(models, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lstm_attention.json", "lstm_attention.safetensors",
+                                                          "lstm_vector.json", "lstm_vector.safetensors"]
+    monkeypatch.setattr(compare, "SEQ2SEQ_ASSETS", tmp_path)
+    src, tgt = torch.tensor([[5, 6, 7, 8]]), torch.tensor([[2, 9, 10]])
+    for context, model in models.items():
+        loaded, vocab = compare.shipped_lstm.__wrapped__(context)  # past the cache: nothing cached from tmp_path
+        assert loaded.config == model.config and not loaded.training
+        assert vocab is seq2seq.shipped()[1]
+        for name, tensor in model.state_dict().items():
+            torch.testing.assert_close(loaded.state_dict()[name], tensor, rtol=0, atol=0)
+        with torch.no_grad():
+            torch.testing.assert_close(loaded(src, tgt)[0], model(src, tgt)[0])

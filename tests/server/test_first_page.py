@@ -10,6 +10,8 @@ from demo.server import first_page
 
 FILLER = " ".join(f"word{i}" for i in range(400))  # each table well over the 1 KB below which nothing is compressed
 TABLES = {"en": {"greeting": "Hello", "filler": FILLER}, "zh": {"greeting": "你好", "filler": FILLER + "。"}}
+FIRST_TEXTS = {"en": '<div id="plm-first-page"><h2>Read me first</h2></div>',
+               "zh": '<div id="plm-first-page"><h2>先读这里</h2></div>'}
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +33,7 @@ def page_app():
         out = gr.Textbox()
         gr.Button("go").click(steps, None, out, api_name="steps", api_description=FILLER)  # /gradio_api/info > 1 KB
     blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, i18n=first_page.one_language(i18n),
-                  app_kwargs={"middleware": first_page.middleware()})
+                  app_kwargs={"middleware": first_page.middleware(FIRST_TEXTS)})
     blocks.release = release
     try:
         yield blocks
@@ -103,6 +105,27 @@ def test_the_page_and_its_config_carry_only_the_learners_table(page_app, headers
     assert f'const lang = "{"zh-CN" if lang == "zh" else "en"}"'.encode() in html.split(b"</head>")[0]
     # the app's own config still holds every table (the next page may be in the other language)
     assert sorted(page_app.config["i18n_translations"]) == ["en", "zh"]
+
+
+@pytest.mark.parametrize("query", ["", "?class=AB12CD", "?deep_link=x"])
+@pytest.mark.parametrize("headers, lang", [({"accept-language": "zh-CN,zh;q=0.9"}, "zh"),
+                                           ({"accept-language": "zh-CN", "cookie": "plm_lang=en"}, "en")])
+def test_a_page_opened_without_a_link_carries_the_first_text_in_the_learners_language(page_app, headers, lang, query):
+    """demo/server/first_page.FirstText: the text sits in the body right before Gradio's <gradio-app>, once, in the
+    language the page's table is in; compressed or not, the page is the same."""
+    html = fetch(page_app.local_url + query, **headers, **{"accept-encoding": "br"})[1]
+    head, body = html.split(b"</head>")
+    mine = FIRST_TEXTS[lang].encode()
+    assert body.count(b'id="plm-first-page"') == 1 and body.index(mine) + len(mine) == body.index(b"<gradio-app")
+    assert b"plm-first-page" not in head and page_config(html)["i18n_translations"] == {lang: TABLES[lang]}
+    assert fetch(page_app.local_url + query, **headers, **{"accept-encoding": "identity"})[1] == html
+
+
+@pytest.mark.parametrize("query", ["?tab=ngram", "?tab=overview&preset=x", "?tour=3", "?view=a&tab=qa", "?x=1&tab="])
+def test_a_page_opened_by_a_link_elsewhere_carries_no_first_text(page_app, query):
+    """A link opens another tab, a tour stop or a saved view: the Overview's text would show the wrong screen."""
+    html = fetch(page_app.local_url + query, **{"accept-encoding": "gzip"})[1]
+    assert b"<gradio-app" in html and b"plm-first-page" not in html
 
 
 def test_a_page_is_built_once_per_way_of_asking_then_served_from_memory(page_app, monkeypatch):
