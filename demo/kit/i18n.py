@@ -12,8 +12,8 @@ The tables live in assets/i18n/en.yaml and zh.yaml, nested for the translators a
   ``UserInputError("ngram.empty_corpus", ...)`` with a key, rendered the same way.
 
 A learner's language is the 中文/English toggle in the header when they have used it (a ``plm_lang`` cookie that the
-toggle sets, so every request carries it), otherwise the browser's ``Accept-Language``. LanguageMiddleware tells
-Gradio's front end (which reads ``navigator.language``) the same choice.
+toggle sets, so every request carries it), otherwise the browser's ``Accept-Language``. The page tells Gradio's
+front end (which reads ``navigator.language``) the same choice (demo/server/first_page.PageWords).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ COOKIE = "plm_lang"
 # The tables and text() live in core.text.i18n (gradio-free, so core's error messages use the same keys).
 __all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "table", "placeholders", "text", "t", "current_language", "using_language",
            "label", "in_every_language", "BROWSER_LANGUAGE_JS", "language_of", "I18N", "TOGGLE_JS",
-           "LanguageMiddleware"]
+           "NAVIGATOR_SCRIPT"]
 
 t = text  # the short name tab modules use (their inputs are often called ``text``): ``t("ngram.result", n=3)``
 
@@ -72,8 +72,8 @@ def in_every_language(value, render: Callable[[str], str] = html.escape) -> dict
 
 
 # The language a page shows, as Gradio's front end picks it for its own labels (svelte-i18n reads
-# navigator.language first; LanguageMiddleware below sets it from the toggle's cookie), as a JS expression giving
-# one of LANGUAGES. gr.I18n only translates component labels and values, not the HTML of a gr.HTML.
+# navigator.language first; demo/server/first_page.PageWords sets it from the toggle's cookie), as a JS expression
+# giving one of LANGUAGES. gr.I18n only translates component labels and values, not the HTML of a gr.HTML.
 BROWSER_LANGUAGE_JS = "(/^zh/i.test(navigator.language || (navigator.languages || [])[0] || '') ? 'zh' : 'en')"
 
 
@@ -115,60 +115,18 @@ def language_of(request: gr.Request | None) -> str:
 
 # The header toggle. Gradio's front end picks its language from navigator.language when it starts, before any <head>
 # code of ours could run (Gradio injects that with the config). So the choice is made on the server: the toggle sets a
-# cookie and reloads, and LanguageMiddleware puts a first script into the page that presents the server's choice
-# (language_of: the cookie, else Accept-Language) as the browser's. The same cookie tells the handlers (language_of),
-# so labels and results switch together, and the page carries only that language's table (demo/server/serving.py).
+# cookie and reloads, and demo/server/first_page.PageWords puts a first script into the page that presents the
+# server's choice (language_of: the cookie, else Accept-Language) as the browser's. The same cookie tells the
+# handlers (language_of), so labels and results switch together, and the page carries only that language's table
+# (demo/server/first_page.py).
 TOGGLE_JS = ("(choice) => { const lang = choice === '中文' ? 'zh' : 'en'; "
              f"document.cookie = `{COOKIE}=${{lang}}; path=/; max-age=31536000; SameSite=Lax`; "
              "location.reload(); return choice; }")
 
-_NAVIGATOR_SCRIPT = ('<script>(() => {{ const lang = "{locale}"; '
-                     'Object.defineProperty(navigator, "language", {{ get: () => lang, configurable: true }}); '
-                     'Object.defineProperty(navigator, "languages", {{ get: () => [lang], configurable: true }}); '
-                     '}})();</script>')
-
-
-class _Headers:
-    """What language_of reads of a request, from an ASGI scope."""
-
-    def __init__(self, scope):
-        self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-
-
-class LanguageMiddleware:
-    """ASGI middleware: on the page itself ("/"), insert the navigator override for the learner's language
-    (``language_of``) as the first thing in <head>. Every other request passes through untouched."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope.get("method") != "GET" or scope.get("path", "").rstrip("/") != "":
-            return await self.app(scope, receive, send)
-        lang = language_of(_Headers(scope))
-        script = _NAVIGATOR_SCRIPT.format(locale="zh-CN" if lang == "zh" else "en").encode()
-        start: dict = {}
-        body = bytearray()
-
-        async def buffered_send(message):
-            if message["type"] == "http.response.start":
-                start.update(message)
-                return
-            if message["type"] != "http.response.body":
-                return await send(message)
-            body.extend(message.get("body", b""))
-            if message.get("more_body"):
-                return
-            page = bytes(body)
-            content_type = dict(start.get("headers", [])).get(b"content-type", b"")
-            if content_type.startswith(b"text/html") and b"<head>" in page:
-                page = page.replace(b"<head>", b"<head>" + script, 1)
-            start["headers"] = [(k, str(len(page)).encode() if k.lower() == b"content-length" else v)
-                                for k, v in start.get("headers", [])]
-            await send(start)
-            await send({"type": "http.response.body", "body": page})
-
-        await self.app(scope, receive, buffered_send)
+NAVIGATOR_SCRIPT = ('<script>(() => {{ const lang = "{locale}"; '
+                    'Object.defineProperty(navigator, "language", {{ get: () => lang, configurable: true }}); '
+                    'Object.defineProperty(navigator, "languages", {{ get: () => [lang], configurable: true }}); '
+                    '}})();</script>')  # demo/server/first_page.PageWords puts it first in the page's <head>
 
 
 def untitled_columns(examples: gr.Examples) -> gr.Examples:

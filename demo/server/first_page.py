@@ -119,7 +119,7 @@ class _TablesPerPage(dict):
 class OneLanguage(gr.I18n):
     """``gr.I18n`` whose tables, in a page or /config made for a learner, are that learner's language only.
 
-    The browser needs one table: LanguageMiddleware (demo/kit/i18n.py) tells Gradio's front end the language the server
+    The browser needs one table: PageWords tells Gradio's front end the language the server
     chose, and svelte-i18n falls back to Gradio's own English strings, never to another of our tables. The zh table
     was 200 KB of each page (61 KB gzipped).
 
@@ -140,30 +140,35 @@ def one_language(i18n: gr.I18n) -> OneLanguage:
     return OneLanguage(**i18n.translations)
 
 
-class FirstText:
-    """ASGI middleware: the page ("/") opened without a link's query gets ``texts[language]`` (demo/ladder/overview.py
-    first_page: the Overview's words as plain HTML) right before Gradio's ``<gradio-app>``. The browser shows it once
-    the page's HTML and Gradio's stylesheet are in (about 210 KB, compressed), instead of after Gradio's front end
-    has loaded and drawn the whole app. A page opened with ``?tab=``, ``?tour=``, ``?preset=`` or ``?view=`` opens
-    elsewhere than the Overview: it gets nothing."""
+class PageWords:
+    """ASGI middleware for the page itself ("/"); every other request passes through untouched. It puts into the page:
+
+    * as the first thing in <head>, the learner's language (``language_of``: the toggle's cookie, else
+      Accept-Language) presented as the browser's (demo.kit.i18n.NAVIGATOR_SCRIPT): Gradio's front end reads
+      ``navigator.language`` before any script of ours could run;
+    * on a page opened without a link, right before Gradio's ``<gradio-app>``, ``first_texts[language]``
+      (demo/ladder/overview.first_page: the Overview's words as plain HTML). The browser shows it once the page's
+      HTML is in (about 200 KB, compressed), instead of after Gradio's front end has loaded and drawn the whole app.
+      A page opened with ``?tab=``, ``?tour=``, ``?preset=`` or ``?view=`` opens elsewhere: it gets none."""
 
     LINKS = ("tab", "tour", "preset", "view")
 
-    def __init__(self, app, texts: dict[str, str]):
+    def __init__(self, app, first_texts: dict[str, str] | None = None):
         self.app = app
-        self.texts = {lang: text.encode() for lang, text in texts.items()}
+        self.first_texts = {lang: text.encode() for lang, text in (first_texts or {}).items()}
 
     async def __call__(self, scope, receive, send):
-        if (scope["type"] != "http" or scope.get("method") != "GET" or _path(scope) != ""
-                or any(name in self.LINKS for name, _ in parse_qsl(scope.get("query_string", b"").decode("latin-1"),
-                                                              keep_blank_values=True))):
+        if scope["type"] != "http" or scope.get("method") != "GET" or _path(scope) != "":
             return await self.app(scope, receive, send)
-        from demo.kit.i18n import language_of
+        from demo.kit.i18n import NAVIGATOR_SCRIPT, language_of
 
-        text = self.texts.get(language_of(_HeadersOnly(Headers(scope=scope))), b"")
+        lang = language_of(_HeadersOnly(Headers(scope=scope)))
+        script = NAVIGATOR_SCRIPT.format(locale="zh-CN" if lang == "zh" else "en").encode()
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        text = b"" if any(name in self.LINKS for name, _ in query) else self.first_texts.get(lang, b"")
         start, body = {}, bytearray()
 
-        async def with_text(message):
+        async def rewritten(message):
             if message["type"] == "http.response.start":
                 start.update(message)
                 return
@@ -174,13 +179,13 @@ class FirstText:
                 return
             page = bytes(body)
             if dict(start.get("headers", [])).get(b"content-type", b"").startswith(b"text/html"):
-                page = page.replace(b"<gradio-app", text + b"<gradio-app", 1)
+                page = page.replace(b"<head>", b"<head>" + script, 1).replace(b"<gradio-app", text + b"<gradio-app", 1)
             start["headers"] = [(k, str(len(page)).encode() if k.lower() == b"content-length" else v)
                                 for k, v in start.get("headers", [])]
             await send(start)
             await send({"type": "http.response.body", "body": page})
 
-        await self.app(scope, receive, with_text)
+        await self.app(scope, receive, rewritten)
 
 
 # What a page depends on, besides the learner's language: the address Gradio builds its URLs from (the Host and the
@@ -240,11 +245,8 @@ class PageCache:
 
 def middleware(first_texts: dict[str, str] | None = None) -> list[Middleware]:
     """For ``launch(app_kwargs={"middleware": middleware(...)})``, outermost first: the page cache keeps what
-    compression made of the finished page; compression sees the finished page; FirstText puts the first page's text
-    (``first_texts``, one per language) into it; LanguageMiddleware puts the chosen language into it; PageLanguage
-    picks the table Gradio puts into it."""
-    from demo.kit.i18n import LanguageMiddleware
-
-    first = [Middleware(FirstText, texts=first_texts)] if first_texts else []
-    return [Middleware(PageCache), Middleware(Compression), *first, Middleware(LanguageMiddleware),
+    compression made of the finished page; compression sees the finished page; PageWords puts the learner's language
+    and the first page's text (``first_texts``, one per language) into it; PageLanguage picks the table Gradio puts
+    into it."""
+    return [Middleware(PageCache), Middleware(Compression), Middleware(PageWords, first_texts=first_texts),
             Middleware(PageLanguage)]

@@ -74,19 +74,3 @@ def test_set_device_to_cpu_leaves_tf32_alone(monkeypatch, fresh_choice):
     _gpus(monkeypatch, cuda=True, mps=False)
     assert device.set_device("cpu") == torch.device("cpu") == device.get_device()
     assert torch.backends.cudnn.allow_tf32 is True
-
-
-@pytest.fixture
-def two_threads():
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield 2
-    torch.set_num_threads(before)
-
-
-@pytest.mark.parametrize("where, inside", [(torch.device("cuda"), 2), (torch.device("mps"), 2),
-                                           (torch.device("cpu"), 1), (None, 1)])
-def test_one_cpu_thread_only_touches_cpu_work(two_threads, where, inside):
-    with device.one_cpu_thread(where):
-        seen = torch.get_num_threads()
-    assert seen == inside and torch.get_num_threads() == two_threads

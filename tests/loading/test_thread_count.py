@@ -43,6 +43,14 @@ def _fresh_thread_count() -> int:
     return count[0]
 
 
+@pytest.mark.parametrize("where, inside", [(torch.device("cuda"), 2), (torch.device("mps"), 2),
+                                           (torch.device("cpu"), 1), (None, 1)])
+def test_one_cpu_thread_only_touches_cpu_work(two_threads, where, inside):
+    with one_cpu_thread(where):
+        seen = torch.get_num_threads()
+    assert seen == inside and torch.get_num_threads() == two_threads
+
+
 @pytest.mark.parametrize("first_out", ["a", "b"])
 def test_interleaved_users_restore_the_count(two_threads, first_out):
     """A enters, B enters, then one leaves and the other; inside, each runs on one thread; afterwards both worker

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from demo.kit import i18n
+from demo.server import first_page
 
 ROOT = Path(__file__).resolve().parents[2]
 # Literal keys passed to label("…") / text("…") / t("…") in app.py and demo/: each must exist in the tables.
@@ -95,7 +96,7 @@ def test_middleware_serves_the_page_in_the_learners_language():
 
     page = "<!doctype html><html><head><title>t</title></head><body>héllo</body></html>"
     routes = [Route("/", lambda r: HTMLResponse(page)), Route("/config", lambda r: JSONResponse({"a": 1}))]
-    client = TestClient(Starlette(routes=routes, middleware=[Middleware(i18n.LanguageMiddleware)]))
+    client = TestClient(Starlette(routes=routes, middleware=[Middleware(first_page.PageWords)]))
 
     head = "<!doctype html><html><head>"
     plain = client.get("/", headers={"accept-language": "zh-TW,zh;q=0.9"})  # no cookie: the browser's language
