@@ -134,7 +134,7 @@ from demo.tasks import classify
 from demo.server import downloads
 from demo.embeddings import embeddings
 from demo.kit import figure_head, presets, reconnect, tour, your_turn
-from demo.kit.i18n import I18N, LANGUAGES, TOGGLE_JS, label, language_of, text
+from demo.kit.i18n import I18N, LABELLED, LANGUAGES, TOGGLE_JS, label, language_of, text
 from demo.ladder import overview
 from demo.mlm import mlm
 from demo.ngram import ngram
@@ -297,7 +297,8 @@ def main(argv: list[str] | None = None) -> None:
         share=args.share,
         theme=THEME,
         css_paths=[CSS_PATH],
-        i18n=first_page.one_language(I18N),  # each page carries its learner's table only (demo/server/first_page.py)
+        # each page carries its learner's table only, the keys of the app's labels only (demo/server/first_page.py)
+        i18n=first_page.one_language(I18N, LABELLED),
         # every figure: SVG export, a Data table, keyboard, dark mode (demo/kit/figure_head.py); the "Your turn" checks
         # classroom's before your_turn's: it reads the fragment; reconnect: a server gone away (demo/kit/reconnect.py)
         head=figure_head.HEAD + classroom.head() + your_turn.head() + reconnect.head() + teacher.head(),

@@ -16,6 +16,7 @@ headers of its gr.Examples tables, which Gradio's front end shows untranslated.
 """
 from __future__ import annotations
 
+import json
 import re
 
 import gradio as gr
@@ -28,6 +29,7 @@ import app
 from core.text.i18n import table, using_language
 from tests.test_i18n_literals import _ID, _NOT_PROSE, _PROSE_WORD, _WORD, TERMS
 from core.loading import resolve
+from demo.kit.i18n import LABELLED
 
 RAW_KEY = re.compile(r"__i18n__|translation_metadata")
 KEYS = set(table("en"))
@@ -189,13 +191,16 @@ def every_view(reg):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_no_view_shows_a_raw_translation_key(built, lang):
+    """Nor does a view make a label the built app had not made: each page's table carries only the keys labelled
+    while the app was built (demo/server/first_page.OneLanguage), so a new one would reach the browser untranslated."""
     _, reg = built
-    found = []
+    labelled, found = set(LABELLED), []
     for view in every_view(reg):
         for text in view_texts(view, lang)[0]:
             if RAW_KEY.search(text) or _bare_keys(text):
                 found.append((view.tab, view.key, text[:200]))
     assert not found, found
+    assert LABELLED == labelled, sorted(LABELLED - labelled)
 
 
 def test_no_view_shows_english_in_chinese(built):
@@ -237,6 +242,23 @@ def test_the_built_apps_labels_are_keys_the_front_end_translates(built):
             if isinstance(value, str) and english_in(value, NEUTRAL):
                 untranslated.append((type(block).__name__, prop, value))
     assert not untranslated, untranslated
+    # every key in the page's config is one the page's table carries (demo/server/first_page.OneLanguage)
+    keys = set(i18n_keys(blocks.get_config_file()))
+    assert len(keys) > 400 and keys <= LABELLED, sorted(keys - LABELLED)
+
+
+def i18n_keys(value):
+    """Every gr.I18n key anywhere in a config (its components' props, nested lists and dicts)."""
+    if isinstance(value, I18nData):
+        yield value.key
+    elif isinstance(value, str) and value.startswith("__i18n__"):  # already written out (gr.Examples' props)
+        yield json.loads(value[len("__i18n__"):])["key"]
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from i18n_keys(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from i18n_keys(item)
 
 
 def test_the_scanner_finds_what_it_is_for():

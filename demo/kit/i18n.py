@@ -32,7 +32,7 @@ COOKIE = "plm_lang"
 # The tables and text() live in core.text.i18n (gradio-free, so core's error messages use the same keys).
 __all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "table", "placeholders", "text", "t", "current_language", "using_language",
            "label", "in_every_language", "BROWSER_LANGUAGE_JS", "language_of", "I18N", "TOGGLE_JS",
-           "NAVIGATOR_SCRIPT"]
+           "NAVIGATOR_SCRIPT", "LABELLED"]
 
 t = text  # the short name tab modules use (their inputs are often called ``text``): ``t("ngram.result", n=3)``
 
@@ -54,11 +54,18 @@ def gradio_i18n() -> gr.I18n:
 I18N = gradio_i18n()  # passed to launch(i18n=...)
 
 
+# Every key ``label`` has made: the only keys the browser is ever asked to translate, so the only ones each page's
+# table carries (demo/server/first_page.OneLanguage). It is complete once the app is built: no handler makes a new
+# label while serving (tests/test_i18n_views.py).
+LABELLED: set[str] = set()
+
+
 def label(key: str):
     """A component label / tab title that the browser shows in the learner's language."""
     table(DEFAULT_LANGUAGE)[key]  # fail at build time, not in the browser, when a key is missing
     if key.startswith(SERVER_ONLY):
         raise KeyError(f"{key} is not in the browser's tables (SERVER_ONLY): render it with text()")
+    LABELLED.add(key)
     return I18N(key)
 
 

@@ -128,6 +128,24 @@ def test_a_page_opened_by_a_link_elsewhere_carries_no_first_text(page_app, query
     assert b"<gradio-app" in html and b"plm-first-page" not in html
 
 
+def test_a_page_s_table_holds_the_needed_keys_only_and_sees_keys_added_while_the_app_is_built():
+    """OneLanguage(needed=…): the app passes demo.kit.i18n.LABELLED, the keys its labels use, a set that grows while
+    the app is built; each table is filtered when a page (or the config stored at launch) is made."""
+    import copy
+
+    needed = {"greeting"}
+    tables = first_page.one_language(gr.I18n(**TABLES), needed)
+    stored = tables.translations_dict  # at launch: no page language
+    assert stored == {"en": {"greeting": "Hello"}, "zh": {"greeting": "你好"}}
+    needed.add("filler")
+    token = first_page._PAGE_LANGUAGE.set("zh")
+    try:
+        assert copy.deepcopy(stored) == {"zh": TABLES["zh"]} == tables.translations_dict
+    finally:
+        first_page._PAGE_LANGUAGE.reset(token)
+    assert first_page.one_language(gr.I18n(**TABLES)).translations_dict == TABLES  # nothing named: every key
+
+
 def test_a_page_is_built_once_per_way_of_asking_then_served_from_memory(page_app, monkeypatch):
     """demo/server/first_page.PageCache. Counts Gradio's page renders through ``gradio.routes.templates``, the
     Jinja2Templates instance its page route calls (if a Gradio upgrade renames it, this test says so)."""
