@@ -67,3 +67,26 @@ def test_the_script_is_served_and_cached(client):
     answer = client.get(kit.SCRIPT.path)
     assert answer.status_code == 200 and "window.plmKit" in answer.text
     assert "max-age" in answer.headers["cache-control"]
+
+
+def test_a_streamed_upload_without_a_length_is_cut_off_at_the_cap(client):
+    chunk = b"x" * 65536
+    chunks = (chunk for _ in range(kit.MAX_UPLOAD_BYTES // len(chunk) + 2))  # no content-length: sent in chunks
+    answer = client.post(f"{kit.DECK_PATH}?lang=en", content=chunks)
+    assert answer.status_code == 413
+    assert answer.json()["message"] == text("deck.too_big", "en", megabytes=kit.MAX_UPLOAD_BYTES / 1e6)
+
+
+def test_every_pages_head_carries_the_kits_words_in_both_languages_and_its_addresses():
+    from core.text.i18n import LANGUAGES, table
+    from demo.kit.state_links import LINK_LIMIT
+
+    head = kit.head()
+    start = head.index("window.plmKitConfig = ") + len("window.plmKitConfig = ")
+    config = json.loads(head[start:head.index(";\n", start)])
+    assert config["languages"] == list(LANGUAGES) and config["limit"] == LINK_LIMIT
+    assert config["deck"] == kit.DECK_PATH.lstrip("/") and config["plan"] == kit.PLAN_PATH.lstrip("/")
+    for lang in LANGUAGES:
+        assert config["words"][lang] == {key: table(lang)[f"deck.{key}"] for key in kit.WORD_KEYS}
+    script_body = head[head.index("<script>") + len("<script>"):head.index("</script>")]
+    assert "</" not in script_body  # no word can close the inline script early

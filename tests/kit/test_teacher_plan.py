@@ -88,3 +88,56 @@ def test_a_slide_takes_a_results_figure_or_table_in_every_form_a_view_returns():
     assert teacher._figure_or_table({"value": figure, "visible": True, "__type__": "update"})["figure"]
     assert teacher._figure_or_table({"value": figure, "visible": False, "__type__": "update"}) is None
     assert teacher._figure_or_table("some text") is None and teacher._figure_or_table(None) is None
+
+
+def test_a_slide_takes_a_plot_outputs_figure_as_gradio_holds_it():
+    held = gr.Plot().postprocess(go.Figure(go.Bar(x=["a", "b"], y=[3, 4])))  # PlotData, after postprocessing
+    assert json.loads(teacher._figure_or_table(held)["figure"])["data"][0]["y"] == [3, 4]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_slide_whose_preset_fails_says_why_in_its_caption(monkeypatch, lang):
+    from types import SimpleNamespace
+
+    from core.text.errors import UserInputError
+
+    def refuse(view, preset):
+        raise UserInputError("deck.empty")
+
+    monkeypatch.setattr(teacher, "preset_result", refuse)
+    view = SimpleNamespace(tab="ngram", where=None, presets={"tiny": object()}, outputs=[])
+    slide = teacher._slide(view, "tiny", lang, None, "Look at **the counts**", "§4.2")
+    assert slide == {"title": text("tabs.ngram", lang), "link": f"?tab=ngram&preset=tiny&lang={lang}",
+                     "notes": "Look at the counts\n" + text("deck.notes_section", lang, section="4.2"),
+                     "caption": text("deck.empty", lang)}
+
+
+class Collector:
+    """Stands in for the app's preset registry: one tab, and no view for any tour stop."""
+
+    tabs = {"ngram": None}
+
+    def find(self, tab, slug):
+        return None
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_plans_without_an_app_a_language_or_lesson_steps_are_refused(monkeypatch, lang):
+    monkeypatch.setattr(teacher, "_REGISTRY", [])
+    with pytest.raises(teacher.UserInputError) as refused:
+        teacher.plan("tour", lang)
+    assert refused.value.message(lang) == text("deck.bad_upload", lang)
+    monkeypatch.setattr(teacher, "_REGISTRY", [Collector()])
+    with pytest.raises(teacher.UserInputError) as refused:
+        teacher.plan("tour", "klingon")
+    assert refused.value.key == "deck.bad_upload"
+    monkeypatch.setattr(teacher, "_LESSONS", {})
+    with pytest.raises(teacher.UserInputError) as refused:
+        teacher.plan("lesson", lang, "ngram")
+    assert refused.value.message(lang) == text("deck.empty", lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_tour_plan_skips_the_stops_whose_view_the_app_lacks(monkeypatch, lang):
+    monkeypatch.setattr(teacher, "_REGISTRY", [Collector()])
+    assert teacher.plan("tour", lang) == {"title": text("tour.region", lang), "slides": []}
