@@ -1,5 +1,5 @@
 // A script inside the first page's text (demo/ladder/overview.py first_page, put into the page by
-// demo/server/first_page.py FirstText): that text is the page's own HTML, readable before Gradio's front end has
+// demo/server/first_page.py PageWords): that text is the page's own HTML, readable before Gradio's front end has
 // loaded. It goes the moment the app has drawn its tab bar: a MutationObserver runs before the next paint, so the
 // Overview is never on screen twice.
 (() => {

@@ -66,7 +66,7 @@ OVERVIEW_SHOWN_JS = """heading => {
 }"""
 FULL_AT_JS = f"() => ({FULL_JS})() && performance.now()"
 # Gradio's front end has drawn the app (its tab bar): before that, the Overview's text is the page's own HTML
-# (demo/server/first_page.FirstText), readable but with nothing to click that runs a model.
+# (demo/server/first_page.PageWords), readable but with nothing to click that runs a model.
 APP_DRAWN_JS = "() => !!document.querySelector('gradio-app [role=tablist]') && performance.now()"
 ENTRIES_JS = """() => [...performance.getEntriesByType('navigation'), ...performance.getEntriesByType('resource')]
   .map(e => ({url: e.name, navigation: e.entryType === 'navigation', transfer: e.transferSize,

@@ -1,4 +1,4 @@
-"""The first page's text in Chromium (issue #53; demo/server/first_page.FirstText, assets/first_page.js), in both
+"""The first page's text in Chromium (issue #53; demo/server/first_page.PageWords, assets/first_page.js), in both
 languages, on the worker's offline app:
 - with every script file refused (Gradio's front end never arrives), the page's own HTML shows the header, the
   Overview's heading, its note that the app is loading, the timeline and the tour's link;
@@ -7,12 +7,15 @@ languages, on the worker's offline app:
 Every wait is on a condition of the page."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from core.text import i18n
 from tests.e2e.first_open import VIEWPORT
 
 pytestmark = pytest.mark.e2e
+ARTIFACTS = Path(__file__).parent / "_artifacts"
 
 
 def first_line(key: str, lang: str) -> str:
@@ -36,7 +39,8 @@ def test_the_overview_reads_before_gradio_arrives_and_shows_once_after(browser, 
         assert page.locator('#plm-first-page svg[role="group"]').first.is_visible()  # the timeline, drawn
         assert page.locator('#plm-first-page a[href="?tour=1"]').is_visible()
         assert not page.get_by_role("tab").count()
-        page.screenshot(path=str(_artifacts() / f"first-page-{lang}-no-js.png"))
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"first-page-{lang}-no-js.png"))
 
         page.unroute("**/*.js*")
         page.goto(served_app.url, wait_until="load")
@@ -49,10 +53,3 @@ def test_the_overview_reads_before_gradio_arrives_and_shows_once_after(browser, 
     finally:
         context.close()
 
-
-def _artifacts():
-    from pathlib import Path
-
-    folder = Path(__file__).parent / "_artifacts"
-    folder.mkdir(exist_ok=True)
-    return folder

@@ -111,7 +111,7 @@ def test_the_page_and_its_config_carry_only_the_learners_table(page_app, headers
 @pytest.mark.parametrize("headers, lang", [({"accept-language": "zh-CN,zh;q=0.9"}, "zh"),
                                            ({"accept-language": "zh-CN", "cookie": "plm_lang=en"}, "en")])
 def test_a_page_opened_without_a_link_carries_the_first_text_in_the_learners_language(page_app, headers, lang, query):
-    """demo/server/first_page.FirstText: the text sits in the body right before Gradio's <gradio-app>, once, in the
+    """demo/server/first_page.PageWords: the text sits in the body right before Gradio's <gradio-app>, once, in the
     language the page's table is in; compressed or not, the page is the same."""
     html = fetch(page_app.local_url + query, **headers, **{"accept-encoding": "br"})[1]
     head, body = html.split(b"</head>")
