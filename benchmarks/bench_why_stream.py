@@ -10,8 +10,9 @@ on core/why/attribution.py:
    masked-LM view and in the QA view (which explains the span's start and its end). The reference is the same view
    computed in one go at the same steps (``explain_*``: what a click showed before the stream, nothing until all
    32 steps were done; bert-base: once, and not in --quick). The server's time: the browser adds the transfer and
-   the drawing. Wall-clock and the process's CPU seconds: on a loaded shared machine the wall time is mostly
-   waiting for a core; on a machine to itself it would be about the CPU seconds or less (two torch threads).
+   the drawing. The goals are on the wall-clock time, the learner's wait, on a machine the benchmark has to itself;
+   the process's CPU seconds (both torch threads together, about twice the wall time there) are reported beside
+   it, for a loaded shared machine where the wall time is mostly waiting for a core.
 2. **The last stage against captum**: integrated gradients at 32 Gauss–Legendre steps (``integrated_gradients``)
    against captum's ``IntegratedGradients(method="gausslegendre")`` on the same f, x, x' (both batching at most
    BATCH_TOKENS tokens per pass: captum's ``internal_batch_size``), values within 1e-4 of the largest checked first;
@@ -187,11 +188,13 @@ def run(quick: bool = False) -> list[dict]:
             p50_goal, p95_goal = (3.0, 3.0) if name.startswith("bert") else (1.0, 2.0)
             for clock, times, shown in (("s", walls, "wall"), ("CPU s", cpus, "CPU")):
                 reference = statistics.median(x[clock == "CPU s"] for x in before) if before else None
+                wall = clock == "s"  # the goal is the learner's wait; CPU seconds (two threads) are reported
                 rows.append(row(f"{name}: first attribution p50, {shown} (vs all {STEPS} steps)",
-                                statistics.median(times), reference, clock, f"≤ {p50_goal:g} s",
-                                target_value=p50_goal))
+                                statistics.median(times), reference, clock, f"≤ {p50_goal:g} s" if wall else "-",
+                                target_value=p50_goal if wall else None))
                 rows.append(row(f"{name}: first attribution p95, {shown} ({repeats} runs)",
-                                percentile(times, 0.95), None, clock, f"≤ {p95_goal:g} s", target_value=p95_goal))
+                                percentile(times, 0.95), None, clock, f"≤ {p95_goal:g} s" if wall else "-",
+                                target_value=p95_goal if wall else None))
             print(*rows[-4:], f"load {os.getloadavg()[0]:.1f}", sep="\n", file=sys.stderr, flush=True)
 
         minilm_ids = tokenizer(words(tokenizer, 128))["input_ids"]

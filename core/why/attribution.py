@@ -94,6 +94,21 @@ def gradient_x_input(f: EmbeddingFunction, x: torch.Tensor) -> torch.Tensor:
     return x * grads[0]
 
 
+def quick_views(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, tokens: Sequence[str]
+                ) -> list["Attribution"]:
+    """Gradient × input of each of the K answers that one pass scores, f: (B, T, E) → (B, K) (the QA span's start
+    and end): one forward pass and K backward passes through its graph, instead of K of each."""
+    with torch.enable_grad():
+        point = x[None].detach().requires_grad_(True)  # (1, T, E)
+        scores = f(point)[0]  # (K,)
+        views = []
+        for k, score in enumerate(scores):
+            (grads,) = torch.autograd.grad(score, point, retain_graph=k + 1 < len(scores))  # (1, T, E)
+            views.append(Attribution("gradient_x_input", list(tokens), (x * grads[0]).detach().float().cpu(),
+                                     float(score), float("nan"), 0))
+    return views
+
+
 def integrated_gradients(f: EmbeddingFunction, x: torch.Tensor, baseline: torch.Tensor,
                          steps: int = DEFAULT_STEPS) -> torch.Tensor:
     """(x − x') ⊙ Σ_k w_k ∂f/∂x(x' + α_k (x − x')) with Gauss–Legendre α, w: (T, E). The n steps are one batch,
@@ -163,17 +178,17 @@ def stage_steps(steps: int, stream: bool = True) -> list[int]:
 
 
 def attribute_in_stages(f: EmbeddingFunction, x: torch.Tensor, baseline: torch.Tensor, tokens: Sequence[str],
-                        steps: int = DEFAULT_STEPS, stream: bool = True) -> Iterator[list[Attribution]]:
-    """The methods computed so far, as they are ready: [gradient × input] after one forward and backward pass, then
-    [integrated gradients at n steps, gradient × input] for each n of stage_steps(steps, stream). f(x) comes from
-    the gradient pass and f(x') from one forward pass after the quick view, shared by every stage (the gap of each
-    is its own)."""
+                        steps: int = DEFAULT_STEPS, stream: bool = True, quick: Attribution | None = None
+                        ) -> Iterator[list[Attribution]]:
+    """The methods computed so far, as they are ready: [gradient × input] after one forward and backward pass (or
+    ``quick``, when the caller's quick_views computed it already), then [integrated gradients at n steps, gradient ×
+    input] for each n of stage_steps(steps, stream). f(x) comes from the gradient pass and f(x') from one forward
+    pass after the quick view, shared by every stage (the gap of each is its own)."""
     if not 1 <= steps <= MAX_STEPS:
         raise ValueError(f"steps must lie in 1..{MAX_STEPS}")
-    scores, grads = gradient(f, x[None])
-    score = float(scores.float()[0])
-    quick = Attribution("gradient_x_input", list(tokens), (x * grads[0]).detach().float().cpu(), score,
-                        float("nan"), 0)
+    if quick is None:
+        [quick] = quick_views(lambda embeds: f(embeds)[:, None], x, tokens)
+    score = quick.score
     yield [quick]
     with torch.no_grad():  # after the quick view: it does not need f(x')
         baseline_score = float(f(baseline[None]).float()[0])

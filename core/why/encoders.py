@@ -38,8 +38,8 @@ from core.text.errors import UserInputError, echo
 from core.text.i18n import text as tr
 from core.text.limits import DEFAULT_SEED, MAX_MODEL_TOKENS
 from core.why.logit_lens import LogitLens
-from core.why.why import (explain_encoder_stages, read_class, read_masked_word, read_span,
-                      read_token_tag)
+from core.why.why import (AttentionsOfNextPass, explain_encoder_stages, read_class, read_masked_word, read_span,
+                          read_token_tag)
 
 STEPS = attribution.DEFAULT_STEPS
 
@@ -170,6 +170,21 @@ def read_allowed_span(end: bool, allowed: torch.Tensor):
     return lambda model, ids, segments: read(model, ids, segments).masked_fill(~allowed, qa.MASKED_LOGIT)
 
 
+def span_ends_function(model: nn.Module, window: qa.Window, allowed: torch.Tensor, ends: tuple[int, int]
+                       ) -> attribution.EmbeddingFunction:
+    """f: (B, T, E) → (B, 2), [P_start(î), P_end(ĵ)] from one forward pass: what read_allowed_span's two scores
+    read, for quick_views to take both gradients through one graph."""
+    segments = torch.tensor([window.segment_ids], device=allowed.device)
+
+    def both(ids: torch.Tensor) -> torch.Tensor:
+        out = model(ids, None, segments.expand_as(ids), output_attentions=False, output_hidden_states=False)
+        return torch.stack([logits.masked_fill(~allowed, qa.MASKED_LOGIT).float().softmax(dim=-1)[:, position]
+                            for logits, position in zip((out.start_logits, out.end_logits), ends)], dim=-1)
+
+    return attribution.embedding_function(model.input_embeddings(), torch.tensor(window.ids, device=allowed.device),
+                                          both)
+
+
 @dataclass
 class SpanWhy:
     start: Why
@@ -199,11 +214,17 @@ def explain_span_stages(question: str, context: str, model_id: str | None = None
     cls_id = loaded.tokenizer.token_to_id(loaded.tokenizer.cls_token)
     allowed |= torch.tensor(window.ids, device=loaded.device) == cls_id
     pad_id, keep = _specials(loaded.tokenizer)
+    ends = (best.token_start, best.token_end)
+    with AttentionsOfNextPass(loaded.model.base) as seen:  # both ends' quick views and maps from one pass
+        quick = attribution.quick_views(span_ends_function(loaded.model, window, allowed, ends),
+                                        attribution.token_embeddings(loaded.model.input_embeddings(),
+                                                                     torch.tensor(window.ids, device=loaded.device)),
+                                        window.tokens)
     start, end = (explain_encoder_stages(loaded.model, loaded.files.name, window.ids, window.tokens,
                                          read_allowed_span(is_end, allowed), position, position, pad_id, keep,
                                          "end" if is_end else "start", window.tokens[position], window.segment_ids,
-                                         steps, stream)  # each one's maps from its own gradient pass
-                  for is_end, position in ((False, best.token_start), (True, best.token_end)))
+                                         steps, stream, seen.maps, quick[is_end])
+                  for is_end, position in zip((False, True), ends))
     for found in zip(start, end):  # the start's stage, then the end's
         yield SpanWhy(*found, best.text, (best.token_start, best.token_end), best.window, len(result.windows))
 

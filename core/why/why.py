@@ -34,15 +34,16 @@ MAX_TOKEN_STEPS = 16_384  # steps × tokens of one explanation (512 tokens × 32
 
 
 def methods_in_stages(embedding: nn.Embedding, ids: torch.Tensor, score: Score, baseline: torch.Tensor,
-                      tokens: list[str], steps: int, stream: bool = True) -> Iterator[list[Attribution]]:
-    """[gradient × input], then [integrated gradients, gradient × input] at each stage, of one answer, at the
-    embeddings that ``ids`` (T,) look up (core.why.attribution.attribute_in_stages)."""
+                      tokens: list[str], steps: int, stream: bool = True, quick: Attribution | None = None
+                      ) -> Iterator[list[Attribution]]:
+    """[gradient × input] (``quick``, when the caller has it), then [integrated gradients, gradient × input] at each
+    stage, of one answer, at the embeddings that ``ids`` (T,) look up (core.why.attribution.attribute_in_stages)."""
     if len(ids) * steps > MAX_TOKEN_STEPS:
         raise UserInputError("why.too_much_work", tokens=len(ids), steps=steps, limit=f"{MAX_TOKEN_STEPS:,}",
                              most=max(1, MAX_TOKEN_STEPS // len(ids)))
     f = attribution.embedding_function(embedding, ids, score)
     x = attribution.token_embeddings(embedding, ids)
-    yield from attribution.attribute_in_stages(f, x, baseline, tokens, steps, stream)
+    yield from attribution.attribute_in_stages(f, x, baseline, tokens, steps, stream, quick)
 
 
 def zeros_like_embeddings(embedding: nn.Embedding, length: int) -> torch.Tensor:
@@ -156,10 +157,11 @@ def explain_encoder_stages(model: nn.Module, model_id: str, ids: list[int], toke
                            target: int, position: int, pad_id: int, keep: set[int], target_kind: str,
                            answer: str, token_type_ids: list[int] | None = None,
                            steps: int = attribution.DEFAULT_STEPS, stream: bool = True,
-                           attentions: tuple | None = None) -> Iterator[Why]:
+                           attentions: tuple | None = None, quick: Attribution | None = None) -> Iterator[Why]:
     """explain_encoder, stage by stage; the answer's probability is f(x) of the first stage's gradient pass.
-    ``attentions``: the encoder's maps for these ids, when the caller has them; else the quick view's gradient pass
-    brings them (AttentionsOfNextPass)."""
+    ``attentions`` and ``quick``: the encoder's maps for these ids and the answer's gradient × input, when the caller
+    has them (explain_span_stages: one pass for the span's two ends); else the quick view's gradient pass computes
+    the one and brings the other (AttentionsOfNextPass)."""
     device = model.input_embeddings().weight.device
     id_tensor = torch.tensor(ids, device=device)
     segments = torch.tensor([token_type_ids or [0] * len(ids)], device=device)
@@ -171,7 +173,7 @@ def explain_encoder_stages(model: nn.Module, model_id: str, ids: list[int], toke
     baseline = pad_baseline(embedding, id_tensor, pad_id, keep)
     rollout = None
     with AttentionsOfNextPass(model.base if attentions is None else None) as seen:
-        for methods in methods_in_stages(embedding, id_tensor, score, baseline, tokens, steps, stream):
+        for methods in methods_in_stages(embedding, id_tensor, score, baseline, tokens, steps, stream, quick):
             if rollout is None:  # the quick view's gradient pass brought the maps along (else: one pass for them)
                 attentions = attentions or seen.maps or encoder_attentions(model, ids, token_type_ids)
                 rollout = attribution.attention_rollout([a[0] for a in attentions])[position].tolist()
