@@ -1,6 +1,6 @@
 """How long a 30-slide deck takes to write (issue #54: under 10 s on the 2-core machine). Not a test.
 
-    python -m benchmarks.bench_deck
+    python -m benchmarks.bench_deck          (or python -m benchmarks.run --only deck: the same row in the table)
 
 The slides are what "Download the deck" receives: 30 figures exported by plotly at the slide size (3200×1800 PNG,
 demo/figures.SLIDE_EXPORT), each with a title, a 200-character caption, a state link and notes, 中文 included. The
@@ -15,13 +15,14 @@ import base64
 import io
 import os
 import random
+import sys
 import time
 
 from PIL import Image, ImageDraw
 from pptx import Presentation
 from pptx.util import Inches
 
-from benchmarks.common import alternating_medians
+from benchmarks.common import alternating_medians, print_table, row
 from demo.kit import deck
 
 SLIDES = 30
@@ -31,10 +32,10 @@ def figure_png(seed: int) -> bytes:
     rng = random.Random(seed)
     image = Image.new("RGB", (3200, 1800), "white")
     draw = ImageDraw.Draw(image)
-    for row in range(24):  # a heatmap's cells
+    for cell_row in range(24):  # a heatmap's cells
         for column in range(24):
             shade = rng.randrange(40, 255)
-            draw.rectangle([600 + column * 80, 150 + row * 60, 680 + column * 80, 210 + row * 60],
+            draw.rectangle([600 + column * 80, 150 + cell_row * 60, 680 + column * 80, 210 + cell_row * 60],
                            fill=(shade // 3, shade // 2, shade))
     for line in range(40):  # tick labels and a title: short strokes
         y = 100 + line * 40
@@ -44,7 +45,8 @@ def figure_png(seed: int) -> bytes:
     return out.getvalue()
 
 
-def main() -> None:
+def run(quick: bool = False) -> list[dict]:
+    """demo.kit.deck building the 30 slides from the upload, against python-pptx adding the pictures alone."""
     pictures = [figure_png(seed) for seed in range(SLIDES)]
     upload = [{"title": f"注意力 · Attention step {n}", "caption": ("输入：" + "我爱自然语言处理。" * 30)[:200],
                "notes": "What to look at: the weights of each row sum to 1 (§8.3).",
@@ -66,14 +68,12 @@ def main() -> None:
     start = time.perf_counter()
     size = len(ours())
     first = time.perf_counter() - start
-    ours_s, reference_s = alternating_medians([ours, reference], repeats=5, warmup=1)
-    load = os.getloadavg()
-    print(f"30-slide deck ({sum(map(len, pictures)) / 1e6:.1f} MB of PNG, {size / 1e6:.1f} MB .pptx), "
-          f"load {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} on {os.cpu_count()} cores")
-    print(f"| build | median s | ratio |\n|---|---|---|\n| demo.kit.deck (upload read + .pptx) | {ours_s:.2f} | "
-          f"{ours_s / reference_s:.2f} |\n| python-pptx, pictures only (reference) | {reference_s:.2f} | 1.00 |")
-    print(f"first build (cold): {first:.2f} s")
+    ours_s, reference_s = alternating_medians([ours, reference], repeats=2 if quick else 5, warmup=1)
+    name = f"{SLIDES}-slide deck ({sum(map(len, pictures)) / 1e6:.1f} MB of PNG → {size / 1e6:.1f} MB .pptx)"
+    return [row(f"{name} (vs python-pptx, pictures only)", ours_s, reference_s, "s", "≤ 10 s", target_value=10.0),
+            row(f"{name}: the first build (cold)", first, None, "s", "≤ 10 s", target_value=10.0),
+            row("load average (1 min)", os.getloadavg()[0], None, "", "shared machine")]
 
 
 if __name__ == "__main__":
-    main()
+    print_table(run(quick="--quick" in sys.argv))

@@ -23,7 +23,7 @@ from core.loading.device import one_cpu_thread
 from core.text.corpora import load_corpus
 from core.loading.paths import REPO_ROOT
 
-LOAD_SNIPPET = ("import time; from core import embeddings as w; t = time.perf_counter(); w.load_glove(); "
+LOAD_SNIPPET = ("import time; from core.embeddings import embeddings as w; t = time.perf_counter(); w.load_glove(); "
                 "print(time.perf_counter() - t)")
 
 
