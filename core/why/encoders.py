@@ -170,19 +170,18 @@ def read_allowed_span(end: bool, allowed: torch.Tensor):
     return lambda model, ids, segments: read(model, ids, segments).masked_fill(~allowed, qa.MASKED_LOGIT)
 
 
-def span_ends_function(model: nn.Module, window: qa.Window, allowed: torch.Tensor, ends: tuple[int, int]
-                       ) -> attribution.EmbeddingFunction:
-    """f: (B, T, E) → (B, 2), [P_start(î), P_end(ĵ)] from one forward pass: what read_allowed_span's two scores
-    read, for quick_views to take both gradients through one graph."""
-    segments = torch.tensor([window.segment_ids], device=allowed.device)
+def span_ends_function(model: nn.Module, ids: torch.Tensor, segment_ids: list[int], allowed: torch.Tensor,
+                       ends: tuple[int, int]) -> attribution.EmbeddingFunction:
+    """f: (B, T, E) → (B, 2), [P_start(î), P_end(ĵ)] at the embeddings of ``ids`` (T,), from one forward pass: what
+    read_allowed_span's two scores read, for quick_views to take both gradients through one graph."""
+    segments = torch.tensor([segment_ids], device=ids.device)
 
-    def both(ids: torch.Tensor) -> torch.Tensor:
-        out = model(ids, None, segments.expand_as(ids), output_attentions=False, output_hidden_states=False)
+    def both(batch: torch.Tensor) -> torch.Tensor:
+        out = model(batch, None, segments.expand_as(batch), output_attentions=False, output_hidden_states=False)
         return torch.stack([logits.masked_fill(~allowed, qa.MASKED_LOGIT).float().softmax(dim=-1)[:, position]
                             for logits, position in zip((out.start_logits, out.end_logits), ends)], dim=-1)
 
-    return attribution.embedding_function(model.input_embeddings(), torch.tensor(window.ids, device=allowed.device),
-                                          both)
+    return attribution.embedding_function(model.input_embeddings(), ids, both)
 
 
 @dataclass
@@ -209,17 +208,16 @@ def explain_span_stages(question: str, context: str, model_id: str | None = None
         raise UserInputError("why.no_span")
     loaded = registry.load("qa", model_id)
     window = result.windows[best.window]
+    ids = torch.tensor(window.ids, device=loaded.device)
     allowed = torch.zeros(len(window.ids), dtype=torch.bool, device=loaded.device)
     allowed[window.context.start:window.context.stop] = True
-    cls_id = loaded.tokenizer.token_to_id(loaded.tokenizer.cls_token)
-    allowed |= torch.tensor(window.ids, device=loaded.device) == cls_id
+    allowed |= ids == loaded.tokenizer.token_to_id(loaded.tokenizer.cls_token)
     pad_id, keep = _specials(loaded.tokenizer)
     ends = (best.token_start, best.token_end)
+    f = span_ends_function(loaded.model, ids, window.segment_ids, allowed, ends)
+    x = attribution.token_embeddings(loaded.model.input_embeddings(), ids)
     with AttentionsOfNextPass(loaded.model.base) as seen:  # both ends' quick views and maps from one pass
-        quick = attribution.quick_views(span_ends_function(loaded.model, window, allowed, ends),
-                                        attribution.token_embeddings(loaded.model.input_embeddings(),
-                                                                     torch.tensor(window.ids, device=loaded.device)),
-                                        window.tokens)
+        quick = attribution.quick_views(f, x, window.tokens)
     start, end = (explain_encoder_stages(loaded.model, loaded.files.name, window.ids, window.tokens,
                                          read_allowed_span(is_end, allowed), position, position, pad_id, keep,
                                          "end" if is_end else "start", window.tokens[position], window.segment_ids,
