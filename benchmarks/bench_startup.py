@@ -15,6 +15,10 @@ Two measurements, alternating:
   and says whether anything in the start imported torch (it should not).
 
     python -m benchmarks.bench_startup [--quick]
+    python -m benchmarks.bench_startup --against ../old-checkout [--repeats 6]   # before/after, starts alternating
+
+``--against DIR``: this checkout's app.py and DIR's (another commit, run with this interpreter and its packages),
+started in turn, each to its first answer; medians of both and of the paired ratio.
 """
 from __future__ import annotations
 
@@ -146,5 +150,27 @@ def run(quick: bool = False) -> list[dict]:
     return rows
 
 
+def against(other: str, repeats: int = 6) -> list[dict]:
+    """This checkout's start against ``other``'s (a folder holding another commit's app.py), alternating."""
+    from pathlib import Path
+
+    script = str(Path(other).resolve() / "app.py")
+    ours, theirs = [], []
+    for _ in range(repeats):
+        theirs.append(end_to_end(script)[1])
+        ours.append(end_to_end()[1])
+    median = statistics.median
+    return [row(f"cold start to first answer: this checkout ({min(ours):.1f}–{max(ours):.1f} s) against {other} "
+                f"({min(theirs):.1f}–{max(theirs):.1f} s), {repeats} each", median(ours), median(theirs), "s",
+                "≤ 1.0× (not worse)", target_ratio=1.0),
+            row("  the same, median of the paired ratios", median(a / b for a, b in zip(ours, theirs)), None, "×",
+                "≤ 1.0", target_value=1.0)]
+
+
 if __name__ == "__main__":
-    print_table(run(quick="--quick" in sys.argv))
+    if "--against" in sys.argv:
+        arguments = sys.argv[sys.argv.index("--against") + 1:]
+        count = int(arguments[arguments.index("--repeats") + 1]) if "--repeats" in arguments else 6
+        print_table(against(arguments[0], count))
+    else:
+        print_table(run(quick="--quick" in sys.argv))

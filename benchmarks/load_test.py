@@ -18,6 +18,7 @@ when any call failed or an endpoint's p95 is over --p95 seconds (a ramp: when no
     python benchmarks/load_test.py --profile classroom --think 0 --floor    # the same events with empty handlers
 
     python benchmarks/load_test.py --profile classroom      # a class as it clicks: 8 s mean pause (issue 56)
+    python benchmarks/load_test.py --profile classroom --app ../old/app.py   # the same class against another commit
     python benchmarks/load_test.py --profile classroom --ramp 32 64 128 256 --seconds 45   # capacity of one server
     python benchmarks/load_test.py --profile classroom --ramp 32 64 --real-size   # bert-base-sized BERT views
     python benchmarks/load_test.py --profile classroom --ramp 32 64 --open-first  # pages opened before the window
@@ -313,6 +314,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                         "the same events with empty handlers, Gradio's own cost per click (issue #38 §3)")
     parser.add_argument("--no-result-cache", action="store_true", help="start the server with its result cache "
                         "off (PLM_RESULT_CACHE_MB=0)")
+    parser.add_argument("--app", default="app.py", help="the app.py to start (another checkout's, for a before and "
+                        "after with the same clients; default: this one's)")
     args = parser.parse_args(argv)
     profile = PROFILES[args.profile]
     args.users = args.users or profile["users"]
@@ -379,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             server, url = start_server(result_cache=not args.no_result_cache, max_batch=args.max_batch,
                                        device=args.device,
-                                       script="benchmarks/queue_floor.py" if args.floor else "app.py",
+                                       script="benchmarks/queue_floor.py" if args.floor else args.app,
                                        hub_url=hub.url if hub else None,
                                        hub_cache=str(checkpoints / "hf-cache") if hub else None)
             server_pid = server.pid

@@ -21,6 +21,13 @@ os.environ.pop("HF_ENDPOINT", None)
 os.environ["XDG_DATA_HOME"] = os.path.join(_HF_HOME, "data")
 os.environ["HF_HUB_OFFLINE"] = "1"  # overridden, not defaulted: a developer's own setting must not leak in
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+# One OpenMP thread in each test worker: the suite runs two workers, each beside its own app and Chromium, on two
+# cores. With torch's default of a thread per core, every op's threads spin at a barrier waiting for a core someone
+# else holds: three processes computing every preset took 96-156 s each that way, 24 s each on one thread. Set before
+# anything imports torch. The apps the tests start keep torch's default, as a learner's would (tests/live_app.app_env
+# takes it out again); a test that wants more threads sets them itself.
+if "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = os.environ["PLM_TESTS_SET_OMP"] = "1"
 
 import pytest  # noqa: E402
 

@@ -45,6 +45,8 @@ def closed_port() -> int:
 def app_env(**overrides: str | None) -> dict[str, str]:
     """The environment for the app process: no analytics; a None value removes the variable."""
     env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
+    if env.pop("PLM_TESTS_SET_OMP", None):  # tests/conftest.py's one thread is for the test workers, not the app
+        env.pop("OMP_NUM_THREADS", None)
     for key, value in overrides.items():
         if value is None:
             env.pop(key, None)

@@ -150,8 +150,11 @@ def test_events_keep_the_browsers_loading_statuses_small():
 def test_launch_and_call_an_endpoint_through_gradio_client():
     from gradio_client import Client
 
+    from demo.server import first_page
+
     blocks = app.build_app()
-    blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=None, quiet=True)
+    blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=None, quiet=True,
+                  app_kwargs={"middleware": first_page.middleware(blocks.first_page)})  # as app.py launches it
     try:
         client = Client(blocks.local_url, verbose=False)
         status = client.predict(api_name="/app_status")

@@ -1,8 +1,8 @@
 """Start-up on a loaded machine (issue 33 §6): `python app.py --offline` beside 4 CPU-bound processes.
 
-Gradio's launch() asks its own server once whether `/` answers (networking.url_ok: a 3 s timeout) and exits with
-"When localhost is not accessible…" when it does not; with both cores busy the first answer can take longer, so
-demo/serving.patient_url_ok keeps asking for LAUNCH_CHECK_SECONDS. Here 4 busy loops hold the cores (on the 2-core
+Gradio's launch() asks its own server whether `/` answers (a HEAD, with a 3 s timeout) and exits with "When localhost
+is not accessible…" when it does not; with both cores busy, building the page for it took longer, so the app answers
+that HEAD without building the page (demo/server/first_page.PageCache). Here 4 busy loops hold the cores (on the 2-core
 build machine that is 2 runnable processes per core besides the app) for the whole start, and the app must serve its
 page and answer an API call. The wait is a hang guard, not a timing check.
 """

@@ -58,7 +58,6 @@ import gradio as gr
 from core.text.errors import UserInputError
 from demo.server.handlers import add_csv_downloads, friendly_errors, on_zero_gpu
 from demo.server.downloads import fetch_models
-from demo.server.gradio_inside import current_block
 from demo.kit.i18n import in_every_language, label
 from demo.kit.preset_bar import BAR_JS, BAR_TEMPLATE
 from demo.kit.scripts import script
@@ -112,9 +111,10 @@ class View:
             raise ValueError(f"build the sub-tab of view {tab}/{key} inside an explicit `with gr.Tabs():`")
         # Inside its own sub-tab: a State left directly in a gr.Tabs counts as one of its children, so Gradio's
         # front end numbered the tabs after it one too far, and selecting a tab wrote its label over a neighbour's.
-        in_tabs = where is not None and isinstance(current_block(), gr.Tabs)  # built right after its `with gr.Tab`
-        with where if in_tabs else contextlib.nullcontext():
-            self.done = gr.State(False)  # this session saw the result: opening the view again keeps the learner's work
+        self.done = gr.State(False)  # this session saw the result: opening the view again keeps the learner's work
+        if where is not None and isinstance(self.done.parent, gr.Tabs):  # built right after its `with gr.Tab`
+            self.done.parent.children.remove(self.done)
+            where.add(self.done)
         if where is not None:
             if where.id is None:
                 raise ValueError(f"give the sub-tab of view {tab}/{key} an id")

@@ -38,7 +38,6 @@ from starlette.routing import Route
 from core.loading.paths import ASSETS_DIR
 from core.text.errors import LearnerError, UserInputError
 from core.text.i18n import LANGUAGES, text, using_language
-from demo.kit import deck
 from demo.kit import state_links
 from demo.server.gradio_inside import plot_json
 from demo.server.handlers import friendly_errors
@@ -264,6 +263,8 @@ async def _download(request: Request) -> Response:
     link = sent.get("link") if isinstance(sent.get("link"), str) else ""
     link = link if re.fullmatch(r"https?://[^\s\"<>]{1,300}", link or "") else ""
     title = sent.get("title") if isinstance(sent.get("title"), str) else ""
+    from demo.kit import deck  # python-pptx and lxml: 0.05 s of every start, imported by the first deck instead
+
     try:
         slides = deck.slides_from_upload(sent.get("slides"))
         data = await run_in_threadpool(deck.build, slides, lang, link, title[:deck.MAX_TITLE])

@@ -1,8 +1,8 @@
 """A light first page (issue #53): what a learner's browser downloads before the Overview shows.
 
 * ``middleware()`` compresses every text answer over COMPRESS_FROM_BYTES that the browser accepts compressed: the
-  page and ``/config`` with Gradio's own Brotli middleware, JSON API answers with Starlette's gzip; event streams
-  pass untouched and unbuffered.
+  page and ``/config`` whole, with Brotli (gzip for a browser without br); JSON API answers with Starlette's gzip;
+  files with Gradio's own middleware. Event streams pass untouched and unbuffered.
 * ``one_language(I18N, LABELLED)`` makes the page and ``/config`` carry only the learner's translation table, and
   only the keys of the app's labels.
 * ``PageWords`` puts the learner's language into the page, and the Overview's words as its own HTML: readable
@@ -10,32 +10,34 @@
 * ``PageCache`` keeps the finished page (compressed) per way of asking for it, so a class opening the same link
   costs the server one page, not one each: Gradio builds each page anew (it deep-copies the app's config, renders
   2.2 MB of HTML and compresses it), about 0.25 s of CPU, so that one server opened about 2 pages a second for a
-  class arriving at once (benchmarks/README.md, "A class as it clicks").
+  class arriving at once (benchmarks/README.md, "A class as it clicks"). A HEAD of the page (launch()'s check of its
+  own server) is answered without building it.
 
-Both reach inside Gradio (a private method of its Brotli middleware; the config's ``translations_dict``), each
-named in tests/server/test_first_page.py, which fails with a message if a Gradio upgrade changes them. Measured by
-benchmarks/page_weight.py.
+``one_language`` reaches inside Gradio (the config's ``translations_dict``), named in tests/server/test_first_page.py,
+which fails with a message if a Gradio upgrade changes it. Measured by benchmarks/page_weight.py.
 """
 from __future__ import annotations
 
 import contextvars
+import gzip
 from collections.abc import Collection
 from urllib.parse import parse_qsl
 
 import gradio as gr
-from gradio.brotli_middleware import BrotliMiddleware
-from starlette.datastructures import Headers
+import brotli
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
 
 from core.loading.cache import BoundedCache
 
 
-# The page and its config: Gradio's own BrotliMiddleware (gradio/routes.py adds it, quality 4, gzip for a browser
-# without br) picks what it compresses by the path's file extension (.js, .css, .json, …), so these two, which have
-# none, went out uncompressed: 2.25 MB of HTML and 1.59 MB of JSON (issue #53).
+# The page and its config: Gradio's own BrotliMiddleware (gradio/routes.py adds it outside ours, quality 4, gzip for a
+# browser without br) picks what it compresses by the path's file extension (.js, .css, .json, …), so these two, which
+# have none, went out uncompressed: 2.25 MB of HTML and 1.59 MB of JSON (issue #53).
 PAGES = ("", "/config")
 COMPRESS_FROM_BYTES = 1024  # smaller answers go as they are
+BROTLI_QUALITY = 4  # Gradio's own: the page in about 10 ms, 214 KB where gzip makes 294 KB
 GZIP_LEVEL = 6  # zlib's default: the page in 49 ms (level 9: 74 ms for 2% less)
 # Already compressed, or binary: not worth a gzip pass. Event streams stay out (Starlette's default list has them):
 # a compressor would hold each event back until it had enough bytes to be worth sending.
@@ -51,32 +53,74 @@ def _path(scope) -> str:
     return path.rstrip("/")
 
 
-class _PagesToo(BrotliMiddleware):
-    """Gradio's BrotliMiddleware for the page and its config only (Gradio's own instance, outside ours, does the
-    files with extensions). Reaches inside Gradio: it overrides ``_is_compressible_file_type(scope)``, the method
-    that picks by extension (tests/server/test_first_page.py names it)."""
+def accepted_encoding(headers: Headers) -> str | None:
+    """The encoding to send a whole answer in: "br" when the request accepts it, else "gzip", else None ("identity"
+    only, or a refusal with q=0)."""
+    accepted = set()
+    for part in headers.get("accept-encoding", "").lower().split(","):
+        name, _, params = part.partition(";")
+        quality = params.strip().removeprefix("q=").strip() if params.strip().startswith("q=") else "1"
+        try:
+            if float(quality) > 0:
+                accepted.add(name.strip())
+        except ValueError:
+            pass
+    return "br" if "br" in accepted else "gzip" if "gzip" in accepted else None
 
-    def _is_compressible_file_type(self, scope) -> bool:
-        return _path(scope) in PAGES
+
+class WholeCompression:
+    """ASGI middleware for the page and ``/config``: the answer is gathered whole (both are built whole anyway) and
+    compressed in the encoding ``accepted_encoding`` picks, Brotli at BROTLI_QUALITY or gzip at GZIP_LEVEL."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        encoding = accepted_encoding(Headers(scope=scope))
+        if encoding is None:
+            return await self.app(scope, receive, send)
+        start, body = {}, bytearray()
+
+        async def whole(message):
+            if message["type"] == "http.response.start":
+                start.update(message)
+                return
+            if message["type"] != "http.response.body":
+                return await send(message)
+            body.extend(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            headers, data = MutableHeaders(raw=list(start.get("headers", []))), bytes(body)
+            if len(data) >= COMPRESS_FROM_BYTES and "content-encoding" not in headers:
+                data = (brotli.compress(data, mode=brotli.MODE_TEXT, quality=BROTLI_QUALITY) if encoding == "br"
+                        else gzip.compress(data, GZIP_LEVEL, mtime=0))
+                headers["content-encoding"] = encoding
+                headers.add_vary_header("Accept-Encoding")
+            headers["content-length"] = str(len(data))
+            start["headers"] = headers.raw
+            await send(start)
+            await send({"type": "http.response.body", "body": data})
+
+        await self.app(scope, receive, whole)
 
 
 class Compression:
     """ASGI middleware: every text answer over COMPRESS_FROM_BYTES compressed when the browser accepts it.
 
-    * the page and ``/config``: Brotli at quality 4 (gzip for a browser without br), Gradio's own middleware;
-    * the files Gradio's BrotliMiddleware compresses (by extension): left to it;
+    * a file (a path with an extension: Gradio's scripts, styles, uploads): left to Gradio's own BrotliMiddleware,
+      which wraps this one and compresses the text files among them;
+    * the page and ``/config``: ``WholeCompression``, Brotli (gzip for a browser without br);
     * everything else (JSON API answers, ``/gradio_api/info``): Starlette's GZipMiddleware, which passes event
       streams (``text/event-stream``) through untouched and unbuffered, and any answer already compressed."""
 
     def __init__(self, app):
         self.app = app
-        self.pages = _PagesToo(app, quality=4, minimum_size=COMPRESS_FROM_BYTES)
-        self.gradio_compresses = BrotliMiddleware(app)._is_compressible_file_type
+        self.pages = WholeCompression(app)
         self.rest = GZipMiddleware(app, minimum_size=COMPRESS_FROM_BYTES, compresslevel=GZIP_LEVEL,
                                    exclude_content_types=NOT_COMPRESSED)
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or self.gradio_compresses(scope):
+        if scope["type"] != "http" or "." in scope.get("path", "").rsplit("/", 1)[-1]:
             return await self.app(scope, receive, send)
         if _path(scope) in PAGES:
             return await self.pages(scope, receive, send)
@@ -217,14 +261,19 @@ PAGES_KEPT = 32  # × about 180 KB compressed (2.2 MB for a client that accepts 
 class PageCache:
     """ASGI middleware, outermost: the page (GET /) answered once per key (PAGE_KEY_HEADERS, the language, the
     query) and then from memory, the least recently asked of PAGES_KEPT dropped first. Only a complete 200 answer
-    without Set-Cookie is kept. The app's config does not change once it is launched, so a kept page stays right."""
+    without Set-Cookie is kept. The app's config does not change once it is launched, so a kept page stays right.
+
+    A HEAD of the page (launch()'s own check that the server answers, a proxy's health check) is answered with a
+    kept page's headers, or a bare 200, without building the page: Gradio would render all of it for a HEAD, and on
+    two busy cores that took longer than the 3 s launch() waits, so the app refused to start ("localhost is not
+    accessible")."""
 
     def __init__(self, app):
         self.app = app
         self.pages = BoundedCache(PAGES_KEPT)  # key -> (the answer's start message, its body)
 
     def key(self, scope) -> tuple | None:
-        if scope["type"] != "http" or scope["method"] != "GET" or _path(scope) != "":
+        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD") or _path(scope) != "":
             return None
         headers = dict(scope["headers"])
         if b"authorization" in headers:
@@ -239,6 +288,12 @@ class PageCache:
         if key is None:
             return await self.app(scope, receive, send)
         kept = self.pages.get(key)
+        if scope["method"] == "HEAD":
+            start = kept[0] if kept is not None else {"type": "http.response.start", "status": 200,
+                                                      "headers": [(b"content-type", b"text/html; charset=utf-8")]}
+            await send(start)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
         if kept is not None:
             start, body = kept
             await send(start)

@@ -7,14 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import gradio
-from gradio.components.plot import PlotData
-from gradio.context import Context
-
-
-def current_block():
-    """The layout block that components are being added to now (``Context.block``): a view checks whether it is built
-    directly inside a gr.Tabs. Gradio has no public way to ask where the current ``with`` block is."""
-    return Context.block
 
 
 _TRANSLATION = type(gradio.I18n()("key"))  # what gr.I18n(...)(key) returns: a class Gradio does not export
@@ -42,7 +34,15 @@ def plotly_chunk() -> str | None:
     return found[0].name if len(found) == 1 else None
 
 
+_PLOT_DATA = None  # what gr.Plot().postprocess(figure) returns: a class Gradio does not export, read on first use
+
+
 def plot_json(value) -> str | None:
-    """A plotly figure's JSON as a Plot output holds it after postprocessing (``PlotData``, which Gradio does not
-    export), for the teacher's one-click decks (demo/kit/teacher.py); None for any other value."""
-    return value.plot if isinstance(value, PlotData) else None
+    """A plotly figure's JSON as a Plot output holds it after postprocessing (its ``plot``), for the teacher's
+    one-click decks (demo/kit/teacher.py); None for any other value."""
+    global _PLOT_DATA
+    if _PLOT_DATA is None:
+        import plotly.graph_objects as go
+
+        _PLOT_DATA = type(gradio.Plot().postprocess(go.Figure()))
+    return value.plot if isinstance(value, _PLOT_DATA) else None

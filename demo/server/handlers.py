@@ -13,7 +13,6 @@ import os
 import sys
 
 import gradio as gr
-from gradio.context import Context
 
 from core.loading import jobs
 from core.loading.checkpoints import CHECKPOINTS
@@ -412,15 +411,12 @@ def add_csv_downloads(root: gr.Blocks | gr.Tab, prefix: str) -> list[gr.Button]:
     buttons = []
     for number, frame in enumerate(tables, 1):
         parent = frame.parent
-        # Created as a child of the table's container, without `with parent:` (re-entering a built layout block
-        # re-parents it under the current block, which broke the page's tab bar), then moved right after the table.
-        outer, Context.block = Context.block, parent
-        try:
-            button = csv_download(frame, f"{prefix}-table-{number}")
-        finally:
-            Context.block = outer
-        parent.children.remove(button)
+        # Made where the build is now (the tab), then moved right after the table: `with parent:` would re-enter a
+        # built layout block, which re-parents it under the current block and broke the page's tab bar.
+        button = csv_download(frame, f"{prefix}-table-{number}")
+        button.parent.children.remove(button)
         parent.children.insert(parent.children.index(frame) + 1, button)
+        button.parent = parent
         buttons.append(button)
     return buttons
 

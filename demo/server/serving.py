@@ -17,10 +17,8 @@
   browser session (a copy Gradio's own deep links read, ``SessionState.components``): about 0.1 s of CPU per page
   load with the ~1,000 blocks, the largest part of a page's load event for a class arriving at once.
   ``lazy_session_configs`` builds each only when Gradio asks for it (all of them when ``components`` is read).
-* **A light first page:** demo/server/first_page.py (compression, and one translation table per page).
-* **Start on a busy machine.** ``launch()`` asks its own server once whether it answers (``networking.url_ok``: a 3 s
-  timeout, then it gives up and raises "When localhost is not accessible…"). With other processes holding both
-  cores, the first answer can take longer; ``patient_url_ok`` keeps asking for LAUNCH_CHECK_SECONDS instead.
+* **A light first page:** demo/server/first_page.py (compression, one translation table per page, and a HEAD of
+  the page answered without building it, which keeps launch()'s 3 s check of its own server met on busy cores).
 """
 from __future__ import annotations
 
@@ -28,15 +26,12 @@ import copy
 import functools
 import inspect
 import re
-import time
 from typing import Any
 
 import gradio as gr
 import gradio.blocks
 import gradio.component_meta
 import gradio.components.base
-import httpx
-from gradio import networking
 
 from core.text.errors import UserInputError, echo
 from core.text.limits import MAX_CUSTOM_CHOICE_CHARS
@@ -49,15 +44,6 @@ QUEUE_MAX_SIZE = 1024  # the whole queue; one session fills at most admission.MA
 # Gradio keeps the files it cached (uploads, generated files) until the server stops unless told otherwise;
 # here: checked every 10 minutes, deleted once older than an hour.
 DELETE_CACHE = (600, 3600)
-LAUNCH_CHECK_SECONDS = 60.0  # how long launch() waits for its own server's first answer
-
-
-def _url_ok(url: str) -> bool:
-    """Gradio's check (a HEAD of the page answered with 2xx, 3xx or 401), with a read timeout a loaded machine can
-    meet: the page is rendered for that request, and on two busy cores that took longer than Gradio's 3 s, every
-    try, so that the app refused to start ("localhost is not accessible")."""
-    response = httpx.head(url, timeout=LAUNCH_CHECK_SECONDS / 2, verify=False)
-    return response.status_code in (200, 401, 301, 302, 303, 307, 308)
 
 
 # Messages (keys into assets/i18n/*.yaml, section common), in the language of the request that caused them.
@@ -247,21 +233,6 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
     return app
 
 
-def patient_url_ok(url: str, seconds: float | None = None) -> bool:
-    """Gradio's ``url_ok``, asked again until it answers or ``seconds`` (LAUNCH_CHECK_SECONDS) have passed: a
-    timeout on a loaded machine is not "localhost is not accessible"."""
-    deadline = time.monotonic() + (LAUNCH_CHECK_SECONDS if seconds is None else seconds)
-    while True:
-        try:
-            if _url_ok(url):
-                return True
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.2)
-
-
 def _remembered(read):
     """``read`` (an inspect function of one callable) answered from an LRU of 4,096 callables; an unhashable
     callable is read each time (and a non-callable gets inspect's own TypeError)."""
@@ -398,6 +369,5 @@ def serve(app: gr.Blocks, per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -
     guard_api(app)
     typed_choices(app)
     admission.admit(app, per_address)
-    networking.url_ok = patient_url_ok  # read by Blocks.launch at call time
     lazy_session_configs()
     return app

@@ -36,8 +36,12 @@ def server(monkeypatch, tmp_path):
 def blocks():
     import app
 
+    from demo.server import first_page
+
     built = app.build_app()
-    built.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
+    # with app.py's middleware: launch()'s check of its own server is a HEAD of the page, which it answers at once
+    built.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True,
+                 app_kwargs={"middleware": first_page.middleware()})
     yield built
     built.close()
 

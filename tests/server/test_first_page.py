@@ -74,10 +74,12 @@ def test_the_page_and_its_config_are_compressed_when_the_browser_accepts_it(page
         assert fetch(url + path, **{"accept-encoding": "gzip"})[0] == "gzip"
         plain, body = fetch(url + path, **{"accept-encoding": "identity"})
         assert plain is None and fetch(url + path, **{"accept-encoding": "br"})[1] == body  # the same bytes
+        assert fetch(url + path, **{"accept-encoding": "br;q=0, gzip;q=0.5"})[0] == "gzip"  # q=0 refuses br
     # a JSON API answer without a file extension: Starlette's gzip
     encoding, info = fetch(url + "gradio_api/info", **{"accept-encoding": "gzip, br"})
     assert encoding == "gzip" and b'"/steps"' in info and len(info) > first_page.COMPRESS_FROM_BYTES
-    # Gradio's own middleware still does its files: Brotli, not our gzip in front of it
+    # Gradio's own middleware (outside ours) still does the files, by extension: Brotli, not our gzip before it. If
+    # an upgrade stops it compressing them, or starts on the page, these and the lines above say so.
     import re
 
     script = re.search(rb'src="\./(assets/index-[^"]+\.js)"', fetch(url)[1]).group(1).decode()
@@ -180,15 +182,47 @@ def test_a_page_is_built_once_per_way_of_asking_then_served_from_memory(page_app
     assert len(rendered) == 10
 
 
-def test_gradio_still_compresses_files_by_extension_only():
-    """What demo/first_page.Compression relies on: Gradio's BrotliMiddleware picks what it compresses with
-    ``_is_compressible_file_type(scope)``, by extension, so the page and /config are ours to compress. If Gradio
-    renames it, Compression's split breaks; if Gradio starts compressing "/", our _PagesToo can go."""
-    from gradio.brotli_middleware import BrotliMiddleware
+def test_launch_s_check_of_its_own_server_is_answered_without_building_the_page(page_app, monkeypatch):
+    """launch() asks its own server once whether the page answers (a HEAD, which Gradio answers by building the whole
+    page, with a 3 s timeout) and refuses to start when it does not. PageCache answers a HEAD of the page without
+    building it: with a kept page, with that page's headers; before one, a bare 200. A second app whose page takes 4 s
+    to build still starts; without the HEAD answer it fails with "localhost is not accessible"."""
+    import asyncio
 
-    takes = BrotliMiddleware(None)._is_compressible_file_type
-    assert takes({"path": "/assets/index-abc.js"}) and takes({"path": "/theme.css"})
-    assert not takes({"path": "/"}) and not takes({"path": "/config"}) and not takes({"path": "/gradio_api/info"})
+    import httpx
+    from gradio import routes
+    from starlette.middleware import Middleware
+
+    rendered = []
+    render = routes.templates.TemplateResponse
+    monkeypatch.setattr(routes.templates, "TemplateResponse",
+                        lambda *args, **kwargs: rendered.append(1) or render(*args, **kwargs))
+    url, chromium = page_app.local_url + "?head-probe", {"accept-encoding": "br", "accept-language": "en-US"}
+    head = httpx.head(url, headers=chromium, timeout=60)
+    assert head.status_code == 200 and head.content == b"" and rendered == []  # no page kept yet: a bare 200
+    with httpx.Client(timeout=60) as client, client.stream("GET", url, headers=chromium) as got:
+        body = b"".join(got.iter_raw())
+    head = httpx.head(url, headers=chromium, timeout=60)
+    assert len(rendered) == 1 and head.content == b""  # the HEAD after the GET: the kept page's headers
+    assert head.headers["content-encoding"] == "br" and int(head.headers["content-length"]) == len(body)
+
+    class SlowPage:  # the page takes longer to build than launch() waits
+        def __init__(self, app):
+            self.app = app
+
+        async def __call__(self, scope, receive, send):
+            if scope["type"] == "http" and scope.get("path") == "/":
+                await asyncio.sleep(4)
+            await self.app(scope, receive, send)
+
+    with gr.Blocks() as slow:
+        gr.Markdown("slow")
+    slow.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True,
+                app_kwargs={"middleware": [first_page.middleware()[0], Middleware(SlowPage)]})  # PageCache outside
+    try:
+        assert httpx.get(slow.local_url, timeout=60).status_code == 200
+    finally:
+        slow.close()
 
 
 def test_an_event_stream_is_neither_compressed_nor_held_back(page_app):

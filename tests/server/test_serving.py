@@ -194,44 +194,6 @@ def test_an_uploaded_file_is_gone_after_the_configured_age(tmp_path):
         blocks.close()
 
 
-def test_launch_keeps_asking_a_slow_server_before_giving_up(app, monkeypatch):
-    """Gradio's launch check gives up after one 3 s try; on a loaded machine the app keeps asking (issue #33 §6)."""
-    import gradio.networking
-
-    assert gradio.networking.url_ok is serving.patient_url_ok  # serve() put it where Blocks.launch reads it
-    answers = iter([False, False, True])
-    asked = []
-    monkeypatch.setattr(serving, "_url_ok", lambda url: asked.append(url) or next(answers))
-    assert serving.patient_url_ok("http://127.0.0.1:1/", seconds=30) is True
-    assert asked == ["http://127.0.0.1:1/"] * 3
-    monkeypatch.setattr(serving, "_url_ok", lambda url: asked.append(url) or False)
-    assert serving.patient_url_ok("http://127.0.0.1:1/", seconds=0) is False  # a deadline still ends it
-    assert len(asked) == 4
-
-
-def test_the_launch_check_waits_for_a_page_that_takes_longer_than_gradios_3_s():
-    """The page is rendered for launch()'s HEAD request; on two busy cores that took more than Gradio's 3 s read
-    timeout on every try, and the app refused to start. The app's own check waits for a slow answer."""
-    import http.server
-    import threading
-
-    class Slow(http.server.BaseHTTPRequestHandler):
-        def do_HEAD(self):
-            time.sleep(4)
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        assert serving.patient_url_ok(f"http://127.0.0.1:{server.server_port}/", seconds=20) is True
-    finally:
-        server.shutdown()
-
-
 def small_blocks() -> gr.Blocks:
     """Components of the kinds the app builds, with values, choices and extra HTML props."""
     with gr.Blocks() as blocks:
