@@ -126,14 +126,34 @@ def test_the_csv_button_downloads_every_row_of_the_held_out_file(en_page):
     assert [float(r[1]) for r in rows[1:]] == [round(row.bits_per_char, 3) for row in held]
 
 
-def test_in_chinese_a_cjk_font_draws_the_figures_and_the_export_keeps_the_text(zh_page):
-    title = i18n.text("overview.fig_held_out", "zh")
-    client = zh_page.context.new_cdp_session(zh_page)
+def platform_fonts(page, selector: str, seconds: float = 60.0) -> list[dict]:
+    """The fonts Chromium drew the first ``selector``'s text with (DevTools' CSS.getPlatformFontsForNode). A node id
+    goes stale when the page draws the figure again between the query and the read (it did once, in CI, while the
+    Overview's first results arrived): the node is then looked up again, until ``seconds`` have passed."""
+    import time
+
+    from playwright.sync_api import Error
+
+    client = page.context.new_cdp_session(page)
     client.send("DOM.enable")
     client.send("CSS.enable")
-    root = client.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
-    node = client.send("DOM.querySelector", {"nodeId": root, "selector": f"{HELD_OUT_FIGURE} svg > text"})["nodeId"]
-    fonts = client.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+    deadline = time.monotonic() + seconds
+    while True:
+        root = client.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+        node = client.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+        try:
+            if node:
+                return client.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+        except Error as error:
+            if "Could not find node" not in str(error):
+                raise
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{selector} was not on the page long enough to read its fonts")
+
+
+def test_in_chinese_a_cjk_font_draws_the_figures_and_the_export_keeps_the_text(zh_page):
+    title = i18n.text("overview.fig_held_out", "zh")
+    fonts = platform_fonts(zh_page, f"{HELD_OUT_FIGURE} svg > text")
     cjk = {font.strip("'") for font in figures.CJK_FONTS}
     chinese = sum(1 for ch in title if static_html.text_width(ch, 1) == 1)
     assert sum(f["glyphCount"] for f in fonts if f["familyName"] in cjk) >= chinese > 5, fonts
