@@ -68,6 +68,30 @@ def accepted_encoding(headers: Headers) -> str | None:
     return "br" if "br" in accepted else "gzip" if "gzip" in accepted else None
 
 
+async def rewrite_whole(app, scope, receive, send, rewrite) -> None:
+    """Run ``app`` with its answer gathered whole, then sent as ``rewrite(headers, body)`` returns it: ``headers``
+    (the start message's, to change in place) and the body; the content-length follows the body sent."""
+    start, body = {}, bytearray()
+
+    async def gathered(message):
+        if message["type"] == "http.response.start":
+            start.update(message)
+            return
+        if message["type"] != "http.response.body":
+            return await send(message)
+        body.extend(message.get("body", b""))
+        if message.get("more_body"):
+            return
+        headers = MutableHeaders(raw=list(start.get("headers", [])))
+        data = rewrite(headers, bytes(body))
+        headers["content-length"] = str(len(data))
+        start["headers"] = headers.raw
+        await send(start)
+        await send({"type": "http.response.body", "body": data})
+
+    await app(scope, receive, gathered)
+
+
 class WholeCompression:
     """ASGI middleware for the page and ``/config``: the answer is gathered whole (both are built whole anyway) and
     compressed in the encoding ``accepted_encoding`` picks, Brotli at BROTLI_QUALITY or gzip at GZIP_LEVEL."""
@@ -79,29 +103,16 @@ class WholeCompression:
         encoding = accepted_encoding(Headers(scope=scope))
         if encoding is None:
             return await self.app(scope, receive, send)
-        start, body = {}, bytearray()
 
-        async def whole(message):
-            if message["type"] == "http.response.start":
-                start.update(message)
-                return
-            if message["type"] != "http.response.body":
-                return await send(message)
-            body.extend(message.get("body", b""))
-            if message.get("more_body"):
-                return
-            headers, data = MutableHeaders(raw=list(start.get("headers", []))), bytes(body)
-            if len(data) >= COMPRESS_FROM_BYTES and "content-encoding" not in headers:
-                data = (brotli.compress(data, mode=brotli.MODE_TEXT, quality=BROTLI_QUALITY) if encoding == "br"
-                        else gzip.compress(data, GZIP_LEVEL, mtime=0))
-                headers["content-encoding"] = encoding
-                headers.add_vary_header("Accept-Encoding")
-            headers["content-length"] = str(len(data))
-            start["headers"] = headers.raw
-            await send(start)
-            await send({"type": "http.response.body", "body": data})
+        def compressed(headers: MutableHeaders, data: bytes) -> bytes:
+            if len(data) < COMPRESS_FROM_BYTES or "content-encoding" in headers:
+                return data
+            headers["content-encoding"] = encoding
+            headers.add_vary_header("Accept-Encoding")
+            return (brotli.compress(data, mode=brotli.MODE_TEXT, quality=BROTLI_QUALITY) if encoding == "br"
+                    else gzip.compress(data, GZIP_LEVEL, mtime=0))
 
-        await self.app(scope, receive, whole)
+        await rewrite_whole(self.app, scope, receive, send, compressed)
 
 
 class Compression:
@@ -228,26 +239,13 @@ class PageWords:
         script = NAVIGATOR_SCRIPT.format(locale="zh-CN" if lang == "zh" else "en").encode()
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         text = b"" if any(name in self.LINKS for name, _ in query) else self.first_texts.get(lang, b"")
-        start, body = {}, bytearray()
 
-        async def rewritten(message):
-            if message["type"] == "http.response.start":
-                start.update(message)
-                return
-            if message["type"] != "http.response.body":
-                return await send(message)
-            body.extend(message.get("body", b""))
-            if message.get("more_body"):
-                return
-            page = bytes(body)
-            if dict(start.get("headers", [])).get(b"content-type", b"").startswith(b"text/html"):
+        def rewritten(headers: MutableHeaders, page: bytes) -> bytes:
+            if headers.get("content-type", "").startswith("text/html"):
                 page = page.replace(b"<head>", b"<head>" + script, 1).replace(b"<gradio-app", text + b"<gradio-app", 1)
-            start["headers"] = [(k, str(len(page)).encode() if k.lower() == b"content-length" else v)
-                                for k, v in start.get("headers", [])]
-            await send(start)
-            await send({"type": "http.response.body", "body": page})
+            return page
 
-        await self.app(scope, receive, rewritten)
+        await rewrite_whole(self.app, scope, receive, send, rewritten)
 
 
 # What a page depends on, besides the learner's language: the address Gradio builds its URLs from (the Host and the
