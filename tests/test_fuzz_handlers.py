@@ -97,6 +97,8 @@ def payloads(component) -> st.SearchStrategy:
         sent = [item["slug"] for item in component.props.get("items", [])[:1]]
         sent += [str(step["number"]) for step in component.props.get("steps", [])]
         return st.one_of(st.sampled_from(sent), text, numbers) if sent else st.one_of(text, numbers)
+    if isinstance(component, gr.Dataset):  # an examples table: a click sends a row's index
+        return st.one_of(st.integers(-len(component.raw_samples), len(component.raw_samples) + 2), text, numbers)
     if isinstance(component, Api):  # a gr.api endpoint's value (the checks): a real slug, or anything a client sends
         return st.one_of(st.sampled_from(sorted(CHECKS)), text, numbers)
     raise NotImplementedError(type(component).__name__)

@@ -20,7 +20,7 @@ from demo.server import result_cache
 from demo.server.handlers import (TABLE_BUTTONS, TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, sig4,
                          sig4_text, stopped_error, stopped_note, training_run, whole_number)
 from demo.kit.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
-from demo.kit.i18n import label, t, untitled_columns
+from demo.kit.i18n import examples_table, label, t
 
 # torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
 w2v = lazy_import("core.embeddings.embeddings")
@@ -408,9 +408,8 @@ def build() -> None:
                 with gr.Column(scale=2):
                     loss_plot = gr.Plot(show_label=False)
                     train_md = gr.Markdown(label("embeddings.train_hint"))
-            untitled_columns(gr.Examples([[SKIPGRAM, 50, 4, 3, 5], [CBOW, 50, 4, 8, 5]],
-                                         inputs=[architecture, dim, window, epochs, min_count],
-                                         label=label("embeddings.train_examples")))
+            examples_table([[SKIPGRAM, 50, 4, 3, 5], [CBOW, 50, 4, 8, 5]], [architecture, dim, window, epochs, min_count],
+                           label("embeddings.train_examples"))
             trained = train_button.click(train, [source, upload, architecture, dim, window, epochs, min_count],
                                          [loss_plot, train_md, model], api_name="embeddings_train", **TRAIN_QUEUE)
 
@@ -419,8 +418,8 @@ def build() -> None:
                 compare_word = gr.Textbox("whale", label=label("embeddings.word"), max_length=MAX_WORD_CHARS)
                 compare_topn = gr.Slider(1, 30, value=10, step=1, label=label("embeddings.neighbours"))
                 compare_button = gr.Button(label("embeddings.compare_neighbours_btn"), variant="primary")
-            untitled_columns(gr.Examples([["whale"], ["ship"], ["sea"], ["captain"], ["harpoon"]], inputs=[compare_word],
-                                         label=label("embeddings.compare_examples")))
+            examples_table([["whale"], ["ship"], ["sea"], ["captain"], ["harpoon"]], [compare_word],
+                           label("embeddings.compare_examples"))
             with gr.Row():
                 ours_table = gr.Dataframe(headers=NEIGHBOUR_LABELS, interactive=False,
                                           label=label("embeddings.your_word2vec"), buttons=TABLE_BUTTONS)

@@ -25,7 +25,7 @@ from typing import Callable
 import gradio as gr
 
 from core.text.i18n import DEFAULT_LANGUAGE, LANGUAGES, current_language, placeholders, table, text, using_language
-from demo.server.gradio_inside import is_translation, plain_example_props
+from demo.server.gradio_inside import is_translation
 
 COOKIE = "plm_lang"
 
@@ -136,10 +136,15 @@ NAVIGATOR_SCRIPT = ('<script>(() => {{ const lang = "{locale}"; '
                     '}})();</script>')  # demo/server/first_page.PageWords puts it first in the page's <head>
 
 
-def untitled_columns(examples: gr.Examples) -> gr.Examples:
-    """gr.Examples takes its column headers from its inputs' labels, and Gradio's front end shows a header that is a
-    gr.I18n key as the raw key: the examples' label (which it does translate) names the columns instead. A click
-    sends back the inputs' props: a label is held as the "__i18n__{…}" string the page gets, which the API route's
-    json.dumps can write (an I18nData dropped /gradio_api/call/load_example's connection with no answer)."""
-    plain_example_props(examples)
-    return examples
+def examples_table(samples: list[list], inputs: list, label) -> gr.Dataset:
+    """A table of example settings: a click puts its row into ``inputs``. Made of the public gr.Dataset and a click
+    event, not gr.Examples: gr.Examples titles its columns with its inputs' labels, which Gradio's front end shows as
+    raw gr.I18n keys; here the table's label names the columns and there are no headers."""
+    table = gr.Dataset(components=inputs, samples=samples, headers=[], label=label)
+
+    def example_row(row: list):
+        """The clicked row's values, one per input (the Dataset hands over the row the page's index names)."""
+        return tuple(row) if len(inputs) > 1 else row[0]
+
+    table.click(example_row, table, inputs, queue=False, show_progress="hidden", api_visibility="private")
+    return table

@@ -8,11 +8,13 @@ Gradio 6's queue (gradio/queueing.py) has one global ``max_size`` and no per-cli
   is full". The events of a client address waiting in the queue and running now are counted, plus the joins being
   admitted at this moment (push awaits before it enqueues, so a burst could otherwise pass the count together).
   Beyond ``per_address`` the join is refused at once with HTTP 429 and ADDRESS_BUSY, before it takes a place.
-* **A new training run replaces the session's older ones:** the running one is told to stop, queued ones leave the
-  queue with REPLACED_IN_QUEUE.
 * **Per session.** A page that clicks too often: beyond ``per_session`` events waiting or running, the request is
   refused with SESSION_BUSY, so one client cannot fill the shared queue and other users are always admitted. The
   queue's global max_size (set large, serving.QUEUE_MAX_SIZE) is the backstop.
+* **One training run per page** (all trainers share one slot, handlers.TRAIN_QUEUE): a new run replaces the page's
+  running one, which stops at its next step and frees the slot; while the page's earlier run still waits for its
+  turn, a new one is refused with TRAINING_WAITING (the earlier one runs first). A Train button sends nothing while
+  its own run is pending (Gradio's trigger_mode "once"), so this is two trainers clicked from one page.
 
 Nothing is stored per event, so an event that ends, fails or is cancelled frees its place by leaving the queue.
 
@@ -41,7 +43,7 @@ RETRY_AFTER_SECONDS = 5
 # The refusals (keys into assets/i18n/*.yaml, section common), in the language of the request that caused them.
 ADDRESS_BUSY = "common.address_busy"
 SESSION_BUSY = "common.session_busy"
-REPLACED_IN_QUEUE = "common.replaced_in_queue"
+TRAINING_WAITING = "common.training_waiting"
 
 
 def trust_proxies(proxies: str) -> None:
@@ -104,10 +106,12 @@ def admit(app, per_address: int = MAX_EVENTS_PER_ADDRESS, per_session: int = MAX
 
     async def in_session(body, request, username, lang):
         session = getattr(body, "session_hash", None)
-        if session and _is_training(app, body):
-            await replace_training(queue, session, lang)
         if session and (waiting := session_events(queue, session)) >= per_session:
             return False, text(SESSION_BUSY, lang, waiting=waiting), "error"
+        if session and _is_training(app, body):
+            if training_waits(queue, session):
+                return False, text(TRAINING_WAITING, lang), "error"
+            jobs.TRAINING.cancel(session)  # its running one stops at its next step, with a message
         return await push(body, request, username)
 
     queue.push = fair_push
@@ -118,20 +122,7 @@ def _is_training(app, body) -> bool:
     return fn is not None and fn.concurrency_id == TRAIN_QUEUE["concurrency_id"]
 
 
-async def replace_training(queue, session: str, lang: str | None = None) -> int:
-    """A new training run from ``session`` replaces its older ones: the running one is told to stop (it ends at its
-    next step with a message), queued ones leave the queue with the same message. Returns how many were replaced."""
-    from gradio.server_messages import ProcessCompletedMessage
-    from gradio.utils import error_payload
-
-    stale = [event for event in queue.event_queue_per_concurrency_id.get(TRAIN_QUEUE["concurrency_id"],
-                                                                          _NO_EVENTS).queue
-             if event.session_hash == session]
-    for event in stale:
-        await queue.remove_from_queue(event._id)
-        refused = client_error(text(REPLACED_IN_QUEUE, lang), lang)
-        queue.send_message(event, ProcessCompletedMessage(output=error_payload(refused, True), success=False))
-    return len(stale) + int(jobs.TRAINING.cancel(session))
-
-
-_NO_EVENTS = type("NoEvents", (), {"queue": ()})()
+def training_waits(queue, session: str) -> bool:
+    """Whether a training run of ``session`` is waiting for the training slot (queued, not yet running)."""
+    waiting = queue.event_queue_per_concurrency_id.get(TRAIN_QUEUE["concurrency_id"])
+    return waiting is not None and any(event.session_hash == session for event in waiting.queue)

@@ -35,14 +35,13 @@ from collections.abc import Callable
 
 import anyio
 import gradio as gr
-from gradio.context import LocalContext
 
 from core.loading import hub, resolve
 from core.loading.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, FINE_TUNED_MINILM_ID, SEQ2SEQ_HERE_ID, model_id_or_default
 from core.text.errors import LearnerError, ModelUnavailableError, echo
 from core.text.i18n import text, using_language
 from demo.server import result_cache
-from demo.server.handlers import log
+from demo.server.handlers import event_request, log
 from demo.kit.i18n import language_of
 
 # The step's Gradio group has no limit: what bounds the downloads is SLOTS, which only real downloads wait for.
@@ -147,7 +146,7 @@ SLOTS = DownloadSlots()
 
 def _slot_for_this_event() -> contextlib.AbstractContextManager:
     """core/loading/hub.py's gate for a download that starts outside the download step: a slot of the event's session."""
-    request = LocalContext.request.get(None)
+    request = event_request()
     return SLOTS.hold_here(getattr(request, "session_hash", None) or "-")
 
 

@@ -17,15 +17,6 @@ def is_translation(value) -> bool:
     return isinstance(value, _TRANSLATION)
 
 
-def plain_example_props(examples: gradio.Examples) -> None:
-    """gr.Examples keeps its inputs' props (``input_component_props``) and headers (``dataset.headers``), neither a
-    constructor argument: the headers are dropped (the examples' label names the columns) and a label held as
-    I18nData becomes the "__i18n__{…}" string the page gets, which the API route's json.dumps can write."""
-    examples.dataset.headers = []
-    examples.input_component_props = [{key: str(value) if is_translation(value) else value
-                                       for key, value in props.items()} for props in examples.input_component_props]
-
-
 def plotly_chunk() -> str | None:
     """The file name of Gradio's plotly.js chunk (``PlotlyPlot-<hash>.js``, 4.6 MB) in its built front end, which its
     Plot component imports the first time a page draws a plotly figure; None if this Gradio ships no single such file.

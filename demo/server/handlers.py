@@ -3,6 +3,7 @@ one-round-trip input preprocessing for events with many inputs."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import inspect
 import json
@@ -133,13 +134,16 @@ def _with_request_parameter(fn):
     return signature.replace(parameters=[*params, added]), split
 
 
-def _event_request():
-    """The request of the event Gradio is running now (Gradio sets it around every handler call), or None. Used when
-    the handler's signature cannot take one (``def open_tab(*done, ...)``: Gradio inserts special arguments by
-    position, which a ``*args`` signature cannot place)."""
-    from gradio.context import LocalContext
+EVENT_REQUEST: contextvars.ContextVar = contextvars.ContextVar("event_request", default=None)
+"""The request of the event being processed: serving.guard_api sets it around Gradio's processing of every event
+(the worker threads that run handlers copy it). Read by handlers whose signature cannot take the request
+(``def open_tab(*done, ...)``: Gradio inserts special arguments by position, which ``*args`` cannot place) and by
+the download gate (demo/server/downloads.py)."""
 
-    return LocalContext.request.get(None)
+
+def event_request():
+    """The request of the event being processed now, or None outside an event."""
+    return EVENT_REQUEST.get()
 
 
 def request_language(request=None) -> str:
@@ -148,7 +152,7 @@ def request_language(request=None) -> str:
     called by another handler outside any event (a preset running its view) keeps it instead of English."""
     from demo.kit.i18n import language_of  # demo.kit.i18n imports this module's neighbours; keep the import local
 
-    request = request if request is not None else _event_request()
+    request = request if request is not None else event_request()
     return language_of(request) if request is not None else current_language()
 
 

@@ -6,8 +6,7 @@
   (``<gradio.components.dropdown.Dropdown object at 0x…>``, ``Original error: TypeError``). ``guard_api`` checks the
   number of values first and, when a value cannot be read, says which parameter (by its API name) and what it wants.
   Text longer than its box's cap is refused before any handler runs (``check_caps``).
-* **Queue fairness:** demo/server/admission.py (per address and per session; a new training run replaces the
-  session's older ones).
+* **Queue fairness:** demo/server/admission.py (per address and per session; one training run per page).
 * **Uploads.** DELETE_CACHE goes to gr.Blocks(delete_cache=...): Gradio deletes cached uploads once that old.
 * **Per-block work.** Gradio inspects a component class's ``__init__`` for every component it constructs and for
   every block each time it builds a config: three times at start, and once per new browser session (its copy of
@@ -38,7 +37,7 @@ from core.text.limits import MAX_CUSTOM_CHOICE_CHARS
 from core.text.i18n import text, using_language
 from demo.server import admission
 from demo.server.admission import client_error
-from demo.server.handlers import UnreadableValue, component_name
+from demo.server.handlers import EVENT_REQUEST, UnreadableValue, component_name
 
 QUEUE_MAX_SIZE = 1024  # the whole queue; one session fills at most admission.MAX_EVENTS_PER_SESSION of it
 # Gradio keeps the files it cached (uploads, generated files) until the server stops unless told otherwise;
@@ -155,7 +154,7 @@ def typed_choices(app: gr.Blocks) -> None:
         if values:
             kind = "integer" if all(isinstance(v, int) for v in values) else "number"
             schema = {"type": kind, "oneOf": [{"const": v} for v in values]}
-            block.api_info = block.api_info_as_input = block.api_info_as_output = lambda schema=schema: dict(schema)
+            block.api_info = lambda schema=schema: dict(schema)  # api_info_as_input/_output read it
 
 
 def _readable(message: str, payload: object = None) -> str:
@@ -220,14 +219,19 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
 
     @functools.wraps(process_api)
     async def in_language(*args, **kwargs):
-        """Run the event's API processing (and so ``checked`` above) in the language of its request."""
+        """Run the event's API processing (and so ``checked`` above) in the language of its request, with the
+        request in handlers.EVENT_REQUEST."""
         from demo.kit.i18n import language_of
 
         request = kwargs.get("request")
         if isinstance(request, list):  # a batch: its requests come from one page
             request = request[0] if request else None
-        with using_language(language_of(request)):
-            return await process_api(*args, **kwargs)
+        token = EVENT_REQUEST.set(request)
+        try:
+            with using_language(language_of(request)):
+                return await process_api(*args, **kwargs)
+        finally:
+            EVENT_REQUEST.reset(token)
 
     app.process_api = in_language
     return app

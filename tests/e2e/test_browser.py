@@ -255,3 +255,24 @@ def test_plots_export_png_and_svg_at_slide_size(page):
     svg = Path(download.value.path()).read_text(encoding="utf-8")
     assert download.value.suggested_filename.endswith(".svg")
     assert svg.startswith("<svg") and 'width="1600"' in svg and 'height="900"' in svg
+
+
+def test_a_click_on_an_examples_row_puts_its_values_into_the_inputs(page):
+    """The word2vec tab's example tables (demo.kit.i18n.examples_table: a gr.Dataset and a click event): a click on
+    a row puts its values into the inputs, and no column is titled (a gr.I18n key would show there raw)."""
+    open_tab(page, "Word embeddings")
+    open_tab(page, "Train word2vec")
+    table = visible(page.locator(".block").filter(has_text="Presets for Moby-Dick").filter(
+        has=page.locator("table, .gallery")).last)
+    assert table.locator("th").count() == 0 or not "".join(table.locator("th").all_inner_texts()).strip()
+    table.get_by_text("CBOW", exact=True).click()
+    epochs = visible(page.get_by_label("number input for Epochs"))
+    page.wait_for_function("(box) => box.value === '8'", arg=epochs.element_handle())
+    assert visible(page.get_by_role("radio", name="CBOW")).is_checked()
+    assert visible(page.get_by_label("number input for Window (each side)")).input_value() == "4"
+    words = visible(page.locator(".block").filter(has_text="Words to compare").filter(
+        has=page.locator("table, .gallery")).last)
+    words.get_by_text("harpoon", exact=True).click()
+    word = visible(page.get_by_label("Word", exact=True))
+    page.wait_for_function("(box) => box.value === 'harpoon'", arg=word.element_handle())
+    assert not errors_shown(page)

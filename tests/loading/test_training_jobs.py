@@ -137,24 +137,44 @@ def test_trainers_share_one_bounded_concurrency_group():
     assert {(fn.concurrency_id, fn.concurrency_limit) for fn in trainers.values()} == {("train", 1)}
 
 
-def test_queued_runs_of_the_session_are_replaced_by_a_new_one():
+def test_a_new_training_run_replaces_the_running_one_and_is_refused_while_an_earlier_one_waits():
+    """admission's training rule, through the queue's own push as admission wraps it: a training join stops the
+    page's running run; while the page's earlier run waits in the training queue, a new one is refused (in the
+    request's language) and nothing is stopped; other pages and other events are not affected."""
+    from starlette.requests import Request as StarletteRequest
+
     from demo.server import admission
 
-    event = lambda session: types.SimpleNamespace(session_hash=session, _id=f"{session}-{id(object())}",  # noqa: E731
-                                                  alive=True)
-    waiting = [event("s1"), event("s2"), event("s1")]
-    sent = []
-    queue = types.SimpleNamespace(event_queue_per_concurrency_id={"train": types.SimpleNamespace(queue=waiting)})
+    waiting = []  # the training queue's waiting events
+    queue = types.SimpleNamespace(event_queue_per_concurrency_id={"train": types.SimpleNamespace(queue=waiting)},
+                                  active_jobs=[])
 
-    async def remove_from_queue(event_id):
-        waiting[:] = [e for e in waiting if e._id != event_id]
+    async def push(body, request, username=None):
+        if body.fn_index == 0:
+            waiting.append(types.SimpleNamespace(session_hash=body.session_hash, request=request))
+        return True, None, None
 
-    queue.remove_from_queue = remove_from_queue
-    queue.send_message = lambda e, message: sent.append((e.session_hash, message))
+    queue.push = push
+    blocks = types.SimpleNamespace(_queue=queue, fns={0: types.SimpleNamespace(concurrency_id="train"),
+                                                      1: types.SimpleNamespace(concurrency_id=None)})
+    admission.admit(blocks)
+
+    def join(session, fn_index=0, lang="en"):
+        scope = {"type": "http", "method": "POST", "path": "/", "query_string": b"", "client": ("10.0.0.1", 1),
+                 "headers": [(b"accept-language", b"zh-CN" if lang == "zh" else b"en-US")]}
+        body = types.SimpleNamespace(session_hash=session, fn_index=fn_index)
+        return run_async(blocks._queue.push(body, StarletteRequest(scope)))
+
     running = jobs.TRAINING.start("s1")
-    replaced = run_async(admission.replace_training(queue, "s1"))
-    assert replaced == 3 and [e.session_hash for e in waiting] == ["s2"]
-    assert running.stop_reason() == jobs.REPLACED
-    assert [s for s, _ in sent] == ["s1", "s1"]
-    assert all(not m.success and "replaced by a newer one" in m.output["error"] for _, m in sent)
-    jobs.TRAINING.finish("s1", running)
+    assert join("s1")[0] is True and running.stop_reason() == jobs.REPLACED  # the slot is freed at once
+    assert [e.session_hash for e in waiting] == ["s1"]
+    other = jobs.TRAINING.start("s1")  # say its earlier run started meanwhile, while a newer one waits
+    refused = join("s1")
+    assert refused[0] is False and refused[2] == "error" and "still waiting for its turn" in refused[1]
+    assert other.stop_reason() is None and len(waiting) == 1  # nothing stopped, nothing queued
+    assert join("s1", lang="zh")[1].startswith("你在本页面发起的上一次训练还在排队")
+    assert join("s2")[0] is True and [e.session_hash for e in waiting] == ["s1", "s2"]  # another page
+    assert join("s1", fn_index=1)[0] is True  # not a training event
+    waiting.clear()
+    assert join("s1")[0] is True and other.stop_reason() == jobs.REPLACED  # its turn came: now it is replaced
+    jobs.TRAINING.finish("s1", other)

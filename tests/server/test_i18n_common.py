@@ -151,21 +151,55 @@ def test_the_session_cap_answers_in_the_requests_language():
 
 
 def test_errors_are_titled_in_the_language_and_star_args_handlers_find_the_request():
-    """A handler with a ``*args`` signature (presets' tab-open event) cannot be given the request by position;
-    friendly_errors then takes it from Gradio's event context. The error's toast title follows the language too."""
-    from gradio.context import LocalContext
+    """A handler with a ``*args`` signature (presets' tab-open event) cannot be given the request by position:
+    friendly_errors then reads the request serving.guard_api puts in handlers.EVENT_REQUEST around Gradio's
+    processing of the event, in Gradio's worker thread (the download gate reads it too). The error's toast title follows
+    the language too."""
+    seen = []
 
     def open_tab(*done, tab_id="ngram"):
+        seen.append(common.event_request())
         raise UserInputError("common.whole_number", name=text("common.field_seed"))
 
-    handler = common.friendly_errors(open_tab)
-    token = LocalContext.request.set(request("zh"))
-    try:
-        with pytest.raises(gr.Error) as zh:
-            handler(True, False)
-    finally:
-        LocalContext.request.reset(token)
+    with gr.Blocks() as blocks:
+        first, second = gr.Checkbox(), gr.Checkbox()
+        gr.Button().click(common.friendly_errors(open_tab), [first, second], None, api_name="open_tab")
+    blocks.queue()
+    serving.serve(blocks)
+    fn = next(f for f in blocks.fns.values() if f.api_name == "open_tab")
+    asked = request("zh")
+    with pytest.raises(gr.Error) as zh:
+        run_async(blocks.process_api(fn, [True, False], state=SessionState(blocks), request=asked))
     assert zh.value.message == "请为随机种子输入一个整数。" and zh.value.title == "出错了"
+    assert seen[0] is asked and common.event_request() is None  # set for the event only
     with pytest.raises(gr.Error) as en:
-        handler(True, False)
+        common.friendly_errors(open_tab)(True, False)  # outside any event: the caller's language
     assert en.value.message == "Enter a whole number for the seed." and en.value.title == "Error"
+    assert seen[1] is None
+
+
+def test_an_examples_table_puts_its_row_into_the_inputs_and_titles_no_column_with_a_key():
+    """demo.kit.i18n.examples_table: the public gr.Dataset and a click event. A click (the row's index, as the page
+    sends it) answers the row's values for the inputs; the columns have no headers (a header that is a gr.I18n key
+    shows as the raw key); the click is not an API endpoint, and a forged index gets a readable refusal."""
+    from demo.kit.i18n import examples_table, label
+
+    with gr.Blocks() as blocks:
+        kind = gr.Radio(["skip-gram", "CBOW"], label=label("embeddings.architecture"))
+        size = gr.Slider(1, 10, step=1, label=label("embeddings.window"))
+        word = gr.Textbox(label=label("embeddings.word"))
+        pair = examples_table([["skip-gram", 3], ["CBOW", 7]], [kind, size], label("embeddings.train_examples"))
+        single = examples_table([["whale"], ["ship"]], [word], label("embeddings.compare_examples"))
+    blocks.queue()
+    serving.serve(blocks)
+    click = {table: next(f for f in blocks.fns.values() if f.inputs == [table]) for table in (pair, single)}
+    answer = lambda table, index: run_async(blocks.process_api(  # noqa: E731
+        click[table], [index], state=SessionState(blocks), request=request("en")))["data"]
+    assert answer(pair, 1) == ["CBOW", 7] and answer(pair, 0) == ["skip-gram", 3] and answer(single, 1) == ["ship"]
+    assert pair.headers == [] and single.headers == [] and str(pair.label) != "Examples"
+    assert not blocks.get_api_info()["named_endpoints"] and all(
+        f.api_visibility == "private" for f in click.values())
+    with pytest.raises(Exception) as forged:
+        run_async(blocks.process_api(click[pair], [99], state=SessionState(blocks), request=request("zh")))
+    message = str(error_payload(forged.value, show_error=True)["error"])
+    assert message.startswith("为") and "object at 0x" not in message and "Traceback" not in message
