@@ -409,7 +409,7 @@ def build() -> None:
                     loss_plot = gr.Plot(show_label=False)
                     train_md = gr.Markdown(label("embeddings.train_hint"))
             examples_table([[SKIPGRAM, 50, 4, 3, 5], [CBOW, 50, 4, 8, 5]], [architecture, dim, window, epochs, min_count],
-                           label("embeddings.train_examples"))
+                           label("embeddings.train_examples"), api_name="embeddings_train_example")
             trained = train_button.click(train, [source, upload, architecture, dim, window, epochs, min_count],
                                          [loss_plot, train_md, model], api_name="embeddings_train", **TRAIN_QUEUE)
 
@@ -419,7 +419,7 @@ def build() -> None:
                 compare_topn = gr.Slider(1, 30, value=10, step=1, label=label("embeddings.neighbours"))
                 compare_button = gr.Button(label("embeddings.compare_neighbours_btn"), variant="primary")
             examples_table([["whale"], ["ship"], ["sea"], ["captain"], ["harpoon"]], [compare_word],
-                           label("embeddings.compare_examples"))
+                           label("embeddings.compare_examples"), api_name="embeddings_compare_example")
             with gr.Row():
                 ours_table = gr.Dataframe(headers=NEIGHBOUR_LABELS, interactive=False,
                                           label=label("embeddings.your_word2vec"), buttons=TABLE_BUTTONS)

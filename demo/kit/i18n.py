@@ -136,15 +136,17 @@ NAVIGATOR_SCRIPT = ('<script>(() => {{ const lang = "{locale}"; '
                     '}})();</script>')  # demo/server/first_page.PageWords puts it first in the page's <head>
 
 
-def examples_table(samples: list[list], inputs: list, label) -> gr.Dataset:
+def examples_table(samples: list[list], inputs: list, label, api_name: str) -> gr.Dataset:
     """A table of example settings: a click puts its row into ``inputs``. Made of the public gr.Dataset and a click
     event, not gr.Examples: gr.Examples titles its columns with its inputs' labels, which Gradio's front end shows as
-    raw gr.I18n keys; here the table's label names the columns and there are no headers."""
+    raw gr.I18n keys; here the table's label names the columns and there are no headers. The click is no API
+    endpoint (``api_name`` names it on purpose all the same)."""
     table = gr.Dataset(components=inputs, samples=samples, headers=[], label=label)
 
     def example_row(row: list):
         """The clicked row's values, one per input (the Dataset hands over the row the page's index names)."""
         return tuple(row) if len(inputs) > 1 else row[0]
 
-    table.click(example_row, table, inputs, queue=False, show_progress="hidden", api_visibility="private")
+    table.click(example_row, table, inputs, queue=False, show_progress="hidden", api_name=api_name,
+                api_visibility="private")
     return table

@@ -188,8 +188,10 @@ def test_an_examples_table_puts_its_row_into_the_inputs_and_titles_no_column_wit
         kind = gr.Radio(["skip-gram", "CBOW"], label=label("embeddings.architecture"))
         size = gr.Slider(1, 10, step=1, label=label("embeddings.window"))
         word = gr.Textbox(label=label("embeddings.word"))
-        pair = examples_table([["skip-gram", 3], ["CBOW", 7]], [kind, size], label("embeddings.train_examples"))
-        single = examples_table([["whale"], ["ship"]], [word], label("embeddings.compare_examples"))
+        pair = examples_table([["skip-gram", 3], ["CBOW", 7]], [kind, size], label("embeddings.train_examples"),
+                              api_name="pair_example")
+        single = examples_table([["whale"], ["ship"]], [word], label("embeddings.compare_examples"),
+                                api_name="word_example")
     blocks.queue()
     serving.serve(blocks)
     click = {table: next(f for f in blocks.fns.values() if f.inputs == [table]) for table in (pair, single)}
