@@ -262,7 +262,7 @@ def i18n_keys(value):
     """Every gr.I18n key anywhere in a config (its components' props, nested lists and dicts)."""
     if isinstance(value, I18nData):
         yield value.key
-    elif isinstance(value, str) and value.startswith("__i18n__"):  # already written out (gr.Examples' props)
+    elif isinstance(value, str) and value.startswith("__i18n__"):  # a key already written out as the page gets it
         yield json.loads(value[len("__i18n__"):])["key"]
     elif isinstance(value, dict):
         for item in value.values():

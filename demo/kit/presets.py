@@ -56,7 +56,7 @@ from urllib.parse import parse_qsl
 import gradio as gr
 
 from core.text.errors import UserInputError
-from demo.server.handlers import add_csv_downloads, friendly_errors, on_zero_gpu
+from demo.server.handlers import add_csv_downloads, friendly_errors, move_block, on_zero_gpu
 from demo.server.downloads import fetch_models
 from demo.kit.i18n import in_every_language, label
 from demo.kit.preset_bar import BAR_JS, BAR_TEMPLATE
@@ -113,8 +113,7 @@ class View:
         # front end numbered the tabs after it one too far, and selecting a tab wrote its label over a neighbour's.
         self.done = gr.State(False)  # this session saw the result: opening the view again keeps the learner's work
         if where is not None and isinstance(self.done.parent, gr.Tabs):  # built right after its `with gr.Tab`
-            self.done.parent.children.remove(self.done)
-            where.add(self.done)
+            move_block(self.done, where)
         if where is not None:
             if where.id is None:
                 raise ValueError(f"give the sub-tab of view {tab}/{key} an id")

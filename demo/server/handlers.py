@@ -414,15 +414,22 @@ def add_csv_downloads(root: gr.Blocks | gr.Tab, prefix: str) -> list[gr.Button]:
               if isinstance(block, gr.Dataframe) and block.interactive is not True]
     buttons = []
     for number, frame in enumerate(tables, 1):
-        parent = frame.parent
-        # Made where the build is now (the tab), then moved right after the table: `with parent:` would re-enter a
-        # built layout block, which re-parents it under the current block and broke the page's tab bar.
         button = csv_download(frame, f"{prefix}-table-{number}")
-        button.parent.children.remove(button)
-        parent.children.insert(parent.children.index(frame) + 1, button)
-        button.parent = parent
+        move_block(button, frame.parent, after=frame)
         buttons.append(button)
     return buttons
+
+
+def move_block(block, parent, after=None) -> None:
+    """Move ``block`` from the layout block it was made in into ``parent``: right after its child ``after``, or
+    last. A block is made where the build is now and then moved, because re-entering a built layout block (`with
+    parent:`) re-parents that block under the current one, which broke the page's tab bar."""
+    block.parent.children.remove(block)
+    if after is None:
+        parent.add(block)
+    else:
+        parent.children.insert(parent.children.index(after) + 1, block)
+        block.parent = parent
 
 
 def _descendants(block):
