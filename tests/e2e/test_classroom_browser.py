@@ -112,13 +112,20 @@ def test_a_teacher_and_three_students_predict_then_reveal(browser, class_app, la
 
     # a poll asked before the close and answered after it must leave the view closed (CI once saw it overwrite it):
     # hold the teacher's next poll, close, then let the held poll through
+    # The route is in place before any poll is awaited: a poll sent while it was being set up is not held (CI once
+    # caught that one with expect_request, then held nothing). A handler runs as Playwright reads its next event, so
+    # each wait below reads events until one more poll was sent (the teacher polls every second), at most 30 polls.
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     held = []
-    with teacher.expect_request("**/class/api/teacher"):
-        teacher.route("**/class/api/teacher", lambda route: held.append(route))
-    for _ in range(100):  # the route's handler runs once Playwright reads its next event
+    teacher.route("**/class/api/teacher", lambda route: held.append(route))
+    for _ in range(30):
         if held:
             break
-        teacher.evaluate("0")
+        try:
+            teacher.wait_for_event("request", lambda request: "/class/api/teacher" in request.url, timeout=10_000)
+        except PlaywrightTimeout:
+            pass  # the held poll stops the next ones: `held` is read again
     assert len(held) == 1
     teacher.once("dialog", lambda dialog: dialog.accept())
     teacher.get_by_role("button", name=w("close")).click()
