@@ -1,0 +1,45 @@
+"""benchmarks/page_tabs.py: the tabs an app is built with, and the CPU seconds it reads from /proc."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from benchmarks import page_tabs
+
+BURN = """import sys, time
+while time.process_time() < 0.4:
+    pass
+print(time.process_time(), flush=True)
+sys.stdin.read()  # stays alive (and counted) until the test closes its input
+"""
+
+
+def test_cpu_seconds_counts_the_tree_below_a_process_and_only_renderers_when_asked():
+    before_all = page_tabs.cpu_seconds(os.getpid(), renderer=False)
+    before_renderers = page_tabs.cpu_seconds(os.getpid(), renderer=True)
+    children = [subprocess.Popen([sys.executable, "-c", BURN, *marker], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 text=True) for marker in ([], ["--type=renderer"])]
+    try:
+        burnt = [float(child.stdout.readline()) for child in children]  # each child's own CPU seconds, >= 0.4
+        spent = page_tabs.cpu_seconds(os.getpid(), renderer=False) - before_all
+        renderers = page_tabs.cpu_seconds(os.getpid(), renderer=True) - before_renderers
+    finally:
+        for child in children:
+            child.stdin.close()
+            child.wait(30)
+    assert min(burnt) >= 0.4
+    assert spent >= sum(burnt) - 0.05  # /proc counts in clock ticks (0.01 s each)
+    assert burnt[1] - 0.05 <= renderers <= burnt[1] + 0.3  # the marked child only (and no other renderer here)
+
+
+def test_an_app_is_built_with_the_first_n_tabs_or_the_named_ones_in_the_app_s_order():
+    import app
+
+    assert page_tabs.chosen_tabs(app.TABS, "2", app.tab_id) == app.TABS[:2]
+    chosen = page_tabs.chosen_tabs(app.TABS, "transformer,overview", app.tab_id)
+    assert [app.tab_id(tab) for tab in chosen] == ["overview", "transformer"]
+    with pytest.raises(SystemExit, match="no tab \\['nope'\\]"):
+        page_tabs.chosen_tabs(app.TABS, "overview,nope", app.tab_id)
