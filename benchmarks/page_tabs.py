@@ -99,9 +99,9 @@ def first_paints(browser, url: str, loads: int) -> tuple[list[float], list[tuple
     return seconds, threads, components, events
 
 
-def cpu_seconds(root: int, renderer: bool) -> float:
-    """CPU seconds so far of process ``root`` and its descendants (Linux /proc): all of them (the app), or Chromium's
-    renderer processes only."""
+def renderer_cpu_seconds(root: int) -> float:
+    """CPU seconds so far of Chromium's renderer processes below process ``root`` (Linux /proc). The app's own are
+    load_report.server_cpu_seconds': it leads a session of its own, the browser does not."""
     tick, parents, spent = os.sysconf("SC_CLK_TCK"), {}, {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -112,32 +112,32 @@ def cpu_seconds(root: int, renderer: bool) -> float:
         except (OSError, IndexError):
             continue  # not a process, or one that ended meanwhile
         parents[int(entry.name)] = int(fields[1])
-        spent[int(entry.name)] = ((int(fields[11]) + int(fields[12])) / tick, command)
+        if "--type=renderer" in command:
+            spent[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
     tree, grew = {root}, True
     while grew:
         more = {pid for pid, parent in parents.items() if parent in tree} - tree
         tree, grew = tree | more, bool(more)
-    return sum(seconds for pid, (seconds, command) in spent.items()
-               if pid in tree and (not renderer or "--type=renderer" in command))
+    return sum(seconds for pid, seconds in spent.items() if pid in tree)
 
 
 def walk(browser, url: str, steps: dict, app_process) -> tuple[int, float, float, float, float, float]:
     """One page, every lesson step of ``steps``: (clicks, seconds, renderer CPU s, app CPU s, main thread busy s, of it
     in update_state s)."""
+    from benchmarks.load_report import server_cpu_seconds
     from tests.e2e import learner_path
 
     page = learner_path.new_page(browser, url, "en-US")
     cdp = page.context.new_cdp_session(page)
     cdp.send("Profiler.enable")
     cdp.send("Profiler.setSamplingInterval", {"interval": 1000})
-    me, app = os.getpid(), app_process.pid
-    renderer, server = cpu_seconds(me, renderer=True), cpu_seconds(app, renderer=False)
+    renderer, server = renderer_cpu_seconds(os.getpid()), server_cpu_seconds(app_process.pid)
     cdp.send("Profiler.start")
     began = time.perf_counter()
     clicks, problems = learner_path.walk_lessons(page, steps)
     seconds = time.perf_counter() - began
     busy, status = main_thread(cdp.send("Profiler.stop")["profile"], "update_state")
-    renderer, server = cpu_seconds(me, renderer=True) - renderer, cpu_seconds(app, renderer=False) - server
+    renderer, server = renderer_cpu_seconds(os.getpid()) - renderer, server_cpu_seconds(app_process.pid) - server
     page.context.close()
     if problems:
         raise RuntimeError("\n".join(problems))

@@ -111,10 +111,9 @@ def test_a_teacher_and_three_students_predict_then_reveal(browser, class_app, la
     assert open(download.value.path(), "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 
     # a poll asked before the close and answered after it must leave the view closed (CI once saw it overwrite it):
-    # hold the teacher's next poll, close, then let the held poll through
-    # The route is in place before any poll is awaited: a poll sent while it was being set up is not held (CI once
-    # caught that one with expect_request, then held nothing). A handler runs as Playwright reads its next event, so
-    # each wait below reads events until one more poll was sent (the teacher polls every second), at most 30 polls.
+    # hold the teacher's next poll, close, then let the held poll through. The route is set before any poll is awaited
+    # (a poll sent while it was being set up is not held: CI once caught one with expect_request, then held nothing);
+    # its handler runs as Playwright reads events, so each wait reads them until one more poll is sent (every second).
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     held = []
