@@ -25,13 +25,13 @@ from typing import Callable
 import gradio as gr
 
 from core.text.i18n import DEFAULT_LANGUAGE, LANGUAGES, current_language, placeholders, table, text, using_language
-from demo.server.gradio_inside import is_translation
+from demo.server.gradio_inside import PerLanguage, is_translation
 
 COOKIE = "plm_lang"
 
 # The tables and text() live in core.text.i18n (gradio-free, so core's error messages use the same keys).
 __all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "table", "placeholders", "text", "t", "current_language", "using_language",
-           "label", "in_every_language", "BROWSER_LANGUAGE_JS", "language_of", "I18N", "TOGGLE_JS",
+           "label", "in_every_language", "PerLanguage", "BROWSER_LANGUAGE_JS", "language_of", "I18N", "TOGGLE_JS",
            "NAVIGATOR_SCRIPT", "LABELLED"]
 
 t = text  # the short name tab modules use (their inputs are often called ``text``): ``t("ngram.result", n=3)``
@@ -69,13 +69,14 @@ def label(key: str):
     return I18N(key)
 
 
-def in_every_language(value, render: Callable[[str], str] = html.escape) -> dict[str, str]:
+def in_every_language(value, render: Callable[[str], str] = html.escape) -> PerLanguage:
     """``{language: HTML}`` for HTML the browser renders itself (demo/kit/presets.py's preset bar, demo/kit/lessons.py): a
     ``label(key)`` in each language, or a plain string (a checkpoint id, a formula) as it is; ``render`` turns the
-    text into HTML (default: escaped). The browser picks its language with :data:`BROWSER_LANGUAGE_JS`."""
+    text into HTML (default: escaped). The browser picks its language with :data:`BROWSER_LANGUAGE_JS`; a page
+    carries only its learner's (PerLanguage)."""
     if is_translation(value):
-        return {lang: render(table(lang)[value.key]) for lang in LANGUAGES}
-    return dict.fromkeys(LANGUAGES, render(str(value or "")))
+        return PerLanguage({lang: render(table(lang)[value.key]) for lang in LANGUAGES})
+    return PerLanguage(dict.fromkeys(LANGUAGES, render(str(value or ""))))
 
 
 # The language a page shows, as Gradio's front end picks it for its own labels (svelte-i18n reads

@@ -28,7 +28,7 @@ import gradio as gr
 
 from core import checks
 from core.text.i18n import LANGUAGES, text
-from demo.kit.i18n import BROWSER_LANGUAGE_JS, in_every_language, label
+from demo.kit.i18n import BROWSER_LANGUAGE_JS, PerLanguage, in_every_language, label
 from demo.kit.presets import Registry, enclosing_tab, preset_link
 from demo.kit.scripts import script
 from demo.kit.static_html import markdown_inline
@@ -155,15 +155,17 @@ UI_KEYS = ["region", "start", "resume", "count", "back", "next", "finish", "leav
 
 def build() -> gr.HTML:
     """The header's "Start the tour" button; its script adds the tour's panel to the page and runs the tour."""
-    stops = [{"title": {lang: markdown_inline(words(stop, lang)[0]) for lang in LANGUAGES},
-              "text": None if stop.check else {lang: markdown_inline(words(stop, lang)[1]) for lang in LANGUAGES},
+    stops = [{"title": PerLanguage({lang: markdown_inline(words(stop, lang)[0]) for lang in LANGUAGES}),
+              "text": None if stop.check else PerLanguage({lang: markdown_inline(words(stop, lang)[1])
+                                                           for lang in LANGUAGES}),
               "section": stop.section, "tab": stop.tab, "sub": stop.sub, "preset": stop.preset, "link": stop.link,
               "check": stop.check, "spots": spots(number, stop)}
              for number, stop in enumerate(STOPS, 1)]
     return gr.HTML("", html_template=TEMPLATE, js_on_load=TOUR_JS, elem_classes=["tour-box"], stops=stops,
                    storage_key=STORAGE_KEY,
                    ui={**{key: in_every_language(label(f"tour.{key}")) for key in UI_KEYS},
-                       "check_text": {lang: markdown_inline(text("your_turn.tour_text", lang)) for lang in LANGUAGES}})
+                       "check_text": PerLanguage({lang: markdown_inline(text("your_turn.tour_text", lang))
+                                                 for lang in LANGUAGES})})
 
 
 def check(stop: Stop, collector: Registry) -> list:

@@ -21,7 +21,7 @@ from demo.kit import lessons, presets, static_html, tour
 from demo.server import result_cache
 from demo.server.handlers import friendly_errors, gpu_handler, sig4
 from demo.kit.figures import PLOTLY_PRELOAD_JS, bar, heatmap
-from demo.kit.i18n import LANGUAGES, label, t, using_language
+from demo.kit.i18n import LANGUAGES, PerLanguage, label, t, using_language
 from demo.kit.scripts import script
 
 # torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
@@ -293,7 +293,7 @@ def build() -> None:
         with gr.Tab(label("overview.tab_path"), id="path"):
             # Once it is on screen, the browser loads plotly.js for the tabs that plot (figures.PLOTLY_PRELOAD_JS).
             gr.HTML("", html_template=static_html.TEMPLATE, js_on_load=static_html.EXPORT_JS + PLOTLY_PRELOAD_JS,
-                    elem_classes=["static-view"], html={lang: path_html(lang, tabs) for lang in LANGUAGES})
+                    elem_classes=["static-view"], html=PerLanguage({lang: path_html(lang, tabs) for lang in LANGUAGES}))
 
         with gr.Tab(label("overview.tab_ladder"), id="ladder") as ladder_tab:
             gr.Markdown(label("overview.text_title"))

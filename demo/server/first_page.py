@@ -5,6 +5,8 @@
   files with Gradio's own middleware. Event streams pass untouched and unbuffered.
 * ``one_language(I18N, LABELLED)`` makes the page and ``/config`` carry only the learner's translation table, and
   only the keys of the app's labels.
+* ``PageLanguage`` tells both, and gradio_inside.PerLanguage (the words a gr.HTML carries in every language:
+  lessons, preset bars, the tour), the language of the page being made.
 * ``PageWords`` puts the learner's language into the page, and the Overview's words as its own HTML: readable
   before Gradio's front end has loaded and drawn the app.
 * ``PageCache`` keeps the finished page (compressed) per way of asking for it, so a class opening the same link
@@ -18,7 +20,6 @@ which fails with a message if a Gradio upgrade changes it. Measured by benchmark
 """
 from __future__ import annotations
 
-import contextvars
 import gzip
 from collections.abc import Collection
 from urllib.parse import parse_qsl
@@ -30,6 +31,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
 
 from core.loading.cache import BoundedCache
+from demo.server.gradio_inside import PAGE_LANGUAGE
 
 
 # The page and its config: Gradio's own BrotliMiddleware (gradio/routes.py adds it outside ours, quality 4, gzip for a
@@ -138,8 +140,6 @@ class Compression:
         return await self.rest(scope, receive, send)
 
 
-# The learner's language while Gradio builds the page or /config for them (PageLanguage sets it); None elsewhere.
-_PAGE_LANGUAGE: contextvars.ContextVar[str | None] = contextvars.ContextVar("plm_page_language", default=None)
 
 
 class PageLanguage:
@@ -154,11 +154,11 @@ class PageLanguage:
             return await self.app(scope, receive, send)
         from demo.kit.i18n import language_of
 
-        token = _PAGE_LANGUAGE.set(language_of(_HeadersOnly(Headers(scope=scope))))
+        token = PAGE_LANGUAGE.set(language_of(_HeadersOnly(Headers(scope=scope))))
         try:
             return await self.app(scope, receive, send)
         finally:
-            _PAGE_LANGUAGE.reset(token)
+            PAGE_LANGUAGE.reset(token)
 
 
 class _HeadersOnly:
@@ -175,7 +175,7 @@ class _TablesPerPage(dict):
         self.owner = owner
 
     def __deepcopy__(self, memo):
-        return self.owner.tables(_PAGE_LANGUAGE.get())
+        return self.owner.tables(PAGE_LANGUAGE.get())
 
 
 class OneLanguage(gr.I18n):
@@ -203,7 +203,7 @@ class OneLanguage(gr.I18n):
 
     @property
     def translations_dict(self) -> dict[str, dict[str, str]]:
-        lang = _PAGE_LANGUAGE.get()
+        lang = PAGE_LANGUAGE.get()
         return _TablesPerPage(self) if lang is None else self.tables(lang)  # None: the config stored at launch
 
 

@@ -4,6 +4,8 @@ against the pinned Gradio by tests/server/test_gradio_internals.py, which names 
 """
 from __future__ import annotations
 
+import contextvars
+import copy
 from pathlib import Path
 
 import gradio
@@ -37,3 +39,25 @@ def plot_json(value) -> str | None:
 
         _PLOT_DATA = type(gradio.Plot().postprocess(go.Figure()))
     return value.plot if isinstance(value, _PLOT_DATA) else None
+
+
+# The learner's language while Gradio makes the page or /config for them (first_page.PageLanguage sets it); None
+# elsewhere.
+PAGE_LANGUAGE: contextvars.ContextVar[str | None] = contextvars.ContextVar("plm_page_language", default=None)
+
+
+class PerLanguage(dict):
+    """``{language: value}`` in every language, for what the browser renders itself (a gr.HTML's props: the preset
+    bars, lessons, the tour, the Overview's figures); a page or /config made for one learner carries only their
+    language's value. The page's script picks the same language (``navigator.language``, which PageWords sets from
+    the same choice), and the language toggle reloads the page.
+
+    Gradio keeps a gr.HTML's props as they were given and deep-copies the app's config for each page and /config
+    (``get_page_config``; tests/server/test_gradio_internals.py checks it): that copy is where the other languages are
+    left out. Anywhere else (the config stored at launch, a handler's update) it is every language."""
+
+    def __deepcopy__(self, memo):
+        lang = PAGE_LANGUAGE.get()
+        if lang is None or lang not in self:
+            return PerLanguage({code: copy.deepcopy(value, memo) for code, value in self.items()})
+        return {lang: copy.deepcopy(self[lang], memo)}

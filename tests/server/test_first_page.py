@@ -7,11 +7,15 @@ import gradio as gr
 import pytest
 
 from demo.server import first_page
+from demo.server.gradio_inside import PerLanguage
 
 FILLER = " ".join(f"word{i}" for i in range(400))  # each table well over the 1 KB below which nothing is compressed
 TABLES = {"en": {"greeting": "Hello", "filler": FILLER}, "zh": {"greeting": "你好", "filler": FILLER + "。"}}
 FIRST_TEXTS = {"en": '<div id="plm-first-page"><h2>Read me first</h2></div>',
                "zh": '<div id="plm-first-page"><h2>先读这里</h2></div>'}
+# Words a gr.HTML renders itself (demo.kit.i18n.in_every_language makes them for the lessons and preset bars)
+TITLE = PerLanguage(en="Try this", zh="试一试")
+STEPS = [{"number": 1, "question": PerLanguage(en="Why count pairs?", zh="为什么数词对？")}]
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +34,7 @@ def page_app():
     i18n = gr.I18n(**TABLES)
     with gr.Blocks() as blocks:
         gr.Markdown(i18n("greeting"))
+        gr.HTML("", html_template="${title[lang]}", title=TITLE, steps=STEPS, lang="en")
         out = gr.Textbox()
         gr.Button("go").click(steps, None, out, api_name="steps", api_description=FILLER)  # /gradio_api/info > 1 KB
     blocks.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, i18n=first_page.one_language(i18n),
@@ -109,6 +114,29 @@ def test_the_page_and_its_config_carry_only_the_learners_table(page_app, headers
     assert sorted(page_app.config["i18n_translations"]) == ["en", "zh"]
 
 
+@pytest.mark.parametrize("headers, lang", [({"accept-language": "zh-CN,zh;q=0.9"}, "zh"),
+                                           ({"accept-language": "zh-CN", "cookie": "plm_lang=en"}, "en"),
+                                           ({}, "en")])
+def test_the_words_a_page_renders_itself_are_in_the_learners_language_only(page_app, headers, lang):
+    """demo/server/gradio_inside.PerLanguage: a gr.HTML's props in every language reach a page and /config in its
+    learner's language only (the page's script reads that language), nested in lists and dicts too; the app's own
+    config keeps them all. If this fails after a Gradio upgrade, check that the page and /config routes still
+    deep-copy the stored config (``get_page_config``) and that a gr.HTML still keeps its props as given."""
+    import json
+
+    def props(config: dict) -> dict:
+        return next(c["props"]["props"] for c in config["components"] if c["type"] == "html")  # a gr.HTML's own
+
+    url = page_app.local_url
+    from_page = props(page_config(fetch(url, **headers, **{"accept-encoding": "br"})[1]))
+    from_config = props(json.loads(fetch(url + "config", **headers, **{"accept-encoding": "gzip"})[1]))
+    for shown in (from_page, from_config):
+        assert shown["title"] == {lang: TITLE[lang]}
+        assert shown["steps"] == [{"number": 1, "question": {lang: STEPS[0]["question"][lang]}}]
+    stored = props(page_app.config)
+    assert stored["title"] == {"en": "Try this", "zh": "试一试"} and sorted(stored["steps"][0]["question"]) == ["en", "zh"]
+
+
 @pytest.mark.parametrize("query", ["", "?class=AB12CD", "?deep_link=x"])
 @pytest.mark.parametrize("headers, lang", [({"accept-language": "zh-CN,zh;q=0.9"}, "zh"),
                                            ({"accept-language": "zh-CN", "cookie": "plm_lang=en"}, "en")])
@@ -140,11 +168,11 @@ def test_a_page_s_table_holds_the_needed_keys_only_and_sees_keys_added_while_the
     stored = tables.translations_dict  # at launch: no page language
     assert stored == {"en": {"greeting": "Hello"}, "zh": {"greeting": "你好"}}
     needed.add("filler")
-    token = first_page._PAGE_LANGUAGE.set("zh")
+    token = first_page.PAGE_LANGUAGE.set("zh")
     try:
         assert copy.deepcopy(stored) == {"zh": TABLES["zh"]} == tables.translations_dict
     finally:
-        first_page._PAGE_LANGUAGE.reset(token)
+        first_page.PAGE_LANGUAGE.reset(token)
     assert first_page.one_language(gr.I18n(**TABLES)).translations_dict == TABLES  # nothing named: every key
 
 

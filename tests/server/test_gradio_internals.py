@@ -79,8 +79,15 @@ def check_fns():
     assert fn is not None and fn.concurrency_id == "probe", "Blocks.fns[fn_index].concurrency_id changed"
 
 
-def check_translations_dict():
+def check_one_language_per_page():
+    import gradio.routes
+
     assert "translations_dict" in dir(gr.I18n), "gr.I18n.translations_dict is gone"
+    source = inspect.getsource(gradio.routes.App.create_app)
+    assert "safe_deepcopy(page_components)" in source and "safe_deepcopy(source_config)" in source, \
+        "the page and /config routes no longer deep-copy the app's config for each request"
+    words = {"en": "a", "zh": "b"}
+    assert gr.HTML("", words=words, render=False).props["words"] is words, "a gr.HTML no longer keeps its props as given"
 
 
 def check_plotly_chunk():
@@ -127,7 +134,8 @@ USES = [  # (what, where in demo/server/, the check)
     ("Component.api_info (replaced per block)", "serving.typed_choices",
      check_per_block_api_info),
     ("Blocks.fns", "admission._is_training", check_fns),
-    ("gr.I18n.translations_dict", "first_page.OneLanguage", check_translations_dict),
+    ("gr.I18n.translations_dict; the page and /config deep-copy the app's config per request; gr.HTML keeps its props",
+     "first_page.OneLanguage, gradio_inside.PerLanguage", check_one_language_per_page),
     ("templates/frontend/assets/PlotlyPlot-*.js", "gradio_inside.plotly_chunk", check_plotly_chunk),
     ("gr.Plot().postprocess(figure).plot", "gradio_inside.plot_json", check_plot_data),
 ]
