@@ -56,7 +56,9 @@ def serve_traced(out: str, app_args: list[str]) -> None:
 
     def closed(*_):
         window["open"] = False
-        Path(out).write_text(json.dumps({os.path.relpath(k, ROOT): v for k, v in seen.items()}), encoding="utf-8")
+        written = Path(out).with_suffix(".partial")  # renamed when whole: the measuring side waits for the name
+        written.write_text(json.dumps({os.path.relpath(k, ROOT): v for k, v in seen.items()}), encoding="utf-8")
+        os.replace(written, out)
 
     signal.signal(signal.SIGUSR1, opened)
     signal.signal(signal.SIGUSR2, closed)
