@@ -41,3 +41,6 @@ def test_an_app_is_built_with_the_first_n_tabs_or_the_named_ones_in_the_app_s_or
     assert [app.tab_id(tab) for tab in chosen] == ["overview", "transformer"]
     with pytest.raises(SystemExit, match="no tab \\['nope'\\]"):
         page_tabs.chosen_tabs(app.TABS, "overview,nope", app.tab_id)
+    # --walk: a tab with no lesson steps to click is refused before any browser starts, naming the ones that have
+    with pytest.raises(SystemExit, match="no lesson steps to walk in: nope \\(tabs with steps: attention, .*transformer"):
+        page_tabs.walks(["transformer", "nope"], rounds=1)
