@@ -140,8 +140,6 @@ class Compression:
         return await self.rest(scope, receive, send)
 
 
-
-
 class PageLanguage:
     """ASGI middleware: while the page or its config is made, the learner's language (demo.kit.i18n.language_of: the
     toggle's cookie, then Accept-Language) is the one whose table goes into it (``one_language``)."""
