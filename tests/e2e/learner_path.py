@@ -18,7 +18,8 @@ import functools
 from dataclasses import dataclass
 
 import app
-from tests.e2e.first_open import CONTENT_JS, VIEWPORT
+from tests.e2e.conftest import fresh_page
+from tests.e2e.first_open import CONTENT_JS
 
 # The view's results are on screen: nothing is computing, no visible plot or table is empty, and there is content
 # (or the missing-model card). Plots, tables and text areas inside hidden columns are not "visible".
@@ -84,15 +85,6 @@ def catalogue(locale: str = "en-US"):
     return list(targets.values()), steps
 
 
-def new_page(browser, url: str, locale: str):
-    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale=locale)
-    page = context.new_page()
-    page.set_default_timeout(120_000)  # a shared 2-core machine
-    page.goto(url, wait_until="load")
-    page.get_by_role("tab").first.wait_for()
-    return page
-
-
 def click_tab(page, tab_id: str) -> None:
     page.locator(f'button[role="tab"][data-tab-id="{tab_id}"]').filter(visible=True).first.click()
     page.wait_for_function(SELECTED_JS, arg=tab_id, polling=POLL_MS)
@@ -127,7 +119,7 @@ def problems(page, target: Target) -> list[str]:
 def use_the_server(browser, url: str, locale: str) -> None:
     """Another learner's session first: every tab opened and one preset of each run, so the server under test has
     served other requests (the issue's links failed only on such a server)."""
-    page = new_page(browser, url, locale)
+    page = fresh_page(browser, url, locale)
     try:
         for tab in page.evaluate("() => [...document.querySelector('[role=tablist]')"
                                  ".querySelectorAll('button[role=tab]')].map(b => b.dataset.tabId)"):
@@ -138,7 +130,7 @@ def use_the_server(browser, url: str, locale: str) -> None:
                 button.last.click()
                 page.wait_for_function(SETTLED_JS, polling=POLL_MS)
     finally:
-        page.context.close()
+        page.close()
 
 
 def walk_lessons(page, steps: dict[str, list[Target]]) -> tuple[int, list[str]]:
@@ -179,11 +171,11 @@ def load_links(browser, url: str, locale: str, targets: list[Target]) -> tuple[i
     last = {target.tab: target for target in targets}
     found = []
     for target in last.values():
-        page = new_page(browser, url + target.link, locale)
+        page = fresh_page(browser, url + target.link, locale)
         try:
             found += problems(page, target)
         finally:
-            page.context.close()
+            page.close()
     return len(last), found
 
 
@@ -198,12 +190,12 @@ def tab_links(browser, url: str, locale: str, targets: list[Target], tab: str) -
     mine = [target for target in targets if target.tab == tab]
     if len(mine) < 2:
         loaded, found = load_links(browser, url, locale, mine)
-        page = new_page(browser, url, locale)
+        page = fresh_page(browser, url, locale)
     else:
-        page = new_page(browser, url + mine[-1].link, locale)
+        page = fresh_page(browser, url + mine[-1].link, locale)
         loaded, found = 1, problems(page, mine[-1])
     try:
         opened, more = open_links(page, mine)
     finally:
-        page.context.close()
+        page.close()
     return opened, loaded, found + more

@@ -174,15 +174,11 @@ FRAME_JS = """(target) => {
 def page(browser, served_app):
     """One page for the module: each scenario works in its own tab, so none disturbs another, and the ~3 s of
     loading the app's page is paid once instead of per tab (the suite's time budget)."""
-    from tests.e2e.conftest import VIEWPORT
+    from tests.e2e.conftest import fresh_page
 
-    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale="en-US")
-    shared = context.new_page()
-    shared.set_default_timeout(120_000)
-    shared.goto(served_app.url, wait_until="load")
-    shared.get_by_role("tab").first.wait_for()
+    shared = fresh_page(browser, served_app.url)
     yield shared
-    context.close()
+    shared.close()
 
 
 def slug(module) -> str:

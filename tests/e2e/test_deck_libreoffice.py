@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from core.text.i18n import text
+from tests.e2e.conftest import fresh_page
 
 SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
 POPPLER = shutil.which("pdftotext") and shutil.which("pdftoppm") and shutil.which("pdffonts")
@@ -39,12 +40,10 @@ def squash(value: str) -> str:
 
 
 def build_deck(browser, served_app, lang: str, kind: str, tab: str, folder: Path) -> Path:
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="zh-CN" if lang == "zh" else "en-US")
-    context.add_cookies([{"name": "plm_lang", "value": lang, "url": served_app.url}])
-    page = context.new_page()
+    page = fresh_page(browser, served_app.url, "zh-CN" if lang == "zh" else "en-US", {"width": 1280, "height": 900},
+                      cookies={"plm_lang": lang}, wait=False)
     page.set_default_timeout(420_000)
     try:
-        page.goto(served_app.url, wait_until="load")
         page.wait_for_function("() => !!window.plmKit")
         with page.expect_download(timeout=420_000) as download:
             page.evaluate("([kind, tab]) => window.plmKit.oneClick(kind, tab)", [kind, tab])
@@ -52,7 +51,7 @@ def build_deck(browser, served_app, lang: str, kind: str, tab: str, folder: Path
         download.value.save_as(path)
         return path
     finally:
-        context.close()
+        page.close()
 
 
 @pytest.mark.slow

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.first_open import (BEFORE_A_RUN, FULL_JS, IDLE_JS, OFFLINE_NOTE, SOME_JS, VIEWPORT, content,
+from tests.e2e.conftest import fresh_page
+from tests.e2e.first_open import (BEFORE_A_RUN, FULL_JS, IDLE_JS, OFFLINE_NOTE, SOME_JS, content,
                                   open_view, views)
 
 pytestmark = pytest.mark.e2e
@@ -16,13 +17,9 @@ SPREAD = "test"  # each test is a unit of work of its own (tests/conftest.py): n
 
 @pytest.fixture
 def wide_page(browser, served_app):
-    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale="en-US")
-    page = context.new_page()
-    page.set_default_timeout(120_000)  # a shared 2-core machine: the first MiniLM/GloVe loads can be slow
-    page.goto(served_app.url, wait_until="load")
-    page.get_by_role("tab").first.wait_for()
+    page = fresh_page(browser, served_app.url)
     yield page
-    context.close()
+    page.close()
 
 
 @pytest.mark.parametrize("query, tab, texts", [
@@ -31,16 +28,13 @@ def wide_page(browser, served_app):
     ("?tab=mlm&preset=bert-base-parameters", "BERT masked LM", ["108,808,704", "109,482,240"]),
 ])
 def test_deep_link_opens_the_tab_with_the_preset_computed(browser, served_app, query, tab, texts):
-    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale="en-US")
-    page = context.new_page()
-    page.set_default_timeout(120_000)
+    page = fresh_page(browser, served_app.url + query, wait=False)
     try:
-        page.goto(served_app.url + query, wait_until="load")
         page.get_by_role("tab", name=tab, exact=True).and_(page.locator("[aria-selected=true]")).wait_for()
         for text in texts:
             page.get_by_text(text).filter(visible=True).first.wait_for()
     finally:
-        context.close()
+        page.close()
 
 
 def test_copy_link_button_puts_the_presets_deep_link_in_the_address(wide_page):

@@ -5,7 +5,7 @@ import pytest
 
 import app
 from demo.kit import i18n
-from tests.e2e.conftest import VIEWPORT
+from tests.e2e.conftest import VIEWPORT, fresh_page
 
 pytestmark = pytest.mark.e2e
 
@@ -19,17 +19,12 @@ def expected_titles(lang: str) -> list[str]:
 
 
 def open_app(browser, served_app, locale: str):
-    context = browser.new_context(viewport={**VIEWPORT, "width": 1440}, locale=locale)
-    page = context.new_page()
-    page.set_default_timeout(120_000)
-    page.goto(served_app.url, wait_until="load")
-    page.get_by_role("tab").first.wait_for()
-    return context, page
+    return fresh_page(browser, served_app.url, locale, {**VIEWPORT, "width": 1440})
 
 
 @pytest.mark.parametrize("locale, lang", [("zh-CN", "zh"), ("zh-TW", "zh"), ("en-US", "en")])
 def test_the_browser_language_picks_the_app_language(browser, served_app, locale, lang):
-    context, page = open_app(browser, served_app, locale)
+    page = open_app(browser, served_app, locale)
     try:
         assert tab_titles(page) == expected_titles(lang)
         heading = i18n.text("app.intro", lang).splitlines()[0].lstrip("# ")
@@ -38,11 +33,11 @@ def test_the_browser_language_picks_the_app_language(browser, served_app, locale
 
         expect(page.get_by_role("radio", name="中文" if lang == "zh" else "English", exact=True).first).to_be_checked()
     finally:
-        context.close()
+        page.close()
 
 
 def test_the_toggle_wins_over_the_browser(browser, served_app):
-    context, page = open_app(browser, served_app, "en-US")
+    page = open_app(browser, served_app, "en-US")
     try:
         page.get_by_text("中文", exact=True).click()  # sets the cookie and reloads (the page has no root for a moment)
         page.wait_for_function("() => document.documentElement?.lang === 'zh-CN'")
@@ -53,4 +48,4 @@ def test_the_toggle_wins_over_the_browser(browser, served_app):
         page.get_by_role("tab", name=expected_titles("en")[0]).first.wait_for()
         assert tab_titles(page) == expected_titles("en")
     finally:
-        context.close()
+        page.close()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import learner_path
+from tests.e2e.conftest import fresh_page
 
 pytestmark = pytest.mark.e2e
 ARTIFACTS = Path(__file__).parent / "_artifacts"
@@ -40,7 +41,7 @@ def start_at(page, selector: str) -> None:
 
 
 def test_presets_lessons_exports_and_the_tour_work_from_the_keyboard(browser, served_app):
-    page = learner_path.new_page(browser, served_app.url, "en-US")
+    page = fresh_page(browser, served_app.url, "en-US")
     try:
         # A drawn figure's export buttons (the Overview's path): Tab to the table's CSV, Enter downloads it.
         start_at(page, ".static-view .static-figure")
@@ -101,17 +102,13 @@ def test_presets_lessons_exports_and_the_tour_work_from_the_keyboard(browser, se
         page.keyboard.press("Escape")
         page.wait_for_function("() => document.querySelector('.tour-panel').hidden")
     finally:
-        page.context.close()
+        page.close()
 
 
 def test_dark_mode_draws_figures_light_on_dark(browser, served_app):
     ARTIFACTS.mkdir(exist_ok=True)
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=1, locale="en-US")
-    page = context.new_page()
-    page.set_default_timeout(120_000)
+    page = fresh_page(browser, served_app.url + "?__theme=dark")
     try:
-        page.goto(served_app.url + "?__theme=dark", wait_until="load")
-        page.get_by_role("tab").first.wait_for()
         assert page.evaluate("() => document.body.classList.contains('dark')")
         page.wait_for_function("() => [...document.querySelectorAll('.static-figure svg')].some(el => el.offsetParent"
                                " !== null)")
@@ -130,4 +127,4 @@ def test_dark_mode_draws_figures_light_on_dark(browser, served_app):
                       ".filter(el => el.offsetParent !== null)[1].scrollIntoView({block: 'start'})")
         page.screenshot(path=str(ARTIFACTS / "dark-attention.png"))
     finally:
-        context.close()
+        page.close()

@@ -18,6 +18,7 @@ from core.text.i18n import text
 from demo.kit import state_links
 from tests.app_events import views
 from tests.e2e import learner_path
+from tests.e2e.conftest import fresh_page
 from tests.e2e.first_open import IDLE_JS
 
 pytestmark = pytest.mark.e2e
@@ -53,14 +54,11 @@ def query(url: str) -> dict:
 
 
 def new_page(browser, served_app, lang: str):
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="zh-CN" if lang == "zh" else "en-US")
-    context.add_cookies([{"name": "plm_lang", "value": lang, "url": served_app.url}])
-    page = context.new_page()
+    page = fresh_page(browser, served_app.url, "zh-CN" if lang == "zh" else "en-US", {"width": 1280, "height": 900},
+                      cookies={"plm_lang": lang})
     page.set_default_timeout(180_000)
-    page.goto(served_app.url, wait_until="load")
-    page.get_by_role("tab").first.wait_for()
     page.wait_for_function("() => !!window.plmKit && !!window.plmOpenLink")
-    return context, page
+    return page
 
 
 def copy_link(page, view) -> str:
@@ -78,7 +76,7 @@ def copy_link(page, view) -> str:
 def test_state_links_restore_every_input(browser, served_app, lang):
     cases = [case for case in link_cases() if case[2] == lang]
     assert len(cases) == 10
-    context, page = new_page(browser, served_app, lang)
+    page = new_page(browser, served_app, lang)
     try:
         for view, values, _ in cases:
             link = state_links.state_link(view, values, lang)
@@ -96,7 +94,7 @@ def test_state_links_restore_every_input(browser, served_app, lang):
                     .some((el) => el.offsetParent !== null && texts.includes(el.value))""", texts)
                 assert shown, (view.api_prefix, texts[0][:40])
     finally:
-        context.close()
+        page.close()
 
 
 def restored(page, view, link: str) -> dict:
@@ -121,7 +119,7 @@ def test_one_link_opens_a_view_with_its_inputs_a_check_and_a_class(browser, serv
     slug = checks.checks_for(view.tab)[0].slug
     link = f"{state_links.state_link(view, values, 'en')}&check={slug}&class={code}"
     assert len(served_app.url + link) < state_links.LINK_LIMIT
-    context, page = new_page(browser, served_app, "en")
+    page = new_page(browser, served_app, "en")
     try:
         page.goto(served_app.url + link.lstrip("/"), wait_until="load")
         page.locator(f".your-turn-check-{slug}[open] .yt-answer").wait_for()  # the check, open in its tab
@@ -130,11 +128,11 @@ def test_one_link_opens_a_view_with_its_inputs_a_check_and_a_class(browser, serv
         assert (again["tab"], again["view"]) == (view.tab, view.key)
         assert json.loads(again.get("in", "{}")) == json.loads(query(link).get("in", "{}"))
     finally:
-        context.close()
+        page.close()
 
 
 def test_forged_links_open_the_defaults_with_one_message(browser, served_app):
-    context, page = new_page(browser, served_app, "en")
+    page = new_page(browser, served_app, "en")
     hostile = "<img src=x onerror=window.__pwned=1>"
     try:
         for link in ["?tab=attention&view=steps&in=%7B%220%22%3A%7B%22x%22%3A1%7D%7D&lang=en",
@@ -150,12 +148,12 @@ def test_forged_links_open_the_defaults_with_one_message(browser, served_app):
             page.evaluate("() => document.querySelectorAll('.toast-close').forEach((b) => b.click())")
             page.wait_for_function("() => !document.querySelector('.toast-body')")
     finally:
-        context.close()
+        page.close()
 
 
 def test_a_link_shows_its_tab_before_its_view_computes(browser, served_app):
     """?tab=embeddings&preset=nnlm-moby trains an NNLM first: the tab and sub-tab are on screen while it does."""
-    context, page = new_page(browser, served_app, "en")
+    page = new_page(browser, served_app, "en")
     try:
         page.goto(served_app.url + "?tab=embeddings&preset=nnlm-moby", wait_until="load")
         page.wait_for_function("""() => [...document.querySelectorAll('button[role="tab"][aria-selected="true"]')]
@@ -166,7 +164,7 @@ def test_a_link_shows_its_tab_before_its_view_computes(browser, served_app):
         assert "nnlm" in selected_subtab
         assert still_busy  # the tab came first; the training is still running
     finally:
-        context.close()
+        page.close()
 
 
 def wait_for_slides(page, at_least: int) -> None:
@@ -188,7 +186,7 @@ def open_preset(page, tab: str, slug: str) -> None:
 def test_add_to_slides_reorder_delete_and_download(browser, served_app, tmp_path):
     from pptx import Presentation
 
-    context, page = new_page(browser, served_app, "zh")
+    page = new_page(browser, served_app, "zh")
     try:
         page.evaluate("() => window.plmKit.clear()")
         view = next(v for v in views() if (v.tab, v.key) == ("attention", "steps"))
@@ -227,4 +225,4 @@ def test_add_to_slides_reorder_delete_and_download(browser, served_app, tmp_path
         assert titles == [s["title"] for s in slides]
         assert len(presentation.slides) == len(slides) + 2
     finally:
-        context.close()
+        page.close()

@@ -12,6 +12,7 @@ import pytest
 
 from app import TABS
 from tests.e2e import learner_path
+from tests.e2e.conftest import fresh_page
 
 pytestmark = pytest.mark.e2e
 SPREAD = "tab"
@@ -38,11 +39,11 @@ def used_server(browser, served_app):
 @pytest.mark.timeout(900)
 def test_every_lesson_step_selects_its_sub_tab_and_fills_it(browser, used_server, path, locale):
     targets, steps = path
-    page = learner_path.new_page(browser, used_server.url, locale)
+    page = fresh_page(browser, used_server.url, locale)
     try:
         clicked, problems = learner_path.walk_lessons(page, steps)
     finally:
-        page.context.close()
+        page.close()
     assert clicked >= 30 and not problems, "\n".join(problems)
 
 

@@ -14,6 +14,7 @@ import pytest
 from core.text import i18n
 from core.ladder.heldout import load_held_out
 from demo.kit import figures, static_html
+from tests.e2e.conftest import fresh_page
 from tests.e2e.first_open import CONTENT_JS, FULL_JS, VIEWPORT, open_tab
 
 pytestmark = pytest.mark.e2e
@@ -24,27 +25,24 @@ TIMELINE = '[data-name="overview-timeline"]'
 
 
 def opened(browser, served_app, locale: str):
-    context = browser.new_context(viewport=VIEWPORT, locale=locale, accept_downloads=True)
-    page = context.new_page()
-    page.set_default_timeout(120_000)
-    page.goto(served_app.url, wait_until="load")
+    page = fresh_page(browser, served_app.url, locale, wait=False)
     page.locator(TIMELINE).first.wait_for()
-    return context, page
+    return page
 
 
 @pytest.fixture(scope="module")
 def en_page(browser, served_app):
     """One English page for the download tests (a page per test cost 3-5 s on 2 cores)."""
-    context, page = opened(browser, served_app, "en-US")
+    page = opened(browser, served_app, "en-US")
     yield page
-    context.close()
+    page.close()
 
 
 @pytest.fixture(scope="module")
 def zh_page(browser, served_app):
-    context, page = opened(browser, served_app, "zh-CN")
+    page = opened(browser, served_app, "zh-CN")
     yield page
-    context.close()
+    page.close()
 
 
 def downloaded(page, button) -> tuple[str, bytes]:

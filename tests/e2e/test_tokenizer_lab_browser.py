@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e import learner_path
+from tests.e2e.conftest import fresh_page
 from tests.e2e.learner_path import HAS_VALUE_JS, Target
 
 pytestmark = pytest.mark.e2e
@@ -32,7 +33,7 @@ WORDS = {"en-US": {"bytes": "UTF-8 bytes", "before": "before the cut"},
 @pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
 def test_lab_links_and_a_seeded_sampling_link_fill_their_figures_and_tables(browser, served_app, locale):
     words = WORDS[locale]
-    page = learner_path.new_page(browser, served_app.url, locale)
+    page = fresh_page(browser, served_app.url, locale)
     try:
         for target in LAB:
             page.evaluate("(href) => window.plmOpenLink(href)", target.link)
@@ -47,10 +48,10 @@ def test_lab_links_and_a_seeded_sampling_link_fill_their_figures_and_tables(brow
             assert len(rows) == 2 and rows[0] >= 4 and rows[1] == 40  # the counts; the first 40 merges
 
     finally:
-        page.context.close()
+        page.close()
     link = f"{SAMPLING.link}&seed={SEED}"
     for opened_in_place in (True, False):  # a link clicked in the page, and the same link as a fresh page load
-        page = learner_path.new_page(browser, served_app.url + ("" if opened_in_place else link), locale)
+        page = fresh_page(browser, served_app.url + ("" if opened_in_place else link), locale)
         try:
             if opened_in_place:
                 page.evaluate("(href) => window.plmOpenLink(href)", link)
@@ -62,4 +63,4 @@ def test_lab_links_and_a_seeded_sampling_link_fill_their_figures_and_tables(brow
             assert "✓" in marks and "✗" in marks  # top-p 0.75 keeps some tokens and cuts others, each labelled
             assert page.locator(f'a[href$="preset=moby-top-p&seed={SEED}"]').filter(visible=True).count()
         finally:
-            page.context.close()
+            page.close()

@@ -20,6 +20,7 @@ from core.text.i18n import table
 from demo.kit import tour
 from demo.kit.static_html import markdown_inline
 from tests.e2e import learner_path
+from tests.e2e.conftest import fresh_page
 
 pytestmark = pytest.mark.e2e
 SPREAD = "test"  # each walk is a unit of work of its own (tests/conftest.py): the two workers share them
@@ -126,7 +127,7 @@ def catalogues():
 def test_the_tour_walks_every_stop_and_remembers_where_it_was(browser, served_app, catalogues, locale):
     ARTIFACTS.mkdir(exist_ok=True)
     lang = "zh" if locale.startswith("zh") else "en"
-    page = learner_path.new_page(browser, served_app.url, locale)
+    page = fresh_page(browser, served_app.url, locale)
     try:
         start = page.locator('.static-view a[href="?tour=1"]').filter(visible=True).first
         loads = []
@@ -145,7 +146,7 @@ def test_the_tour_walks_every_stop_and_remembers_where_it_was(browser, served_ap
         remembered = page.evaluate("() => JSON.parse(localStorage.getItem('plm-tour'))")
         assert remembered == {"stop": len(tour.STOPS) - 1, "active": False}
     finally:
-        page.context.close()
+        page.close()
     assert not found, "\n".join(found)
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.first_open import FULL_JS, VIEWPORT, content, open_view
+from tests.e2e.conftest import fresh_page
+from tests.e2e.first_open import FULL_JS, content, open_view
 
 pytestmark = pytest.mark.e2e
 
@@ -22,12 +23,8 @@ LABEL = {"en": "random initialisation", "zh": "训练前（随机初始化）"}
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("lang, locale", [("en", "en-US"), ("zh", "zh-CN")])
 def test_each_trainer_shows_its_untrained_model_when_first_opened(browser, served_app, lang, locale):
-    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale=locale)
-    page = context.new_page()
-    page.set_default_timeout(120_000)  # a shared 2-core machine: MiniLM and GloVe load on first use
+    page = fresh_page(browser, served_app.url, locale)
     try:
-        page.goto(served_app.url, wait_until="load")
-        page.get_by_role("tab").first.wait_for()
         for tab, sub in TRAINERS[lang]:
             open_view(page, tab, sub)  # only tab buttons: no preset, no Train
             page.wait_for_function(FULL_JS)
@@ -36,4 +33,4 @@ def test_each_trainer_shows_its_untrained_model_when_first_opened(browser, serve
             label = page.locator(".tabitem").filter(visible=True).get_by_text(LABEL[lang]).filter(visible=True)
             label.first.wait_for()
     finally:
-        context.close()
+        page.close()

@@ -22,6 +22,7 @@ from core import checks
 from core.checks.base import TABS
 from core.text.i18n import text
 from tests.e2e import learner_path
+from tests.e2e.conftest import fresh_page
 from tests.kit.test_your_turn_demo import predictions
 
 pytestmark = pytest.mark.e2e
@@ -120,7 +121,7 @@ def verdict(box, lang: str, check, right: bool) -> list[str]:
 def test_every_check_answered_right_and_wrong(browser, others_first, lang, tab):
     ARTIFACTS.mkdir(exist_ok=True)
     first = checks.checks_for(tab)[0].slug
-    page = learner_path.new_page(browser, f"{others_first.url}?check={first}", LOCALES[lang])
+    page = fresh_page(browser, f"{others_first.url}?check={first}", LOCALES[lang])
     found = []
     try:
         page.wait_for_function(learner_path.SELECTED_JS, arg=tab)  # ?check= opened the check's tab
@@ -144,7 +145,7 @@ def test_every_check_answered_right_and_wrong(browser, others_first, lang, tab):
         answered = [c.slug for c in checks.checks_for(tab) if c.answer(None).missing is None]
         assert all(stored[slug] == {"tried": True, "right": True} for slug in answered), stored
     finally:
-        page.context.close()
+        page.close()
     assert not found, "\n".join(found)
 
 
@@ -152,7 +153,7 @@ def test_every_check_answered_right_and_wrong(browser, others_first, lang, tab):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_map_the_links_the_keyboard_and_bad_input(browser, served_app, lang):
     ARTIFACTS.mkdir(exist_ok=True)
-    page = learner_path.new_page(browser, f"{served_app.url}?check=ngram-add-one", LOCALES[lang])
+    page = fresh_page(browser, f"{served_app.url}?check=ngram-add-one", LOCALES[lang])
     try:
         page.wait_for_function(learner_path.SELECTED_JS, arg="ngram")
         box = page.locator(".your-turn-check-ngram-add-one[open]")
@@ -221,4 +222,4 @@ def test_the_map_the_links_the_keyboard_and_bad_input(browser, served_app, lang)
         page.locator(f".your-turn-check-{checks.checks_for('lstm')[0].slug}[open] .yt-answer").wait_for()
         assert "check=" in page.url
     finally:
-        page.context.close()
+        page.close()
