@@ -152,10 +152,15 @@ def test_forged_links_open_the_defaults_with_one_message(browser, served_app):
 
 
 def test_a_link_shows_its_tab_before_its_view_computes(browser, served_app):
-    """?tab=embeddings&preset=nnlm-moby trains an NNLM first: the tab and sub-tab are on screen while it does."""
-    page = new_page(browser, served_app, "en")
+    """A link to the NNLM on Moby-Dick trains it first: the tab and sub-tab are on screen while it does. The link is
+    the nnlm-moby preset's settings but 590 steps instead of 600 (input 4), which no other test asks for: the worker's
+    app may have trained the preset itself already, and would answer it from its result cache at once."""
+    view = next(v for v in views() if v.key == "nnlm")
+    values = list(view.presets["nnlm-moby"].values)
+    values[4] = 590
+    page = fresh_page(browser, served_app.url + state_links.state_link(view, values, "en"), "en-US",
+                      {"width": 1280, "height": 900}, cookies={"plm_lang": "en"}, wait=False)  # the link, a new tab
     try:
-        page.goto(served_app.url + "?tab=embeddings&preset=nnlm-moby", wait_until="load")
         page.wait_for_function("""() => [...document.querySelectorAll('button[role="tab"][aria-selected="true"]')]
             .some((b) => b.dataset.tabId === 'embeddings')""")
         selected_subtab = page.evaluate("""() => [...document.querySelectorAll(
