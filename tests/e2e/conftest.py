@@ -3,11 +3,12 @@
 Playwright cannot download its own browsers on our machines, so it launches /usr/bin/chromium. Without that
 browser (or without playwright) the e2e tests are skipped, except where PLM_REQUIRE_E2E=1 (CI), where they fail.
 
-A test gets a fresh page (``fresh_page``): a new tab with empty storage, in a browser context kept warm per worker
-and language. A page in a new context starts a new renderer, which compiles Gradio's front end again: 4.5–5.2 CPU s of
-Chromium per load on our machines, against 2.3–2.9 s for a new page in a context that holds a page of the same site
-(``--process-per-site`` puts it in that page's renderer, whose V8 keeps the compiled scripts; benchmarks/README.md).
-Tests that measure a cold load (bytes on the wire, first paint) open a context of their own.
+A test gets a fresh page (``fresh_page``): a new tab with empty storage, in a browser context kept warm per
+worker, language and window size. A page in a new context starts a new renderer, which compiles Gradio's front end
+again: 4.2–5.2 CPU s of Chromium per load on our machines, against 2.3–3.6 s for a new page in a context that holds
+a page of the same site (``--process-per-site`` puts it in that page's renderer, whose V8 keeps the compiled
+scripts; benchmarks/README.md). Tests that measure a cold load (bytes on the wire, first paint), or that need people
+in separate browsers (a class, replicas), open a context of their own.
 """
 from __future__ import annotations
 
