@@ -53,9 +53,9 @@ def query(url: str) -> dict:
     return dict(parse_qsl(urlsplit(url).query))
 
 
-def new_page(browser, served_app, lang: str):
-    page = fresh_page(browser, served_app.url, "zh-CN" if lang == "zh" else "en-US", {"width": 1280, "height": 900},
-                      cookies={"plm_lang": lang})
+def new_page(browser, served_app, lang: str, link: str = ""):
+    page = fresh_page(browser, served_app.url + link, "zh-CN" if lang == "zh" else "en-US",
+                      {"width": 1280, "height": 900}, cookies={"plm_lang": lang})
     page.set_default_timeout(180_000)
     page.wait_for_function("() => !!window.plmKit && !!window.plmOpenLink")
     return page
@@ -158,8 +158,7 @@ def test_a_link_shows_its_tab_before_its_view_computes(browser, served_app):
     view = next(v for v in views() if v.key == "nnlm")
     values = list(view.presets["nnlm-moby"].values)
     values[4] = 590
-    page = fresh_page(browser, served_app.url + state_links.state_link(view, values, "en"), "en-US",
-                      {"width": 1280, "height": 900}, cookies={"plm_lang": "en"}, wait=False)  # the link, a new tab
+    page = new_page(browser, served_app, "en", state_links.state_link(view, values, "en"))  # the link, a new tab
     try:
         page.wait_for_function("""() => [...document.querySelectorAll('button[role="tab"][aria-selected="true"]')]
             .some((b) => b.dataset.tabId === 'embeddings')""")
