@@ -134,12 +134,13 @@ from demo.tasks import classify
 from demo.server import downloads
 from demo.embeddings import embeddings
 from demo.kit import figure_head, presets, reconnect, tour, your_turn
-from demo.kit.i18n import I18N, LABELLED, LANGUAGES, TOGGLE_JS, label, language_of, text
+from core.text.i18n import language_of
+from demo.kit.i18n import I18N, LABELLED, LANGUAGES, TOGGLE_JS, label, text
 from demo.ladder import overview
 from demo.mlm import mlm
 from demo.ngram import ngram
 from demo.recurrent import lstm
-from demo.server import admission, first_page, serving
+from demo.server import first_page, gradio_inside, serving
 from demo.tasks import classify, ner, qa
 from demo.transformer import transformer
 
@@ -188,12 +189,12 @@ def page_language(request: gr.Request = None) -> tuple[str, str, str]:
     return text("app.intro", lang), f"<span class='badge'>{badge}</span>", LANGUAGE_CHOICES[lang == "zh"]
 
 
-def build_app(per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
+def build_app(per_address: int = serving.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
     """The whole UI: one gr.Tab per demo module. Importing this builds nothing; call it. ``per_address``: the
-    events one client address may have waiting or running (demo/server/admission.py)."""
+    events one client address may have waiting or running (demo/server/serving.py, admit)."""
     downloads.install_gate()  # every download in this app waits for a slot (demo/server/downloads.py)
-    serving.remember_signatures()  # before the first config is built (demo/server/serving.py)
-    serving.remember_data_schemas()
+    gradio_inside.remember_signatures()  # before the first config is built (demo/server/gradio_inside.py)
+    gradio_inside.remember_data_schemas()
     # delete_cache: uploads and generated files are removed once an hour old (checked every 10 minutes).
     with gr.Blocks(title="PLM Explorer", delete_cache=serving.DELETE_CACHE) as app:
         # A slow tab (BERT on CPU) must not starve the quick ones: each event gets its own small concurrency
@@ -254,9 +255,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="accept any server folder as a model id on a public host (on a loopback host, and "
                              "without a SPACE_ID, they are accepted anyway)")
     parser.add_argument("--max-events-per-address", type=int,
-                        default=int(os.environ.get("PLM_MAX_EVENTS_PER_ADDRESS", admission.MAX_EVENTS_PER_ADDRESS)),
+                        default=int(os.environ.get("PLM_MAX_EVENTS_PER_ADDRESS", serving.MAX_EVENTS_PER_ADDRESS)),
                         help="events one client address may have waiting or running; beyond it HTTP 429 (default "
-                             f"{admission.MAX_EVENTS_PER_ADDRESS}; raise it for a class behind one NAT address)")
+                             f"{serving.MAX_EVENTS_PER_ADDRESS}; raise it for a class behind one NAT address)")
     parser.add_argument("--root-path", default=os.environ.get("GRADIO_ROOT_PATH", ""),
                         help="the sub-path a reverse proxy serves the app under, e.g. /plm (docs/DEPLOY.md: nginx)")
     parser.add_argument("--trusted-proxy", default=os.environ.get("PLM_TRUSTED_PROXY", ""),
@@ -285,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
         resolve.set_offline(True)
     configure_registry(args)
     choose_device(args.device)
-    admission.trust_proxies(args.trusted_proxy)  # read by uvicorn when launch() builds the server
+    serving.trust_proxies(args.trusted_proxy)  # read by uvicorn when launch() builds the server
     return_freed_memory()
     classroom.configure(args.class_db)  # opens and migrates the class store, deletes expired classes
     app = build_app(args.max_events_per_address)

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-# The app batches up to PLM_MAX_BATCH requests per call, one by default (demo/batching.max_batch); this benchmark
+# The app batches up to PLM_MAX_BATCH requests per call, one by default (demo/server/result_cache.max_batch); this benchmark
 # measures what batching gains, so its app batches 8 unless told otherwise. Set before the app is imported.
 os.environ.setdefault("PLM_MAX_BATCH", "8")
 

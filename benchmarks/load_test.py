@@ -97,7 +97,7 @@ def start_server(timeout: float = 300, result_cache: bool = True, max_batch: int
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     # Every simulated user calls from 127.0.0.1, where a real class comes from many addresses: lift the per-address
-    # cap (demo/server/admission.py) so it measures the queue, not one address's share of it.
+    # cap (demo/server/serving.py, admit) so it measures the queue, not one address's share of it.
     env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1", PLM_MAX_EVENTS_PER_ADDRESS="100000")
     online = []
     if hub_url is not None:  # --real-size: online, against the local Hub only, with a cache of its own
@@ -108,7 +108,7 @@ def start_server(timeout: float = 300, result_cache: bool = True, max_batch: int
         online = ["--offline"]
     if not result_cache:  # demo/server/result_cache.py off: every click computes (the comparison of issue #38 §3)
         env["PLM_RESULT_CACHE_MB"] = "0"
-    if max_batch is not None:  # demo/batching.max_batch: requests per batched call (the comparison of issue #38 §2)
+    if max_batch is not None:  # demo/server/result_cache.max_batch: requests per batched call (the comparison of issue #38 §2)
         env["PLM_MAX_BATCH"] = str(max_batch)
     process = subprocess.Popen([sys.executable, script, *online, "--device", device, "--port", str(port)],
                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -76,14 +76,14 @@ def test_the_classroom_loop_runs_with_browser_pages(url):
 def test_batching_is_off_unless_asked_and_then_bounded(monkeypatch):
     """One request per call unless PLM_MAX_BATCH asks for more (load_test --max-batch N sets it); never more than
     the event's own bound."""
-    from demo.server import batching
+    from demo.server import result_cache
 
     monkeypatch.delenv("PLM_MAX_BATCH", raising=False)
-    assert batching.max_batch(16) == 1
+    assert result_cache.max_batch(16) == 1
     monkeypatch.setenv("PLM_MAX_BATCH", "8")
-    assert batching.max_batch(16) == 8 and batching.max_batch(2) == 2
+    assert result_cache.max_batch(16) == 8 and result_cache.max_batch(2) == 2
     monkeypatch.setenv("PLM_MAX_BATCH", "eight")
-    assert batching.max_batch(16) == 1
+    assert result_cache.max_batch(16) == 1
 
 
 def test_both_clients_make_each_learner_s_clicks_in_one_seeded_order():

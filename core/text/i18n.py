@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import re
 import string
 from functools import lru_cache
+from http.cookies import CookieError, SimpleCookie
 
 import yaml
 
@@ -19,6 +21,7 @@ from core.loading.paths import ASSETS_DIR
 
 LANGUAGES = ("en", "zh")
 DEFAULT_LANGUAGE = "en"
+COOKIE = "plm_lang"  # set by the header's 中文/English toggle (demo/kit/i18n.py TOGGLE_JS)
 I18N_DIR = ASSETS_DIR / "i18n"
 
 _CURRENT = contextvars.ContextVar("plm_language", default=DEFAULT_LANGUAGE)
@@ -71,3 +74,42 @@ def text(key: str, lang: str | None = None, **fields) -> str:
     lang = lang or current_language()
     template = table(lang if lang in LANGUAGES else DEFAULT_LANGUAGE)[key]
     return template.format(**fields) if fields else template
+
+
+_QUALITY = re.compile(r"^\s*([A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*|\*)\s*(?:;\s*q\s*=\s*([0-9.]+))?\s*$")
+
+
+def preferred_language(accept_language: str | None) -> str:
+    """The first of our languages in an Accept-Language header, by quality ("zh-CN,zh;q=0.9,en;q=0.8" → "zh")."""
+    ranked = []
+    for position, part in enumerate((accept_language or "").split(",")):
+        match = _QUALITY.match(part)
+        if not match:
+            continue
+        try:
+            quality = float(match.group(2)) if match.group(2) is not None else 1.0
+        except ValueError:
+            continue
+        ranked.append((-quality, position, match.group(1).split("-")[0].lower()))
+    for _, _, primary in sorted(ranked):
+        if primary in LANGUAGES:
+            return primary
+    return DEFAULT_LANGUAGE
+
+
+def language_of(request) -> str:
+    """The learner's language for this request (anything with ``headers``, such as a gr.Request): the header
+    toggle's cookie wins over the browser's Accept-Language. No request: the language of the event being handled
+    (demo.server.serving sets it for every event from the event's request), so a handler Gradio calls without its
+    request, or one a preset calls, keeps its learner's language."""
+    if request is None:
+        return current_language()
+    headers = getattr(request, "headers", None) or {}
+    try:
+        cookie = SimpleCookie(headers.get("cookie", "") or "")
+    except CookieError:
+        cookie = SimpleCookie()
+    chosen = cookie.get(COOKIE)
+    if chosen is not None and chosen.value in LANGUAGES:
+        return chosen.value
+    return preferred_language(headers.get("accept-language"))

@@ -41,7 +41,7 @@ from demo.kit import static_html
 from demo.kit import your_turn
 from demo.kit.scripts import Served, compact
 from demo.server.handlers import sig4_text
-from demo.kit.i18n import language_of
+from core.text.i18n import language_of
 
 LOADER = ASSETS_DIR / "classroom_loader.js"
 CLEANUP_EVERY = 600  # seconds between sweeps of expired classes

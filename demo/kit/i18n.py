@@ -18,20 +18,16 @@ front end (which reads ``navigator.language``) the same choice (demo/server/firs
 from __future__ import annotations
 
 import html
-import re
-from http.cookies import CookieError, SimpleCookie
 from typing import Callable
 
 import gradio as gr
 
-from core.text.i18n import DEFAULT_LANGUAGE, LANGUAGES, current_language, placeholders, table, text, using_language
+from core.text.i18n import COOKIE, DEFAULT_LANGUAGE, LANGUAGES, current_language, placeholders, table, text, using_language
 from demo.server.gradio_inside import PerLanguage, is_translation
-
-COOKIE = "plm_lang"
 
 # The tables and text() live in core.text.i18n (gradio-free, so core's error messages use the same keys).
 __all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "table", "placeholders", "text", "t", "current_language", "using_language",
-           "label", "in_every_language", "PerLanguage", "BROWSER_LANGUAGE_JS", "language_of", "I18N", "TOGGLE_JS",
+           "label", "in_every_language", "PerLanguage", "BROWSER_LANGUAGE_JS", "I18N", "TOGGLE_JS",
            "NAVIGATOR_SCRIPT", "LABELLED"]
 
 t = text  # the short name tab modules use (their inputs are often called ``text``): ``t("ngram.result", n=3)``
@@ -83,42 +79,6 @@ def in_every_language(value, render: Callable[[str], str] = html.escape) -> PerL
 # navigator.language first; demo/server/first_page.PageWords sets it from the toggle's cookie), as a JS expression
 # giving one of LANGUAGES. gr.I18n only translates component labels and values, not the HTML of a gr.HTML.
 BROWSER_LANGUAGE_JS = "(/^zh/i.test(navigator.language || (navigator.languages || [])[0] || '') ? 'zh' : 'en')"
-
-
-_QUALITY = re.compile(r"^\s*([A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*|\*)\s*(?:;\s*q\s*=\s*([0-9.]+))?\s*$")
-
-
-def preferred_language(accept_language: str | None) -> str:
-    """The first of our languages in an Accept-Language header, by quality ("zh-CN,zh;q=0.9,en;q=0.8" → "zh")."""
-    ranked = []
-    for position, part in enumerate((accept_language or "").split(",")):
-        match = _QUALITY.match(part)
-        if not match:
-            continue
-        try:
-            quality = float(match.group(2)) if match.group(2) is not None else 1.0
-        except ValueError:
-            continue
-        ranked.append((-quality, position, match.group(1).split("-")[0].lower()))
-    for _, _, primary in sorted(ranked):
-        if primary in LANGUAGES:
-            return primary
-    return DEFAULT_LANGUAGE
-
-
-def language_of(request: gr.Request | None) -> str:
-    """The learner's language for this request: the header toggle's cookie wins over the browser's Accept-Language."""
-    if request is None:
-        return DEFAULT_LANGUAGE
-    headers = getattr(request, "headers", None) or {}
-    try:
-        cookie = SimpleCookie(headers.get("cookie", "") or "")
-    except CookieError:
-        cookie = SimpleCookie()
-    chosen = cookie.get(COOKIE)
-    if chosen is not None and chosen.value in LANGUAGES:
-        return chosen.value
-    return preferred_language(headers.get("accept-language"))
 
 
 # The header toggle. Gradio's front end picks its language from navigator.language when it starts, before any <head>

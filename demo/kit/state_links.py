@@ -29,7 +29,7 @@ import gradio as gr
 
 from core.text.errors import UserInputError
 from core.text.i18n import table, text
-from demo.kit.i18n import language_of
+from core.text.i18n import language_of
 from demo.kit.preset_records import ASKED
 from demo.server.gradio_inside import is_translation
 

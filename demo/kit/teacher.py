@@ -42,7 +42,8 @@ from demo.kit import state_links
 from demo.server.gradio_inside import plot_json
 from demo.server.handlers import friendly_errors
 from demo.kit.figures import PLOTLY_CHUNK, SLIDE_EXPORT
-from demo.kit.i18n import in_every_language, label, language_of
+from core.text.i18n import language_of
+from demo.kit.i18n import in_every_language, label
 from demo.server.result_cache import preset_result
 from demo.kit.presets import Registry, View, unique
 from demo.kit.scripts import Served, compact, script as kit_script

@@ -22,7 +22,8 @@ from demo.kit import sampling
 from demo.server.downloads import SHORT_REASONS, byte_progress, missing_model_card, needs_download, results_visible
 from demo.kit.figures import COLORWAY, DIVERGING_SCALE, bar, empty_figure, heatmap
 from demo.mlm.figures import candidates_figure, table
-from demo.kit.i18n import language_of, t, using_language
+from core.text.i18n import language_of
+from demo.kit.i18n import t, using_language
 
 # torch-backed core modules load on first use, not when the app starts (core/loading/lazy.py)
 registry = lazy_import("core.loading.registry")

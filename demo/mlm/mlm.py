@@ -9,7 +9,7 @@ import gradio as gr
 
 from core.loading.checkpoints import CHAR_BERT_ID, CHECKPOINTS
 from core.text.limits import FILL_BATCH, MAX_DRAWS, MAX_TEXT_CHARS, MAX_WORD_CHARS
-from demo.server import batching
+from demo.server import result_cache
 from demo.kit import lessons, presets, sampling
 from demo.mlm import train as mlm_train
 from demo.why import encoders as why_encoders
@@ -143,7 +143,7 @@ def build() -> None:
             # batch=True: requests that arrive together (a class pressing Fill at once) share one forward pass;
             # benchmarks/batching.py measures the throughput against fill (unbatched).
             model_event(fill_button.click, {"mlm": model_id}, fill_batch, fill_inputs, fill_outputs,
-                        api_name="mlm_fill", batch=True, max_batch_size=batching.max_batch(FILL_BATCH),
+                        api_name="mlm_fill", batch=True, max_batch_size=result_cache.max_batch(FILL_BATCH),
                         cache_results=True)
             # The first sub-tab: shown (and computed) when the tab opens.
             fill_view = presets.View("mlm", "fill", fill_inputs, fill_outputs, fill, FILL_PRESETS, where=fill_tab,

@@ -39,10 +39,9 @@ import gradio as gr
 from core.loading import hub, resolve
 from core.loading.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, FINE_TUNED_MINILM_ID, SEQ2SEQ_HERE_ID, model_id_or_default
 from core.text.errors import LearnerError, ModelUnavailableError, echo
-from core.text.i18n import text, using_language
+from core.text.i18n import language_of, text, using_language
 from demo.server import result_cache
 from demo.server.handlers import event_request, log
-from demo.kit.i18n import language_of
 
 # The step's Gradio group has no limit: what bounds the downloads is SLOTS, which only real downloads wait for.
 DOWNLOAD_QUEUE = dict(concurrency_id="download", concurrency_limit=None)

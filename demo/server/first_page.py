@@ -30,6 +30,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
 
+from core.text.i18n import language_of
 from core.loading.cache import BoundedCache
 from demo.server.gradio_inside import PAGE_LANGUAGE
 
@@ -141,7 +142,7 @@ class Compression:
 
 
 class PageLanguage:
-    """ASGI middleware: while the page or its config is made, the learner's language (demo.kit.i18n.language_of: the
+    """ASGI middleware: while the page or its config is made, the learner's language (core.text.i18n.language_of: the
     toggle's cookie, then Accept-Language) is the one whose table goes into it (``one_language``)."""
 
     def __init__(self, app):
@@ -150,8 +151,6 @@ class PageLanguage:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or _path(scope) not in PAGES:
             return await self.app(scope, receive, send)
-        from demo.kit.i18n import language_of
-
         token = PAGE_LANGUAGE.set(language_of(_HeadersOnly(Headers(scope=scope))))
         try:
             return await self.app(scope, receive, send)
@@ -231,7 +230,7 @@ class PageWords:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope.get("method") != "GET" or _path(scope) != "":
             return await self.app(scope, receive, send)
-        from demo.kit.i18n import NAVIGATOR_SCRIPT, language_of
+        from demo.kit.i18n import NAVIGATOR_SCRIPT
 
         lang = language_of(_HeadersOnly(Headers(scope=scope)))
         script = NAVIGATOR_SCRIPT.format(locale="zh-CN" if lang == "zh" else "en").encode()
@@ -274,8 +273,6 @@ class PageCache:
         headers = dict(scope["headers"])
         if b"authorization" in headers:
             return None
-        from demo.kit.i18n import language_of
-
         return (scope.get("scheme"), scope.get("root_path", ""), scope.get("query_string", b""),
                 language_of(_HeadersOnly(Headers(scope=scope))), *(headers.get(name) for name in PAGE_KEY_HEADERS))
 

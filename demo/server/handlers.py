@@ -18,7 +18,7 @@ import gradio as gr
 from core.loading import jobs
 from core.loading.checkpoints import CHECKPOINTS
 from core.text.errors import LearnerError, UserInputError
-from core.text.i18n import DEFAULT_LANGUAGE, current_language, table, text, using_language
+from core.text.i18n import DEFAULT_LANGUAGE, current_language, language_of, table, text, using_language
 from demo.kit.scripts import script
 
 log = logging.getLogger("plm_explorer")
@@ -146,16 +146,6 @@ def event_request():
     return EVENT_REQUEST.get()
 
 
-def request_language(request=None) -> str:
-    """The learner's language for this call: of ``request``; else of the event Gradio is running (a ``*args``
-    handler, such as the presets' tab-open event, gets no request argument); else the caller's, so that a handler
-    called by another handler outside any event (a preset running its view) keeps it instead of English."""
-    from demo.kit.i18n import language_of  # demo.kit.i18n imports this module's neighbours; keep the import local
-
-    request = request if request is not None else event_request()
-    return language_of(request) if request is not None else current_language()
-
-
 def friendly_errors(fn):
     """Wrap an event handler so the learner sees a clear message, in their language, instead of a traceback.
 
@@ -171,7 +161,7 @@ def friendly_errors(fn):
         @functools.wraps(fn)
         def gen_wrapper(*args, **kwargs):
             request, args, kwargs = split(args, kwargs)
-            lang = request_language(request)
+            lang = language_of(request)
             steps = fn(*args, **kwargs)
             while True:  # each step may run in another worker thread: set the language around every one
                 with using_language(lang):
@@ -188,7 +178,7 @@ def friendly_errors(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             request, args, kwargs = split(args, kwargs)
-            with using_language(request_language(request)):
+            with using_language(language_of(request)):
                 try:
                     return fn(*args, **kwargs)
                 except Exception as exc:  # noqa: BLE001

@@ -19,6 +19,18 @@ A streaming handler (a generator, such as the Why views refining integrated grad
 output: the next learner with the same question gets the final answer at once, in one step. Learners asking while
 it streams follow the same stream (``_Stream``): each gets the stages computed so far, then the rest as they come,
 and the question is computed once.
+
+**Batches.** Gradio's dynamic batching (``batch=True``), for the BERT events whose model reads many requests in one
+pass, is answered here too. With ``batch=True`` Gradio gathers the requests waiting for the same event into one call: each parameter arrives as
+a list (one value per request) and each output must be a list. ``by_checkpoint`` does the bookkeeping a batch
+handler needs (demo/tasks/ner.py ``tag_batch``): requests are grouped by checkpoint, each group runs through the core's
+batched function (core.tasks.ner.tag_many: the windows of all texts share forward passes), and a request's own problem
+(empty text, a slip of ours) becomes that request's message in its notice output, the other outputs left as they
+were, so the other requests of the batch still answer. The batch runs in the language of its first request (Gradio
+passes one request per batch).
+
+A per-request loop inside a batch is not batching: measured on 16 users it served fewer requests than the
+unbatched handler on 4 slots (benchmarks/batching.py), so only events with a real batched forward pass use this.
 """
 from __future__ import annotations
 
@@ -39,9 +51,9 @@ from core.loading import resolve
 from core.loading.cache import BoundedCache
 from core.loading.checkpoints import CHAR_BERT_ID, CHAR_GPT_ID, FINE_TUNED_MINILM_ID, PACKAGED_MODELS, model_id_or_default
 from core.text.errors import LearnerError
-from core.text.i18n import current_language
+from core.text.i18n import current_language, language_of, text, using_language
 from core.loading.paths import ASSETS_DIR
-from demo.server.handlers import loaded_models, request_language
+from demo.server.handlers import loaded_models, log
 
 # PLM_RESULT_CACHE_MB=0 turns it off (benchmarks/load_test.py measures the classroom with and without it). 16 MB:
 # a lesson's presets (0.1-1.4 MB each) stay, recently used; at 128 MB the soak's new texts grew RSS by +216 MB.
@@ -206,7 +218,7 @@ def cached(fn: Callable, api_name: str, models: dict, batch: bool = False) -> Ca
     @functools.wraps(fn)
     def answer(*args, **kwargs):
         inputs, extra = split(args, kwargs)
-        key = request_key(api_name, tuple(inputs), request_language(extra.get("request")), models)
+        key = request_key(api_name, tuple(inputs), language_of(extra.get("request")), models)
         if key is None:
             return fn(*inputs, **extra)
         [(outputs, _)] = RESULTS.get_or_compute_many([key], lambda keys: [sized(fn(*inputs, **extra))])
@@ -260,7 +272,7 @@ def _cached_stream(fn: Callable, api_name: str, models: dict, split: Callable) -
     @functools.wraps(fn)
     def answer(*args, **kwargs):
         inputs, extra = split(args, kwargs)
-        key = request_key(api_name, tuple(inputs), request_language(extra.get("request")), models)
+        key = request_key(api_name, tuple(inputs), language_of(extra.get("request")), models)
         if key is None:
             yield from fn(*inputs, **extra)
             return
@@ -308,7 +320,7 @@ def _cached_batch(fn: Callable, api_name: str, models: dict, split: Callable) ->
             return fn(*columns, request=request, **extra)
         requests = list(request) if isinstance(request, (list, tuple)) else [request] * count
         samples = [tuple(column[i] for column in columns) for i in range(count)]
-        keys = [request_key(api_name, sample, request_language(requests[i]), models)
+        keys = [request_key(api_name, sample, language_of(requests[i]), models)
                 for i, sample in enumerate(samples)]
 
         def compute(indices: list[int]) -> list[tuple]:  # one batched call for these samples: a row each
@@ -333,3 +345,54 @@ def _cached_batch(fn: Callable, api_name: str, models: dict, split: Callable) ->
 
     answer.result_cache = RESULTS
     return answer
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Batches (module docstring)
+
+
+def max_batch(size: int) -> int:
+    """Requests per call: PLM_MAX_BATCH of them, at most ``size``; one when it is not set.
+
+    Off by default, because a class waits less without it (benchmarks/README.md, issue #38). Gradio pre- and
+    post-processes a batch's requests one after another and answers them all at its end, and a request the result
+    cache could answer at once waits for the batch's others. In the classroom profile the batched three (fill-mask,
+    NER, QA) had a p95 of 4.0-7.3 s batched and 3.1-3.3 s not, and the class 33-35 calls/s against 37 (two runs
+    each, alternating). A batched forward pass gains 1.02-1.16x on CPU (benchmarks/batching.py) and, on an H100,
+    1.44x for fill-mask but 0.90-0.92x for NER and QA: ``PLM_MAX_BATCH=8`` is for a GPU server whose learners type
+    their own masked sentences."""
+    cap = os.environ.get("PLM_MAX_BATCH", "").strip()
+    return max(1, min(size, int(cap))) if cap.isdigit() else 1
+
+
+BATCH = dict(batch=True, max_batch_size=max_batch(8))  # pass to demo.server.downloads.model_event with a batch handler
+REFUSED = "⚠️ {message}"
+
+
+def by_checkpoint(task: str, model_ids: list, run: Callable[[str, list[int]], list], *, outputs: int, notice: int,
+                  request: gr.Request | None = None) -> tuple[list, ...]:
+    """The output lists of a batch. ``run(checkpoint, indices)`` answers the requests at ``indices`` (all for one
+    checkpoint) with one entry each: that request's outputs, or the LearnerError that refuses it. ``notice`` is the
+    index of the output that shows a refused request's message."""
+    groups: dict[str, list[int]] = {}
+    for index, model_id in enumerate(model_ids):
+        groups.setdefault(model_id_or_default(task, model_id), []).append(index)
+    answers: list[tuple] = [()] * len(model_ids)
+    with using_language(language_of(request)):
+        for checkpoint, indices in groups.items():
+            try:
+                results = run(checkpoint, indices)
+            except Exception as exc:  # noqa: BLE001 - shown per request, never as a traceback
+                results = [exc] * len(indices)
+            for index, result in zip(indices, results):
+                answers[index] = _refused(result, outputs, notice) if isinstance(result, Exception) else result
+    return tuple(list(column) for column in zip(*answers))
+
+
+def _refused(error: Exception, outputs: int, notice: int) -> tuple:
+    if isinstance(error, LearnerError):
+        message = error.message()
+    else:
+        log.error("batch handler failed", exc_info=error)
+        message = text("errors.internal", name=type(error).__name__)
+    return tuple(REFUSED.format(message=message) if index == notice else gr.skip() for index in range(outputs))

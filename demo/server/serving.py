@@ -1,45 +1,61 @@
-"""How the app serves many users at once: readable API errors, a fair queue, and cleaned-up uploads.
+"""Every event's way in: who may enter the queue, readable API errors, the event's language, and cleaned-up uploads.
 
-``serve(app)`` applies all of it to the built gr.Blocks; ``build_app`` in app.py calls it.
+``serve(app)`` applies all of it to the built gr.Blocks; ``build_app`` in app.py calls it. Gradio's per-block work
+done once (signatures, data schemas, a new session's configs on demand) is demo/server/gradio_inside.py; the light
+first page (compression, one translation table per page, a HEAD of the page answered without building it) is
+demo/server/first_page.py.
 
-* **API errors.** Gradio's own messages for a malformed API call name Python objects
-  (``<gradio.components.dropdown.Dropdown object at 0x…>``, ``Original error: TypeError``). ``guard_api`` checks the
-  number of values first and, when a value cannot be read, says which parameter (by its API name) and what it wants.
-  Text longer than its box's cap is refused before any handler runs (``check_caps``).
-* **Queue fairness:** demo/server/admission.py (per address and per session; one training run per page).
-* **Uploads.** DELETE_CACHE goes to gr.Blocks(delete_cache=...): Gradio deletes cached uploads once that old.
-* **Per-block work.** Gradio inspects a component class's ``__init__`` for every component it constructs and for
-  every block each time it builds a config: three times at start, and once per new browser session (its copy of
-  the ~1,000 blocks' config). ``remember_signatures`` reads each class's signature once, and
-  ``remember_data_schemas`` builds each data model's JSON schema once instead of once per component.
-* **A new session's configs on demand.** Gradio's ``SessionState`` builds every block's config for each new
-  browser session (a copy Gradio's own deep links read, ``SessionState.components``): about 0.1 s of CPU per page
-  load with the ~1,000 blocks, the largest part of a page's load event for a class arriving at once.
-  ``lazy_session_configs`` builds each only when Gradio asks for it (all of them when ``components`` is read).
-* **A light first page:** demo/server/first_page.py (compression, one translation table per page, and a HEAD of
-  the page answered without building it, which keeps launch()'s 3 s check of its own server met on busy cores).
+**API errors.** Gradio's own messages for a malformed API call name Python objects
+(``<gradio.components.dropdown.Dropdown object at 0x…>``, ``Original error: TypeError``). ``guard_api`` checks the
+number of values first and, when a value cannot be read, says which parameter (by its API name) and what it wants.
+Text longer than its box's cap is refused before any handler runs (``check_caps``). The same wrapper runs the event
+in the language of its request, with the request in handlers.EVENT_REQUEST.
+
+**Uploads.** DELETE_CACHE goes to gr.Blocks(delete_cache=...): Gradio deletes cached uploads once that old.
+
+**Admission: no client address and no browser session holds more than a bounded share of the queue.** Gradio 6's
+queue (gradio/queueing.py) has one global ``max_size`` and no per-client limit, so ``admit`` wraps its
+``Queue.push`` (both ``/queue/join`` and ``/call/<api>`` go through it), once, with three rules in this order:
+
+* **Per address** (first). A script that invents a new ``session_hash`` per request is not a session: 1,100 raw
+  ``POST /gradio_api/call/<api>`` joins from one address filled the whole queue, and other learners were told "Queue
+  is full". The events of a client address waiting in the queue and running now are counted, plus the joins being
+  admitted at this moment (push awaits before it enqueues, so a burst could otherwise pass the count together).
+  Beyond ``per_address`` the join is refused at once with HTTP 429 and ADDRESS_BUSY, before it takes a place.
+* **Per session.** A page that clicks too often: beyond ``per_session`` events waiting or running, the request is
+  refused with SESSION_BUSY, so one client cannot fill the shared queue and other users are always admitted. The
+  queue's global max_size (set large, QUEUE_MAX_SIZE) is the backstop.
+* **One training run per page** (all trainers share one slot, handlers.TRAIN_QUEUE): a new run replaces the page's
+  running one, which stops at its next step and frees the slot; while the page's earlier run still waits for its
+  turn, a new one is refused with TRAINING_WAITING (the earlier one runs first). A Train button sends nothing while
+  its own run is pending (Gradio's trigger_mode "once"), so this is two trainers clicked from one page.
+
+Nothing is stored per event, so an event that ends, fails or is cancelled frees its place by leaving the queue.
+
+Which address: the TCP peer, as uvicorn reports it. uvicorn rewrites the peer from ``X-Forwarded-For`` when the
+peer is one of ``FORWARDED_ALLOW_IPS``, and its default trusts loopback, so any local process could pose as many
+addresses; ``trust_proxies`` sets that list from the app's ``--trusted-proxy`` flag and to nothing without it. Behind
+a reverse proxy on the same machine, name it (``--trusted-proxy 127.0.0.1``), or every learner is one address.
 """
 from __future__ import annotations
 
-import copy
 import functools
-import inspect
+import os
 import re
+from collections import Counter
 from typing import Any
 
 import gradio as gr
-import gradio.blocks
-import gradio.component_meta
-import gradio.components.base
+from fastapi import HTTPException
 
+from core.loading import jobs
 from core.text.errors import UserInputError, echo
 from core.text.limits import MAX_CUSTOM_CHOICE_CHARS
-from core.text.i18n import text, using_language
-from demo.server import admission
-from demo.server.admission import client_error
-from demo.server.handlers import EVENT_REQUEST, UnreadableValue, component_name
+from core.text.i18n import language_of, text, using_language
+from demo.server.gradio_inside import lazy_session_configs
+from demo.server.handlers import EVENT_REQUEST, TRAIN_QUEUE, UnreadableValue, component_name
 
-QUEUE_MAX_SIZE = 1024  # the whole queue; one session fills at most admission.MAX_EVENTS_PER_SESSION of it
+QUEUE_MAX_SIZE = 1024  # the whole queue; one session fills at most MAX_EVENTS_PER_SESSION of it
 # Gradio keeps the files it cached (uploads, generated files) until the server stops unless told otherwise;
 # here: checked every 10 minutes, deleted once older than an hour.
 DELETE_CACHE = (600, 3600)
@@ -49,6 +65,100 @@ DELETE_CACHE = (600, 3600)
 WRONG_ARITY = "common.api_wrong_arity"
 BAD_VALUE = "common.api_bad_value"
 _REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Who may enter the queue (module docstring: Admission)
+
+MAX_EVENTS_PER_ADDRESS = 16  # queued or running events one client address may hold (--max-events-per-address)
+MAX_EVENTS_PER_SESSION = 8  # queued or running events one browser session may hold
+RETRY_AFTER_SECONDS = 5
+# The refusals (keys into assets/i18n/*.yaml, section common), in the language of the request that caused them.
+ADDRESS_BUSY = "common.address_busy"
+SESSION_BUSY = "common.session_busy"
+TRAINING_WAITING = "common.training_waiting"
+
+
+def trust_proxies(proxies: str) -> None:
+    """Honour X-Forwarded-For only from these comma-separated addresses or networks ("" trusts none).
+
+    uvicorn reads FORWARDED_ALLOW_IPS when Gradio's launch() builds its server, so call this before launch()."""
+    os.environ["FORWARDED_ALLOW_IPS"] = ",".join(part.strip() for part in proxies.split(",") if part.strip())
+
+
+def client_address(request) -> str | None:
+    """The address a request came from (the forwarded one when its peer is a trusted proxy)."""
+    client = getattr(request, "client", None)
+    return client.host if client is not None else None
+
+
+def address_events(queue, address: str) -> int:
+    """How many events from ``address`` are waiting in Gradio's queue or running now."""
+    return _held(queue, lambda event: client_address(event.request) == address)
+
+
+def session_events(queue, session: str) -> int:
+    """How many events of one session are waiting in Gradio's queue or running now."""
+    return _held(queue, lambda event: event.session_hash == session)
+
+
+def _held(queue, mine) -> int:
+    waiting = sum(1 for events in queue.event_queue_per_concurrency_id.values() for event in events.queue
+                  if mine(event))
+    running = sum(1 for jobs_ in queue.active_jobs if jobs_ for event in jobs_ if mine(event))
+    return waiting + running
+
+
+def client_error(message: str, lang: str | None = None) -> gr.Error:
+    """An error for the client, titled in the learner's language (Gradio's default title is "Error")."""
+    return gr.Error(message, title=text("common.error_title", lang), print_exception=False)
+
+
+def admit(app, per_address: int = MAX_EVENTS_PER_ADDRESS, per_session: int = MAX_EVENTS_PER_SESSION) -> None:
+    """Wrap the app's ``Queue.push`` with the rules of the module docstring (call after ``app.queue(...)``)."""
+    queue = app._queue
+    push = queue.push
+    admitting: Counter[str] = Counter()  # joins inside push now, not yet in the queue
+
+    @functools.wraps(push)
+    async def fair_push(body, request, username=None):
+        lang, address = language_of(request), client_address(request)
+        if address is None:
+            return await in_session(body, request, username, lang)
+        held = address_events(queue, address) + admitting[address]
+        if held >= per_address:
+            raise HTTPException(status_code=429, detail=text(ADDRESS_BUSY, lang, held=held),
+                                headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+        admitting[address] += 1
+        try:
+            return await in_session(body, request, username, lang)
+        finally:
+            admitting[address] -= 1
+            if admitting[address] <= 0:
+                del admitting[address]
+
+    async def in_session(body, request, username, lang):
+        session = getattr(body, "session_hash", None)
+        if session and (waiting := session_events(queue, session)) >= per_session:
+            return False, text(SESSION_BUSY, lang, waiting=waiting), "error"
+        if session and _is_training(app, body):
+            if training_waits(queue, session):
+                return False, text(TRAINING_WAITING, lang), "error"
+            jobs.TRAINING.cancel(session)  # its running one stops at its next step, with a message
+        return await push(body, request, username)
+
+    queue.push = fair_push
+
+
+def _is_training(app, body) -> bool:
+    fn = app.fns.get(body.fn_index) if isinstance(getattr(body, "fn_index", None), int) else None
+    return fn is not None and fn.concurrency_id == TRAIN_QUEUE["concurrency_id"]
+
+
+def training_waits(queue, session: str) -> bool:
+    """Whether a training run of ``session`` is waiting for the training slot (queued, not yet running)."""
+    waiting = queue.event_queue_per_concurrency_id.get(TRAIN_QUEUE["concurrency_id"])
+    return waiting is not None and any(event.session_hash == session for event in waiting.queue)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -221,8 +331,6 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
     async def in_language(*args, **kwargs):
         """Run the event's API processing (and so ``checked`` above) in the language of its request, with the
         request in handlers.EVENT_REQUEST."""
-        from demo.kit.i18n import language_of
-
         request = kwargs.get("request")
         if isinstance(request, list):  # a batch: its requests come from one page
             request = request[0] if request else None
@@ -237,141 +345,11 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
     return app
 
 
-def _remembered(read):
-    """``read`` (an inspect function of one callable) answered from an LRU of 4,096 callables; an unhashable
-    callable is read each time (and a non-callable gets inspect's own TypeError)."""
-    cached = functools.lru_cache(maxsize=4096)(read)
-
-    @functools.wraps(read)
-    def remembered(obj, *args, **kwargs):
-        try:
-            return cached(obj, *args, **kwargs)
-        except TypeError:
-            return read(obj, *args, **kwargs)
-
-    remembered.cache_info = cached.cache_info
-    return remembered
-
-
-class _RememberedSignatures:
-    """The ``inspect`` module as Gradio's blocks and component modules see it, with ``signature()`` and
-    ``getfullargspec()`` remembered per callable. Gradio reads a component class's ``__init__`` signature for every
-    block in every config it builds, and its argument spec for every component it constructs; a class's signature
-    never changes. Bounded: Gradio asks about component classes and, in error messages, bound methods. Callers only
-    read what is returned (a FullArgSpec holds lists: they must not be changed)."""
-
-    def __init__(self):
-        self.signature = _remembered(inspect.signature)
-        self.getfullargspec = _remembered(inspect.getfullargspec)
-
-    def __getattr__(self, name: str):
-        return getattr(inspect, name)
-
-
-def remember_signatures() -> None:
-    """Call before building the app: from then on Gradio reads each class's signature once. Building the app took
-    0.93–0.95 CPU s instead of 1.23–1.29; a config build, or a new browser session's copy of it, 0.06 s instead of
-    0.11 (benchmarks/README.md, issue #38's fifth round)."""
-    remembered = _RememberedSignatures()  # one cache for both modules
-    for module in (gradio.blocks, gradio.component_meta):
-        if module.inspect is inspect:
-            module.inspect = remembered
-
-
-def remember_data_schemas() -> None:
-    """Call before building the app: from then on Gradio builds each data model's JSON schema once.
-
-    ``Component.api_info`` builds the (pydantic) schema of the component's data model once per component, for the
-    first config. The app's 75 plots, 44 tables, 6 highlighted texts and 5 file boxes share 4 models; each
-    component still gets its own copy, as before. Building the app took 0.2 CPU s less (benchmarks/README.md, issue
-    #38, seventh round)."""
-    component = gradio.components.base.Component
-    if getattr(component.api_info, "remembers_schemas", False):
-        return
-    build = component.api_info
-    schemas: dict[type, dict[str, Any]] = {}  # bounded by the data model classes Gradio defines
-
-    @functools.wraps(build)
-    def api_info(self) -> dict[str, Any]:
-        if self._api_info_cache is None and self.data_model is not None:
-            if self.data_model in schemas:
-                self._api_info_cache = copy.deepcopy(schemas[self.data_model])
-            else:  # the first of its model: Gradio builds it, and a copy is kept for the others
-                schemas[self.data_model] = copy.deepcopy(build(self))
-        return build(self)
-
-    api_info.remembers_schemas = True
-    component.api_info = api_info
-
-
-class ConfigsOnDemand(dict):
-    """``SessionState.config_values``, filled as Gradio asks: a key it reads or writes by itself (``in``, ``[]``) as
-    Gradio does it; anything that walks the whole dict (``components``) first gets every block's config, as Gradio
-    made them in ``__init__``."""
-
-    def __init__(self, blocks_config, ids):
-        super().__init__()
-        self._config, self._ids = blocks_config, ids
-
-    def _fill(self) -> None:
-        for key, block in self._config.blocks.items():
-            if key in self._ids and not dict.__contains__(self, key):
-                dict.__setitem__(self, key, self._config.config_for_block(key, [], block))
-
-    def items(self):
-        self._fill()
-        return super().items()
-
-    def values(self):
-        self._fill()
-        return super().values()
-
-    def keys(self):
-        self._fill()
-        return super().keys()
-
-    def __iter__(self):
-        self._fill()
-        return super().__iter__()
-
-    def __len__(self) -> int:
-        self._fill()
-        return super().__len__()
-
-
-class _NoBlocks:
-    """What ``SessionState.__init__`` reads of the app (its default config, its blocks), with no blocks: its loop
-    over every block's config then makes none."""
-    blocks: dict = {}
-
-    def __init__(self, app):
-        self.default_config = app.default_config
-
-
-def lazy_session_configs() -> None:
-    """Reaches inside Gradio: ``gradio.state_holder.SessionState.__init__(blocks)``
-    (tests/server/test_gradio_internals.py names it). Gradio's own ``__init__`` runs, on an app of no blocks; its
-    configs are then made on demand."""
-    from gradio import state_holder
-
-    init = state_holder.SessionState.__init__
-    if getattr(init, "configs_on_demand", False):
-        return
-
-    @functools.wraps(init)
-    def __init__(self, blocks):
-        init(self, _NoBlocks(blocks))
-        self.config_values = ConfigsOnDemand(self.blocks_config, blocks.blocks)
-
-    __init__.configs_on_demand = True
-    state_holder.SessionState.__init__ = __init__
-
-
-def serve(app: gr.Blocks, per_address: int = admission.MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
-    """Everything above, applied to the built app (call after ``app.queue(...)``), and the queue's admission
-    (demo/server/admission.py: per address, then per session)."""
+def serve(app: gr.Blocks, per_address: int = MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:
+    """Everything above, applied to the built app (call after ``app.queue(...)``): the API guard, numeric choices,
+    the queue's admission (per address, then per session), and a new session's configs on demand."""
     guard_api(app)
     typed_choices(app)
-    admission.admit(app, per_address)
+    admit(app, per_address)
     lazy_session_configs()
     return app

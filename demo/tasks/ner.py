@@ -15,7 +15,7 @@ from core.loading.lazy import lazy_import
 from core.text.seeds import SEED_WORD_TAGS
 from demo.kit import lessons, presets
 from demo.why import encoders as why_encoders
-from demo.server.batching import BATCH, by_checkpoint
+from demo.server.result_cache import BATCH, by_checkpoint
 from demo.server.handlers import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker, sig4
 from demo.server.downloads import missing_model_card, model_event, needs_download, results_visible
 from demo.kit.figures import COLORWAY, HIGHLIGHT, empty_figure, heatmap

@@ -138,12 +138,12 @@ def test_trainers_share_one_bounded_concurrency_group():
 
 
 def test_a_new_training_run_replaces_the_running_one_and_is_refused_while_an_earlier_one_waits():
-    """admission's training rule, through the queue's own push as admission wraps it: a training join stops the
-    page's running run; while the page's earlier run waits in the training queue, a new one is refused (in the
+    """The admission's training rule (demo/server/serving.py), through the queue's own push as admit wraps it: a
+    training join stops the page's running run; while the page's earlier run waits in the training queue, a new one is refused (in the
     request's language) and nothing is stopped; other pages and other events are not affected."""
     from starlette.requests import Request as StarletteRequest
 
-    from demo.server import admission
+    from demo.server import serving
 
     waiting = []  # the training queue's waiting events
     queue = types.SimpleNamespace(event_queue_per_concurrency_id={"train": types.SimpleNamespace(queue=waiting)},
@@ -157,7 +157,7 @@ def test_a_new_training_run_replaces_the_running_one_and_is_refused_while_an_ear
     queue.push = push
     blocks = types.SimpleNamespace(_queue=queue, fns={0: types.SimpleNamespace(concurrency_id="train"),
                                                       1: types.SimpleNamespace(concurrency_id=None)})
-    admission.admit(blocks)
+    serving.admit(blocks)
 
     def join(session, fn_index=0, lang="en"):
         scope = {"type": "http", "method": "POST", "path": "/", "query_string": b"", "client": ("10.0.0.1", 1),

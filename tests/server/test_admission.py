@@ -16,7 +16,7 @@ import time
 import httpx
 import pytest
 
-from demo.server.admission import MAX_EVENTS_PER_ADDRESS
+from demo.server.serving import MAX_EVENTS_PER_ADDRESS
 from tests.live_app import app_env, running_app
 from tests.conftest import run_async
 
@@ -121,7 +121,7 @@ def test_in_process_the_cap_counts_an_address_s_waiting_and_running_events_and_r
 
     from fastapi import HTTPException
 
-    from demo.server import admission
+    from demo.server import serving
 
     def request(host, language="en-US"):
         return SimpleNamespace(client=SimpleNamespace(host=host) if host else None,
@@ -139,8 +139,8 @@ def test_in_process_the_cap_counts_an_address_s_waiting_and_running_events_and_r
     queue = SimpleNamespace(push=push, active_jobs=[None, [event("10.0.0.1")]],
                             event_queue_per_concurrency_id={"trainers": SimpleNamespace(
                                 queue=[event("10.0.0.1"), event("10.0.0.2"), event(None)])})
-    admission.admit(SimpleNamespace(_queue=queue), per_address=2)
-    assert [admission.address_events(queue, a) for a in ("10.0.0.1", "10.0.0.2", "10.0.0.3")] == [2, 1, 0]
+    serving.admit(SimpleNamespace(_queue=queue), per_address=2)
+    assert [serving.address_events(queue, a) for a in ("10.0.0.1", "10.0.0.2", "10.0.0.3")] == [2, 1, 0]
     for language, start in [("zh-CN,zh;q=0.9", "来自你的地址的请求太多"), ("en-US", "Too many requests from your address:")]:
         with pytest.raises(HTTPException) as refused:
             run_async(queue.push("flood", request("10.0.0.1", language)))

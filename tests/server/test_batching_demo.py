@@ -12,7 +12,7 @@ from core.loading import registry
 from core.text.limits import FILL_BATCH
 from core.text.i18n import using_language
 from core.tasks import qa as core_qa
-from demo.server import batching
+from demo.server import result_cache
 from demo.tasks import ner, qa
 
 TEXTS = ["Wolfgang lives in Berlin.", "   ", "Angela Merkel visited Emmanuel Macron in Paris on a rainy Monday."]
@@ -92,7 +92,7 @@ def test_the_bert_events_are_batched_with_their_parameter_names():
     info = blocks.get_api_info()["named_endpoints"]
     for name, parameters in expected.items():
         bound = FILL_BATCH if name == "mlm_fill" else 8  # each event's own bound; PLM_MAX_BATCH picks within it
-        assert by_name[name].batch and by_name[name].max_batch_size == batching.max_batch(bound), name  # 1 unless asked
+        assert by_name[name].batch and by_name[name].max_batch_size == result_cache.max_batch(bound), name  # 1 unless asked
         assert [p["parameter_name"] for p in info[f"/{name}"]["parameters"]] == parameters, name
 
 

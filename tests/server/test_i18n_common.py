@@ -15,7 +15,7 @@ from core.loading import jobs
 from core.text.errors import UserInputError
 from core.text.i18n import text, using_language
 from core.text.textio import decode_text
-from demo.server import admission, handlers as common, serving
+from demo.server import handlers as common, serving
 from demo.kit import figure_head, figures
 from tests.conftest import run_async
 
@@ -142,7 +142,7 @@ def test_the_session_cap_answers_in_the_requests_language():
 
     queue.push = push
     blocks = types.SimpleNamespace(_queue=queue, fns={})
-    admission.admit(blocks, per_session=2)
+    serving.admit(blocks, per_session=2)
     body = types.SimpleNamespace(session_hash="s", fn_index=None)
     results = [run_async(blocks._queue.push(body, request("zh"))) for _ in range(3)]
     assert [ok for ok, *_ in results] == [True, True, False]

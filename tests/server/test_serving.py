@@ -12,7 +12,7 @@ import pytest
 from gradio.state_holder import SessionState
 from gradio.utils import error_payload
 
-from demo.server import admission, serving
+from demo.server import gradio_inside, serving
 from tests.conftest import run_async
 from core.loading import resolve
 
@@ -139,7 +139,7 @@ def fake_queue(events_by_session: dict[str, int], running: dict[str, int]):
 
 def test_one_session_cannot_hold_more_than_eight_events_and_others_are_admitted():
     blocks, pushed = fake_queue({"greedy": 0, "other": 1}, {"greedy": 1})
-    admission.admit(blocks, per_session=8)
+    serving.admit(blocks, per_session=8)
     push = blocks._queue.push
     body = lambda session: types.SimpleNamespace(session_hash=session)  # noqa: E731
     results = [run_async(push(body("greedy"), None)) for _ in range(20)]
@@ -210,8 +210,8 @@ def small_blocks() -> gr.Blocks:
 
 
 def test_a_new_session_makes_block_configs_on_demand_and_the_same_ones_as_gradio(app):
-    """serving.lazy_session_configs (applied by serve()): a session builds no block's config until one is asked for;
-    walking them all (Gradio's deep links: ``components``) gives exactly what Gradio's own __init__ made."""
+    """gradio_inside.lazy_session_configs (applied by serve()): a session builds no block's config until one is asked
+    for; walking them all (Gradio's deep links: ``components``) gives exactly what Gradio's own __init__ made."""
     from gradio import state_holder
 
     init = state_holder.SessionState.__init__
@@ -236,7 +236,7 @@ def test_remembered_signatures_build_the_same_config_and_read_each_class_once(mo
     monkeypatch.setattr(gradio.blocks, "inspect", inspect)  # Gradio as shipped
     blocks = small_blocks()
     plain, plain_session = blocks.get_config_file(), dict(SessionState(blocks).config_values.items())  # every one
-    remembered = serving._RememberedSignatures()
+    remembered = gradio_inside._RememberedSignatures()
     monkeypatch.setattr(gradio.blocks, "inspect", remembered)
     assert blocks.get_config_file() == plain
     assert dict(SessionState(blocks).config_values.items()) == plain_session
@@ -255,7 +255,7 @@ def test_remembered_argument_specs_construct_the_same_components(monkeypatch):
 
     monkeypatch.setattr(gradio.component_meta, "inspect", inspect)
     plain = small_blocks()
-    remembered = serving._RememberedSignatures()
+    remembered = gradio_inside._RememberedSignatures()
     monkeypatch.setattr(gradio.component_meta, "inspect", remembered)
     first = small_blocks()
     misses = remembered.getfullargspec.cache_info().misses
@@ -273,7 +273,7 @@ def test_remembered_signatures_fall_back_for_unhashable_callables():
         def __call__(self, a, b=2):
             return a
 
-    assert str(serving._RememberedSignatures().signature(Unhashable())) == "(a, b=2)"
+    assert str(gradio_inside._RememberedSignatures().signature(Unhashable())) == "(a, b=2)"
 
 
 def test_remembered_data_schemas_build_the_same_config_and_each_schema_once(monkeypatch):
@@ -298,8 +298,8 @@ def test_remembered_data_schemas_build_the_same_config_and_each_schema_once(monk
     schema = pydantic.BaseModel.model_json_schema.__func__
     monkeypatch.setattr(pydantic.BaseModel, "model_json_schema",
                         classmethod(lambda cls, *a, **k: made.append(cls) or schema(cls, *a, **k)))
-    serving.remember_data_schemas()
-    serving.remember_data_schemas()  # a second call wraps nothing again
+    gradio_inside.remember_data_schemas()
+    gradio_inside.remember_data_schemas()  # a second call wraps nothing again
     assert component.api_info.__wrapped__ is shipped
     remembered = blocks()
     assert components(remembered) == plain and "api_info" in plain[0]
@@ -312,6 +312,6 @@ def test_the_app_reads_signatures_through_the_cache(app):
     import gradio.blocks
     import gradio.component_meta
 
-    assert isinstance(gradio.blocks.inspect, serving._RememberedSignatures)
-    assert isinstance(gradio.component_meta.inspect, serving._RememberedSignatures)
+    assert isinstance(gradio.blocks.inspect, gradio_inside._RememberedSignatures)
+    assert isinstance(gradio.component_meta.inspect, gradio_inside._RememberedSignatures)
     assert gradio.components.base.Component.api_info.remembers_schemas

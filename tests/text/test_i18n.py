@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from core.text import i18n as core_i18n
 from demo.kit import i18n
 from demo.server import first_page
 
@@ -59,7 +60,7 @@ def test_text_fills_fields_in_each_language():
     ("fr", "en"), ("", "en"), (None, "en"), ("zh;q=abc, ,;;,en", "en"),
 ])
 def test_accept_language(header, expected):
-    assert i18n.preferred_language(header) == expected
+    assert core_i18n.preferred_language(header) == expected
 
 
 def request(**headers):
@@ -67,12 +68,15 @@ def request(**headers):
 
 
 def test_the_toggle_cookie_wins_over_the_browser():
-    assert i18n.language_of(request(**{"accept-language": "zh-CN"})) == "zh"
-    assert i18n.language_of(request(**{"accept-language": "zh-CN", "cookie": "a=1; plm_lang=en"})) == "en"
-    assert i18n.language_of(request(**{"accept-language": "en", "cookie": "plm_lang=zh"})) == "zh"
-    assert i18n.language_of(request(**{"accept-language": "en", "cookie": "plm_lang=klingon"})) == "en"
-    assert i18n.language_of(request(cookie='bad"cookie;;=')) == "en"
-    assert i18n.language_of(None) == "en"
+    assert core_i18n.language_of(request(**{"accept-language": "zh-CN"})) == "zh"
+    assert core_i18n.language_of(request(**{"accept-language": "zh-CN", "cookie": "a=1; plm_lang=en"})) == "en"
+    assert core_i18n.language_of(request(**{"accept-language": "en", "cookie": "plm_lang=zh"})) == "zh"
+    assert core_i18n.language_of(request(**{"accept-language": "en", "cookie": "plm_lang=klingon"})) == "en"
+    assert core_i18n.language_of(request(cookie='bad"cookie;;=')) == "en"
+    assert core_i18n.language_of(None) == "en"  # outside any event
+    with core_i18n.using_language("zh"):  # inside one: the event's language (demo.server.serving set it)
+        assert core_i18n.language_of(None) == "zh"
+        assert core_i18n.language_of(request(**{"accept-language": "en"})) == "en"
 
 
 def test_header_and_status_follow_the_request_language():
