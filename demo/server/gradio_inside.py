@@ -18,6 +18,7 @@ import contextvars
 import copy
 import functools
 import inspect
+import types
 from pathlib import Path
 from typing import Any
 
@@ -99,19 +100,19 @@ def _remembered(read):
     return remembered
 
 
-class _RememberedSignatures:
+class _RememberedSignatures(types.ModuleType):
     """The ``inspect`` module as Gradio's blocks and component modules see it, with ``signature()`` and
     ``getfullargspec()`` remembered per callable. Gradio reads a component class's ``__init__`` signature for every
     block in every config it builds, and its argument spec for every component it constructs; a class's signature
     never changes. Bounded: Gradio asks about component classes and, in error messages, bound methods. Callers only
-    read what is returned (a FullArgSpec holds lists: they must not be changed)."""
+    read what is returned (a FullArgSpec holds lists: they must not be changed). Every other name is inspect's own,
+    copied in, so reading one (``inspect.iscoroutinefunction`` on every event) runs none of our code."""
 
     def __init__(self):
+        super().__init__(inspect.__name__, inspect.__doc__)
+        self.__dict__.update(vars(inspect))
         self.signature = _remembered(inspect.signature)
         self.getfullargspec = _remembered(inspect.getfullargspec)
-
-    def __getattr__(self, name: str):
-        return getattr(inspect, name)
 
 
 def remember_signatures() -> None:

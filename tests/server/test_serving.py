@@ -245,7 +245,8 @@ def test_remembered_signatures_build_the_same_config_and_read_each_class_once(mo
     # each class's __init__ read once, though a config and a session copy read every block
     assert info.misses == len(classes)
     assert info.hits >= 2 * len(blocks.blocks) - len(classes)  # a config and a session, every block
-    assert remembered.isclass(gr.Blocks) and remembered.Parameter is inspect.Parameter  # the rest is inspect's
+    assert remembered.isclass(gr.Blocks) and remembered.Parameter is inspect.Parameter  # the rest is inspect's,
+    assert remembered.iscoroutinefunction is inspect.iscoroutinefunction  # read as inspect's own names, not through us
 
 
 def test_remembered_argument_specs_construct_the_same_components(monkeypatch):
