@@ -93,7 +93,7 @@ def test_overview_ladder_through_the_api_equals_core(client):
     got = {row[0]: row[1] for row in rows(table)}
     assert got.keys() == expected.keys() and len(got) >= 13
     for name, bits in expected.items():
-        assert got[name] == float(f"{bits:.4g}"), name  # 4 significant digits (demo.server.handlers.sig4)
+        assert got[name] == float(f"{bits:.4g}"), name  # 4 significant digits (demo.kit.widgets.sig4)
     assert len(figure(strip)["data"][0]["x"]) == len(text)  # one cell per character, aligned across rungs
     assert "16 characters" in summary
 

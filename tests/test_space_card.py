@@ -40,7 +40,7 @@ def preset_checkpoints() -> set[str]:
 
 
 def tab_defaults() -> set[str]:
-    """The checkpoint each tab's pickers open on (demo.server.handlers.model_picker), as built."""
+    """The checkpoint each tab's pickers open on (demo.kit.widgets.model_picker), as built."""
     blocks = app_events.built_app().blocks.values()
     return {block.value for block in blocks
             if isinstance(block, gr.Dropdown) and "checkpoint-picker" in (block.elem_classes or [])}

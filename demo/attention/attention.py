@@ -21,7 +21,8 @@ from demo.attention.views import (
     positional_view,
     show_head,
 )
-from demo.server.handlers import LATEX, TABLE_BUTTONS, friendly_errors, model_picker
+from demo.server.handlers import friendly_errors
+from demo.kit.widgets import LATEX, TABLE_BUTTONS, model_picker
 from demo.server.downloads import model_event
 from demo.kit.figures import DIVERGING_SCALE, heatmap
 from demo.kit.i18n import label, t

@@ -10,7 +10,8 @@ from core.text.errors import UserInputError
 from core.loading.lazy import lazy_import
 from core.text.limits import MAX_LIST_CHARS, NNLM_MAX_CONTEXT, NNLM_MAX_SECONDS
 from demo.kit import presets
-from demo.server.handlers import TABLE_BUTTONS, friendly_errors, gpu_handler
+from demo.server.handlers import friendly_errors, gpu_handler
+from demo.kit.widgets import TABLE_BUTTONS
 from demo.kit.figures import bar, lines
 from demo.kit.i18n import label, t
 

@@ -40,7 +40,7 @@ from core.text.i18n import LANGUAGES, text, using_language
 from demo.kit import static_html
 from demo.kit import your_turn
 from demo.kit.scripts import Served, compact
-from demo.server.handlers import sig4_text
+from demo.kit.widgets import sig4_text
 from core.text.i18n import language_of
 
 LOADER = ASSETS_DIR / "classroom_loader.js"

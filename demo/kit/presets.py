@@ -56,7 +56,8 @@ from urllib.parse import parse_qsl
 import gradio as gr
 
 from core.text.errors import UserInputError
-from demo.server.handlers import add_csv_downloads, friendly_errors, move_block, on_zero_gpu
+from demo.server.handlers import friendly_errors, on_zero_gpu
+from demo.kit.widgets import add_csv_downloads, move_block
 from demo.server.downloads import fetch_models
 from demo.kit.i18n import in_every_language, label
 from demo.kit.preset_bar import BAR_JS, BAR_TEMPLATE
@@ -169,7 +170,7 @@ class View:
         return updates
 
     def fetch_checkpoints(self, preset: Preset) -> None:
-        """Make the checkpoints ``preset`` sets in the view's pickers (demo.server.handlers.model_picker) local, before the
+        """Make the checkpoints ``preset`` sets in the view's pickers (demo.kit.widgets.model_picker) local, before the
         handler's GPU call: on ZeroGPU that call never downloads (demo.server.handlers.gpu_handler). Errors are the handler's
         to show (demo.server.downloads.fetch_models)."""
         models = [(component.checkpoint_task, value) for component, value in zip(self.inputs, preset.resolved())

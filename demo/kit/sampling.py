@@ -17,7 +17,7 @@ import gradio as gr
 import pandas as pd
 
 from core.loading.lazy import lazy_import
-from demo.server.handlers import TABLE_BUTTONS, sig4
+from demo.kit.widgets import TABLE_BUTTONS, sig4
 from demo.kit.token_figures import next_token_figure
 from demo.kit.i18n import label, t
 

@@ -38,7 +38,8 @@ from core.text.i18n import LANGUAGES, current_language, text, using_language
 from demo.server import downloads
 from demo.kit import static_html
 from demo.kit.scripts import Served, compact
-from demo.server.handlers import friendly_errors, gpu_handler, sig4_text
+from demo.server.handlers import friendly_errors, gpu_handler
+from demo.kit.widgets import sig4_text
 
 LOADER = ASSETS_DIR / "your_turn_loader.js"
 STORAGE_KEY = "plm-checks"  # localStorage: {slug: {"tried": true, "right": bool}}

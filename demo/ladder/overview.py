@@ -19,7 +19,8 @@ from core.loading.paths import ASSETS_DIR
 from core.text.limits import MAX_SHORT_TEXT_CHARS
 from demo.kit import lessons, presets, static_html, tour
 from demo.server import result_cache
-from demo.server.handlers import friendly_errors, gpu_handler, sig4
+from demo.server.handlers import friendly_errors, gpu_handler
+from demo.kit.widgets import sig4
 from demo.kit.figures import PLOTLY_PRELOAD_JS, bar, heatmap
 from demo.kit.i18n import LANGUAGES, PerLanguage, label, t, using_language
 from demo.kit.scripts import script

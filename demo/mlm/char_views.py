@@ -17,7 +17,7 @@ import gradio as gr
 from core.loading.checkpoints import CHAR_BERT_ID
 from core.loading.lazy import lazy_import
 from demo.kit import presets, sampling
-from demo.server.handlers import sig4
+from demo.kit.widgets import sig4
 from demo.server.downloads import results_visible
 from demo.kit.i18n import label, t
 from demo.mlm.figures import candidates_figure, table

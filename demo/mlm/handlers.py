@@ -16,7 +16,8 @@ from core.loading.checkpoints import model_id_or_default
 from core.text.errors import LearnerError, ModelUnavailableError, UserInputError
 from core.loading.lazy import lazy_import
 from core.transformer.param_count import PART_KEYS
-from demo.server.handlers import friendly_errors, gpu_handler, log, sig4, whole_number
+from demo.server.handlers import friendly_errors, gpu_handler, log, whole_number
+from demo.kit.widgets import sig4
 from demo.mlm import char_views
 from demo.kit import sampling
 from demo.server.downloads import SHORT_REASONS, byte_progress, missing_model_card, needs_download, results_visible

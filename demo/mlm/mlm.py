@@ -14,7 +14,7 @@ from demo.kit import lessons, presets, sampling
 from demo.mlm import train as mlm_train
 from demo.why import encoders as why_encoders
 from demo.mlm import char_views
-from demo.server.handlers import TABLE_BUTTONS, LATEX, model_picker
+from demo.kit.widgets import TABLE_BUTTONS, LATEX, model_picker
 from demo.server.downloads import TOKENIZER, model_event
 from demo.kit.figures import COLORWAY
 from demo.kit.i18n import label

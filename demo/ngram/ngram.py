@@ -25,7 +25,8 @@ from core.ngram.ngram import (
 )
 from core.text.textio import normalize_text, read_text_upload
 from demo.kit import lessons, presets, sampling
-from demo.server.handlers import TABLE_BUTTONS, friendly_errors, preprocess_in_handler, sig4, sig4_text
+from demo.server.handlers import friendly_errors, preprocess_in_handler
+from demo.kit.widgets import TABLE_BUTTONS, sig4, sig4_text
 from demo.kit.figures import COLORWAY, bar, empty_figure, styled
 from demo.kit.i18n import label, t
 

@@ -13,7 +13,8 @@ from core.text.errors import ModelUnavailableError
 from core.loading.lazy import lazy_import
 from core.text.limits import MAX_SHORT_TEXT_CHARS, MAX_WORD_CHARS
 from demo.kit import presets
-from demo.server.handlers import LATEX, friendly_errors, gpu_handler, number_in_range, sig4
+from demo.server.handlers import friendly_errors, gpu_handler, number_in_range
+from demo.kit.widgets import LATEX, sig4
 from demo.kit.figures import bar
 from demo.kit.i18n import label, t
 

@@ -16,7 +16,8 @@ from core.text.corpora import load_corpus
 from core.text.errors import UserInputError
 from core.loading.lazy import lazy_import
 from demo.kit import presets, sampling
-from demo.server.handlers import friendly_errors, gpu_handler, sig4
+from demo.server.handlers import friendly_errors, gpu_handler
+from demo.kit.widgets import sig4
 from demo.kit.figures import lines
 from demo.kit.i18n import label, t
 

@@ -18,7 +18,8 @@ from demo.why import encoders as why_encoders
 from demo.tasks.classify_finetune import (ACCURACY_COLUMNS, DATA_CHOICES, SAMPLE_COLUMNS, accuracy_table, baseline_rows,
                                     before_training, before_training_bundled, models_table, show_upload, split_data)
 from demo.tasks.classify_finetune import PRESETS as FINETUNE_PRESETS
-from demo.server.handlers import TABLE_BUTTONS, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, model_picker, sig4
+from demo.server.handlers import TRAINER_GPU_SECONDS, friendly_errors, gpu_handler
+from demo.kit.widgets import TABLE_BUTTONS, model_picker, sig4
 from demo.server.downloads import missing_model_card, model_event, needs_download, results_visible
 from demo.kit.figures import COLORWAY, bar, empty_figure, heatmap, styled, subplot_grid
 from demo.kit.i18n import label, t

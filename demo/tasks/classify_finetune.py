@@ -17,7 +17,8 @@ from core.text.errors import UserInputError
 from core.loading.lazy import lazy_import
 from core.text.limits import DEFAULT_SEED
 from demo.kit import presets
-from demo.server.handlers import friendly_errors, gpu_handler, sig4
+from demo.server.handlers import friendly_errors, gpu_handler
+from demo.kit.widgets import sig4
 from demo.kit.figures import lines
 from demo.kit.i18n import current_language, label, t
 

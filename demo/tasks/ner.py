@@ -16,7 +16,8 @@ from core.text.seeds import SEED_WORD_TAGS
 from demo.kit import lessons, presets
 from demo.why import encoders as why_encoders
 from demo.server.result_cache import BATCH, by_checkpoint
-from demo.server.handlers import LATEX, TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker, sig4
+from demo.server.handlers import friendly_errors, gpu_handler
+from demo.kit.widgets import LATEX, TABLE_BUTTONS, model_picker, sig4
 from demo.server.downloads import missing_model_card, model_event, needs_download, results_visible
 from demo.kit.figures import COLORWAY, HIGHLIGHT, empty_figure, heatmap
 from demo.kit.i18n import label, t

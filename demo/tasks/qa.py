@@ -16,7 +16,8 @@ from core.loading.checkpoints import CHECKPOINTS, CHINESE_QA_ID, SQUAD2_ID, mode
 from core.text.seeds import PRECIPITATION, SEED_EN, SEED_ZH
 from demo.kit import lessons, presets
 from demo.why import encoders as why_encoders
-from demo.server.handlers import TABLE_BUTTONS, friendly_errors, gpu_handler, model_picker
+from demo.server.handlers import friendly_errors, gpu_handler
+from demo.kit.widgets import TABLE_BUTTONS, model_picker
 from demo.server.result_cache import BATCH, by_checkpoint
 from demo.server.downloads import missing_model_card, model_event, needs_download, results_visible
 from demo.kit.figures import COLORWAY, HIGHLIGHT, HIGHLIGHT_TINT, empty_figure, styled

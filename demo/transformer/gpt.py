@@ -15,7 +15,8 @@ from core.loading.lazy import lazy_import
 from core.text.limits import MAX_GENERATE, MAX_TEXT_CHARS
 from core.text.seeds import GPT_VS_BERT
 from demo.kit import presets, sampling
-from demo.server.handlers import TABLE_BUTTONS, friendly_errors, gpu_handler, number_in_range
+from demo.server.handlers import friendly_errors, gpu_handler, number_in_range
+from demo.kit.widgets import TABLE_BUTTONS
 from demo.server.downloads import card_when_missing, missing_model_card, model_event, needs_download, results_visible
 from demo.kit.figures import bar, empty_figure, heatmap
 from demo.kit.i18n import label, t

@@ -28,7 +28,8 @@ from core.loading.lazy import lazy_import
 from core.text.limits import MAX_SHORT_TEXT_CHARS
 from demo.kit import presets
 from demo.kit import sampling
-from demo.server.handlers import TABLE_BUTTONS, friendly_errors, gpu_handler, sig4, whole_number
+from demo.server.handlers import friendly_errors, gpu_handler, whole_number
+from demo.kit.widgets import TABLE_BUTTONS, sig4
 from demo.server.downloads import card_when_missing, model_event
 from demo.kit.figures import COLORWAY, bar, heatmap, lines, styled
 from demo.kit.i18n import label, t

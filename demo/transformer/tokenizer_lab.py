@@ -14,7 +14,8 @@ import pandas as pd
 from core.transformer import tokenizer_lab as lab  # torch-free until a tokenizer is asked of the registry
 from core.text.limits import MAX_SHORT_TEXT_CHARS
 from demo.kit import presets
-from demo.server.handlers import TABLE_BUTTONS, friendly_errors, number_in_range, sig4
+from demo.server.handlers import friendly_errors, number_in_range
+from demo.kit.widgets import TABLE_BUTTONS, sig4
 from demo.server.downloads import missing_model_card, needs_download
 from demo.kit.figures import bar
 from demo.kit.token_figures import token_strips

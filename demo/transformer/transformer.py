@@ -16,7 +16,8 @@ from core.text.limits import MAX_TEXT_CHARS
 from demo.transformer import gpt, seq2seq, tokenizer_lab
 from demo.kit import lessons, presets
 from demo.why import why
-from demo.server.handlers import friendly_errors, gpu_handler, model_picker, sig4, whole_number
+from demo.server.handlers import friendly_errors, gpu_handler, whole_number
+from demo.kit.widgets import model_picker, sig4
 from demo.server.downloads import model_event
 from demo.kit.figures import bar, empty_figure, heatmap, lines
 from demo.kit.i18n import label, t

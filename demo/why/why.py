@@ -25,7 +25,8 @@ from core.text.i18n import current_language
 from core.loading.lazy import lazy_import
 from core.text.limits import MAX_TEXT_CHARS
 from demo.kit import presets
-from demo.server.handlers import friendly_errors, gpu_handler, number_in_range, sig4, sig4_text
+from demo.server.handlers import friendly_errors, gpu_handler, number_in_range
+from demo.kit.widgets import sig4, sig4_text
 from demo.server.downloads import card_when_missing, model_event, results_visible
 from demo.kit.figures import empty_figure, heatmap
 from demo.kit.i18n import label, t

@@ -258,6 +258,11 @@ def test_a_click_on_an_examples_row_puts_its_values_into_the_inputs(page):
     a row puts its values into the inputs, and no column is titled (a gr.I18n key would show there raw)."""
     open_tab(page, "Word embeddings")
     open_tab(page, "Train word2vec")
+    # Opening the sub-tab fills its view, inputs included (presets.View): a row clicked before that lands would be
+    # overwritten by the view's defaults. The view has landed when GloVe's neighbours table holds rows.
+    glove = visible(page.locator(".block").filter(has_text="GloVe 6B 50d").filter(has=page.locator('[role="grid"]')))
+    page.wait_for_function("(b) => Number(b.querySelector('[role=grid]').getAttribute('aria-rowcount')) > 1",
+                           arg=glove.element_handle())
     table = visible(page.locator(".block").filter(has_text="Presets for Moby-Dick").filter(
         has=page.locator("table, .gallery")).last)
     assert table.locator("th").count() == 0 or not "".join(table.locator("th").all_inner_texts()).strip()

@@ -11,7 +11,7 @@ import gradio as gr
 import pandas as pd
 import pytest
 
-from demo.server.handlers import csv_download
+from demo.kit.widgets import csv_download
 from tests.e2e.first_open import FULL_JS, open_tab, visible
 
 pytestmark = pytest.mark.e2e

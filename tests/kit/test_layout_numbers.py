@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from demo.kit import figures
-from demo.server.handlers import sig4, sig4_text
+from demo.kit.widgets import sig4, sig4_text
 from core.loading import resolve
 
 I18N = Path(__file__).resolve().parents[2] / "assets" / "i18n"

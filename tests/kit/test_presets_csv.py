@@ -5,7 +5,7 @@ import gradio as gr
 import pytest
 
 import app
-from demo.server import handlers as common
+from demo.kit import widgets
 from core.loading import resolve
 
 
@@ -72,6 +72,6 @@ def test_adding_the_buttons_leaves_the_layout_tree_intact(built):
 def test_the_csv_event_names_its_file_after_the_table():
     with gr.Blocks() as blocks:
         table = gr.Dataframe(interactive=False)
-        common.csv_download(table, "ngram-table-2")
+        widgets.csv_download(table, "ngram-table-2")
     (event,) = blocks.fns.values()
     assert 'link.download = "ngram-table-2.csv";' in event.js and "FILE_NAME" not in event.js

@@ -16,7 +16,7 @@ from core.ladder import ladder, heldout as ladder_heldout
 import app
 from demo.ladder import overview
 from demo.kit import presets
-from demo.server.handlers import sig4
+from demo.kit.widgets import sig4
 from demo.kit.figures import COLORWAY, HIGHLIGHT
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

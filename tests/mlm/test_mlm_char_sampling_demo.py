@@ -14,7 +14,7 @@ from core.text.sampling import Settings
 from demo.mlm import mlm, handlers as mlm_handlers
 from demo.kit import presets
 from demo.mlm import char_views
-from demo.server.handlers import sig4
+from demo.kit.widgets import sig4
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 ISHMAEL = char_views.CHAR_FILL_EXAMPLES[0]

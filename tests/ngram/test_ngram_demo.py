@@ -44,7 +44,7 @@ def test_scoring_the_motivating_pair():
     assert len(frame(table_a)) == 5 == len(frame(table_b)) and len(fig.data) == 2
     info, table_a, _, fig = score_sentences(*settings(), "判断 单词 的 词性", "判断 单词 的 磁性")
     assert "only **A**" in info and "probability **0**" in info
-    assert frame(table_a)["P(wᵢ|ctx)"].tolist()[-1] == 0.6667  # 2/3 to 4 significant digits (demo.server.handlers.sig4)
+    assert frame(table_a)["P(wᵢ|ctx)"].tolist()[-1] == 0.6667  # 2/3 to 4 significant digits (demo.kit.widgets.sig4)
     assert list(fig.data[1].y)[-1] == 0  # the unseen bigram (的, 磁性), visibly 0
     info, _, table_b, fig = score_sentences(*settings(), "判断 单词 的 词性", "")
     assert "**B:**" not in info and len(frame(table_b)) == 0 and len(fig.data) == 1

@@ -6,7 +6,7 @@ import pytest
 
 from types import SimpleNamespace
 from demo.recurrent import elmo
-from demo.server.handlers import sig4
+from demo.kit.widgets import sig4
 
 
 def test_the_bank_preset_shows_layers_that_differ_across_contexts():

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from core.loading import jobs
+from demo.kit import widgets
 from demo.server import handlers as common
 from demo.recurrent import lstm
 from tests import app_events
@@ -140,7 +141,7 @@ def test_on_zerogpu_a_preset_fetches_its_checkpoint_before_the_gpu_call(monkeypa
             return resolve.resolve(model_id, "model", task="mlm").source
 
     with gr.Blocks():
-        picker, text, out = common.model_picker("mlm"), gr.Textbox(), gr.Markdown()
+        picker, text, out = widgets.model_picker("mlm"), gr.Textbox(), gr.Markdown()
         view = presets.View("test", "fetch", [picker, text], [out], handler,
                             [presets.Preset("tiny", "tiny", ("someone/tiny-mlm", "a [MASK]"))])
     assert picker.checkpoint_task == "mlm"

@@ -15,6 +15,7 @@ from core.loading import jobs
 from core.text.errors import UserInputError
 from core.text.i18n import text, using_language
 from core.text.textio import decode_text
+from demo.kit import widgets
 from demo.server import handlers as common, serving
 from demo.kit import figure_head, figures
 from tests.conftest import run_async
@@ -44,9 +45,9 @@ def test_number_checks_name_the_field_in_the_learners_language():
 
 
 def test_the_checkpoint_picker_is_labelled_through_the_tables():
-    picker = common.model_picker("mlm")
+    picker = widgets.model_picker("mlm")
     assert picker.label.key == "common.checkpoint" and picker.info.key == "common.checkpoint_info"
-    assert common.model_picker("mlm", "common.field_layer").label.key == "common.field_layer"
+    assert widgets.model_picker("mlm", "common.field_layer").label.key == "common.field_layer"
     assert text("common.checkpoint", "zh").startswith("检查点")
 
 

@@ -11,7 +11,7 @@ from core.tasks import finetune_train
 from core.text.corpora import DEFAULT_LABELLED
 from core.text.i18n import using_language
 from demo.tasks import classify
-from demo.server.handlers import sig4
+from demo.kit.widgets import sig4
 from core.loading import checkpoints
 from demo.tasks import classify_finetune
 from core.text import seeds

@@ -18,7 +18,7 @@ from core.loading.checkpoints import CHAR_GPT_ID
 from core.text.i18n import using_language
 from demo.server import result_cache
 from demo.why import why
-from demo.server.handlers import sig4_text
+from demo.kit.widgets import sig4_text
 
 from captum.attr import InputXGradient, IntegratedGradients  # a test requirement: missing, the module fails
 
