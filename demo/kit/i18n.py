@@ -7,13 +7,13 @@ The tables live in assets/i18n/en.yaml and zh.yaml, nested for the translators a
   front end translates it in the browser, from ``I18N`` passed to ``launch(i18n=...)``.
 - Static Markdown (a tab's explanation) is ``gr.Markdown(label("<tab>.intro"))`` too.
 - Result sentences, error messages and figure titles are made by handlers on the server: ``t("<tab>.result",
-  n=3)``. Every handler is wrapped in demo.server.handlers.friendly_errors, which sets the call's language from the request
-  (``language_of``), so ``text`` needs no language argument inside a handler. Core raises
+  n=3)``. Every event runs in the language of its request (demo.server.serving sets it, from
+  core.text.i18n.language_of), so ``text`` needs no language argument inside a handler. Core raises
   ``UserInputError("ngram.empty_corpus", ...)`` with a key, rendered the same way.
 
 A learner's language is the 中文/English toggle in the header when they have used it (a ``plm_lang`` cookie that the
-toggle sets, so every request carries it), otherwise the browser's ``Accept-Language``. The page tells Gradio's
-front end (which reads ``navigator.language``) the same choice (demo/server/first_page.PageWords).
+toggle sets, so every request carries it; core.text.i18n.COOKIE), otherwise the browser's ``Accept-Language``. The
+page tells Gradio's front end (which reads ``navigator.language``) the same choice (demo/server/first_page.PageWords).
 """
 from __future__ import annotations
 
