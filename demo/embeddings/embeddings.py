@@ -17,7 +17,8 @@ from core.text.textio import read_text_upload
 from demo.embeddings import nnlm as embeddings_nnlm
 from demo.kit import lessons, presets
 from demo.server import result_cache
-from demo.server.handlers import TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, stopped_error, stopped_note, training_run, whole_number
+from demo.server.handlers import (TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, stopped_error,
+                                  stopped_note, training_run, whole_number)
 from demo.kit.widgets import TABLE_BUTTONS, sig4, sig4_text
 from demo.kit.figures import DIVERGING_SCALE, HIGHLIGHT, bar, empty_figure, heatmap, lines, scatter
 from demo.kit.i18n import examples_table, label, t

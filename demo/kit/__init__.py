@@ -1,5 +1,6 @@
 """What every tab shares to show things: figures, presets and lessons, the tour, translations, "Your turn",
-the sampling controls, the widgets (checkpoint picker, CSV buttons, number display) and the HTML drawn at build. Imports core and the server's handler wrappers, never a chapter.
+the sampling controls, the widgets (checkpoint picker, CSV buttons, number display) and the HTML drawn at build.
+Imports core and the server's handler wrappers, never a chapter.
 """
 
 __all__ = [

@@ -22,7 +22,8 @@ from typing import Callable
 
 import gradio as gr
 
-from core.text.i18n import COOKIE, DEFAULT_LANGUAGE, LANGUAGES, current_language, placeholders, table, text, using_language
+from core.text.i18n import (COOKIE, DEFAULT_LANGUAGE, LANGUAGES, current_language, placeholders, table, text,
+                            using_language)
 from demo.server.gradio_inside import PerLanguage, is_translation
 
 # The tables and text() live in core.text.i18n (gradio-free, so core's error messages use the same keys).

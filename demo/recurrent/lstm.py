@@ -17,7 +17,8 @@ from demo.kit import lessons, presets
 from demo.recurrent import lstm_generate, lstm_train
 from demo.why import why
 from demo.recurrent import elmo as elmo_layers  # the ELMo sub-tab with two layers and the weighted sum (§7)
-from demo.server.handlers import TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, number_in_range, stopped_error, stopped_note, training_run
+from demo.server.handlers import (TRAIN_QUEUE, TRAINER_GPU_SECONDS, friendly_errors, gpu_handler, number_in_range,
+                                  stopped_error, stopped_note, training_run)
 from demo.kit.widgets import TABLE_BUTTONS, sig4
 from demo.kit.figures import COLORWAY, heatmap, lines, styled
 from demo.kit.i18n import label, t

@@ -21,13 +21,13 @@ it streams follow the same stream (``_Stream``): each gets the stages computed s
 and the question is computed once.
 
 **Batches.** Gradio's dynamic batching (``batch=True``), for the BERT events whose model reads many requests in one
-pass, is answered here too. With ``batch=True`` Gradio gathers the requests waiting for the same event into one call: each parameter arrives as
-a list (one value per request) and each output must be a list. ``by_checkpoint`` does the bookkeeping a batch
-handler needs (demo/tasks/ner.py ``tag_batch``): requests are grouped by checkpoint, each group runs through the core's
-batched function (core.tasks.ner.tag_many: the windows of all texts share forward passes), and a request's own problem
-(empty text, a slip of ours) becomes that request's message in its notice output, the other outputs left as they
-were, so the other requests of the batch still answer. The batch runs in the language of its first request (Gradio
-passes one request per batch).
+pass, is answered here too. With ``batch=True`` Gradio gathers the requests waiting for the same event into one
+call: each parameter arrives as a list (one value per request) and each output must be a list. ``by_checkpoint``
+does the bookkeeping a batch handler needs (demo/tasks/ner.py ``tag_batch``): requests are grouped by checkpoint,
+each group runs through the core's batched function (core.tasks.ner.tag_many: the windows of all texts share forward
+passes), and a request's own problem (empty text, a slip of ours) becomes that request's message in its notice
+output, the other outputs left as they were, so the other requests of the batch still answer. The batch runs in the
+language of its first request (Gradio passes one request per batch).
 
 A per-request loop inside a batch is not batching: measured on 16 users it served fewer requests than the
 unbatched handler on 4 slots (benchmarks/batching.py), so only events with a real batched forward pass use this.

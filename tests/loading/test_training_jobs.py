@@ -139,8 +139,8 @@ def test_trainers_share_one_bounded_concurrency_group():
 
 def test_a_new_training_run_replaces_the_running_one_and_is_refused_while_an_earlier_one_waits():
     """The admission's training rule (demo/server/serving.py), through the queue's own push as admit wraps it: a
-    training join stops the page's running run; while the page's earlier run waits in the training queue, a new one is refused (in the
-    request's language) and nothing is stopped; other pages and other events are not affected."""
+    training join stops the page's running run; while the page's earlier run waits in the training queue, a new one
+    is refused (in the request's language) and nothing is stopped; other pages and other events are not affected."""
     from starlette.requests import Request as StarletteRequest
 
     from demo.server import serving
