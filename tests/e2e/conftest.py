@@ -56,15 +56,18 @@ def origin(url: str) -> str:
 
 
 def fresh_page(browser, url: str, locale: str = "en-US", viewport: dict = VIEWPORT, cookies: dict | None = None,
-               wait: bool = True):
+               wait: bool = True, init_script: str = ""):
     """A new page at ``url`` with no cookie or storage from earlier tests, once the app has rendered (``wait``).
-    ``cookies`` are set for the url's origin before the load. Close it with ``page.close()``."""
+    ``cookies`` are set for the url's origin before the load; ``init_script`` runs in the page before any of its
+    own scripts. Close it with ``page.close()``."""
     key = (id(browser), locale, viewport["width"], viewport["height"])
     if key not in _WARM or _WARM[key].closed:
         _WARM[key] = _Warm(browser, url, locale, viewport)
     page = _WARM[key].page(url)
     if cookies:
         page.context.add_cookies([{"name": k, "value": v, "url": url} for k, v in cookies.items()])
+    if init_script:
+        page.add_init_script(init_script)
     page.set_default_timeout(120_000)  # a shared 2-core machine: first model loads can be slow
     page.goto(url, wait_until="load")  # not "networkidle": Gradio keeps a connection open
     if wait:
