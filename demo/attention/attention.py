@@ -322,7 +322,7 @@ def build() -> None:
             gr.Markdown(label("attention.positions_intro"), latex_delimiters=LATEX)
             with gr.Row():
                 positions = gr.Slider(2, 512, value=100, step=1, label=label("attention.positions"))
-                pe_dim = gr.Slider(4, 512, value=128, step=2, label="d_model")
+                pe_dim = gr.Slider(4, 512, value=512, step=2, label="d_model")  # PE_PRESETS[0], the default
                 dims = gr.Textbox(value="0, 1, 10, 11, 60", label=label("attention.dims_to_plot"),
                                   max_length=MAX_LIST_CHARS)
             pe_button = gr.Button(label("attention.pe_button"), variant="primary")

@@ -20,7 +20,8 @@ What each piece does:
 - **First open.** The first preset of a view is its default. When the learner opens the tab (or the sub-tab) the
   view lives in, its default is computed and shown, once per session (a per-view ``gr.State`` remembers it), so
   nothing is computed for tabs never opened and nothing at import or build time (the cold start does not grow).
-  The app's first tab is filled by the page's load (``app_open``), which lists only that tab's views as outputs;
+  Build an input with its default's value: the open event then sends only the results, and what the learner types
+  while they compute stays. The app's first tab is filled by the page's load (``app_open``), which lists only that tab's views as outputs;
   a first tab with no view to compute (the Overview's path, drawn when the app is built) has no load event.
 - **Presets.** ``values`` is a tuple in ``inputs`` order, or a zero-argument callable returning one (for values
   that are costly to build, such as matrices). ``section`` names the seed section it reproduces.
@@ -57,7 +58,7 @@ import gradio as gr
 
 from core.text.errors import UserInputError
 from demo.server.handlers import friendly_errors, on_zero_gpu
-from demo.kit.widgets import add_csv_downloads, move_block
+from demo.kit.widgets import add_csv_downloads, move_block, shows_already
 from demo.server.downloads import fetch_models
 from demo.kit.i18n import in_every_language, label
 from demo.kit.preset_bar import BAR_JS, BAR_TEMPLATE
@@ -113,6 +114,7 @@ class View:
         # Inside its own sub-tab: a State left directly in a gr.Tabs counts as one of its children, so Gradio's
         # front end numbered the tabs after it one too far, and selecting a tab wrote its label over a neighbour's.
         self.done = gr.State(False)  # this session saw the result: opening the view again keeps the learner's work
+        self.shared: set[int] = set()  # ids of inputs other views also set (a tab's checkpoint picker): Registry.wire
         if where is not None and isinstance(self.done.parent, gr.Tabs):  # built right after its `with gr.Tab`
             move_block(self.done, where)
         if where is not None:
@@ -199,7 +201,8 @@ class View:
     def run_default(self, request=None) -> dict:
         """:meth:`run` for an open event: nothing if the learner has asked this view for a result in this session
         (before the default started, or while it was computing), or if another open event of the session claimed
-        the default first (see :class:`demo.kit.preset_records.SessionViews`)."""
+        the default first (see :class:`demo.kit.preset_records.SessionViews`). Inputs the page already shows with the
+        default's value are left out: what the learner typed while it computed stays (empty ones are filled)."""
         asked = ASKED.count(self, request)
         if asked or not OPENED.claim(self, request):
             return {self.done: True}
@@ -208,7 +211,11 @@ class View:
         except Exception:
             OPENED.forget(self, request)  # nothing was shown: the next open tries again
             raise
-        return updates if ASKED.count(self, request) == asked else {self.done: True}
+        if ASKED.count(self, request) != asked:
+            return {self.done: True}
+        # Not sent: an input of this view alone that the page shows as built (another view may have set a shared one)
+        own = {id(component) for component in self.inputs} - self.shared
+        return {c: v for c, v in updates.items() if id(c) not in own or not shows_already(c, v)}
 
     def run_asked(self, slug: str, select: bool = False, request=None, seed: object = None) -> dict:
         """:meth:`run` for a learner's request (preset button, lesson step, deep link): recorded first, so a default
@@ -257,12 +264,7 @@ def enclosing_tab(block) -> gr.Tab | None:
 
 
 def unique(components) -> list:
-    seen, out = set(), []
-    for component in components:
-        if id(component) not in seen:
-            seen.add(id(component))
-            out.append(component)
-    return out
+    return list({id(component): component for component in components}.values())  # in first-seen order
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -368,6 +370,10 @@ class Registry:
         first_tab = next(iter(self.tabs))
         app.preset_registry = self  # for tests and tools: every view and preset of the built app
         self._opening = {tab_id: self.opening(tab_id) for tab_id in self.tabs}
+        every = [id(c) for entry in self.tabs.values() for view in entry.views for c in unique(view.inputs)]
+        for entry in self.tabs.values():
+            for view in entry.views:
+                view.shared = {id(c) for c in view.inputs if every.count(id(c)) > 1}
         for tab_id, entry in self.tabs.items():
             views = self.opening(tab_id)
             outputs = unique(c for v in views for c in v.components())

@@ -115,3 +115,21 @@ def _descendants(block):
     for child in getattr(block, "children", []):
         yield child
         yield from _descendants(child)
+
+
+def shows_already(component, value) -> bool:
+    """Does the page show ``value`` in ``component`` before any event: is it the value the component was built with?
+    Compared as the browser receives them (postprocessed; "" and None alike). A gr.State is never "shown" (an
+    event sets it), nor a value the component cannot take (the event that sets it shows the error)."""
+    if isinstance(component, gr.State):
+        return False
+    try:
+        sent = component.postprocess(value)
+    except Exception:  # noqa: BLE001 - any refusal means "not shown": the event sets it and reports
+        return False
+    return _as_sent(sent) == _as_sent(component.value)
+
+
+def _as_sent(value):
+    value = value.model_dump() if hasattr(value, "model_dump") else value
+    return None if isinstance(value, str) and value == "" else value

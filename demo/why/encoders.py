@@ -263,7 +263,7 @@ def _view(tab: str, key: str, sub_tab: gr.Tab, task: str, model, fields: list, f
           api_name: str, figure: bool = False) -> dict[str, presets.View]:
     """The steps, button, preset bar and outputs after the view's own fields; its events and its View. ``fn``: the
     button's streaming handler; ``preset_fn``: the last stage alone, for presets and first open."""
-    steps = _steps_slider()
+    steps = _steps_slider(preset_list[0].resolved()[-1])
     button = gr.Button(label("why.explain"), variant="primary")
     bar = gr.Column()
     note, result, plot, results = _outputs(figure)  # results hidden while the checkpoint is missing: note = card

@@ -297,8 +297,9 @@ LSTM_PRESETS = [
 # Layout: one sub-tab per call
 
 
-def _steps_slider() -> gr.Slider:
-    return gr.Slider(2, MAX_STEPS, value=DEFAULT_STEPS, step=1, label=label("why.steps"), info=label("why.steps_info"))
+def _steps_slider(value: int = DEFAULT_STEPS) -> gr.Slider:
+    """The integration steps; ``value``: the view's default preset's, so its first open does not set it."""
+    return gr.Slider(2, MAX_STEPS, value=value, step=1, label=label("why.steps"), info=label("why.steps_info"))
 
 
 def _outputs(plot: bool = True):

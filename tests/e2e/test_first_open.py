@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.text.i18n import text
 from tests.e2e.conftest import fresh_page
 from tests.e2e.first_open import (BEFORE_A_RUN, FULL_JS, IDLE_JS, OFFLINE_NOTE, SOME_JS, content,
                                   open_view, views)
@@ -59,6 +60,45 @@ def test_a_preset_button_runs_its_preset_and_a_lesson_step_reveals_its_answer(wi
     assert not answer.evaluate("d => d.open")
     answer.locator("summary").click()
     assert answer.evaluate("d => d.open") and answer.locator("p").inner_text().strip()
+
+
+# Installed before the page's scripts: the browser's requests to start an event whose api_name matches
+# window.__holdApi wait until window.__release() (Gradio's client sends each event with a POST to .../queue/join).
+HOLD_EVENTS = """
+window.__held = [];
+const send = window.fetch;
+window.fetch = function (input, init) {
+  const url = typeof input === 'string' ? input : input.url;
+  if (window.__holdApi && url.includes('/queue/join') && init && typeof init.body === 'string') {
+    const id = JSON.parse(init.body).fn_index;
+    const event = ((window.gradio_config || {}).dependencies || []).find((d) => d.id === id);
+    if (event && window.__holdApi.test(event.api_name || '')) {
+      return new Promise((go) => window.__held.push(() => go(send.call(this, input, init))));
+    }
+  }
+  return send.call(this, input, init);
+};
+window.__release = () => { window.__holdApi = null; window.__held.splice(0).forEach((go) => go()); };
+"""
+
+
+def test_what_a_learner_types_while_a_tab_opens_is_kept(browser, served_app):
+    """The learner opens Word embeddings and types other words before its default's results arrive: the results
+    arrive and the words stay. The open events are held in the browser until the words are typed, so the typing
+    comes first on any machine."""
+    page = fresh_page(browser, served_app.url,
+                      init_script="window.__holdApi = /^embeddings(_onehot)?_open$/;" + HOLD_EVENTS)
+    try:
+        page.get_by_role("tab", name="Word embeddings", exact=True).click()
+        page.wait_for_function("() => window.__held.length > 0")  # the tab's open event is on its way, held
+        words = page.get_by_label(text("embeddings.words", "en")).filter(visible=True).first
+        assert words.input_value() == "king, queen, man, woman, apple"  # the page's own default
+        words.fill("sun, moon, star")
+        page.evaluate("() => window.__release()")
+        page.wait_for_function(FULL_JS, timeout=60_000)  # the default's figures and summary, drawn
+        assert words.input_value() == "sun, moon, star"
+    finally:
+        page.close()
 
 
 # Last: it opens every view of every tab in one session, which leaves the server busy for a while after it.

@@ -11,7 +11,7 @@ import pytest
 import app
 from tests import app_events
 from core.text.errors import UserInputError
-from demo.kit import preset_records, presets
+from demo.kit import preset_records, presets, widgets
 from core.loading import resolve
 
 OFFLINE_VIEWS = {("mlm", "fill"), ("mlm", "compare"), ("mlm", "nsp"), ("ner", "tag"), ("qa", "answer"),
@@ -216,6 +216,52 @@ def test_opening_again_keeps_what_the_learner_did(built):
     view = reg.tabs["attention"].views[0]
     assert view._open(True) == {view.done: True}  # nothing recomputed, nothing overwritten
     assert view._open(False)[view.done] is True
+
+
+def test_an_open_event_leaves_out_the_inputs_the_page_already_shows(built):
+    """Opening a tab sends its default's results, not the inputs the page was built with: a learner who typed into
+    the one-hot box while the default computed keeps the words. Inputs the page holds empty until then (attention's
+    Q, K, V matrices) are filled, and sent as the preset sets them."""
+    _, reg = built
+    preset_records.OPENED.clear()
+    onehot, lookup = reg.opening("embeddings")
+    updates = reg.open_tab("embeddings", [False, False], FakeRequest())
+    for view in (onehot, lookup):
+        assert updates[view.done] is True
+        assert not {id(c) for c in view.inputs} & set(map(id, updates)), view.key  # the page's own values stay
+        assert {id(c) for c in view.outputs} <= set(map(id, updates)), view.key  # every result is sent
+    figures = [v for c, v in updates.items() if isinstance(v, go.Figure)]
+    assert figures and all(fig.data for fig in figures)
+
+    steps = reg.opening("attention")[0]
+    updates = reg.open_tab("attention", [False], FakeRequest())
+    matrices = [c for c in steps.inputs if isinstance(c, gr.Dataframe)]
+    sent = [c for c in matrices if id(c) in set(map(id, updates))]
+    assert sent and all(rows(updates[c]) > 0 for c in sent)  # built empty, filled by the default
+    assert all(c.value["data"] == [] for c in sent)
+    question = steps.inputs[0]  # the sentence box, built with the default's sentence: not sent
+    assert isinstance(question, gr.Textbox) and question.value and id(question) not in set(map(id, updates))
+
+
+def test_every_input_a_learner_edits_is_built_empty_or_with_its_default(built):
+    """What keeps a learner's typing through an open event (above), for every view: an input the learner can edit is
+    built either empty (the default fills it) or with the value its view's default sets, so the open event leaves
+    it alone. A table counts as empty with no rows."""
+    _, reg = built
+    checked, differ = 0, []
+    for entry in reg.tabs.values():
+        for view in entry.views:
+            values = view.presets[view.default].resolved()
+            for component, value in zip(view.inputs, values):
+                if isinstance(component, (gr.State, gr.Markdown, gr.HTML)):
+                    continue  # not edited by the learner
+                built_with = component.value
+                if built_with in (None, "") or (isinstance(built_with, dict) and not built_with.get("data")):
+                    continue
+                checked += 1
+                if not widgets.shows_already(component, value):
+                    differ.append(f"{view.tab}/{view.key} {type(component).__name__}: {built_with!r} vs {value!r}")
+    assert checked > 150 and not differ, differ
 
 
 def test_lessons_have_three_steps_that_name_a_section_and_run(built):

@@ -113,7 +113,9 @@ def test_built_sub_tabs_are_named_and_fill_on_open():
     opened = next(dep for dep in blocks.fns.values() if dep.api_name == "transformer_gpt_next_open")
     updates = opened.fn(False)  # the sub-tab opened for the first time: its default preset (demo/kit/presets.py)
     values = list(updates.values())
-    assert CHAR in values and gpt.NEXT_EXAMPLES[0][1] in values
+    inputs = next(dep for dep in blocks.fns.values() if dep.api_name == "transformer_gpt_next").inputs
+    assert {CHAR, gpt.NEXT_EXAMPLES[0][1]} <= {c.value for c in inputs}  # built with the default: not sent again
+    assert not set(map(id, inputs)) & set(map(id, updates))
     rows = next(v for v in values if hasattr(v, "iloc")).values.tolist()
     want = core_gpt.next_token(CHAR, gpt.NEXT_EXAMPLES[0][1]).cut
     assert [r[1] for r in rows] == [t.replace(" ", "␣") for t in want.tokens]
