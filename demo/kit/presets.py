@@ -21,8 +21,8 @@ What each piece does:
   view lives in, its default is computed and shown, once per session (a per-view ``gr.State`` remembers it), so
   nothing is computed for tabs never opened and nothing at import or build time (the cold start does not grow).
   Build an input with its default's value: the open event then sends only the results, and what the learner types
-  while they compute stays. The app's first tab is filled by the page's load (``app_open``), which lists only that tab's views as outputs;
-  a first tab with no view to compute (the Overview's path, drawn when the app is built) has no load event.
+  while they compute stays. The app's first tab is filled by the page's load (``app_open``), which lists only that
+  tab's views as outputs; a first tab with no view to compute (the Overview's path, drawn at build) has no load event.
 - **Presets.** ``values`` is a tuple in ``inputs`` order, or a zero-argument callable returning one (for values
   that are costly to build, such as matrices). ``section`` names the seed section it reproduces.
 - **Preset bar.** :meth:`View.buttons` is ONE ``gr.HTML`` holding every preset's button and 🔗 link, and ONE event
