@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 from urllib.parse import parse_qsl
@@ -347,8 +348,7 @@ class Registry:
         tab's checkpoint picker)? Then ``view``'s default must not run when the tab opens: a link to the MLM tab's
         "GPT vs BERT" with bert-base-chinese opens the tab, and the Fill view's default set the shared picker back
         to bert-base-uncased under the learner's Chinese sentence."""
-        mine = {id(component) for component in view.inputs}
-        return any(other is not view and ASKED.count(other, request) and mine & {id(c) for c in other.inputs}
+        return any(other is not view and ASKED.count(other, request) and view.shared & {id(c) for c in other.inputs}
                    for other in self.tabs[view.tab].views)
 
     def deep_link(self, query: dict, first_tab: str, request=None) -> dict:
@@ -370,10 +370,10 @@ class Registry:
         first_tab = next(iter(self.tabs))
         app.preset_registry = self  # for tests and tools: every view and preset of the built app
         self._opening = {tab_id: self.opening(tab_id) for tab_id in self.tabs}
-        every = [id(c) for entry in self.tabs.values() for view in entry.views for c in unique(view.inputs)]
+        setting = Counter(id(c) for entry in self.tabs.values() for view in entry.views for c in unique(view.inputs))
         for entry in self.tabs.values():
             for view in entry.views:
-                view.shared = {id(c) for c in view.inputs if every.count(id(c)) > 1}
+                view.shared = {id(c) for c in view.inputs if setting[id(c)] > 1}  # also shares_an_asked_input's
         for tab_id, entry in self.tabs.items():
             views = self.opening(tab_id)
             outputs = unique(c for v in views for c in v.components())
