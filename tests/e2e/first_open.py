@@ -7,6 +7,7 @@ show the ModelUnavailableError note (it names `hf download <id>`) instead: those
 from __future__ import annotations
 
 import functools
+import json
 
 VIEWPORT = {"width": 1440, "height": 900}
 
@@ -25,6 +26,8 @@ BEFORE_A_RUN = {("Classification & fine-tuning", "What fine-tuning changed")}
 # (demo/kit/static_html.py: an SVG whose marks carry data-mark, an HTML table) count as plots and tables. Views whose results are text (generation) count
 # visible text areas holding more than 40 characters. A component with no value at all (a gr.Plot before its first
 # figure) draws Gradio's "Empty value" box: those are counted in the view's own (innermost) tab.
+# Gradio's loading status while an event is queued or running (its StatusTracker): the one definition of "busy"
+BUSY = ".wrap.generating, .progress-text, .eta-bar"
 CONTENT_JS = """() => {
   const shown = el => el.offsetParent !== null && el.getBoundingClientRect().width > 0;
   const plotly = [...document.querySelectorAll('.js-plotly-plot')].filter(shown);
@@ -39,19 +42,19 @@ CONTENT_JS = """() => {
   const emptyTables = [...grids.filter(el => Number(el.getAttribute('aria-rowcount') || 0) <= 1),  // header only
     ...drawnTables.filter(el => !el.querySelector('tbody tr'))];
   const texts = [...document.querySelectorAll('textarea')].filter(shown).filter(el => el.value.length > 40);
-  const busy = !!document.querySelector('.wrap.generating, .progress-text, .eta-bar');
+  const busy = !!document.querySelector(__BUSY__);
   const items = [...document.querySelectorAll('.tabitem')].filter(shown);
   const view = items.filter(el => !items.some(other => other !== el && el.contains(other)));
   const emptyBoxes = view.flatMap(el => [...el.querySelectorAll('[aria-label="Empty value"]')]).filter(shown);
   return {plots: plots.length, emptyPlots: emptyPlots.length, tables: tables.length,
           emptyTables: emptyTables.length, emptyBoxes: emptyBoxes.length, longTexts: texts.length, busy};
-}"""
+}""".replace("__BUSY__", json.dumps(BUSY))
 
 FULL_JS = f"() => {{ const c = ({CONTENT_JS})(); return !c.busy && c.plots + c.tables + c.longTexts > 0 " \
           "&& c.emptyPlots === 0 && c.emptyBoxes === 0 " \
           "&& c.emptyTables === 0; }"
 SOME_JS = f"() => {{ const c = ({CONTENT_JS})(); return !c.busy && c.plots - c.emptyPlots > 0; }}"  # BEFORE_A_RUN
-IDLE_JS = "() => !document.querySelector('.wrap.generating, .progress-text, .eta-bar')"
+IDLE_JS = f"() => !document.querySelector({json.dumps(BUSY)})"
 
 
 def visible(locator):

@@ -17,6 +17,7 @@ from typing import Callable
 import pytest
 
 import app
+from tests.e2e.first_open import IDLE_JS
 
 pytestmark = pytest.mark.e2e
 
@@ -55,7 +56,7 @@ def plots_with_data(page) -> int:
 
 def wait_idle(page) -> None:
     """Until no component shows Gradio's pending/progress tracker."""
-    page.wait_for_function("() => !document.querySelector('.wrap.generating, .progress-text, .eta-bar')")
+    page.wait_for_function(IDLE_JS)
 
 
 def errors_shown(page) -> list[str]:

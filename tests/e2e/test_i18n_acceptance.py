@@ -33,6 +33,7 @@ import app
 from core.text import i18n
 from tests.e2e import learner_path
 from tests.e2e.conftest import VIEWPORT
+from tests.e2e.first_open import IDLE_JS
 from tests.test_i18n_literals import english_words
 
 pytestmark = pytest.mark.e2e
@@ -150,7 +151,7 @@ def pages(browser, served_app):
 
 
 def wait_idle(page) -> None:
-    page.wait_for_function("() => !document.querySelector('.wrap.generating, .progress-text, .eta-bar')")
+    page.wait_for_function(IDLE_JS)
 
 
 def open_tab(page, tab: str, lang: str) -> None:

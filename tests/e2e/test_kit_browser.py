@@ -19,7 +19,7 @@ from demo.kit import state_links
 from tests.app_events import views
 from tests.e2e import learner_path
 from tests.e2e.conftest import fresh_page
-from tests.e2e.first_open import IDLE_JS
+from tests.e2e.first_open import BUSY, IDLE_JS
 
 pytestmark = pytest.mark.e2e
 SPREAD = "test"  # each test a unit of work of its own (tests/conftest.py): the two workers share them
@@ -159,13 +159,13 @@ new MutationObserver(() => {
   const selected = [...document.querySelectorAll('button[role="tab"][aria-selected="true"]')]
     .map((b) => b.dataset.tabId);
   const tab = selected.includes('embeddings') && selected.includes('nnlm');
-  const busy = [...document.querySelectorAll('.wrap.generating, .progress-text, .eta-bar')]
+  const busy = [...document.querySelectorAll(__BUSY__)]
     .some((e) => e.checkVisibility());
   window.__linkSeen.tabWhileBusy ||= tab && busy;
   window.__linkSeen.drawn ||= [...document.querySelectorAll('.gtitle')]
     .some((e) => e.textContent.includes(window.__lossTitle));
 }).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
-"""
+""".replace("__BUSY__", json.dumps(BUSY))
 
 
 def test_a_link_shows_its_tab_before_its_view_computes(browser, served_app):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import VIEWPORT, _unavailable
-from tests.e2e.first_open import FULL_JS, visible
+from tests.e2e.first_open import FULL_JS, IDLE_JS, visible
 from tests.e2e.test_table_csv import download_rows
 from tests.hub_server import HubServer
 from tests.live_app import app_env, running_app
@@ -95,7 +95,7 @@ def test_a_hub_download_shows_its_progress_through_the_proxy(page, proxied, hub)
     done, total = map(float, re.search(r": ([\d.]+) of ([\d.]+) MB", progress.inner_text()).groups())
     assert 0 < done < total
     hub.release()
-    page.wait_for_function("() => !document.querySelector('.wrap.generating, .progress-text, .eta-bar')")
+    page.wait_for_function(IDLE_JS)
     # the tagger ran on the downloaded checkpoint: its words are shown as tagged text, and no error card
     tagged = visible(page.locator(".textfield, [data-testid='highlighted-text']"))
     tagged.wait_for()
