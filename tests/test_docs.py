@@ -1,0 +1,69 @@
+"""The documents say what the repository holds: every file or folder they name exists (a `module.name` names
+something defined in that module), and the README's counts are the built app's (the tour's stops, the checks per
+tab, the tour's slides in docs/TEACHERS.md). A move or a new stop that the docs did not follow fails here, not in a
+reader's hands."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import app
+from core import checks
+from demo.kit import tour
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),
+        "benchmarks/README.md", "assets/README.md"]
+# a path of ours: one of the top-level folders, not inside a URL or another path (huggingface.co/docs/… is not docs/)
+REFERENCE = re.compile(r"(?<![\w/.-])((?:core|demo|tests|assets|scripts|benchmarks|docs)/[\w./-]*\w\*?)")
+
+
+def ignored_prefixes() -> list[str]:
+    """The folders of ours .gitignore keeps out of the repository, which the docs name as outputs
+    (tests/e2e/_artifacts/, benchmarks/results/)."""
+    lines = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    return [entry for line in lines if "/" in (entry := line.strip().strip("/"))]
+
+
+def found(reference: str) -> bool:
+    """A file or folder, a module without its .py (``core/tasks/qa``), a glob (``assets/kit*``), or
+    ``path/module.name`` (``demo/server/first_page.PageCache``) whose module defines name."""
+    if reference.endswith("*") and any(ROOT.glob(reference)):
+        return True
+    reference = reference.rstrip("*")  # or Markdown's bold after a name: **core/tasks/qa.answer_many**
+    if (ROOT / reference).exists() or (ROOT / f"{reference}.py").is_file():
+        return True
+    module, _, name = reference.rpartition(".")
+    source = ROOT / f"{module}.py"
+    if not module or not source.is_file():
+        return False
+    return re.search(rf"^\s*(?:async def|def|class)\s+{re.escape(name)}\b|^{re.escape(name)}\s*[:=]",
+                     source.read_text(encoding="utf-8"), re.MULTILINE) is not None
+
+
+def test_every_path_the_docs_name_exists():
+    outputs = ignored_prefixes()
+    checked, missing = 0, []
+    for doc in DOCS:
+        for reference in sorted(set(REFERENCE.findall((ROOT / doc).read_text(encoding="utf-8")))):
+            if reference.startswith(tuple(outputs)):
+                continue
+            checked += 1
+            if not found(reference):
+                missing.append(f"{doc}: {reference}")
+    assert len(DOCS) >= 6 and checked >= 120, (DOCS, checked)  # a scan that read nothing would pass
+    assert missing == []
+
+
+def test_the_readme_and_the_teachers_guide_count_what_the_app_has():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    stops = re.search(r"walks the whole arc in (\d+) stops", readme)
+    assert stops and int(stops.group(1)) == len(tour.STOPS)
+    asking = sum(1 for stop in tour.STOPS if stop.check)
+    assert int(re.search(r"at (\d+) of them you predict first", readme).group(1)) == asking
+    teachers = (ROOT / "docs" / "TEACHERS.md").read_text(encoding="utf-8")  # the tour's deck: the stops with an example
+    in_deck = re.search(r"one slide per stop that shows an example, (\d+) in all", teachers)
+    assert in_deck and int(in_deck.group(1)) == len(tour.STOPS) - asking
+    per_tab = [len(checks.checks_for(app.tab_id(module))) for module in app.TABS]
+    fewest, most = re.search(r"(\d+)–(\d+) checks where the learner predicts", readme).groups()
+    assert (int(fewest), int(most)) == (min(per_tab), max(per_tab)), per_tab
