@@ -1,7 +1,7 @@
 """The documents say what the repository holds: every file or folder they name exists (a `module.name` names
 something defined in that module), and the README's counts are the built app's (the tour's stops, the checks per
-tab, the tour's slides in docs/TEACHERS.md). A move or a new stop that the docs did not follow fails here, not in a
-reader's hands."""
+tab, the tour's slides in docs/TEACHERS.md, every flag and its default). A move, a new stop or a new flag that the
+docs did not follow fails here, not in a reader's hands."""
 from __future__ import annotations
 
 import re
@@ -67,3 +67,31 @@ def test_the_readme_and_the_teachers_guide_count_what_the_app_has():
     per_tab = [len(checks.checks_for(app.tab_id(module))) for module in app.TABS]
     fewest, most = re.search(r"(\d+)–(\d+) checks where the learner predicts", readme).groups()
     assert (int(fewest), int(most)) == (min(per_tab), max(per_tab)), per_tab
+
+
+def shown_default(value) -> str:
+    """A flag's default as README's table writes it."""
+    if value is True or value is False:
+        return "on" if value else "off"
+    if value in (None, ""):
+        return "none"
+    return f"{value:g}" if isinstance(value, float) else str(value).strip("`")
+
+
+def test_the_readme_lists_every_flag_of_the_app_with_its_default(monkeypatch):
+    for name in ("GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT", "PLM_DEVICE", "PLM_MAX_EVENTS_PER_ADDRESS",
+                 "GRADIO_ROOT_PATH", "PLM_TRUSTED_PROXY", "PLM_CLASS_DB"):
+        monkeypatch.delenv(name, raising=False)  # the defaults a learner gets, not this machine's
+    defaults = vars(app.parse_args([]))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| flag | default |"):].split("\n\n", 1)[0].splitlines()[2:]
+    listed = {}
+    for row in table:
+        flags_cell, default_cell = row.split(" | ")[:2]
+        flags, shown = re.findall(r"`(--[\w-]+)`", flags_cell), [d.strip().strip("`") for d in default_cell.split(",")]
+        listed.update(zip(flags, shown if len(shown) == len(flags) else shown * len(flags)))
+    assert len(table) >= 10 and sorted(listed) == sorted(f"--{key.replace('_', '-')}" for key in defaults)
+    for key, value in defaults.items():
+        flag = f"--{key.replace('_', '-')}"
+        if listed[flag] != "see below":  # --class-db: a default that depends on the host, told in words
+            assert listed[flag] == shown_default(value), (flag, listed[flag], value)
