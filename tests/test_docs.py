@@ -55,17 +55,24 @@ def test_every_path_the_docs_name_exists():
     assert missing == []
 
 
+def said(words: str, document: str) -> re.Match:
+    """``words`` (a pattern whose spaces may be any whitespace: the docs are wrapped at 120 columns) in ``document``."""
+    found_ = re.search(words.replace(" ", r"\s+"), document)
+    assert found_, f"the docs no longer say {words!r}"
+    return found_
+
+
 def test_the_readme_and_the_teachers_guide_count_what_the_app_has():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    stops = re.search(r"walks the whole arc in (\d+) stops", readme)
-    assert stops and int(stops.group(1)) == len(tour.STOPS)
+    teachers = (ROOT / "docs" / "TEACHERS.md").read_text(encoding="utf-8")
     asking = sum(1 for stop in tour.STOPS if stop.check)
-    assert int(re.search(r"at (\d+) of them you predict first", readme).group(1)) == asking
-    teachers = (ROOT / "docs" / "TEACHERS.md").read_text(encoding="utf-8")  # the tour's deck: the stops with an example
-    in_deck = re.search(r"one slide per stop that shows an example, (\d+) in all", teachers)
-    assert in_deck and int(in_deck.group(1)) == len(tour.STOPS) - asking
+    assert int(said(r"walks the whole arc in (\d+) stops", readme).group(1)) == len(tour.STOPS)
+    assert int(said(r"at (\d+) of them you predict first", readme).group(1)) == asking
+    # the tour's deck: a slide for each stop with an example
+    assert int(said(r"one slide per stop that shows an example, (\d+) in all", teachers).group(1)) == \
+        len(tour.STOPS) - asking
     per_tab = [len(checks.checks_for(app.tab_id(module))) for module in app.TABS]
-    fewest, most = re.search(r"(\d+)–(\d+) checks where the learner predicts", readme).groups()
+    fewest, most = said(r"(\d+)–(\d+) checks where the learner predicts", readme).groups()
     assert (int(fewest), int(most)) == (min(per_tab), max(per_tab)), per_tab
 
 
