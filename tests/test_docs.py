@@ -1,6 +1,6 @@
 """The documents say what the repository holds: every file or folder they name exists (a `module.name` names
 something defined in that module), and the README's counts are the built app's (the tour's stops, the checks per
-tab, the tour's slides in docs/TEACHERS.md, every flag and its default). A move, a new stop or a new flag that the
+tab, the tour's slides in docs/TEACHERS.md, every flag and its default, the tabs in order). A move, a new stop or a new flag that the
 docs did not follow fails here, not in a reader's hands."""
 from __future__ import annotations
 
@@ -102,3 +102,12 @@ def test_the_readme_lists_every_flag_of_the_app_with_its_default(monkeypatch):
         flag = f"--{key.replace('_', '-')}"
         if listed[flag] != "see below":  # --class-db: a default that depends on the host, told in words
             assert listed[flag] == shown_default(value), (flag, listed[flag], value)
+
+
+def test_the_readme_teaches_the_tabs_the_app_has_in_its_order():
+    from core.text.i18n import text
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| tab | what you do |"):].split("\n\n", 1)[0].splitlines()[2:]
+    assert [row.split(" | ")[0].lstrip("| ") for row in table] == [text(f"tabs.{app.tab_id(module)}", "en")
+                                                                   for module in app.TABS]
