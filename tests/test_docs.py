@@ -1,7 +1,7 @@
 """The documents say what the repository holds: every file or folder they name exists (a `module.name` names
-something defined in that module), and the README's counts are the built app's (the tour's stops, the checks per
-tab, the tour's slides in docs/TEACHERS.md, every flag and its default, the tabs in order). A move, a new stop or a new flag that the
-docs did not follow fails here, not in a reader's hands."""
+something defined in that module), and what README.md and docs/TEACHERS.md count or list is the built app's: the
+tour's stops and deck, the checks per tab, every flag with its default, the tabs in order. A move, a new stop or a
+new flag that the docs did not follow fails here, not in a reader's hands."""
 from __future__ import annotations
 
 import re
