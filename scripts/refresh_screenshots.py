@@ -9,6 +9,9 @@ scenarios with PLM_SCREENSHOTS pointing at docs/, so the tracked images change o
 
     python scripts/refresh_screenshots.py            # both sets
     python scripts/refresh_screenshots.py --i18n     # only the 中文 / English pairs
+
+It refuses to run without a CJK font and an emoji font (.ci/run's apt line installs both): Chromium would draw the
+Chinese text and the buttons' symbols (➕, 🔗, 🎞) as empty boxes, which a learner's machine does not.
 """
 from __future__ import annotations
 
@@ -29,7 +32,24 @@ def pytest(test_file: str, selection: str, folder: Path) -> int:
     return subprocess.call(command, cwd=ROOT, env=env)
 
 
+FONTS = {"a CJK font (apt-get install fonts-wqy-microhei)": ":lang=zh", "an emoji font (apt-get install "
+         "fonts-noto-color-emoji)": ":charset=1f517"}  # fontconfig patterns: Chinese, and 🔗 (U+1F517)
+
+
+def missing_fonts() -> list[str]:
+    """The fonts of FONTS that fontconfig cannot find (all of them where fc-list itself is missing)."""
+    def has(pattern: str) -> bool:
+        try:
+            return bool(subprocess.run(["fc-list", pattern], capture_output=True, text=True).stdout.strip())
+        except FileNotFoundError:
+            return False
+    return [name for name, pattern in FONTS.items() if not has(pattern)]
+
+
 def main(argv: list[str]) -> int:
+    if missing := missing_fonts():
+        print(f"not refreshing: Chromium needs {' and '.join(missing)} to draw every character", file=sys.stderr)
+        return 1
     status = 0
     if "--i18n" not in argv:
         status |= pytest("tests/e2e/test_browser.py", "test_tab_runs_its_example_and_renders", SHOTS)
