@@ -38,6 +38,16 @@ ERRORS_JS = """() => [...document.querySelectorAll('.toast-body')].filter(
   el => /error|错误/i.test(el.className + ' ' + (el.querySelector('.toast-title')?.textContent || '')))
   .map(el => el.textContent.trim().slice(0, 200))"""
 CLOSE_TOASTS_JS = "() => document.querySelectorAll('.toast-close').forEach(b => b.click())"
+# Markdown the page shows as its source: visible text (outside code, boxes and formulas) holding "**", a bold that
+# CommonMark did not close (a 中文 "**标签：**文字" does not; tests/text/test_i18n.py checks the tables the same way).
+LITERAL_BOLD_JS = """() => { const found = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const el = node.parentElement;
+    if (node.textContent.includes('**') && el && el.offsetParent !== null
+        && !el.closest('code, pre, textarea, input, .katex, script, style')) found.push(node.textContent.trim().slice(0, 80));
+  }
+  return found; }"""
 # How often a condition is checked while waiting: every 100 ms, not on every animation frame (Playwright's default),
 # since SETTLED_JS walks the whole page and its layout; the conditions are the same, found at most 0.1 s later.
 POLL_MS = 100
@@ -109,6 +119,9 @@ def problems(page, target: Target) -> list[str]:
     found += waited(page, SETTLED_JS, None, f"{target.link}: results filled")
     if target.texts and not any(page.evaluate(HAS_VALUE_JS, text) for text in target.texts):
         found.append(f"{target.link}: none of its texts {[t[:30] for t in target.texts]} is in a visible box")
+    literal = page.evaluate(LITERAL_BOLD_JS)
+    if literal:
+        found.append(f"{target.link}: Markdown shown as its source {literal[:3]}")
     errors = page.evaluate(ERRORS_JS)
     if errors:
         found.append(f"{target.link}: error toast {errors}")
