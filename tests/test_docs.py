@@ -62,6 +62,11 @@ def said(words: str, document: str) -> re.Match:
     return found_
 
 
+def table_rows(document: str, header: str) -> list[str]:
+    """The rows of the Markdown table whose header line starts with ``header`` (its separator line left out)."""
+    return document[document.index(header):].split("\n\n", 1)[0].splitlines()[2:]
+
+
 def test_the_readme_and_the_teachers_guide_count_what_the_app_has():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     teachers = (ROOT / "docs" / "TEACHERS.md").read_text(encoding="utf-8")
@@ -91,7 +96,7 @@ def test_the_readme_lists_every_flag_of_the_app_with_its_default(monkeypatch):
         monkeypatch.delenv(name, raising=False)  # the defaults a learner gets, not this machine's
     defaults = vars(app.parse_args([]))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("| flag | default |"):].split("\n\n", 1)[0].splitlines()[2:]
+    table = table_rows(readme, "| flag | default |")
     listed = {}
     for row in table:
         flags_cell, default_cell = row.split(" | ")[:2]
@@ -108,6 +113,6 @@ def test_the_readme_teaches_the_tabs_the_app_has_in_its_order():
     from core.text.i18n import text
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("| tab | what you do |"):].split("\n\n", 1)[0].splitlines()[2:]
+    table = table_rows(readme, "| tab | what you do |")
     assert [row.split(" | ")[0].lstrip("| ") for row in table] == [text(f"tabs.{app.tab_id(module)}", "en")
                                                                    for module in app.TABS]
