@@ -45,7 +45,9 @@ LITERAL_BOLD_JS = """() => { const found = [];
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     const el = node.parentElement;
     if (node.textContent.includes('**') && el && el.offsetParent !== null
-        && !el.closest('code, pre, textarea, input, .katex, script, style')) found.push(node.textContent.trim().slice(0, 80));
+        && !el.closest('code, pre, textarea, input, .katex, script, style')) {
+      found.push(node.textContent.trim().slice(0, 80));
+    }
   }
   return found; }"""
 # How often a condition is checked while waiting: every 100 ms, not on every animation frame (Playwright's default),

@@ -55,7 +55,8 @@ def build_deck(browser, served_app, lang: str, kind: str, tab: str, folder: Path
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1500)  # the tour's examples (demo/kit/tour.STOPS) computed once per language, then LibreOffice's one start
+# the tour's examples (demo/kit/tour.STOPS) computed once per language, then LibreOffice's one start
+@pytest.mark.timeout(1500)
 def test_one_click_decks_open_in_libreoffice(browser, served_app, office, tmp_path):
     from pptx import Presentation
 
@@ -74,7 +75,8 @@ def test_one_click_decks_open_in_libreoffice(browser, served_app, office, tmp_pa
                                check=True).stdout.split("\f")
         assert squash(text("deck.closing_title", lang)) in squash(pages[len(slides) - 1])
         content = slides[1:-1]
-        assert len(content) >= (3 if kind == "lesson" else 20)  # the N-gram lesson has 3 steps, the tour a slide per stop with an example
+        # the N-gram lesson has 3 steps; the tour a slide per stop with an example
+        assert len(content) >= (3 if kind == "lesson" else 20)
         pictures = 0
         for number, slide in enumerate(content, 2):
             page_text = squash(pages[number - 1])

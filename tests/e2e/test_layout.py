@@ -2,8 +2,8 @@
 
 At 390×844 every top-level tab is reached in at most two taps (the tab bars wrap instead of hiding tabs behind
 "⋯"; a tab that still sat in a menu would take two), no table cell is cut to "…", and scrolled to its end the page
-leaves nothing under the teacher's floating deck button. At 1440×900 the N-gram tab's
-first table shows its whole header. Every wait is on a condition of the page, never a fixed sleep.
+leaves nothing under the teacher's floating deck button. At 1440×900 the N-gram tab's first table shows its whole
+header. Every wait is on a condition of the page, never a fixed sleep.
 """
 from __future__ import annotations
 
