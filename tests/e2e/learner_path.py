@@ -148,8 +148,19 @@ def use_the_server(browser, url: str, locale: str) -> None:
         page.close()
 
 
+# Where to go before a step whose sub-tab is ``sub``: null if another sub-tab is already selected (the previous step
+# left the learner elsewhere), else the last other visible sub-tab beside it.
+AWAY_JS = """(sub) => { const b = [...document.querySelectorAll('button[role=tab]')]
+  .find(b => b.dataset.tabId === sub && b.offsetParent !== null);
+  if (b.getAttribute('aria-selected') !== 'true') return null;
+  const others = [...b.parentElement.querySelectorAll('button[role=tab]')]
+  .filter(o => o.dataset.tabId !== sub && o.offsetParent !== null);
+  return others.length ? others[others.length - 1].dataset.tabId : null; }"""
+
+
 def walk_lessons(page, steps: dict[str, list[Target]]) -> tuple[int, list[str]]:
-    """Click every "Show me", each from another sub-tab than the step's own, so the switch is seen."""
+    """Click every "Show me", each from another sub-tab than the step's own, so the switch is seen: where the step's
+    sub-tab is the one already selected, another is opened first (and its results awaited)."""
     found, clicked = [], 0
     for tab_id, targets in steps.items():
         click_tab(page, tab_id)
@@ -158,11 +169,7 @@ def walk_lessons(page, steps: dict[str, list[Target]]) -> tuple[int, list[str]]:
             box.locator("summary").first.click()
         for number, target in enumerate(targets, 1):
             if target.sub is not None:
-                away = page.evaluate("""(sub) => { const b = [...document.querySelectorAll('button[role=tab]')]
-                  .find(b => b.dataset.tabId === sub && b.offsetParent !== null);
-                  const others = [...b.parentElement.querySelectorAll('button[role=tab]')]
-                  .filter(o => o.dataset.tabId !== sub && o.offsetParent !== null);
-                  return others.length ? others[others.length - 1].dataset.tabId : null; }""", target.sub)
+                away = page.evaluate(AWAY_JS, target.sub)
                 if away:
                     click_tab(page, away)
                     found += waited(page, SETTLED_JS, None, f"sub-tab {away} of {tab_id} filled on open")

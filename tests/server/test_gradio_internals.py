@@ -63,6 +63,11 @@ def check_queue():
     source = inspect.getsource(Event.__init__)
     for name in ("self.session_hash", "self.request"):
         assert name in source, f"a queued Event no longer has {name.split('.')[1]}"
+    from gradio.queueing import Queue
+
+    assert 0 < queue.sleep_when_free <= 0.01, "Queue.sleep_when_free is gone or no longer a short pause in seconds"
+    assert "await asyncio.sleep(self.sleep_when_free)" in inspect.getsource(Queue.start_processing), \
+        "Queue.start_processing no longer pauses for self.sleep_when_free while it has no work"
 
 
 def check_per_block_api_info():
@@ -130,7 +135,7 @@ USES = [  # (what, where in demo/server/, the check)
      "gradio_inside.lazy_session_configs", check_session_state),
     ("Blocks.preprocess_data, Blocks.process_api (replaced per app)", "serving.guard_api", check_preprocess_and_process_api),
     ("Blocks._queue, Queue.push (replaced), event_queue_per_concurrency_id, active_jobs, Event.session_hash, "
-     "Event.request", "serving.admit", check_queue),
+     "Event.request, Queue.sleep_when_free (set)", "serving.admit, serving.quiet_queue", check_queue),
     ("Component.api_info (replaced per block)", "serving.typed_choices",
      check_per_block_api_info),
     ("Blocks.fns", "serving._is_training", check_fns),

@@ -159,6 +159,26 @@ def test_the_app_caps_sessions_through_its_real_queue(app):
     assert app._queue.push.__wrapped__ is not None and app._queue.max_size == serving.QUEUE_MAX_SIZE
 
 
+def test_the_idle_queue_looks_for_work_every_10_ms_not_every_1_ms(app, monkeypatch):
+    """Gradio's own loop, run on the built app's queue with nothing queued: each pause it takes is 10 ms (Gradio's
+    default off Windows is 1 ms, a thousand wake-ups a second on an idle server)."""
+    import asyncio
+
+    queue, pauses = app._queue, []
+    assert len(queue) == 0
+
+    async def pause(seconds, *args):
+        pauses.append(seconds)
+        queue.stopped = len(pauses) >= 5
+
+    monkeypatch.setattr(asyncio, "sleep", pause)
+    try:
+        run_async(queue.start_processing())
+    finally:
+        queue.stopped = False
+    assert pauses == [0.01] * 5
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Uploads cleaned
 
