@@ -9,8 +9,8 @@ link, in one language, on a server that has already served other sessions:
   offline app cannot have the model, the card naming `hf download <id>` is shown and the empty outputs are hidden.
 
 Every preset link is opened in the page the way a click on an in-page link opens it (``window.plmOpenLink``, the
-router every ``?tab=…`` link in the page goes through: no page load); one link per tab is also opened as a fresh
-page load. Waits are on conditions; nothing sleeps for a fixed time.
+router every ``?tab=…`` link in the page goes through: no page load), here or, for a tour stop's, by the tour's walk;
+one link per tab is also opened as a fresh page load. Waits are on conditions; nothing sleeps for a fixed time.
 """
 from __future__ import annotations
 
@@ -204,11 +204,21 @@ def load_links(browser, url: str, locale: str, targets: list[Target]) -> tuple[i
 TAB_IDS = [app.tab_id(module) for module in app.TABS]  # the built app's tabs, in order
 
 
+def toured(tab: str) -> set[str]:
+    """The slugs of ``tab``'s preset links that the guided tour opens in the page: its stops that are not checks. The
+    tour's walk (tests/e2e/test_tour_browser.py, both languages) opens each through the same router and checks it
+    with ``problems``, so the link walk leaves them to it (31 of the 192 links, in 2026-11)."""
+    from demo.kit import tour
+
+    return {stop.preset for stop in tour.STOPS if stop.tab == tab and not stop.check}
+
+
 def tab_links(browser, url: str, locale: str, targets: list[Target], tab: str) -> tuple[int, int, list[str]]:
     """One tab's preset links: its last link (most often in a later sub-tab) loaded as a fresh page, then every one
-    of its links opened in that page, one after another, as in-page clicks do: (links opened in the page, links
-    loaded as a page, problems). One test per tab, so that the two test workers share the time all the links take;
-    one page load per tab serves both kinds of opening (a tab with one link opens it in a page opened bare)."""
+    of its links the tour does not open (``toured``) opened in that page, one after another, as in-page clicks do:
+    (links opened in the page, links loaded as a page, problems). One test per tab, so that the two test workers
+    share the time all the links take; one page load per tab serves both kinds of opening (a tab with one link
+    opens it in a page opened bare)."""
     mine = [target for target in targets if target.tab == tab]
     if len(mine) < 2:
         loaded, found = load_links(browser, url, locale, mine)
@@ -217,7 +227,7 @@ def tab_links(browser, url: str, locale: str, targets: list[Target], tab: str) -
         page = fresh_page(browser, url + mine[-1].link, locale)
         loaded, found = 1, problems(page, mine[-1])
     try:
-        opened, more = open_links(page, mine)
+        opened, more = open_links(page, [target for target in mine if target.slug not in toured(tab)])
     finally:
         page.close()
     return opened, loaded, found + more

@@ -3,10 +3,11 @@
 The walk starts from the Overview's "Start the guided tour" link and goes through every stop, alternately with → and
 the Next button. At each stop: the panel says "stop k of N" and the stop's title in the page's language; the stop's
 tab and sub-tab are selected and the preset's results are on screen (tests/e2e/learner_path.py's checks: no error
-toast, the preset's text in its box, no empty plot or table); the outlined block is the one the stop names, and it
-is on screen, above the panel, not under it. Then ← goes back one stop, Esc leaves the tour where it is, and a new
-page resumes at the remembered stop. On a phone (390×844) a stop's outlined block is above the docked panel, and the
-panel folds. Every wait is on a condition of the page.
+toast, the preset's text in its box, no empty plot or table; for the presets of these stops, the walk of every
+preset link leaves these checks to this one: learner_path.toured); the outlined block is the one the stop names, and
+it is on screen, above the panel, not under it. Then ← goes back one stop, Esc leaves the tour where it is, and a
+new page resumes at the remembered stop. On a phone (390×844) a stop's outlined block is above the docked panel, and
+the panel folds. Every wait is on a condition of the page.
 """
 from __future__ import annotations
 
