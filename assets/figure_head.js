@@ -120,6 +120,42 @@
     return out;
   };
 
+  // Narrow plots (a phone, a tablet's half-width column): the server wraps a title for 560 px a line
+  // (demo/kit/figures.py wrap_title); each line wider than the plot is wrapped again, the same way (at spaces, or
+  // between any two characters of 中文, and after a "/" of a model's id), and the top margin and the height grow by
+  // the lines added.
+  const ruler = document.createElement("canvas").getContext("2d");
+  const PIECES = /[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef/]+\/?|\/|\s+/g;
+  const fitTitle = (gd, layout) => {
+    const title = layout.title, words = title && typeof title === "object" ? title.text : null;
+    const t = layout.template?.layout?.title || {};
+    if (typeof words !== "string" || /<(span|a)\s/i.test(words)) return layout;
+    const size = title.font?.size || t.font?.size || 19;
+    const x = title.x ?? t.x ?? 0.5, anchor = title.xanchor ?? t.xanchor ?? "auto";
+    const share = anchor === "left" ? 1 - x : anchor === "right" ? x : 2 * Math.min(x, 1 - x);
+    const room = gd.clientWidth * share - 8;
+    ruler.font = `${size}px ${title.font?.family || t.font?.family || layout.template?.layout?.font?.family
+      || getComputedStyle(gd).fontFamily}`;
+    const wide = (line) => ruler.measureText(line.replace(/<[^>]+>/g, "")).width > room;
+    const given = words.split(/<br\s*\/?>/i), lines = [];
+    for (const text of given) {
+      let line = "";
+      for (const piece of wide(text) ? text.match(PIECES) || [] : [text]) {
+        const space = !piece.trim();
+        if (line.trim() && !space && wide(line + piece)) { lines.push(line.trimEnd()); line = ""; }
+        line += space && !line ? "" : piece;
+      }
+      lines.push(line.trimEnd());
+    }
+    const grow = Math.ceil((lines.length - given.length) * size * 1.3);  // plotly's line spacing: 1.3 em
+    if (!grow || room < 4 * size) return layout;
+    const margin = {...(layout.margin || {})};
+    margin.t = (margin.t ?? layout.template?.layout?.margin?.t ?? 80) + grow;
+    const out = {...layout, title: {...title, text: lines.join("<br>")}, margin};
+    if (typeof layout.height === "number") out.height = layout.height + grow;
+    return out;
+  };
+
   const wrap = (P) => {
     if (!P || !P.react || P.__svgExport) return P;
     svgButton.icon = P.Icons.camera;
@@ -130,6 +166,7 @@
       dataButton.title = access[lang].data_button;
       if (config && config.toImageButtonOptions) config = {...config, modeBarButtonsToAdd: [svgButton, dataButton]};
       if (config && lang === "zh") config = {...config, locale: "zh-CN", locales: {"zh-CN": zhModebar}};
+      if (layout && gd.clientWidth) layout = fitTitle(gd, layout);
       if (layout && document.body.classList.contains("dark")) layout = darken(layout, gd);
       const drawn = react.call(this, gd, data, layout, config);
       Promise.resolve(drawn).then(() => describe(gd)).catch(() => {});

@@ -13,7 +13,10 @@ this script adds in the browser, by wrapping ``Plotly.react``:
 - **keyboard**: the modebar's buttons are reached with Tab and pressed with Enter or Space, and the modebar shows
   while one of them has the focus (assets/style.css);
 - **dark mode** (``?__theme=dark``): the figure is drawn on the page's dark block colour with light text, axes and
-  grid (a dark plotly template); the heatmap scales and the Okabe–Ito colours read on both.
+  grid (a dark plotly template); the heatmap scales and the Okabe–Ito colours read on both;
+- **titles on narrow plots**: figures.wrap_title wraps a title for a laptop's plot (560 px a line); on a phone or a
+  tablet's column each line wider than the plot is wrapped again when the figure is drawn, and the figure grows by
+  the lines added (tests/e2e/test_layout.py).
 """
 from __future__ import annotations
 
