@@ -125,6 +125,7 @@
   // between any two characters of 中文, and after a "/" of a model's id), and the top margin and the height grow by
   // the lines added.
   const ruler = document.createElement("canvas").getContext("2d");
+  const CLOSING = /^[，。、：；！？）」』】》〉”’…·]$/;
   const PIECES = /[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef/]+\/?|\/|\s+/g;
   const fitTitle = (gd, layout) => {
     const title = layout.title, words = title && typeof title === "object" ? title.text : null;
@@ -141,8 +142,8 @@
     for (const text of given) {
       let line = "";
       for (const piece of wide(text) ? text.match(PIECES) || [] : [text]) {
-        const space = !piece.trim();
-        if (line.trim() && !space && wide(line + piece)) { lines.push(line.trimEnd()); line = ""; }
+        const space = !piece.trim(), closing = CLOSING.test(piece);  // "，" never starts a line
+        if (line.trim() && !space && !closing && wide(line + piece)) { lines.push(line.trimEnd()); line = ""; }
         line += space && !line ? "" : piece;
       }
       lines.push(line.trimEnd());
@@ -156,6 +157,32 @@
     return out;
   };
 
+  // A grid of small panels (demo/kit/figures.py subplot_grid, layout.meta.grid) gets fewer columns where each panel
+  // would be narrower than PANEL_PX (one column on a phone); its panels keep their height, and the figure grows by
+  // the rows added.
+  const PANEL_PX = 150;
+  const restack = (gd, layout) => {
+    const grid = layout.meta?.grid, base = layout.template?.layout?.margin || {};
+    const plot = gd.clientWidth - (layout.margin?.l ?? base.l ?? 80) - (layout.margin?.r ?? base.r ?? 80);
+    const cols = grid ? Math.max(1, Math.floor(plot / PANEL_PX)) : 0;
+    if (!grid || cols >= grid.cols || typeof layout.height !== "number") return layout;
+    const before = Math.ceil(grid.panels / grid.cols), rows = Math.ceil(grid.panels / cols);
+    const edges = (layout.margin?.t ?? base.t ?? 80) + (layout.margin?.b ?? base.b ?? 80);
+    const scale = rows / before, vs = grid.vs / scale;  // the gap between rows keeps its pixels
+    const out = {...layout, height: Math.round(edges + (layout.height - edges) * scale)};
+    const w = (1 - grid.hs * (cols - 1)) / cols, h = (1 - vs * (rows - 1)) / rows;
+    const clip = (v) => Math.min(1, Math.max(0, Math.round(v * 1e6) / 1e6));
+    const notes = [...(layout.annotations || [])];
+    for (let i = 0; i < grid.panels; i++) {
+      const s = i ? String(i + 1) : "", left = (i % cols) * (w + grid.hs), top = 1 - Math.floor(i / cols) * (h + vs);
+      out["xaxis" + s] = {...layout["xaxis" + s], domain: [clip(left), clip(left + w)]};
+      out["yaxis" + s] = {...layout["yaxis" + s], domain: [clip(top - h), clip(top)]};
+      if (notes[i]) notes[i] = {...notes[i], x: left + w / 2, y: top};
+    }
+    out.annotations = notes;
+    return out;
+  };
+
   const wrap = (P) => {
     if (!P || !P.react || P.__svgExport) return P;
     svgButton.icon = P.Icons.camera;
@@ -166,7 +193,7 @@
       dataButton.title = access[lang].data_button;
       if (config && config.toImageButtonOptions) config = {...config, modeBarButtonsToAdd: [svgButton, dataButton]};
       if (config && lang === "zh") config = {...config, locale: "zh-CN", locales: {"zh-CN": zhModebar}};
-      if (layout && gd.clientWidth) layout = fitTitle(gd, layout);
+      if (layout && gd.clientWidth) layout = fitTitle(gd, restack(gd, layout));
       if (layout && document.body.classList.contains("dark")) layout = darken(layout, gd);
       const drawn = react.call(this, gd, data, layout, config);
       Promise.resolve(drawn).then(() => describe(gd)).catch(() => {});

@@ -14,9 +14,10 @@ this script adds in the browser, by wrapping ``Plotly.react``:
   while one of them has the focus (assets/style.css);
 - **dark mode** (``?__theme=dark``): the figure is drawn on the page's dark block colour with light text, axes and
   grid (a dark plotly template); the heatmap scales and the Okabe–Ito colours read on both;
-- **titles on narrow plots**: figures.wrap_title wraps a title for a laptop's plot (560 px a line); on a phone or a
-  tablet's column each line wider than the plot is wrapped again when the figure is drawn, and the figure grows by
-  the lines added (tests/e2e/test_layout.py).
+- **narrow plots** (a phone, a tablet's column): figures.wrap_title wraps a title for a laptop's plot (560 px a
+  line); each line wider than the plot is wrapped again when the figure is drawn. A grid of small panels
+  (figures.subplot_grid) takes fewer columns, one on a phone. The figure grows by what it adds
+  (tests/e2e/test_layout.py).
 """
 from __future__ import annotations
 

@@ -309,7 +309,8 @@ def subplot_grid(
 ) -> tuple[dict, list[tuple[str, str]]]:
     """The layout of a grid of titled panels, one per title (row-major), and each panel's (xaxis, yaxis) ids.
 
-    Pass the layout to ``go.Figure`` with traces that name their panel's axes. ``make_subplots`` builds the same
+    Pass the layout to ``go.Figure`` with traces that name their panel's axes; give it a ``height``, which a phone's
+    page grows when it stacks the panels in fewer columns. ``make_subplots`` builds the same
     grid through one validated update per panel; for the 8 attention heads that was ~25 ms of a 40 ms handler and
     the largest cost of serving the attention tab under load (py-spy). A plain layout dict is validated once.
     """
@@ -330,6 +331,9 @@ def subplot_grid(
                                 yanchor="bottom", showarrow=False, font=dict(size=BASE_FONT_SIZE + 1)))
         refs.append((f"x{suffix}", f"y{suffix}"))
     layout["annotations"] = annotations
+    # for a narrow screen, where assets/figure_head.js gives the grid fewer columns (the panel titles are the first
+    # annotations)
+    layout["meta"] = {"grid": {"cols": cols, "panels": len(titles), "hs": horizontal_spacing, "vs": vertical_spacing}}
     return layout, refs
 
 

@@ -100,12 +100,22 @@ TITLE_REACH_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
                 gd.querySelector('.gtitle').getBoundingClientRect().right - gd.getBoundingClientRect().right])"""
 
 
+# The panel titles of each visible grid of panels (demo/kit/figures.py subplot_grid) that overlap another's.
+PANELS_OVERLAP_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
+  .filter((gd) => gd.offsetParent !== null && gd.layout?.meta?.grid)
+  .map((gd) => [...gd.querySelectorAll('.annotation-text')].slice(0, gd.layout.meta.grid.panels)
+    .map((el) => [el.textContent, el.getBoundingClientRect()]))
+  .flatMap((titles) => titles.filter(([_, a], i) => titles.some(([__, b], j) => i !== j && a.left < b.right - 1
+    && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1)).map(([text]) => text))"""
+
+
 @pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
 def test_on_a_phone_every_figure_title_fits_its_figure(browser, served_app, locale):
     """The server wraps a title for a laptop's plot (560 px a line); on a phone assets/figure_head.js wraps it again
     to the plot's width. Before, the titles of 68 of the 95 figures of the app's tabs and sub-tabs ran off the right
     edge in English, 59 in 中文 (“第 6 层：“bank” 在每个头里看向哪里（每行和为 1）”: 143 px); here, the
-    Transformer tab's first view."""
+    Transformer tab's first view. And a grid of small panels takes one column: the masked LM's top 5 per hidden
+    character, in three columns of 90 px, wrote each panel's title over its neighbours'."""
     from tests.e2e import learner_path
 
     context = browser.new_context(viewport=PHONE, device_scale_factor=1, locale=locale)
@@ -115,6 +125,14 @@ def test_on_a_phone_every_figure_title_fits_its_figure(browser, served_app, loca
         page.goto(served_app.url + "?tab=transformer", wait_until="load")
         page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
         page.wait_for_function(f"({TITLE_REACH_JS})().length >= 3", polling=learner_path.POLL_MS)
+        reach = page.evaluate(TITLE_REACH_JS)
+        assert [(title, round(over)) for title, over in reach if over > 0] == [], reach
+        page.evaluate("(href) => window.plmOpenLink(href)", "?tab=mlm")
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some((gd) => "
+                               "gd.offsetParent !== null && gd.layout?.meta?.grid?.panels >= 3)",
+                               polling=learner_path.POLL_MS)
+        page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
+        assert page.evaluate(PANELS_OVERLAP_JS) == []
         reach = page.evaluate(TITLE_REACH_JS)
         assert [(title, round(over)) for title, over in reach if over > 0] == [], reach
     finally:
