@@ -25,6 +25,7 @@ import json
 
 from core.text.i18n import LANGUAGES, table, text
 from core.loading.paths import ASSETS_DIR
+from demo.kit.scripts import compact
 
 # Dark template colours: text slate-200 on the block's own background, axes slate-500, grid slate-700.
 DARK = {"ink": "#e2e8f0", "axis": "#64748b", "grid": "#334155", "paper": "#1e293b"}
@@ -44,13 +45,10 @@ def _config() -> dict:
 
 
 def head() -> str:
-    """The <head> script: the config, then assets/figure_head.js (inline: it must wrap ``Plotly.react`` before
-    Gradio loads plotly.js)."""
+    """The <head> script: the config, then assets/figure_head.js without its comments and indentation (inline: it
+    must wrap ``Plotly.react`` before Gradio loads plotly.js)."""
     data = json.dumps(_config(), ensure_ascii=False).replace("</", "<\\/")
-    lines = SCRIPT.read_text(encoding="utf-8").splitlines()
-    while lines[0].startswith("//"):  # the file's header comment stays out of every page
-        lines.pop(0)
-    return "<script>\nwindow.plmFigureConfig = " + data + ";\n" + "\n".join(lines) + "\n</script>"
+    return "<script>\nwindow.plmFigureConfig = " + data + ";\n" + compact(SCRIPT) + "\n</script>"
 
 
 HEAD = head()
