@@ -227,7 +227,8 @@ def tab_links(browser, url: str, locale: str, targets: list[Target], tab: str) -
         page = fresh_page(browser, url + mine[-1].link, locale)
         loaded, found = 1, problems(page, mine[-1])
     try:
-        opened, more = open_links(page, [target for target in mine if target.slug not in toured(tab)])
+        skipped = toured(tab)
+        opened, more = open_links(page, [target for target in mine if target.slug not in skipped])
     finally:
         page.close()
     return opened, loaded, found + more
