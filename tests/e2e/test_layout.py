@@ -100,6 +100,11 @@ TITLE_REACH_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
                 gd.querySelector('.gtitle').getBoundingClientRect().right - gd.getBoundingClientRect().right])"""
 
 
+def cut_titles(page) -> list[tuple[str, int]]:
+    """The visible figures' titles that reach past their figure, with how far (px)."""
+    return [(title, round(over)) for title, over in page.evaluate(TITLE_REACH_JS) if over > 0]
+
+
 # The panel titles of each visible grid of panels (demo/kit/figures.py subplot_grid) that overlap another's.
 PANELS_OVERLAP_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
   .filter((gd) => gd.offsetParent !== null && gd.layout?.meta?.grid)
@@ -125,16 +130,14 @@ def test_on_a_phone_every_figure_title_fits_its_figure(browser, served_app, loca
         page.goto(served_app.url + "?tab=transformer", wait_until="load")
         page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
         page.wait_for_function(f"({TITLE_REACH_JS})().length >= 3", polling=learner_path.POLL_MS)
-        reach = page.evaluate(TITLE_REACH_JS)
-        assert [(title, round(over)) for title, over in reach if over > 0] == [], reach
+        assert cut_titles(page) == []
         page.evaluate("(href) => window.plmOpenLink(href)", "?tab=mlm")
         page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some((gd) => "
                                "gd.offsetParent !== null && gd.layout?.meta?.grid?.panels >= 3)",
                                polling=learner_path.POLL_MS)
         page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
         assert page.evaluate(PANELS_OVERLAP_JS) == []
-        reach = page.evaluate(TITLE_REACH_JS)
-        assert [(title, round(over)) for title, over in reach if over > 0] == [], reach
+        assert cut_titles(page) == []
     finally:
         context.close()
 
