@@ -14,11 +14,26 @@
   const plain = (v) => String(v ?? "").replace(/<[^>]+>/g, " ").replace(/[\u200b]/g, "").replace(/\s+/g, " ").trim();
   const list = (v) => v == null ? [] : Array.from(v);
 
-  const svgButton = {name: "toSVG", title: "",
-    click: (gd) => {
-      const o = gd._context.toImageButtonOptions || {};
-      window.Plotly.downloadImage(gd, {format: "svg", width: o.width, height: o.height, filename: o.filename});
-    }};
+  // The PNG and SVG buttons export the figure at slide size as the server laid it out: where a narrow screen
+  // re-laid it (below: a wrapped title, stacked panels, fewer labels), that layout is put back first, so a PNG saved
+  // on a phone is the one a laptop saves. What the learner changed (zoom, hidden traces, dark mode) is kept.
+  const exported = (gd) => {
+    const given = gd.__plmGiven;
+    if (!given) return gd;
+    const layout = {...gd.layout, title: given.title, margin: given.margin, height: given.height,
+                    annotations: given.annotations};
+    for (const key of Object.keys(given)) {
+      if (/^[xy]axis\d*$/.test(key)) layout[key] = {...gd.layout[key], domain: given[key]?.domain};
+    }
+    return {data: gd.data, layout};
+  };
+  const download = (gd, format) => {
+    const o = gd._context.toImageButtonOptions || {};
+    window.Plotly.downloadImage(exported(gd), {format: format || o.format || "png", width: o.width, height: o.height,
+                                               scale: format === "svg" ? 1 : o.scale, filename: o.filename});
+  };
+  const pngButton = {name: "toPNG", title: "", click: (gd) => download(gd)};
+  const svgButton = {name: "toSVG", title: "", click: (gd) => download(gd, "svg")};
   const dataButton = {name: "dataTable", title: "", click: (gd) => toggleTable(gd),
     icon: {width: 1000, height: 1000,  // a table: a header bar over two rows of two cells
            path: "M0 50h1000v200H0zM0 350h450v250H0zM550 350h450v250H550zM0 700h450v250H0zM550 700h450v250H550z"}};
@@ -183,17 +198,42 @@
     return out;
   };
 
+  // A row of labels over the plot's columns (layout.meta.column_labels: the annotations, one per column, e.g. the
+  // layer × head map's H1…H12) keeps every k-th label where they would overlap: each shown one fits its k columns.
+  const thinLabels = (gd, layout) => {
+    const notes = layout.meta?.column_labels ? layout.annotations || [] : [];
+    const base = layout.template?.layout?.margin || {};
+    const plot = gd.clientWidth - (layout.margin?.l ?? base.l ?? 80) - (layout.margin?.r ?? base.r ?? 80);
+    const family = layout.template?.layout?.font?.family || getComputedStyle(gd).fontFamily;
+    const widest = Math.max(0, ...notes.map((n) => {
+      ruler.font = `${n.font?.size || 12}px ${family}`;
+      return ruler.measureText(String(n.text)).width;
+    }));
+    const every = notes.length ? Math.ceil((widest + 6) / (plot / notes.length)) : 1;
+    if (every <= 1 || !(plot > 0)) return layout;
+    return {...layout, annotations: notes.map((n, i) => i % every ? {...n, visible: false} : n)};
+  };
+  const PNG_TITLE = "Download plot as a png";  // plotly's own camera button's words (and its 中文 in common.plotly_*)
+
   const wrap = (P) => {
     if (!P || !P.react || P.__svgExport) return P;
-    svgButton.icon = P.Icons.camera;
+    svgButton.icon = pngButton.icon = P.Icons.camera;
     const react = P.react;
     P.react = function (gd, data, layout, config) {
       const lang = language();
       svgButton.title = titles[lang];
+      pngButton.title = lang === "zh" ? zhModebar.dictionary[PNG_TITLE] || PNG_TITLE : PNG_TITLE;
       dataButton.title = access[lang].data_button;
-      if (config && config.toImageButtonOptions) config = {...config, modeBarButtonsToAdd: [svgButton, dataButton]};
+      if (config && config.toImageButtonOptions) {
+        config = {...config, modeBarButtonsToRemove: [...(config.modeBarButtonsToRemove || []), "toImage"],
+                  modeBarButtonsToAdd: [pngButton, svgButton, dataButton]};
+      }
       if (config && lang === "zh") config = {...config, locale: "zh-CN", locales: {"zh-CN": zhModebar}};
-      if (layout && gd.clientWidth) layout = fitTitle(gd, restack(gd, layout));
+      if (layout && gd.clientWidth) {
+        const given = layout;
+        layout = fitTitle(gd, thinLabels(gd, restack(gd, layout)));
+        gd.__plmGiven = layout === given ? null : given;
+      }
       if (layout && document.body.classList.contains("dark")) layout = darken(layout, gd);
       const drawn = react.call(this, gd, data, layout, config);
       Promise.resolve(drawn).then(() => describe(gd)).catch(() => {});

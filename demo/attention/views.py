@@ -289,7 +289,8 @@ def _grid_figure(maps: att.AttentionMaps, hide_special: bool):
                         yaxis=dict(type="category", autorange="reversed", ticks="", showline=False, showgrid=False,
                                    tickvals=[y[l * step + n // 2] for l in range(L)],
                                    ticktext=[f"L{l + 1}" for l in range(L)]),
-                        annotations=head_labels, margin=dict(l=50, r=60, t=70, b=40), plot_bgcolor="white"))
+                        annotations=head_labels, margin=dict(l=50, r=60, t=70, b=40), plot_bgcolor="white",
+                        meta=dict(column_labels=A)))  # a narrow screen shows every k-th head label (figure_head.js)
     return styled(fig)
 
 

@@ -4,8 +4,9 @@ Gradio draws each figure with ``Plotly.react(div, data, layout, config)``, where
 JSON (demo/kit/figures.py's SlideFigure). What the JSON cannot carry (JavaScript functions, the page's theme and language)
 this script adds in the browser, by wrapping ``Plotly.react``:
 
-- **SVG export**: for every figure with our slide-size ``toImageButtonOptions``, a modebar button beside the PNG
-  camera that downloads the same figure as a vector SVG at the same size;
+- **PNG and SVG export**: for every figure with our slide-size ``toImageButtonOptions``, the camera button
+  (plotly's own, replaced) and an SVG button beside it download the figure at slide size, as the server laid it
+  out: a phone's re-layout (below) is not exported, so a phone saves the PNG a laptop saves;
 - **中文 modebar**: plotly's own button texts in the page's language (``common.plotly_*``);
 - **a text alternative** (issue #37): the figure gets ``role="figure"`` and an ``aria-label`` naming its title and
   summing up its numbers (a heatmap's size and range, a bar chart's bars, a line chart's series), and a "Data"
@@ -16,7 +17,8 @@ this script adds in the browser, by wrapping ``Plotly.react``:
   grid (a dark plotly template); the heatmap scales and the Okabe–Ito colours read on both;
 - **narrow plots** (a phone, a tablet's column): figures.wrap_title wraps a title for a laptop's plot (560 px a
   line); each line wider than the plot is wrapped again when the figure is drawn. A grid of small panels
-  (figures.subplot_grid) takes fewer columns, one on a phone. The figure grows by what it adds
+  (figures.subplot_grid) takes fewer columns, one on a phone. A row of column labels (``layout.meta.column_labels``,
+  the attention map's H1…H12) shows every k-th label where they would overlap. The figure grows by what it adds
   (tests/e2e/test_layout.py).
 """
 from __future__ import annotations

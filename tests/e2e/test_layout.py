@@ -105,13 +105,20 @@ def cut_titles(page) -> list[tuple[str, int]]:
     return [(title, round(over)) for title, over in page.evaluate(TITLE_REACH_JS) if over > 0]
 
 
-# The panel titles of each visible grid of panels (demo/kit/figures.py subplot_grid) that overlap another's.
+# The panel titles of each visible grid of panels (demo/kit/figures.py subplot_grid), and the column labels of each
+# visible figure that has them (layout.meta.column_labels: the attention map's H1…H12), that overlap another's.
 PANELS_OVERLAP_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
-  .filter((gd) => gd.offsetParent !== null && gd.layout?.meta?.grid)
-  .map((gd) => [...gd.querySelectorAll('.annotation-text')].slice(0, gd.layout.meta.grid.panels)
+  .filter((gd) => gd.offsetParent !== null && (gd.layout?.meta?.grid || gd.layout?.meta?.column_labels))
+  .map((gd) => [...gd.querySelectorAll('.annotation-text')]
+    .slice(0, gd.layout.meta.grid?.panels ?? gd.layout.meta.column_labels)
     .map((el) => [el.textContent, el.getBoundingClientRect()]))
   .flatMap((titles) => titles.filter(([_, a], i) => titles.some(([__, b], j) => i !== j && a.left < b.right - 1
     && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1)).map(([text]) => text))"""
+
+
+# A visible grid of three panels or more.
+SHOWN_GRID_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].some((gd) =>
+  gd.offsetParent !== null && gd.layout?.meta?.grid?.panels >= 3)"""
 
 
 @pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
@@ -132,14 +139,64 @@ def test_on_a_phone_every_figure_title_fits_its_figure(browser, served_app, loca
         page.wait_for_function(f"({TITLE_REACH_JS})().length >= 3", polling=learner_path.POLL_MS)
         assert cut_titles(page) == []
         page.evaluate("(href) => window.plmOpenLink(href)", "?tab=mlm")
-        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some((gd) => "
-                               "gd.offsetParent !== null && gd.layout?.meta?.grid?.panels >= 3)",
-                               polling=learner_path.POLL_MS)
+        page.wait_for_function(SHOWN_GRID_JS, polling=learner_path.POLL_MS)
         page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
         assert page.evaluate(PANELS_OVERLAP_JS) == []
         assert cut_titles(page) == []
     finally:
         context.close()
+
+
+def saved_png(page, title: str):
+    """The pixels of the PNG that the camera button (``title``) of the page's visible grid of panels downloads."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].find((gd) => gd.offsetParent !== null "
+                  "&& gd.layout?.meta?.grid).dataset.probe = 'grid'")
+    grid = page.locator(".js-plotly-plot[data-probe=grid]")
+    grid.hover()
+    with page.expect_download() as download:
+        grid.locator(f'.modebar-btn[data-title="{title}"]').click()
+    return np.asarray(Image.open(download.value.path()).convert("RGB"), dtype=np.int16)
+
+
+def test_a_figure_saved_on_a_phone_is_the_one_a_laptop_saves_and_the_head_labels_fit(browser, served_app):
+    """A phone re-lays a figure out (its title wrapped again, a grid's panels in one column). Its camera button used
+    to save that phone layout stretched to the slide's 1600 × 900: the masked LM's five panels one under another,
+    each 130 px tall. It now saves the figure as the server laid it out, the same PNG a laptop saves. And the layer ×
+    head map keeps only head labels that fit: on a phone H10, H11 and H12 were printed over one another."""
+    import numpy as np
+
+    from core.text.i18n import text
+    from tests.e2e import learner_path
+
+    title = text("common.plotly_download_png_lower", "zh")
+    saved = {}
+    for name, viewport in (("phone", PHONE), ("laptop", LAPTOP)):
+        context = browser.new_context(viewport=viewport, device_scale_factor=1, locale="zh-CN")
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        try:
+            page.goto(served_app.url + "?tab=mlm", wait_until="load")
+            page.wait_for_function(SHOWN_GRID_JS, polling=learner_path.POLL_MS)
+            page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
+            saved[name] = saved_png(page, title)
+            if name == "phone":
+                page.evaluate("(href) => window.plmOpenLink(href)", "?tab=attention&preset=it-was-tired")
+                page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some((gd) => "
+                                       "gd.offsetParent !== null && gd.layout?.meta?.column_labels && "
+                                       "gd.querySelectorAll('.annotation-text').length >= 4)",
+                                       polling=learner_path.POLL_MS)
+                page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
+                assert page.evaluate(PANELS_OVERLAP_JS) == []
+        finally:
+            context.close()
+    phone, laptop = saved["phone"], saved["laptop"]
+    assert phone.shape == laptop.shape == (1800, 3200, 3)  # figures.SLIDE_EXPORT: 1600 × 900 at scale 2
+    assert np.abs(phone - laptop).mean() < 0.5, np.abs(phone - laptop).mean()
 
 
 def test_on_a_laptop_the_ngram_counts_table_shows_its_whole_header(browser, served_app):
