@@ -213,6 +213,18 @@
     if (every <= 1 || !(plot > 0)) return layout;
     return {...layout, annotations: notes.map((n, i) => i % every ? {...n, visible: false} : n)};
   };
+  const narrow = (gd, layout) => fitTitle(gd, thinLabels(gd, restack(gd, layout)));
+  const shape = (layout) => JSON.stringify([layout.title, layout.height, layout.margin, layout.annotations,
+    ...Object.keys(layout).filter((key) => /^[xy]axis\d*$/.test(key)).map((key) => layout[key]?.domain)]);
+  // A figure whose width changed (a phone turned sideways or back, a window resized) is drawn again from the layout
+  // it was sent with, where its narrow layout (the title's lines, the grid's columns, the labels shown) changes.
+  const resized = new ResizeObserver((entries) => {
+    for (const {target: gd} of entries) {
+      const sent = gd.__plmSent;
+      if (!sent || !gd.clientWidth || !gd.data || shape(narrow(gd, sent.layout)) === gd.__plmShape) continue;
+      window.Plotly.react(gd, gd.data, sent.layout, sent.config);
+    }
+  });
   const PNG_TITLE = "Download plot as a png";  // plotly's own camera button's words (and its 中文 in common.plotly_*)
 
   const wrap = (P) => {
@@ -220,7 +232,7 @@
     svgButton.icon = pngButton.icon = P.Icons.camera;
     const react = P.react;
     P.react = function (gd, data, layout, config) {
-      const lang = language();
+      const lang = language(), sent = config;
       svgButton.title = titles[lang];
       pngButton.title = lang === "zh" ? zhModebar.dictionary[PNG_TITLE] || PNG_TITLE : PNG_TITLE;
       dataButton.title = access[lang].data_button;
@@ -229,10 +241,13 @@
                   modeBarButtonsToAdd: [pngButton, svgButton, dataButton]};
       }
       if (config && lang === "zh") config = {...config, locale: "zh-CN", locales: {"zh-CN": zhModebar}};
-      if (layout && gd.clientWidth) {
+      if (layout) {  // drawn hidden (a tab not open yet: no width), it is laid out when it is shown
         const given = layout;
-        layout = fitTitle(gd, thinLabels(gd, restack(gd, layout)));
+        if (gd.clientWidth) layout = narrow(gd, layout);
+        gd.__plmSent = {layout: given, config: sent};
         gd.__plmGiven = layout === given ? null : given;
+        gd.__plmShape = shape(layout);
+        if (!gd.__plmObserved) { resized.observe(gd); gd.__plmObserved = true; }
       }
       if (layout && document.body.classList.contains("dark")) layout = darken(layout, gd);
       const drawn = react.call(this, gd, data, layout, config);

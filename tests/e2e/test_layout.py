@@ -199,6 +199,48 @@ def test_a_figure_saved_on_a_phone_is_the_one_a_laptop_saves_and_the_head_labels
     assert np.abs(phone - laptop).mean() < 0.5, np.abs(phone - laptop).mean()
 
 
+# The number of lines of each visible figure's title.
+TITLE_LINES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
+  .filter((gd) => gd.offsetParent !== null && gd.querySelector('.gtitle'))
+  .map((gd) => Math.max(1, gd.querySelectorAll('.gtitle tspan.line').length))"""
+
+
+def test_a_tablet_turned_upright_and_back_wraps_its_titles_again(browser, served_app):
+    """A figure is laid out for the width it is drawn at. Turned from sideways (1280 px: the Transformer tab's
+    figures 600 px wide, every title on one line) to upright (800 px: 344 px wide), the figures wrap their titles to
+    the narrower plot; turned back, each takes the lines it had. Before, a figure kept the layout of the width it was
+    drawn at until it was drawn again: turned upright, its titles ran off the right edge."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    from tests.e2e import learner_path
+
+    sideways, upright = {"width": 1280, "height": 800}, {"width": 800, "height": 1280}
+    context = browser.new_context(viewport=sideways, device_scale_factor=1, locale="en-US")
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    try:
+        page.goto(served_app.url + "?tab=transformer", wait_until="load")
+        page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
+        page.wait_for_function(f"({TITLE_REACH_JS})().length >= 3", polling=learner_path.POLL_MS)
+        lines = page.evaluate(TITLE_LINES_JS)
+        assert cut_titles(page) == []
+        page.set_viewport_size(upright)
+        try:
+            page.wait_for_function(f"() => ({TITLE_REACH_JS})().every(([_, over]) => over <= 0)",
+                                   polling=learner_path.POLL_MS, timeout=15_000)
+        except PlaywrightTimeout:
+            pass  # the assertion names the titles
+        assert cut_titles(page) == []
+        wrapped = page.evaluate(TITLE_LINES_JS)
+        assert len(wrapped) == len(lines) and sum(wrapped) > sum(lines), (lines, wrapped)
+        page.set_viewport_size(sideways)
+        page.wait_for_function("(lines) => JSON.stringify((" + TITLE_LINES_JS + ")()) === JSON.stringify(lines)",
+                               arg=lines, polling=learner_path.POLL_MS, timeout=15_000)
+        assert cut_titles(page) == []
+    finally:
+        context.close()
+
+
 def test_on_a_laptop_the_ngram_counts_table_shows_its_whole_header(browser, served_app):
     context, page = open_page(browser, served_app, LAPTOP, "?tab=ngram")
     try:
