@@ -373,13 +373,16 @@ def by_checkpoint(task: str, model_ids: list, run: Callable[[str, list[int]], li
                   request: gr.Request | None = None) -> tuple[list, ...]:
     """The output lists of a batch. ``run(checkpoint, indices)`` answers the requests at ``indices`` (all for one
     checkpoint) with one entry each: that request's outputs, or the LearnerError that refuses it. ``notice`` is the
-    index of the output that shows a refused request's message."""
-    groups: dict[str, list[int]] = {}
+    index of the output that shows a refused request's message. ``request`` is the batch's list of requests (one
+    each); each group runs in its requests' language."""
+    requests = list(request) if isinstance(request, (list, tuple)) else [request] * len(model_ids)
+    groups: dict[tuple[str, str], list[int]] = {}
     for index, model_id in enumerate(model_ids):
-        groups.setdefault(model_id_or_default(task, model_id), []).append(index)
+        key = (model_id_or_default(task, model_id), language_of(requests[index] if index < len(requests) else None))
+        groups.setdefault(key, []).append(index)
     answers: list[tuple] = [()] * len(model_ids)
-    with using_language(language_of(request)):
-        for checkpoint, indices in groups.items():
+    for (checkpoint, lang), indices in groups.items():
+        with using_language(lang):
             try:
                 results = run(checkpoint, indices)
             except Exception as exc:  # noqa: BLE001 - shown per request, never as a traceback

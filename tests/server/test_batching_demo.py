@@ -69,15 +69,23 @@ def test_a_batch_mixes_checkpoints_and_an_unavailable_one(ner_folder):
     assert columns[-1] == [{"__type__": "update", "visible": False}, {"__type__": "update", "visible": True}]
 
 
-def test_a_refused_request_speaks_the_batch_language(ner_folder):
+def test_a_refused_request_speaks_its_own_language(ner_folder):
+    """Gradio hands a batch handler a list of requests, one per request (a Chinese page got English before: the
+    language was read from the list itself, which has no headers). Mixed languages in one batch: each its own."""
     from types import SimpleNamespace
 
-    zh = SimpleNamespace(headers={"accept-language": "zh-CN"})
-    with using_language("zh"):
-        with pytest.raises(gr.Error) as alone:
-            ner.tag_text(TEXTS[1], ner_folder, "first")
-    columns = ner.tag_batch(TEXTS[:2], [ner_folder] * 2, ["first"] * 2, request=zh)
-    assert columns[1][1] == f"⚠️ {alone.value.message}"
+    zh, en = (SimpleNamespace(headers={"accept-language": lang}) for lang in ("zh-CN", "en-US"))
+    said = {}
+    for lang in ("zh", "en"):
+        with using_language(lang):
+            with pytest.raises(gr.Error) as alone:
+                ner.tag_text(TEXTS[1], ner_folder, "first")
+        said[lang] = alone.value.message
+    assert said["zh"] != said["en"]
+    columns = ner.tag_batch([TEXTS[1]], [ner_folder], ["first"], request=[zh])
+    assert columns[1] == [f"⚠️ {said['zh']}"]
+    columns = ner.tag_batch([TEXTS[1]] * 2, [ner_folder] * 2, ["first"] * 2, request=[zh, en])
+    assert columns[1] == [f"⚠️ {said['zh']}", f"⚠️ {said['en']}"]
 
 
 def test_the_bert_events_are_batched_with_their_parameter_names():
