@@ -144,7 +144,7 @@ def test_ngram_counts_read_an_uploaded_file_and_refuse_unknown_choices(client, t
     # |V| = {a, b, c, d}; a and b never follow b
     assert {row[0]: row[1] for row in rows(table)} == {"c": 2, "d": 1, "(each of 2 unseen tokens)": 0}
 
-    with pytest.raises(Exception, match="not in the list of choices"):
+    with pytest.raises(Exception, match="“smoothing” could not be used: expected one of .*got “no-such-smoothing”"):
         client.predict(own_text="", upload=None, smoothing="no-such-smoothing", context="的", word="词性",
                        api_name="/ngram_counts")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from core.checks import attention, classify, embeddings, lstm, mlm, ner, ngram, overview, qa, seq2seq, transformer
 from core.checks.base import TABS, Check
-from core.text.errors import UserInputError
+from core.text.errors import UserInputError, as_sent
 
 MODULES = [overview, ngram, embeddings, lstm, attention, transformer, seq2seq, mlm, ner, qa, classify]  # seq2seq: the
 # Transformer tab's encoder–decoder (issue #52)
@@ -26,5 +26,5 @@ def get(slug: str) -> Check:
     """The check named ``slug``; a clear message for a slug that names none (a forged or outdated link)."""
     check = CHECKS.get(slug) if isinstance(slug, str) else None
     if check is None:
-        raise UserInputError("checks.unknown", slug=str(slug)[:60])
+        raise UserInputError("checks.unknown", slug=as_sent(slug)[:60])
     return check

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from core.text import i18n
-from core.text.errors import UserInputError
+from core.text.errors import UserInputError, as_sent
 from core.text.limits import MAX_SHORT_TEXT_CHARS
 
 KINDS = ("choice", "number", "token", "order")
@@ -119,10 +119,10 @@ def _number(prediction, setup: Setup) -> float:
     try:
         value = float(prediction)
     except (TypeError, ValueError):
-        raise UserInputError("checks.not_a_number", value=str(prediction)) from None
+        raise UserInputError("checks.not_a_number", value=as_sent(prediction)) from None
     if not math.isfinite(value) or (setup.low is not None and value < setup.low) or \
             (setup.high is not None and value > setup.high):
-        raise UserInputError("checks.bad_number", value=str(prediction),
+        raise UserInputError("checks.bad_number", value=as_sent(prediction),
                              low="−∞" if setup.low is None else _plain(setup.low),
                              high="∞" if setup.high is None else _plain(setup.high))
     return value
@@ -135,7 +135,7 @@ def _plain(x: float) -> str:
 
 def _choice(prediction, setup: Setup) -> str:
     if not isinstance(prediction, str) or prediction not in setup.options:
-        raise UserInputError("checks.unknown_option", value=str(prediction), choices=", ".join(setup.options))
+        raise UserInputError("checks.unknown_option", value=as_sent(prediction), choices=", ".join(setup.options))
     return prediction
 
 
@@ -145,7 +145,7 @@ def _token(prediction, setup: Setup) -> int:
     except (TypeError, ValueError):
         index = -1
     if isinstance(prediction, bool) or str(prediction).strip() != str(index) or not 0 <= index < len(setup.options):
-        raise UserInputError("checks.bad_token", value=str(prediction), count=len(setup.options))
+        raise UserInputError("checks.bad_token", value=as_sent(prediction), count=len(setup.options))
     return index
 
 

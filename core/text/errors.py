@@ -7,6 +7,9 @@ what to do instead.
 """
 from __future__ import annotations
 
+import json
+import re
+
 from core.text import i18n
 from core.text.limits import MAX_ECHO_CHARS
 
@@ -15,10 +18,28 @@ from core.text.limits import MAX_ECHO_CHARS
 APP_MADE_FIELDS = frozenset({"choices", "close", "detail", "listed", "names", "notes", "problems", "seen"})
 
 
+# Characters a message never repeats as they are: control characters (NUL, escape, …) and the bidirectional
+# embeddings, overrides and isolates, which would turn the rest of the message around on screen. Each shows as "�".
+_UNSHOWN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
 def echo(value: str, limit: int = MAX_ECHO_CHARS) -> str:
     """What a message repeats of the learner's text: at most ``limit`` characters, "…" marking a cut (a 50,000-
-    character token pasted by mistake would otherwise fill the screen with the error toast)."""
+    character token pasted by mistake would otherwise fill the screen with the error toast), and no control or
+    direction-changing character (_UNSHOWN)."""
+    value = _UNSHOWN.sub("\ufffd", value)
     return value if len(value) <= limit else value[:limit - 1] + "…"
+
+
+def as_sent(value: object) -> str:
+    """A value an API client sent where text belongs, as a message repeats it: text as it is, anything else as JSON
+    writes it (null, true, NaN, [1, "b"]), never a Python repr ("None", "['a']"); cut and cleaned as by echo."""
+    if isinstance(value, str):
+        return echo(value)
+    try:
+        return echo(json.dumps(value, ensure_ascii=False))
+    except (TypeError, ValueError):
+        return "…"
 
 
 class LearnerError(Exception):

@@ -57,7 +57,7 @@ from urllib.parse import parse_qsl
 
 import gradio as gr
 
-from core.text.errors import UserInputError
+from core.text.errors import UserInputError, as_sent
 from demo.server.handlers import friendly_errors, on_zero_gpu
 from demo.kit.widgets import add_csv_downloads, move_block, shows_already
 from demo.server.downloads import fetch_models
@@ -196,7 +196,7 @@ class View:
         preset = self.presets.get(slug) if isinstance(slug, str) else None
         if preset is None or preset.values is None:
             choices = ", ".join(p.slug for p in self.presets.values() if p.values is not None)
-            raise UserInputError("presets.unknown", slug=str(slug)[:60], choices=choices)
+            raise UserInputError("presets.unknown", slug=as_sent(slug)[:60], choices=choices)
         return slug
 
     def run_default(self, request=None) -> dict:

@@ -16,7 +16,7 @@ import sys
 import gradio as gr
 
 from core.loading import jobs
-from core.text.errors import LearnerError, UserInputError
+from core.text.errors import LearnerError, UserInputError, echo
 from core.text.i18n import DEFAULT_LANGUAGE, current_language, language_of, table, text, using_language
 
 log = logging.getLogger("plm_explorer")
@@ -216,9 +216,13 @@ def preprocess_in_handler(fn, inputs: list[gr.components.Component]):
     choice not offered, a number out of range) in one round trip. Components whose properties a handler changes per
     session (``gr.update(choices=...)``) must not use this: it checks against the components as built.
     """
+    names = list(inspect.signature(fn).parameters)[:len(inputs)]  # the API page's names for these inputs
+    names += [None] * (len(inputs) - len(names))
+
     @functools.wraps(fn)  # keeps fn's signature: Gradio reads it for gr.Progress and for the API's parameter names
     def handler(*payloads):
-        values = [preprocess_payload(component, payload) for component, payload in zip(inputs, payloads)]
+        values = [preprocess_payload(component, payload, name)
+                  for component, payload, name in zip(inputs, payloads, names)]
         return fn(*values, *payloads[len(inputs):])  # extra arguments: Gradio's gr.Progress tracker
 
     return handler
@@ -228,20 +232,65 @@ class UnreadableValue(gr.Error):
     """A payload an input component refuses (preprocess_payload); serving names the parameter instead."""
 
 
-def preprocess_payload(component: gr.components.Component, payload):
+def preprocess_payload(component: gr.components.Component, payload, name: str | None = None):
     """What Blocks.preprocess_data does for one input: validate the payload's data model, then preprocess.
-    A payload the component refuses raises UnreadableValue (a gr.Error) with a message in the learner's language."""
+    A payload the component refuses raises UnreadableValue (a gr.Error) in the learner's language, naming the input
+    (``name``, else the component's label) and what it takes: never Gradio's English or a Python type name."""
     try:
         data_model = getattr(component, "data_model", None)
+        value = payload
         if data_model is not None and payload is not None:
-            payload = data_model.model_validate(payload, context={"validate_meta": True})
-        return component.preprocess(payload)
-    except gr.Error:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a malformed payload from an API client
-        raise UnreadableValue(text("common.unreadable_value", name=component_name(component),
-                                   error=type(exc).__name__), title=text("common.error_title"),
-                              print_exception=False) from None
+            value = data_model.model_validate(payload, context={"validate_meta": True})
+        return component.preprocess(value)
+    except Exception:  # noqa: BLE001 - a malformed payload from an API client, or one the component refuses
+        raise refusal(component, payload, name or component_name(component)) from None
+
+
+def refusal(component: gr.components.Component, payload, name: str) -> UnreadableValue:
+    """The error for a value ``component`` cannot take: which input, what it takes, what was sent."""
+    reason = text("common.api_expected", wants=wants(component), given=given(payload))
+    return UnreadableValue(text("common.api_bad_value", name=name, reason=reason), title=text("common.error_title"),
+                           print_exception=False)
+
+
+def wants(component: gr.components.Component) -> str:
+    """What a component accepts, in words (in the current language)."""
+    if isinstance(component, gr.Slider):
+        return text("common.wants_number_range", low=f"{component.minimum:g}", high=f"{component.maximum:g}")
+    if isinstance(component, (gr.Dropdown, gr.Radio)):
+        values = [value for _, value in component.choices]
+        shown = ", ".join(given(v) for v in values[:8]) + (", …" if len(values) > 8 else "")
+        return text("common.wants_one_of", values=shown) if values else text("common.wants_text_value")
+    if isinstance(component, gr.Checkbox):
+        return text("common.wants_bool")
+    if isinstance(component, gr.Number):
+        return text("common.wants_number")
+    if isinstance(component, (gr.File, gr.UploadButton)):
+        types = ", ".join(getattr(component, "file_types", None) or [])
+        return text("common.wants_file_types", types=types) if types else text("common.wants_file")
+    if isinstance(component, gr.Dataframe):
+        return text("common.wants_table")
+    if isinstance(component, gr.Textbox):
+        return text("common.wants_text")
+    return text("common.wants_other", kind=type(component).__name__)
+
+
+def given(payload) -> str:
+    """A value as a message repeats it: JSON's words (null, true, NaN), a number, text in quotes and cut, an uploaded
+    file by its name, a list or an object by its size; never a Python repr or type name."""
+    if payload is None or isinstance(payload, bool):
+        return {None: "null", True: "true", False: "false"}[payload]
+    if isinstance(payload, float) and not math.isfinite(payload):
+        return "NaN" if math.isnan(payload) else "Infinity" if payload > 0 else "-Infinity"
+    if isinstance(payload, (int, float)):
+        return f"{payload:g}" if isinstance(payload, float) else str(payload)
+    if isinstance(payload, str):
+        return f"“{echo(payload)}”"
+    if isinstance(payload, dict) and isinstance(payload.get("orig_name") or payload.get("path"), str):
+        return f"“{echo(os.path.basename(payload.get('orig_name') or payload['path']))}”"  # a file: never its path
+    if isinstance(payload, (list, tuple)):
+        return text("common.given_list", count=len(payload))
+    return text("common.given_object")
 
 
 def component_name(component: gr.components.Component) -> str:

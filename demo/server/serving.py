@@ -40,20 +40,26 @@ a reverse proxy on the same machine, name it (``--trusted-proxy 127.0.0.1``), or
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 from collections import Counter
+from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
 from fastapi import HTTPException
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.responses import JSONResponse
 
 from core.loading import jobs
 from core.text.errors import UserInputError, echo
 from core.text.limits import MAX_CUSTOM_CHOICE_CHARS
 from core.text.i18n import language_of, text, using_language
 from demo.server.gradio_inside import lazy_session_configs
-from demo.server.handlers import EVENT_REQUEST, TRAIN_QUEUE, UnreadableValue, component_name
+from demo.server.handlers import (EVENT_REQUEST, TRAIN_QUEUE, UnreadableValue, component_name,
+                                  preprocess_payload, refusal)
 
 QUEUE_MAX_SIZE = 1024  # the whole queue; one session fills at most MAX_EVENTS_PER_SESSION of it
 # How often the queue looks for work while it has none. Gradio's loop (Queue.start_processing) looks every 1 ms off
@@ -68,7 +74,6 @@ DELETE_CACHE = (600, 3600)
 # Messages (keys into assets/i18n/*.yaml, section common), in the language of the request that caused them.
 WRONG_ARITY = "common.api_wrong_arity"
 BAD_VALUE = "common.api_bad_value"
-_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -215,31 +220,16 @@ def api_parameter_names(app: gr.Blocks):
     return names
 
 
-def _wants(component) -> str:
-    """What a component accepts, in words (in the current language)."""
-    if isinstance(component, gr.Slider):
-        return text("common.wants_number_range", low=f"{component.minimum:g}", high=f"{component.maximum:g}")
-    if isinstance(component, (gr.Dropdown, gr.Radio)):
-        values = [value for _, value in component.choices]
-        shown = ", ".join(repr(v) for v in values[:8]) + (", …" if len(values) > 8 else "")
-        return text("common.wants_one_of", values=shown) if values else text("common.wants_text_value")
-    if isinstance(component, gr.Checkbox):
-        return text("common.wants_bool")
-    if isinstance(component, gr.Number):
-        return text("common.wants_number")
-    if isinstance(component, (gr.File, gr.UploadButton)):
-        return text("common.wants_file")
-    if isinstance(component, gr.Dataframe):
-        return text("common.wants_table")
-    if isinstance(component, gr.Textbox):
-        return text("common.wants_text")
-    return text("common.wants_other", kind=type(component).__name__)
-
-
 def _wrong_type(component, payload) -> bool:
-    """Whether a payload is of a type the component can never take (Gradio lets some through to the handler)."""
+    """Whether a payload is of a type the component can never take (Gradio lets some through to the handler): null
+    where the page always sends a value (a slider, a checkbox, a text box, a choice that starts chosen), a number
+    that is not finite (NaN, Infinity: JSON's tokens, which Python reads), a list for a text."""
     if payload is None:
-        return False
+        sends_a_value = isinstance(component, (gr.Slider, gr.Checkbox, gr.Textbox, gr.Radio)) or (
+            numeric_choices(component) is not None)
+        return sends_a_value and getattr(component, "value", None) is not None
+    if isinstance(payload, float) and not math.isfinite(payload):
+        return True
     if isinstance(component, (gr.Slider, gr.Number)):
         return isinstance(payload, bool) or not isinstance(payload, (int, float))
     if isinstance(component, gr.Checkbox):
@@ -276,32 +266,17 @@ def typed_choices(app: gr.Blocks) -> None:
             block.api_info = lambda schema=schema: dict(schema)  # api_info_as_input/_output read it
 
 
-def _readable(message: str, payload: object = None) -> str:
-    """Gradio's refusal without object reprs; the refused value, which it repeats, cut as our own messages cut it."""
-    message = _REPR.sub("a component", message)
-    if isinstance(payload, str) and payload and payload != echo(payload):
-        message = message.replace(payload, echo(payload))
-    return message if len(message) <= 300 else message[:300] + "…"
-
-
-def _bad_value(names: list[str], block_fn, inputs: list, exc: Exception) -> gr.Error:
+def _bad_value(names: list[str], block_fn, inputs: list) -> gr.Error:
     """Find the first input the components refuse and name it; Gradio's text never reaches the client."""
-    from demo.server.handlers import preprocess_payload
-
     for index, (component, payload) in enumerate(zip(block_fn.inputs, inputs)):
-        if getattr(component, "stateful", False) or isinstance(component, (gr.State, gr.File, gr.UploadButton)):
+        if getattr(component, "stateful", False) or isinstance(component, gr.State):
             continue
         try:
-            preprocess_payload(component, payload)
-        except Exception as refused:  # noqa: BLE001
-            if isinstance(refused, gr.Error) and not isinstance(refused, UnreadableValue):  # says why: keep it
-                reason = text("common.api_refused", message=_readable(str(refused.message), payload),
-                              wants=_wants(component))
-            else:
-                reason = text("common.api_expected", wants=_wants(component), given=type(payload).__name__)
-            return client_error(text(BAD_VALUE, name=names[index], reason=reason))
+            preprocess_payload(component, payload, names[index])
+        except UnreadableValue as refused:
+            return client_error(refused.message)
     return client_error(text(BAD_VALUE, name=", ".join(names) or text("common.api_the_input"),
-                       reason=text("common.api_unreadable", error=type(exc).__name__)))
+                             reason=text("common.api_unreadable")))
 
 
 def guard_api(app: gr.Blocks) -> gr.Blocks:
@@ -312,26 +287,27 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
     @functools.wraps(preprocess_data)
     async def checked(block_fn, inputs: list[Any], state, explicit_call: bool = False):
         if not isinstance(inputs, list) or len(inputs) != len(block_fn.inputs):
-            names = ", ".join(parameter_names(block_fn)) or text("common.api_no_parameters")
-            if isinstance(inputs, list):
-                message = text(WRONG_ARITY, expected=len(block_fn.inputs), names=names, got=len(inputs))
-            else:
-                message = text("common.api_not_a_list", expected=len(block_fn.inputs), names=names)
-            raise client_error(message)
-        names = None
-        for index, (component, payload) in enumerate(zip(block_fn.inputs, inputs)):
-            if not getattr(component, "stateful", False) and _wrong_type(component, payload):
-                names = names or parameter_names(block_fn)
-                reason = text("common.api_expected", wants=_wants(component), given=type(payload).__name__)
-                raise client_error(text(BAD_VALUE, name=names[index], reason=reason))
-        try:  # text over its box's cap never reaches a handler, whoever sent it (check_caps)
+            raise wrong_arity(block_fn, inputs)
+        try:  # text over its box's cap never reaches a handler, whoever sent it (check_caps); checked first
             check_caps(block_fn.inputs, inputs)
         except UserInputError as too_long:
             raise client_error(too_long.message()) from None
+        for index, (component, payload) in enumerate(zip(block_fn.inputs, inputs)):
+            if not getattr(component, "stateful", False) and _wrong_type(component, payload):
+                raise client_error(refusal(component, payload, parameter_names(block_fn)[index]).message)
         try:
             return await preprocess_data(block_fn, inputs, state, explicit_call)
-        except Exception as exc:  # noqa: BLE001 - gr.Error from a component included: it does not say which input
-            raise _bad_value(parameter_names(block_fn), block_fn, inputs, exc) from None
+        except Exception:  # noqa: BLE001 - gr.Error from a component included: it does not say which input
+            raise _bad_value(parameter_names(block_fn), block_fn, inputs) from None
+
+    def wrong_arity(block_fn, inputs) -> gr.Error:
+        """The values an API client must send: the ones its API page lists (Gradio fills in the page's states)."""
+        listed = [name for name, block in zip(parameter_names(block_fn), block_fn.inputs)
+                  if not getattr(block, "skip_api", False)]
+        names = ", ".join(listed) or text("common.api_no_parameters")
+        if isinstance(inputs, list):
+            return client_error(text(WRONG_ARITY, expected=len(listed), names=names, got=len(inputs)))
+        return client_error(text("common.api_not_a_list", expected=len(listed), names=names))
 
     app.preprocess_data = checked
     process_api = app.process_api
@@ -341,17 +317,47 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
         """Run the event's API processing (and so ``checked`` above) in the language of its request, with the
         request in handlers.EVENT_REQUEST."""
         request = kwargs.get("request")
-        if isinstance(request, list):  # a batch: its requests come from one page
+        if isinstance(request, list):  # a batch: result_cache.by_checkpoint answers each in its own language
             request = request[0] if request else None
         token = EVENT_REQUEST.set(request)
         try:
             with using_language(language_of(request)):
+                block_fn = kwargs.get("block_fn", args[0] if args else None)
+                columns = kwargs.get("inputs", args[1] if len(args) > 1 else None)
+                if getattr(block_fn, "batch", False) and (not isinstance(columns, list)
+                                                           or len(columns) != len(block_fn.inputs)):
+                    raise wrong_arity(block_fn, columns)  # a batch: one list of values per input (Gradio's queue)
                 return await process_api(*args, **kwargs)
         finally:
             EVENT_REQUEST.reset(token)
 
     app.process_api = in_language
     return app
+
+
+class KnownCalls:
+    """ASGI middleware: ``POST …/gradio_api/call/<name>`` for a name the app has no event for is answered 404 with a
+    message in the learner's language (Gradio's route answers 500, "Internal Server Error")."""
+
+    CALL = re.compile(r"/gradio_api/call/([^/]+)/?$")
+
+    def __init__(self, app, names: frozenset[str]):
+        self.app, self.names = app, names
+
+    async def __call__(self, scope, receive, send):
+        called = self.CALL.search(scope.get("path", "")) if scope["type"] == "http" and scope["method"] == "POST" \
+            else None
+        if called is None or called.group(1) in self.names:
+            return await self.app(scope, receive, send)
+        lang = language_of(SimpleNamespace(headers=Headers(scope=scope)))
+        answer = JSONResponse({"error": text("common.api_no_such_endpoint", lang, name=echo(called.group(1)))},
+                              status_code=404)
+        await answer(scope, receive, send)
+
+
+def known_calls(app: gr.Blocks) -> Middleware:
+    """KnownCalls for ``app``: the API names of its events (for ``launch(app_kwargs={"middleware": [...]})``)."""
+    return Middleware(KnownCalls, names=frozenset(fn.api_name for fn in app.fns.values() if fn.api_name))
 
 
 def serve(app: gr.Blocks, per_address: int = MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:

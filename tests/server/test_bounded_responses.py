@@ -84,7 +84,8 @@ def test_a_choice_of_numbers_is_advertised_as_numbers_and_accepted_as_advertised
     assert kind == "complete" and "512" in data[0]
     kind, data, _ = call(url, "attention_multihead", ["i have a dream", "512", 8, False])
     assert kind == "error"
-    assert "“d_model”" in data["error"] and "64, 128, 256, 512" in data["error"] and "str" in data["error"]
+    assert "“d_model”" in data["error"] and "64, 128, 256, 512" in data["error"] and \
+        data["error"].endswith("got “512”")  # text, in quotes: not the number 512
 
 
 SCORE = next(iter(SCORES))  # scaled dot product

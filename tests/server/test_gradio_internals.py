@@ -138,7 +138,7 @@ USES = [  # (what, where in demo/server/, the check)
      "Event.request, Queue.sleep_when_free (set)", "serving.admit, serving.quiet_queue", check_queue),
     ("Component.api_info (replaced per block)", "serving.typed_choices",
      check_per_block_api_info),
-    ("Blocks.fns", "serving._is_training", check_fns),
+    ("Blocks.fns", "serving._is_training, serving.known_calls", check_fns),
     ("gr.I18n.translations_dict; the page and /config deep-copy the app's config per request; gr.HTML keeps its props",
      "first_page.OneLanguage, gradio_inside.PerLanguage", check_one_language_per_page),
     ("templates/frontend/assets/PlotlyPlot-*.js", "gradio_inside.plotly_chunk", check_plotly_chunk),

@@ -96,7 +96,7 @@ def request(lang: str) -> gr.Request:
 def small_app():
     with gr.Blocks() as blocks:
         number = gr.Slider(0, 10, label="n")
-        words = gr.Textbox(label="words")
+        words = gr.Textbox("some words", label="words")
         out = gr.Textbox()
         gr.Button("go").click(lambda n, w: f"{n} {w}", [number, words], out, api_name="echo")
     blocks.queue()
@@ -114,9 +114,18 @@ def test_api_argument_errors_in_the_requests_language(small_app):
     assert api_error(small_app, [1], "en") == "This endpoint takes 2 values (n, w); the request sent 1."
     assert api_error(small_app, [1], "zh") == "这个接口需要 2 个值（n, w），而请求发送了 1 个。"
     assert api_error(small_app, ["lots", "a"], "en") == \
-        "The value given for “n” could not be used: expected a number from 0 to 10, got str"
-    assert api_error(small_app, ["lots", "a"], "zh") == "为“n”提供的值无法使用：需要0 到 10 之间的数，收到的是 str"
-    assert api_error(small_app, [1, ["a"]], "zh") == "为“w”提供的值无法使用：需要文本，收到的是 list"
+        "The value given for “n” could not be used: expected a number from 0 to 10, got “lots”"
+    assert api_error(small_app, ["lots", "a"], "zh") == "为“n”提供的值无法使用：需要0 到 10 之间的数，收到的是 “lots”"
+    assert api_error(small_app, [1, ["a"]], "zh") == "为“w”提供的值无法使用：需要文本，收到的是 一个含 1 个值的列表"
+    # the values Gradio itself refuses, in our words, never its English ("Value 11 is greater than maximum value")
+    assert api_error(small_app, [11, "a"], "zh") == "为“n”提供的值无法使用：需要0 到 10 之间的数，收到的是 11"
+    # JSON's NaN and null reached the handler (int(nan): "Something went wrong (ValueError)"), or named NoneType
+    assert api_error(small_app, [float("nan"), "a"], "en") == \
+        "The value given for “n” could not be used: expected a number from 0 to 10, got NaN"
+    assert api_error(small_app, [None, "a"], "en") == \
+        "The value given for “n” could not be used: expected a number from 0 to 10, got null"
+    # null is refused where the page always sends a value: a box that starts with text ("words"), not an empty one
+    assert api_error(small_app, [1, None], "en") == "The value given for “w” could not be used: expected text, got null"
     fn = next(f for f in small_app.fns.values() if f.api_name == "echo")
     assert run_async(small_app.process_api(fn, [2, "ok"], state=SessionState(small_app),
                                            request=request("zh")))["data"] == ["2 ok"]
@@ -128,7 +137,12 @@ def test_preprocess_payload_says_which_input_in_the_language():
     box = gr.File(label=label("common.checkpoint"))  # an input labelled through the tables
     with using_language("zh"), pytest.raises(common.UnreadableValue) as caught:
         common.preprocess_payload(box, {"path": 1})
-    assert caught.value.message.startswith("无法读取为“检查点（checkpoint）”提供的值（")
+    assert caught.value.message == "为“检查点（checkpoint）”提供的值无法使用：需要一个上传的文件（在 gradio_client 中用 handle_file），收到的是 一个对象"
+    box = gr.File(label="f", file_types=[".txt"])
+    with using_language("en"), pytest.raises(common.UnreadableValue) as caught:
+        common.preprocess_payload(box, {"path": "/etc/passwd", "meta": {"_type": "gradio.FileData"}}, "upload")
+    assert caught.value.message == ("The value given for “upload” could not be used: expected an uploaded file of "
+                                    "type .txt (use handle_file in gradio_client), got “passwd”")  # no server path
 
 
 def test_the_session_cap_answers_in_the_requests_language():
