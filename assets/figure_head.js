@@ -140,7 +140,9 @@
   // between any two characters of 中文, and after a "/" of a model's id), and the top margin and the height grow by
   // the lines added.
   const ruler = document.createElement("canvas").getContext("2d");
-  const CLOSING = /^[，。、：；！？）」』】》〉”’…·]$/;
+  // Where a line may not break (demo/kit/figures.py breakable: the same rules): before closing punctuation, after
+  // opening punctuation, on either side of an "=".
+  const CLOSING = /^[，。、：；！？）」』】》〉”’…·)=]/, OPENING = /[（「『【《〈“‘(=]$/;
   const PIECES = /[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef/]+\/?|\/|\s+/g;
   const fitTitle = (gd, layout) => {
     const title = layout.title, words = title && typeof title === "object" ? title.text : null;
@@ -157,8 +159,8 @@
     for (const text of given) {
       let line = "";
       for (const piece of wide(text) ? text.match(PIECES) || [] : [text]) {
-        const space = !piece.trim(), closing = CLOSING.test(piece);  // "，" never starts a line
-        if (line.trim() && !space && !closing && wide(line + piece)) { lines.push(line.trimEnd()); line = ""; }
+        const space = !piece.trim(), glued = CLOSING.test(piece) || OPENING.test(line.trimEnd());
+        if (line.trim() && !space && !glued && wide(line + piece)) { lines.push(line.trimEnd()); line = ""; }
         line += space && !line ? "" : piece;
       }
       lines.push(line.trimEnd());
@@ -218,10 +220,14 @@
     ...Object.keys(layout).filter((key) => /^[xy]axis\d*$/.test(key)).map((key) => layout[key]?.domain)]);
   // A figure whose width changed (a phone turned sideways or back, a window resized) is drawn again from the layout
   // it was sent with, where its narrow layout (the title's lines, the grid's columns, the labels shown) changes.
+  // Not for a change under RESIZE_PX: a page scrollbar that comes and goes (15 px) could otherwise redraw a figure
+  // whose new height brings the scrollbar back, again and again.
+  const RESIZE_PX = 40;
   const resized = new ResizeObserver((entries) => {
     for (const {target: gd} of entries) {
       const sent = gd.__plmSent;
-      if (!sent || !gd.clientWidth || !gd.data || shape(narrow(gd, sent.layout)) === gd.__plmShape) continue;
+      if (!sent || !gd.clientWidth || !gd.data || Math.abs(gd.clientWidth - (gd.__plmWidth || 0)) < RESIZE_PX
+          || shape(narrow(gd, sent.layout)) === gd.__plmShape) continue;
       window.Plotly.react(gd, gd.data, sent.layout, sent.config);
     }
   });
@@ -247,6 +253,7 @@
         gd.__plmSent = {layout: given, config: sent};
         gd.__plmGiven = layout === given ? null : given;
         gd.__plmShape = shape(layout);
+        gd.__plmWidth = gd.clientWidth;
         if (!gd.__plmObserved) { resized.observe(gd); gd.__plmObserved = true; }
       }
       if (layout && document.body.classList.contains("dark")) layout = darken(layout, gd);

@@ -208,7 +208,12 @@
     if (!panel) build();
     let slides = [];
     try { slides = await all(); } catch (e) { /* no IndexedDB: the panel says so when used */ }
-    panel.querySelector(".kit-toggle").textContent = say("panel", {count: slides.length});
+    // Folded, the button is the film and the count (it then fits in a laptop's margin, beside the content, instead
+    // of over it); its words show on hover, on focus and while open, and are always its name and tooltip.
+    const toggle = panel.querySelector(".kit-toggle"), words = say("panel", {count: slides.length});
+    toggle.innerHTML = `<span class="kit-short">🎞 ${slides.length}</span><span class="kit-long">${esc(words)}</span>`;
+    toggle.setAttribute("aria-label", words);
+    toggle.title = words;
     panel.querySelector(".kit-empty").textContent = slides.length ? "" : say("panel_empty");
     panel.querySelector(".kit-download").textContent = say("download");
     panel.querySelector(".kit-download").disabled = !slides.length;

@@ -37,6 +37,7 @@ MODEL_EXAMPLES = [
 ]
 SHAPE_HEADERS = ["step", "equation", "shape"]  # as first drawn; handlers return translated headers
 PERMUTATION_HEADERS = ["slot", "word", "was at", "change without PE", "change with PE"]
+SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")  # head₈, as head₁ beside it
 GRID_MAX_TOKENS = 48  # the layer × head grid stays readable (and light in the browser) up to about this many tokens
 GRID_MAX_CELLS = 100_000  # and draws at most this many cells: 48 tokens × 144 heads (BERT-base) would be 2 MB
 # The two large maps draw the first 256 tokens: 512 × 512 (BERT's longest input) made a 4.3 MB answer; a 620-px map
@@ -106,7 +107,7 @@ def _heads_figure(result: att.MultiHeadResult):
 
 
 def _concat_figure(result: att.MultiHeadResult):
-    fig = _big_heatmap(result.concat, t("attention.fig_concat", heads=result.heads, T=len(result.tokens),
+    fig = _big_heatmap(result.concat, t("attention.fig_concat", heads=str(result.heads).translate(SUBSCRIPT), T=len(result.tokens),
                                          d_model=result.d_model, d_head=result.d_head),
                        t("attention.axis_concat_column"), t("attention.axis_token"),
                        zmid=0, y=unique_labels(result.tokens), height=max(300, 140 + 40 * len(result.tokens)))

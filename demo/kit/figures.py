@@ -163,10 +163,22 @@ def distinguish_without_colour(traces: list[dict]) -> None:
                 trace.setdefault("marker", {}).setdefault("symbol", SERIES_SYMBOLS[number % len(SERIES_SYMBOLS)])
 
 
+# Where a title line may not break (assets/figure_head.js keeps the same rules): before closing punctuation, after
+# opening punctuation, or on either side of an "=" ("τ =" / "1" read as two thoughts).
+CLOSING = "，。、：；！？）」』】》〉”’…·)"
+OPENING = "（「『【《〈“‘("
+
+
+def breakable(line: str, piece: str) -> bool:
+    """Whether a title line may end with ``line`` when ``piece`` comes next."""
+    return not (piece[0] in CLOSING or piece[0] == "=" or line.rstrip()[-1:] in OPENING
+                or line.rstrip().endswith("="))
+
+
 def wrap_title(layout: dict) -> list[str]:
     """Break a figure's title (in the sent ``layout``) into lines of at most TITLE_WIDTH px, at spaces, or between
-    any two characters of 中文; returns its lines ([] without a title). A title drawn on one line ran off the right
-    edge of a half-width plot ("…per laye")."""
+    any two characters of 中文, where ``breakable`` allows; returns its lines ([] without a title). A title drawn on
+    one line ran off the right edge of a half-width plot ("…per laye")."""
     title = layout.get("title")
     words = title.get("text") if isinstance(title, dict) else None
     if not words:
@@ -175,7 +187,8 @@ def wrap_title(layout: dict) -> list[str]:
     for given in re.split(r"<br\s*/?>", words):
         line = ""
         for piece in re.findall(r"[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+|\s+", given):
-            if line.strip() and not piece.isspace() and text_size(line + piece, TITLE_FONT_SIZE)[0] > TITLE_WIDTH:
+            if line.strip() and not piece.isspace() and breakable(line, piece) \
+                    and text_size(line + piece, TITLE_FONT_SIZE)[0] > TITLE_WIDTH:
                 lines.append(line.rstrip())
                 line = ""
             line += "" if piece.isspace() and not line else piece

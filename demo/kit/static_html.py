@@ -215,7 +215,8 @@ def coloured_tokens(tokens: Sequence[str], values: Sequence[float], title: str, 
         body.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{size + 14}" rx="4" '
                     f'fill="{colour}"{outline} data-mark="{escape(token)}" '
                     f'data-value="{value!r}"><title>{escape(token)}: {value:.4g}</title></rect>')
-        body.append(_text(x + width / 2, y + size + 3, token, size, "middle", "white" if dark else INK))
+        body.append(_text(x + width / 2, y + size + 3, token, size, "middle", "white" if dark else INK,
+                          "" if dark else ' class="on-fill"'))  # dark ink on a pale box, in dark mode too
         sign = "+" if value > 0 else "−" if value < 0 else ""
         body.append(_text(x + width / 2, y + size + 30, sign, size - 3, "middle", SUBDUED))
         x += width + gap

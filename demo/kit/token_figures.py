@@ -12,6 +12,8 @@ from core.text.i18n import text
 KEPT_FILL, CUT_FILL = tint(COLORWAY[0], 0.6), "#eef0f3"  # before the cut: kept tokens solid, cut ones pale, hatched
 PALE_FILL = tint(COLORWAY[0], 0.8)  # every other token of a strip, beside KEPT_FILL
 FRAGMENT_FILL, FRAGMENT_LINE = tint(HIGHLIGHT, 0.8), tint(HIGHLIGHT, -0.2)  # a byte-level piece of a character
+ON_PALE = "#1f2937"  # the template's ink: text on the pale fills above
+LEGEND_DROP_PX = 72  # the tick labels and the axis title under a plot (figures.AXIS_TITLE_STANDOFF included)
 
 
 def next_token_figure(tokens: Sequence[str], tempered: Sequence[float], renormalised: Sequence[float],
@@ -44,11 +46,16 @@ def next_token_figure(tokens: Sequence[str], tempered: Sequence[float], renormal
                                  name=text("sampling.legend_original"),
                                  hovertemplate="%{y}: %{x:.4f}<extra>τ = 1</extra>"))
     widest = max([*before, *after, *map(float, original if original is not None else []), 1e-9])
+    height = max(360, min(1000, 150 + 46 * len(labels)))
+    # The legend starts LEGEND_DROP_PX below the plot, under the tick labels and the axis title (at y = -0.12 of a
+    # short plot it sat on the axis title: "概率" under "截断后"); the plot is at most ``height`` less the title's and
+    # the legend's margins.
+    below = -LEGEND_DROP_PX / max(height - 190, 120)
     return styled(go.Figure(traces, layout=dict(
-        title_text=title, barmode="group", bargap=0.25, height=max(360, min(1000, 150 + 46 * len(labels))),
+        title_text=title, barmode="group", bargap=0.25, height=height,
         yaxis=dict(autorange="reversed", type="category"),
         xaxis=dict(title_text=text("common.figure_probability"), range=[0, widest * 1.3]),
-        legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0))))
+        legend=dict(orientation="h", yanchor="top", y=below, xanchor="left", x=0))))
 
 
 def token_strips(rows: Sequence[tuple[str, Sequence[tuple[int, int, str, str]]]], title: str, *, x_title: str,
@@ -63,7 +70,8 @@ def token_strips(rows: Sequence[tuple[str, Sequence[tuple[int, int, str, str]]]]
         traces.append(go.Bar(
             y=[name] * len(tokens), x=[end - start for start, end, *_ in tokens], base=[start for start, *_ in tokens],
             orientation="h", text=[label for _, _, label, _ in tokens], textposition="inside",
-            insidetextanchor="middle", textangle=0, textfont=dict(size=BASE_FONT_SIZE - 3), showlegend=False,
+            insidetextanchor="middle", textangle=0, showlegend=False,  # dark ink on the pale boxes, in dark mode too
+            textfont=dict(size=BASE_FONT_SIZE - 3, color=ON_PALE),
             marker=dict(color=[FRAGMENT_FILL if k == "fragment" else (KEPT_FILL, PALE_FILL)[i % 2]
                                for i, k in enumerate(kinds)],
                         pattern=dict(shape=[{"fragment": "/", "unknown": "."}.get(k, "") for k in kinds],

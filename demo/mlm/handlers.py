@@ -414,13 +414,14 @@ def bank(model_id: str, word: str, first: str, second: str, third: str, progress
     loaded, missing = registry.load_or_fallback("mlm", model_id)
     result = pretraining.contextual_vs_static(loaded, word, [first, second, third])
     labels = [f"{i + 1}: {s[:28]}{'…' if len(s) > 28 else ''}" for i, s in enumerate(result.sentences)]
-    contextual = heatmap(result.contextual, labels, labels,
+    numbers = [str(i + 1) for i in range(len(labels))]  # the columns by number: three sentences overlapped there
+    contextual = heatmap(result.contextual, numbers, labels,
                          t("mlm.bank_contextual_title", word=result.word, model=result.contextual_model),
                          zmin=0, zmax=1, height=380)
     if result.static is None:
         static = empty_figure(result.static_note or t("mlm.bank_no_static"))
     else:
-        static = heatmap(np.round(result.static, 6), labels, labels,
+        static = heatmap(np.round(result.static, 6), numbers, labels,
                          t("mlm.bank_static_title", word=result.word, model=result.static_model),
                          zmin=0, zmax=1, height=380)
     off = result.contextual[~np.eye(len(labels), dtype=bool)]

@@ -131,10 +131,10 @@ def build() -> None:
             fill_bar = gr.Column()
             with gr.Column() as fill_results:  # hidden while the checkpoint is missing: its card is the notice
                 filled = gr.Markdown()
-                with gr.Row():
-                    fill_plot = gr.Plot(label=label("mlm.predictions"), scale=3, show_label=False)
-                    fill_table = gr.Dataframe(headers=[""] * 4, interactive=False,
-                                              label=label("mlm.fill_table"), scale=2, buttons=TABLE_BUTTONS)
+                fill_plot = gr.Plot(label=label("mlm.predictions"), show_label=False)
+                # under the figure, full width: sampling gives it 10 columns, which a column beside it cut to 440 px
+                fill_table = gr.Dataframe(headers=[""] * 4, interactive=False, label=label("mlm.fill_table"),
+                                          buttons=TABLE_BUTTONS)
                 next_char_plot = gr.Plot(show_label=False, visible=False)  # the char-BERT's first draw: its cut
             fill_inputs = [model_id, text, top_k, *fill_controls]
             fill_outputs = [notice, filled, fill_plot, fill_table, next_char_plot, fill_results]

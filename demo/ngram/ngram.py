@@ -256,8 +256,12 @@ def score_sentences(corpus, own_text, upload, unit, lowercase, n, boundaries, sm
                         name=name, marker_color=color, hovertext=[plot_label(f.word) for f in score.factors],
                         text=[f"{plot_label(f.word)}<br>{fmt(f.p)}" for f in score.factors] if few else None,
                         textposition="outside", cliponaxis=False)
+    top = max([f.p for score in (a, b) if score is not None for f in score.factors] or [1.0]) or 1.0
+    room = dict(range=[0, top * 1.3]) if fig.data and fig.data[0].text is not None else {}  # the labels fit under
+    if room and top * 1.3 > 1:  # the title; a probability's ticks stop at 1
+        room["tickvals"] = [0, 0.2, 0.4, 0.6, 0.8, 1]
     fig.update_layout(barmode="group", xaxis=dict(type="category", title_text=t("ngram.axis_factor")),
-                      yaxis=dict(title_text=t("ngram.axis_factor_p")))
+                      yaxis=dict(title_text=t("ngram.axis_factor_p"), **room))
     figure = styled(fig, t("ngram.fig_factors", smoothing=t(SMOOTHING_KEYS[smoothing])), 400)
     empty = pd.DataFrame(columns=["i"])
     return summary, score_table(a), score_table(b) if b else empty, figure

@@ -53,7 +53,7 @@ RESULT_COLUMNS = 4  # the columns holding the tagger's results (entities, scheme
 ENTITY_HEADERS = ["ner.col_entity_group", "ner.col_score", "ner.col_word", "ner.col_start", "ner.col_end"]
 SCHEME_HEADERS = ["#", "ner.col_unit", "ner.col_model_tag", "IOBES"]  # keys are translated, names kept as they are
 AGG_HEADERS = ["ner.col_word", "ner.col_pieces", "first", "average", "max", "ner.col_differ"]
-TOKEN_HEADERS = ["#", "token", "ner.col_token_id", "ner.col_start", "ner.col_end", "ner.col_characters",
+TOKEN_HEADERS = ["#", "ner.col_piece", "ner.col_token_id", "ner.col_start", "ner.col_end", "ner.col_characters",
                  "ner.col_word_id", "ner.col_subword", "ner.col_window"]
 CONVERT_HEADERS = ["ner.col_word", "BIO", "IOBES"]
 

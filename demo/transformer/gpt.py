@@ -143,7 +143,8 @@ def attention(model_id: str, text: str, layer: float, head: float):
     fig = heatmap(one, labels, labels, t("gpt.fig_head", layer=layer, head=head), **kwargs)
     mean_fig = heatmap(mean, labels, labels, t("gpt.fig_mean", layer=layer, heads=n_head), **kwargs)
     above = float(np.triu(result.maps.numpy(), 1).max())
-    notes = [t("gpt.attention_note", count=len(labels), layers=n_layer, heads=n_head, above=f"{above:.0e}")]
+    notes = [t("gpt.attention_note", count=len(labels), layers=n_layer, heads=n_head,
+               above="0" if above == 0 else f"{above:.0e}")]  # exactly 0, not "0e+00"
     if result.note:
         notes.append("⚠️ " + result.note)
     return "\n\n".join(notes), fig, mean_fig

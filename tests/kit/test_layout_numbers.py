@@ -90,6 +90,21 @@ def test_a_long_title_wraps_below_the_toolbar_and_gets_room():
     assert sent["layout"]["template"]["layout"]["title"]["pad"]["t"] == figures.TITLE_TOP  # the modebar's strip
 
 
+@pytest.mark.parametrize("title, glued", [
+    # each wrapped, before, as "…（τ =" / "1 · 不做…", "…1.000（" / "τ = 0.8…" and "…63.1M" / "）" on screen
+    ("下一个词元的概率分布（τ = 1 · 不做 top-k，不做 top-p，截断前后的概率质量 1.000）以及其余的词元", "τ = 1"),
+    ("截断前后的概率质量仍然是 1.000（τ = 0.8，top-k = 5，top-p = 0.9，其余的词元合为一行）", "（τ"),
+    ("每个头的参数量以及整个模型的参数量一起是 d_model² × 4 = 63.1M（这是很长的标题）", "（这"),
+    ("每个头的参数量以及整个模型的参数量一起是 d_model² × 4 = 63.1M），这是很长的标题", "M）"),
+])
+def test_a_title_never_breaks_at_an_equals_sign_or_inside_brackets(title, glued):
+    """A line never starts with closing punctuation, never ends with opening punctuation, and "x = y" stays whole."""
+    lines = figures.wrap_title({"title": {"text": title}})
+    assert len(lines) == 2 and "".join(lines).replace(" ", "") == title.replace(" ", ""), lines
+    assert glued in lines[0] or glued in lines[1], lines
+    assert not lines[1][:1] in "，。、：；！？）" + ")=" and lines[0][-1:] not in "（(=", lines
+
+
 @pytest.fixture(scope="module")
 def default_results():
     """What every view shows on open (its first preset), offline: [(view, {component: value})]."""
