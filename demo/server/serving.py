@@ -7,9 +7,11 @@ demo/server/first_page.py.
 
 **API errors.** Gradio's own messages for a malformed API call name Python objects
 (``<gradio.components.dropdown.Dropdown object at 0x…>``, ``Original error: TypeError``). ``guard_api`` checks the
-number of values first and, when a value cannot be read, says which parameter (by its API name) and what it wants.
-Text longer than its box's cap is refused before any handler runs (``check_caps``). The same wrapper runs the event
-in the language of its request, with the request in handlers.EVENT_REQUEST.
+number of values first and, when a value cannot be read, says which parameter (by its API name), what it wants and
+what came (handlers.refusal: JSON's null and NaN, never a Python type name or Gradio's English). Text longer than its
+box's cap is refused before any handler runs (``check_caps``); then null where the page always sends a value, and
+NaN or Infinity anywhere. The same wrapper runs the event in the language of its request, with the request in
+handlers.EVENT_REQUEST. A call to an endpoint the app does not have is a 404 that says so (``KnownCalls``).
 
 **Uploads.** DELETE_CACHE goes to gr.Blocks(delete_cache=...): Gradio deletes cached uploads once that old.
 
