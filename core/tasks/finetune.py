@@ -35,7 +35,7 @@ from torch import nn
 from core.loading.cache import BoundedCache
 from core.loading.device import one_cpu_thread
 from core.text.corpora import LABELLED
-from core.text.errors import UserInputError
+from core.text.errors import UserInputError, as_sent
 from core.text.i18n import text as tr
 from core.text.limits import DEFAULT_SEED
 from core.text.textio import normalize_text, read_text_upload
@@ -163,7 +163,7 @@ def load_bundled(name: str) -> list[Example]:
     """A bundled set. Its i-th positive and i-th negative sentence are twins on one topic ("The soup was hot…" /
     "The soup was cold…"); they share a group, so a topic word cannot carry a label from training into testing."""
     if name not in LABELLED:
-        raise UserInputError("classify.error_unknown_dataset", name=name, choices=", ".join(LABELLED))
+        raise UserInputError("classify.error_unknown_dataset", name=as_sent(name), choices=", ".join(LABELLED))
     examples = parse_labelled(LABELLED[name].read_text(encoding="utf-8"), "classify.source_bundled",
                               name=LABELLED[name].name)
     seen: dict[str, int] = {}

@@ -15,7 +15,8 @@ from gradio.state_holder import SessionState
 from gradio.utils import error_payload
 
 from core.loading import resolve
-from core.text.errors import as_sent, echo
+from core.tasks.finetune import load_bundled
+from core.text.errors import UserInputError, as_sent, echo
 from tests import app_events
 from tests.conftest import run_async
 
@@ -119,3 +120,6 @@ def test_a_message_repeats_values_as_sent_and_no_character_that_turns_it_around(
     assert [as_sent(value) for value in (None, ["a"], float("nan"), True, 2, "bank")] == \
         ["null", '["a"]', "NaN", "true", "2", "bank"]
     assert echo("a\u202eb\x00c\u2066d\n👩\u200d👩\u200d👧") == "a\ufffdb\ufffdc\ufffdd\n👩\u200d👩\u200d👧"
+    with pytest.raises(UserInputError) as caught:  # a data set named null: "未知的数据集“None”" before
+        load_bundled(None)
+    assert caught.value.message("zh").startswith("未知的数据集“null”。")
