@@ -46,8 +46,8 @@ def top_tab_names() -> list[str]:
     return [text(f"tabs.{tab_id(module)}", "en") for module in TABS]
 
 
-def open_page(browser, served_app, viewport: dict, query: str = ""):
-    context = browser.new_context(viewport=viewport, device_scale_factor=1, locale="en-US")
+def open_page(browser, served_app, viewport: dict, query: str = "", locale: str = "en-US"):
+    context = browser.new_context(viewport=viewport, device_scale_factor=1, locale=locale)
     page = context.new_page()
     page.set_default_timeout(120_000)
     page.goto(served_app.url + query, wait_until="load")
@@ -100,6 +100,14 @@ TITLE_REACH_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
                 gd.querySelector('.gtitle').getBoundingClientRect().right - gd.getBoundingClientRect().right])"""
 
 
+def settled_with_titles(page) -> None:
+    """Wait until nothing computes and at least three figures show a title (the Transformer tab's first view)."""
+    from tests.e2e import learner_path
+
+    page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
+    page.wait_for_function(f"({TITLE_REACH_JS})().length >= 3", polling=learner_path.POLL_MS)
+
+
 def cut_titles(page) -> list[tuple[str, int]]:
     """The visible figures' titles that reach past their figure, with how far (px)."""
     return [(title, round(over)) for title, over in page.evaluate(TITLE_REACH_JS) if over > 0]
@@ -130,13 +138,9 @@ def test_on_a_phone_every_figure_title_fits_its_figure(browser, served_app, loca
     character, in three columns of 90 px, wrote each panel's title over its neighbours'."""
     from tests.e2e import learner_path
 
-    context = browser.new_context(viewport=PHONE, device_scale_factor=1, locale=locale)
-    page = context.new_page()
-    page.set_default_timeout(120_000)
+    context, page = open_page(browser, served_app, PHONE, "?tab=transformer", locale)
     try:
-        page.goto(served_app.url + "?tab=transformer", wait_until="load")
-        page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
-        page.wait_for_function(f"({TITLE_REACH_JS})().length >= 3", polling=learner_path.POLL_MS)
+        settled_with_titles(page)
         assert cut_titles(page) == []
         page.evaluate("(href) => window.plmOpenLink(href)", "?tab=mlm")
         page.wait_for_function(SHOWN_GRID_JS, polling=learner_path.POLL_MS)
@@ -149,8 +153,6 @@ def test_on_a_phone_every_figure_title_fits_its_figure(browser, served_app, loca
 
 def saved_png(page, title: str):
     """The pixels of the PNG that the camera button (``title``) of the page's visible grid of panels downloads."""
-    import io
-
     import numpy as np
     from PIL import Image
 
@@ -176,11 +178,8 @@ def test_a_figure_saved_on_a_phone_is_the_one_a_laptop_saves_and_the_head_labels
     title = text("common.plotly_download_png_lower", "zh")
     saved = {}
     for name, viewport in (("phone", PHONE), ("laptop", LAPTOP)):
-        context = browser.new_context(viewport=viewport, device_scale_factor=1, locale="zh-CN")
-        page = context.new_page()
-        page.set_default_timeout(120_000)
+        context, page = open_page(browser, served_app, viewport, "?tab=mlm", "zh-CN")
         try:
-            page.goto(served_app.url + "?tab=mlm", wait_until="load")
             page.wait_for_function(SHOWN_GRID_JS, polling=learner_path.POLL_MS)
             page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
             saved[name] = saved_png(page, title)
@@ -215,13 +214,9 @@ def test_a_tablet_turned_upright_and_back_wraps_its_titles_again(browser, served
     from tests.e2e import learner_path
 
     sideways, upright = {"width": 1280, "height": 800}, {"width": 800, "height": 1280}
-    context = browser.new_context(viewport=sideways, device_scale_factor=1, locale="en-US")
-    page = context.new_page()
-    page.set_default_timeout(120_000)
+    context, page = open_page(browser, served_app, sideways, "?tab=transformer")
     try:
-        page.goto(served_app.url + "?tab=transformer", wait_until="load")
-        page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
-        page.wait_for_function(f"({TITLE_REACH_JS})().length >= 3", polling=learner_path.POLL_MS)
+        settled_with_titles(page)
         lines = page.evaluate(TITLE_LINES_JS)
         assert cut_titles(page) == []
         page.set_viewport_size(upright)
