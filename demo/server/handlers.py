@@ -16,7 +16,7 @@ import sys
 import gradio as gr
 
 from core.loading import jobs
-from core.text.errors import LearnerError, UserInputError, echo
+from core.text.errors import LearnerError, UserInputError, as_sent, echo
 from core.text.i18n import DEFAULT_LANGUAGE, current_language, language_of, table, text, using_language
 
 log = logging.getLogger("plm_explorer")
@@ -278,10 +278,8 @@ def wants(component: gr.components.Component) -> str:
 def given(payload) -> str:
     """A value as a message repeats it: JSON's words (null, true, NaN), a number, text in quotes and cut, an uploaded
     file by its name, a list or an object by its size; never a Python repr or type name."""
-    if payload is None or isinstance(payload, bool):
-        return {None: "null", True: "true", False: "false"}[payload]
-    if isinstance(payload, float) and not math.isfinite(payload):
-        return "NaN" if math.isnan(payload) else "Infinity" if payload > 0 else "-Infinity"
+    if payload is None or isinstance(payload, bool) or isinstance(payload, float) and not math.isfinite(payload):
+        return as_sent(payload)  # JSON's words: null, true, NaN, -Infinity
     if isinstance(payload, (int, float)):
         return f"{payload:g}" if isinstance(payload, float) else str(payload)
     if isinstance(payload, str):
