@@ -304,8 +304,10 @@ def main(argv: list[str] | None = None) -> None:
         # classroom's before your_turn's: it reads the fragment; reconnect: a server gone away (demo/kit/reconnect.py)
         head=figure_head.HEAD + classroom.head() + your_turn.head() + reconnect.head() + teacher.head(),
         # compressed answers, the page in the learner's language (demo/server/first_page.py), a call to no endpoint
-        # answered 404 (serving.KnownCalls); the "Your turn" script at its own address (fetched once, then cached)
+        # answered 404 and a malformed body or an upload too big in the learner's words (serving.KnownCalls,
+        # serving.REFUSALS); the "Your turn" script at its own address (fetched once, then cached)
         app_kwargs={"middleware": [*first_page.middleware(app.first_page), serving.known_calls(app)],
+                    "exception_handlers": serving.REFUSALS,
                     "routes": [your_turn.ROUTE, *classroom.ROUTES, *teacher.ROUTES]},
         max_file_size=MAX_UPLOAD_BYTES,
         show_error=True,

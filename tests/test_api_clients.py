@@ -246,3 +246,35 @@ def test_classify_offline_shows_the_pair_layout_and_how_to_get_the_model(client)
     assert [row[2] for row in rows(table)] == encoded["token_type_ids"]
     assert "hf download textattack/bert-base-uncased-MRPC" in summary
 
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# What a script that gets the HTTP API wrong is told, on the live app (demo/server/serving.py KnownCalls, REFUSALS)
+
+
+@pytest.mark.slow  # the app over HTTP; the fast lane keeps one such test per module
+def test_a_malformed_body_an_unknown_call_and_an_upload_too_big_are_answered_in_the_learners_words(offline_app):
+    """Before: pydantic's English list echoing the body (422); a stream cut mid-answer for an event id no call
+    returned; Gradio's English plain text for an upload over 5 MB (413)."""
+    import httpx
+
+    from core.text.i18n import text
+
+    url, zh = offline_app.url, {"accept-language": "zh-CN"}
+    with httpx.Client(timeout=60) as client:
+        for body in ('{"data": {"x": 1}}', '{"data": null}', "{}", "{not json"):
+            for route in ("gradio_api/call/overview_score", "gradio_api/queue/join"):
+                answer = client.post(url + route, content=body, headers={**zh, "content-type": "application/json"})
+                assert answer.status_code == 422 and answer.json() == {"detail": text("common.api_malformed_body",
+                                                                                      "zh")}, (route, answer.text)
+        answer = client.post(url + "gradio_api/call/overview_score", content="{}")
+        assert answer.json()["detail"].startswith("The request's body could not be read")  # no Accept-Language
+        answer = client.get(url + "gradio_api/call/overview_score/not-an-event-id", headers=zh)
+        assert answer.status_code == 404 and "“not-an-event-id”" in answer.json()["error"]
+        event = client.post(url + "gradio_api/call/overview_score", json={"data": ["the cat sat"]}).json()["event_id"]
+        streamed = client.get(url + f"gradio_api/call/overview_score/{event}").text  # a call it started: its answer
+        assert "event: complete" in streamed, streamed[:500]
+        answer = client.post(url + "gradio_api/upload", headers=zh, files={"files": ("big.txt", b"a" * 5_300_000)})
+        assert answer.status_code == 413 and answer.json() == {"detail": "文件超过了这个应用 5 MB 的上限。请上传更小的文件。"}
+        answer = client.post(url + "gradio_api/upload", files={"files": ("small.txt", b"the cat sat")})
+        assert answer.status_code == 200 and len(answer.json()) == 1  # one file's handle, as before

@@ -262,10 +262,12 @@ def tokenizer_or_fallback(model_id: str) -> tuple[Any, CheckpointFiles, LearnerE
         return found, files, exc
 
 
-def tokens_line(model_id: str, missing: LearnerError | None) -> str:
+def tokens_line(model_id: str | None, missing: LearnerError | None) -> str:
     """Which tokenizer a layout view used, for its note: the checkpoint's, or MiniLM-L6's in its place."""
     if missing is None:
         return text("registry.tokens_from", model=model_id)
+    if not str(model_id or "").strip():  # an API call's null or a cleared picker: no name to say is missing
+        return text("registry.tokens_unnamed", fallback=MINILM_ID)
     return text("registry.tokens_fallback", model=model_id, fallback=MINILM_ID)
 
 

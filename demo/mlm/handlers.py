@@ -304,7 +304,9 @@ def masking(model_id: str, text: str, seed: float, draws: float):
     if char_views.is_char_bert(model_id):  # its masking is this very code, on characters (core/mlm/masking.py)
         note = "\n\n" + t("mlm.char_bert.masking_note")
     else:
-        note = "\n\n" + t("mlm.masking_fallback", model=str(model_id)[:100]) if missing else ""
+        named = str(model_id or "").strip()  # an API call's null or a cleared picker names nothing
+        note = "" if not missing else "\n\n" + (t("mlm.masking_fallback", model=named[:100]) if named
+                                                 else t("mlm.masking_unnamed"))
     result = pretraining.bert_masking(tokenizer, text, whole_number(seed, t("mlm.seed_name")),
                                       whole_number(draws, t("mlm.draws_name"), 1))
     highlighted = [(token + " ", None if action == pretraining.KEEP else action_name(action))

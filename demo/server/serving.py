@@ -11,7 +11,9 @@ number of values first and, when a value cannot be read, says which parameter (b
 what came (handlers.refusal: JSON's null and NaN, never a Python type name or Gradio's English). Text longer than its
 box's cap is refused before any handler runs (``check_caps``); then null where the page always sends a value, and
 NaN or Infinity anywhere. The same wrapper runs the event in the language of its request, with the request in
-handlers.EVENT_REQUEST. A call to an endpoint the app does not have is a 404 that says so (``KnownCalls``).
+handlers.EVENT_REQUEST. A call to an endpoint the app does not have, or a read of a call it never started, is a 404
+that says so (``KnownCalls``); a body that is not JSON with a list under "data", and an upload over the size cap,
+are answered in the learner's words too (``REFUSALS``, FastAPI's exception handlers).
 
 **Uploads.** DELETE_CACHE goes to gr.Blocks(delete_cache=...): Gradio deletes cached uploads once that old.
 
@@ -42,6 +44,7 @@ a reverse proxy on the same machine, name it (``--trusted-proxy 127.0.0.1``), or
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import re
@@ -51,13 +54,15 @@ from typing import Any
 
 import gradio as gr
 from fastapi import HTTPException
+from fastapi.exceptions import RequestValidationError
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
 
 from core.loading import jobs
+from core.loading.cache import BoundedCache
 from core.text.errors import UserInputError, echo
-from core.text.limits import MAX_CUSTOM_CHOICE_CHARS
+from core.text.limits import MAX_CUSTOM_CHOICE_CHARS, MAX_UPLOAD_BYTES
 from core.text.i18n import language_of, text, using_language
 from demo.server.gradio_inside import lazy_session_configs
 from demo.server.handlers import (EVENT_REQUEST, TRAIN_QUEUE, UnreadableValue, component_name,
@@ -338,28 +343,95 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
 
 
 class KnownCalls:
-    """ASGI middleware: ``POST …/gradio_api/call/<name>`` for a name the app has no event for is answered 404 with a
-    message in the learner's language (Gradio's route answers 500, "Internal Server Error")."""
+    """ASGI middleware for the API's call routes, answering in the learner's language where Gradio's routes fail:
+    ``POST …/gradio_api/call/<name>`` for a name the app has no event for is a 404 that says so (Gradio: 500,
+    "Internal Server Error"), and so is ``GET …/gradio_api/call/<name>/<event_id>`` for an id no call here returned
+    (Gradio's stream raises after its headers, so the client saw its connection cut). The ids are the ``event_id``s
+    the POSTs answered, the latest ``KEPT_IDS`` of them. An upload over the size cap, which Gradio's route answers 413
+    in English plain text, is answered in the learner's words (the page checks the size before it uploads)."""
 
     CALL = re.compile(r"/gradio_api/call/([^/]+)/?$")
+    STREAM = re.compile(r"/gradio_api/call/([^/]+)/([^/]+)/?$")
+    KEPT_IDS = 4_096  # API calls only (the page joins the queue at /queue/join): ~0.5 MB
 
     def __init__(self, app, names: frozenset[str]):
-        self.app, self.names = app, names
+        self.app, self.names, self.calls = app, names, BoundedCache(self.KEPT_IDS)
 
     async def __call__(self, scope, receive, send):
-        called = self.CALL.search(scope.get("path", "")) if scope["type"] == "http" and scope["method"] == "POST" \
-            else None
-        if called is None or called.group(1) in self.names:
-            return await self.app(scope, receive, send)
+        path, method = scope.get("path", ""), scope.get("method")
+        called = self.CALL.search(path) if scope["type"] == "http" and method == "POST" else None
+        streamed = self.STREAM.search(path) if scope["type"] == "http" and method == "GET" else None
+        if method == "POST" and path.endswith("/gradio_api/upload"):
+            return await self.app(scope, receive, self._worded_413(scope, send))
+        if called is not None and called.group(1) in self.names:
+            return await self.app(scope, receive, self._remembering(send))
+        if called is not None:
+            return await self._refuse(scope, receive, send, "common.api_no_such_endpoint", name=called.group(1))
+        if streamed is not None and (streamed.group(1) not in self.names or self.calls.get(streamed.group(2)) is None):
+            name, event = streamed.groups()
+            key = "common.api_no_such_call" if name in self.names else "common.api_no_such_endpoint"
+            return await self._refuse(scope, receive, send, key, name=name, event=event)
+        return await self.app(scope, receive, send)
+
+    def _remembering(self, send):
+        """``send``, noting the event id of a 200 answer (a few dozen bytes of JSON)."""
+        answer = {"status": 0, "body": b""}
+
+        async def noting(message):
+            if message["type"] == "http.response.start":
+                answer["status"] = message["status"]
+            elif message["type"] == "http.response.body" and answer["status"] == 200:
+                answer["body"] += message.get("body", b"")
+                if not message.get("more_body"):
+                    self._note(answer["body"])
+            await send(message)
+        return noting
+
+    @staticmethod
+    def _worded_413(scope, send):
+        """``send``, with a 413's body replaced by the learner's sentence (JSON, as FastAPI's errors are)."""
+        too_big = []
+
+        async def wording(message):
+            if message["type"] == "http.response.start" and message["status"] == 413:
+                too_big.append(message)
+            elif not too_big:
+                await send(message)
+            elif not message.get("more_body"):
+                lang = language_of(SimpleNamespace(headers=Headers(scope=scope)))
+                said = text("common.api_upload_too_big", lang, limit=round(MAX_UPLOAD_BYTES / 2**20))
+                body = json.dumps({"detail": said}, ensure_ascii=False).encode()
+                await send({"type": "http.response.start", "status": 413, "headers": [
+                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+        return wording
+
+    def _note(self, body: bytes) -> None:
+        try:
+            event = json.loads(body)["event_id"]
+        except (ValueError, KeyError, TypeError):
+            return
+        self.calls.put(str(event), True)
+
+    @staticmethod
+    async def _refuse(scope, receive, send, key: str, **names):
         lang = language_of(SimpleNamespace(headers=Headers(scope=scope)))
-        answer = JSONResponse({"error": text("common.api_no_such_endpoint", lang, name=echo(called.group(1)))},
-                              status_code=404)
-        await answer(scope, receive, send)
+        shown = {name: echo(value) for name, value in names.items()}
+        await JSONResponse({"error": text(key, lang, **shown)}, status_code=404)(scope, receive, send)
 
 
 def known_calls(app: gr.Blocks) -> Middleware:
     """KnownCalls for ``app``: the API names of its events (for ``launch(app_kwargs={"middleware": [...]})``)."""
     return Middleware(KnownCalls, names=frozenset(fn.api_name for fn in app.fns.values() if fn.api_name))
+
+
+async def _malformed_body(request, exc) -> JSONResponse:
+    """FastAPI's 422 for a body its route cannot read: one sentence, not pydantic's English list echoing the body."""
+    return JSONResponse({"detail": text("common.api_malformed_body", language_of(request))}, status_code=422)
+
+
+# For ``launch(app_kwargs={"exception_handlers": ...})``: FastAPI's own hook, no Gradio name.
+REFUSALS = {RequestValidationError: _malformed_body}
 
 
 def serve(app: gr.Blocks, per_address: int = MAX_EVENTS_PER_ADDRESS) -> gr.Blocks:

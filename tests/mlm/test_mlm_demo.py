@@ -64,6 +64,18 @@ def test_demo_offline_views(pretraining_folder):
     assert len(mlm_handlers.rows_of(rows)) > 10
 
 
+@pytest.mark.parametrize("nothing", [None, "", "  "])
+def test_a_masking_call_that_names_no_checkpoint_says_so_not_none(nothing):
+    """An API call's null (or a cleared picker) is tokenised with MiniLM-L6's vocabulary, and the note says no
+    checkpoint was named: it used to say "None is not on this machine" (the API sweep)."""
+    for lang, said in [("en", "No checkpoint was named"), ("zh", "没有填写检查点")]:
+        with using_language(lang):
+            *_, summary = mlm.masking(nothing, "my dog is hairy", 0, 1000)
+            line = registry.tokens_line(nothing, UserInputError("registry.no_id"))
+        assert said in summary and "None" not in summary and "MiniLM" in summary, summary
+        assert line.startswith(said) and "None" not in line and registry.MINILM_ID in line, line
+
+
 def test_demo_bad_input_becomes_gr_error(pretraining_folder):
     with pytest.raises(gr.Error, match="Put \\[MASK\\]"):
         mlm.fill(pretraining_folder, "my dog is hairy", 5, progress=noop_progress)

@@ -93,15 +93,21 @@ def test_an_event_that_reads_its_own_inputs_refuses_in_the_same_words(app):
         assert not FOREIGN.search(message), message
 
 
-def test_a_call_to_no_endpoint_is_a_404_that_says_so(app):
-    """Before: HTTP 500 "Internal Server Error" (Gradio's route could not find the event)."""
+def test_a_call_to_no_endpoint_or_a_read_of_no_call_is_a_404_that_says_so(app):
+    """Before: HTTP 500 "Internal Server Error" for an unknown name (Gradio's route could not find the event); for an
+    unknown event id, Gradio's stream raised after its headers and the connection was cut mid-answer. An upload over
+    the cap was Gradio's 413 in English plain text ("File size exceeded maximum allowed size of 5242880 bytes.")."""
     from starlette.testclient import TestClient
 
     from demo.server.serving import known_calls
 
-    async def inner(scope, receive, send):  # the app behind the middleware: answers 200
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"ok"})
+    async def inner(scope, receive, send):  # Gradio's routes, as far as the middleware sees them
+        status, body = 200, b"stream"
+        if scope["method"] == "POST":
+            upload = scope["path"].endswith("upload")
+            status, body = (413, b"File size exceeded") if upload else (200, b'{"event_id":"e1"}')
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        await send({"type": "http.response.body", "body": body})
 
     middleware = known_calls(app)
     client = TestClient(middleware.cls(inner, *middleware.args, **middleware.kwargs))
@@ -110,8 +116,13 @@ def test_a_call_to_no_endpoint_is_a_404_that_says_so(app):
         assert answer.status_code == 404 and answer.json()["error"].startswith("这个应用没有名为“nope”的接口。")
     answer = client.post("/gradio_api/call/" + "\u202ex" * 3, json={"data": []})
     assert answer.status_code == 404 and "“\ufffdx\ufffdx\ufffdx”" in answer.json()["error"]
-    assert client.post("/gradio_api/call/ngram_counts", json={"data": []}).text == "ok"
-    assert client.get("/gradio_api/call/nope/123").text == "ok"  # the event stream's route: Gradio's own 404
+    assert client.get("/gradio_api/call/nope/e1").json()["error"].startswith("This app has no endpoint named “nope”.")
+    answer = client.get("/gradio_api/call/ngram_counts/e1", headers={"accept-language": "zh-CN"})
+    assert answer.status_code == 404 and answer.json()["error"].startswith("这里没有在等待的“ngram_counts”调用“e1”。")
+    assert client.post("/gradio_api/call/ngram_counts", json={"data": []}).json() == {"event_id": "e1"}
+    assert client.get("/gradio_api/call/ngram_counts/e1").text == "stream"  # a call it answered: Gradio's stream
+    answer = client.post("/gradio_api/upload", headers={"accept-language": "zh-CN"})
+    assert answer.status_code == 413 and answer.json() == {"detail": "文件超过了这个应用 5 MB 的上限。请上传更小的文件。"}
 
 
 def test_a_message_repeats_values_as_sent_and_no_character_that_turns_it_around():
