@@ -16,7 +16,7 @@ import plotly.io as pio
 
 from core.text.i18n import DEFAULT_LANGUAGE, table, text
 from demo.kit.scripts import script
-from demo.kit.text_size import text_size
+from demo.kit.text_size import label_positions, text_size
 from demo.server.gradio_inside import plotly_chunk
 
 # Latin fonts first, then CJK ones, so 中文 titles, tokens and axis labels render as glyphs (not boxes) on screen and
@@ -393,17 +393,20 @@ def scatter(
     height: int = 620,
 ) -> SlideFigure:
     """Labelled points in 2D or 3D (embedding projections): one colour and legend entry per group, highlighted
-    points drawn larger and in bold."""
+    points drawn larger and in bold; in 2D each label where it covers least of the others (text_size)."""
     coords = np.asarray(coords, dtype=float)
     highlight = list(highlight) if highlight is not None else [False] * len(labels)
     three_d = coords.shape[1] == 3
+    sizes = [13 if bold else 8 for bold in highlight]
+    positions = None if three_d else label_positions(coords, labels, sizes, BASE_FONT_SIZE)  # no label on another
     traces = []
     for number, group in enumerate(dict.fromkeys(groups)):
         rows = [i for i, g in enumerate(groups) if g == group]
         text = [f"<b>{labels[i]}</b>" if highlight[i] else labels[i] for i in rows]
-        marker = dict(size=[13 if highlight[i] else 8 for i in rows], color=COLORWAY[number % len(COLORWAY)],
+        marker = dict(size=[sizes[i] for i in rows], color=COLORWAY[number % len(COLORWAY)],
                       symbol=SERIES_SYMBOLS[number % len(SERIES_SYMBOLS)])  # groups differ in shape, not only colour
-        common = dict(mode="markers+text", name=group, text=text, textposition="top center", marker=marker,
+        common = dict(mode="markers+text", name=group, text=text, marker=marker,
+                      textposition="top center" if three_d else [positions[i] for i in rows],
                       hovertemplate="%{text}<extra>" + group + "</extra>")
         xyz = dict(x=coords[rows, 0], y=coords[rows, 1])
         traces.append(go.Scatter3d(**xyz, z=coords[rows, 2], **common) if three_d else go.Scatter(**xyz, **common))

@@ -1,5 +1,6 @@
 """How wide and tall a label is as plotly.js draws it, estimated on the server: demo/kit/figures.py wraps a long title to
-the width a plot has and gives it room below the toolbar. Everything else about margins is plotly's automargin.
+the width a plot has and gives it room below the toolbar, and places a scatter's point labels off one another
+(``label_positions``). Everything else about margins is plotly's automargin.
 
 A character's advance in em comes from a per-class table measured in Chromium: WenQuanYi Micro Hei's Latin (what our
 font stack draws with on CI and on Linux machines without Inter) and Arial are within a few % of these.
@@ -42,3 +43,67 @@ def text_size(text, font_size: float) -> tuple[float, float]:
     lines = html.unescape(TAGS.sub("", BREAKS.sub("\n", str(text)))).split("\n")
     width = max(sum(em_width(ch) for ch in line) for line in lines) * font_size
     return width, (LINE_HEIGHT + LINE_SPACING * (len(lines) - 1)) * font_size
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Where a 2D scatter's point labels go. Plotly draws every label where it is told ("top center" by default) and never
+# moves one off another, so the close words of an embedding projection (man, woman, girl, boy) were drawn over each
+# other. Each point is given the first of plotly's eight positions that covers least of the labels placed before it
+# and of the other markers, at the size the plot has in a half-width column on a laptop (a slide is larger, so its
+# labels have more room, not less).
+
+POSITIONS = ("top center", "bottom center", "middle right", "middle left",
+             "top right", "top left", "bottom right", "bottom left")
+PLOT_PX = (400.0, 450.0)  # the points' extent in px: a half-width column at 1440 px (its plot area less padding)
+GAP = 2.0  # px between a marker and its label
+EDGE_PX = 8.0  # how far past the outermost points the axes reach (plotly pads its autorange for the markers)
+
+
+def _label_box(position: str, x: float, y: float, w: float, h: float, r: float) -> tuple[float, float, float, float]:
+    """(left, bottom, right, top) in px, y up, of a w × h label at ``position`` around a marker of radius r at (x, y):
+    beside, above or below it, or diagonally off a corner (half a radius in)."""
+    vertical, horizontal = position.split()
+    near = r / 2 if vertical != "middle" and horizontal != "center" else r
+    left = {"center": x - w / 2, "right": x + near + GAP, "left": x - near - GAP - w}[horizontal]
+    bottom = {"middle": y - h / 2, "top": y + near + GAP, "bottom": y - near - GAP - h}[vertical]
+    return left, bottom, left + w, bottom + h
+
+
+def _overlap(a, b) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def label_positions(points, labels, marker_px, font_size: float, plot_px=PLOT_PX, rounds: int = 4) -> list[str]:
+    """A plotly ``textposition`` for each of the 2D ``points`` (data units): of POSITIONS, the one whose label box
+    covers least of the other labels and of the plot's edges (in full: plotly cuts a label off at the axes) and of
+    the other markers (at half weight); ties go to the earlier position. Placed in order first (the query words come
+    first), then each label moved to its best place given all the others, until none moves (``rounds`` at most).
+    ``marker_px``: each marker's diameter."""
+    coords = [(float(x), float(y)) for x, y in points]
+    if not coords:
+        return []
+    lows = [min(c[axis] for c in coords) for axis in (0, 1)]
+    spans = [(max(c[axis] for c in coords) - lows[axis]) or 1.0 for axis in (0, 1)]
+    px = [tuple((c[axis] - lows[axis]) / spans[axis] * plot_px[axis] for axis in (0, 1)) for c in coords]
+    markers = [(x - d / 2, y - d / 2, x + d / 2, y + d / 2) for (x, y), d in zip(px, marker_px)]
+    plot = (-EDGE_PX, -EDGE_PX, plot_px[0] + EDGE_PX, plot_px[1] + EDGE_PX)  # with plotly's autorange padding
+    options = [[_label_box(position, x, y, *text_size(label, font_size), d / 2) for position in POSITIONS]
+               for (x, y), label, d in zip(px, labels, marker_px)]
+    chosen: list[int | None] = [None] * len(coords)
+
+    def cost(index: int, box) -> float:
+        outside = (box[2] - box[0]) * (box[3] - box[1]) - _overlap(box, plot)
+        labels_covered = sum(_overlap(box, options[other][at]) for other, at in enumerate(chosen)
+                             if at is not None and other != index)
+        markers_covered = sum(_overlap(box, marker) for other, marker in enumerate(markers) if other != index)
+        return outside + labels_covered + markers_covered / 2
+
+    for _ in range(rounds + 1):
+        moved = False
+        for index, boxes in enumerate(options):
+            best = min(range(len(POSITIONS)), key=lambda at: (cost(index, boxes[at]), at))
+            moved |= best != chosen[index]
+            chosen[index] = best
+        if not moved:
+            break
+    return [POSITIONS[at] for at in chosen]

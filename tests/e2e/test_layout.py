@@ -254,3 +254,36 @@ def test_on_a_laptop_the_ngram_counts_table_shows_its_whole_header(browser, serv
         assert "0.6667" in table.inner_text()  # 4 significant digits, not 0.6666666666666666
     finally:
         context.close()
+
+
+# Pairs of a scatter's point labels whose boxes overlap (more than 1 px each way), their area, and labels that run
+# past the plot area, where plotly cuts them off.
+LABEL_OVERLAPS_JS = """(gd) => {
+  const boxes = [...gd.querySelectorAll('.textpoint text')].map((t) => t.getBoundingClientRect())
+    .filter((b) => b.width > 0);
+  const plot = gd.querySelector('.nsewdrag').getBoundingClientRect();
+  let pairs = 0, area = 0;
+  boxes.forEach((a, i) => boxes.slice(i + 1).forEach((b) => {
+    const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+    const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+    if (w > 1 && h > 1) { pairs += 1; area += w * h; }
+  }));
+  const cut = boxes.filter((b) => b.left < plot.left - 2 || b.right > plot.right + 2 || b.top < plot.top - 2
+    || b.bottom > plot.bottom + 2).length;
+  return {labels: boxes.length, pairs, area: Math.round(area), cut};
+}"""
+
+
+def test_on_a_laptop_the_projections_words_are_not_drawn_over_one_another(browser, served_app):
+    """The GloVe projection's preset (king, queen, man, woman, … and 3 neighbours each): every label was "top
+    center", and 16 pairs of its 27 labels overlapped (3,199 px²), man, woman, girl and boy on top of each other.
+    Placed by demo/kit/text_size.label_positions: 4 pairs, 148 px², none cut off (2026-11-30)."""
+    context, page = open_page(browser, served_app, LAPTOP, "?tab=embeddings&preset=capitals")
+    try:
+        plot = page.locator(".js-plotly-plot").filter(has=page.locator(".textpoint")).first
+        plot.locator(".textpoint text").nth(26).wait_for()
+        shown = plot.evaluate(LABEL_OVERLAPS_JS)
+        assert shown["labels"] == 27 and shown["cut"] == 0, shown
+        assert shown["pairs"] <= 6 and shown["area"] <= 600, shown
+    finally:
+        context.close()

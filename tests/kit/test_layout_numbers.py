@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from demo.kit import figures
+from demo.kit.text_size import POSITIONS
 from demo.kit.widgets import sig4, sig4_text
 from core.loading import resolve
 
@@ -119,6 +120,23 @@ def default_results():
             if slug is not None:
                 shown.append((f"{view.tab}/{view.key}", view.run(slug)))
     return shown
+
+
+def test_close_points_of_a_scatter_get_labels_on_different_sides_and_a_lone_one_keeps_its_place():
+    """Every label of an embedding projection was "top center", so close words (man, woman, girl, boy) were drawn over
+    one another (the visual sweep). Now each goes where it covers least of the labels placed before it; one with
+    room all around stays above its point. Chromium's count of overlapping labels: tests/e2e/test_layout.py."""
+    coords = np.array([[0, 0], [0.01, 0.005], [-0.01, 0.004], [0.003, -0.008], [0.6, 0.5], [-0.6, -0.5],
+                       [1, 1], [-1, -1]])  # the last two span the axes, so that the two before them have room
+    words = ["man", "woman", "girl", "boy", "paris", "king", "x", "y"]
+    figure = figures.scatter(coords, words, ["a"] * 4 + ["b"] * 4, "t", highlight=[True] + [False] * 7)
+    placed = {text.replace("<b>", "").replace("</b>", ""): position for trace in figure.data
+              for text, position in zip(trace.text, trace.textposition)}
+    assert len({placed[word] for word in ("man", "woman", "girl", "boy")}) == 4, placed
+    assert placed["paris"] == placed["king"] == "top center" and set(placed.values()) <= set(POSITIONS), placed
+    assert placed["x"] != "top center"  # above the highest point, plotly would cut it off at the axis
+    three_d = figures.scatter(np.c_[coords, coords[:, 0]], ["a"] * 6, ["a"] * 6, "t")
+    assert three_d.data[0].textposition == "top center"  # plotly places 3D labels itself
 
 
 def test_every_figure_a_view_opens_with_leaves_its_margins_to_plotlys_automargin(default_results):
