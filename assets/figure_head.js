@@ -215,8 +215,31 @@
     if (every <= 1 || !(plot > 0)) return layout;
     return {...layout, annotations: notes.map((n, i) => i % every ? {...n, visible: false} : n)};
   };
-  const narrow = (gd, layout) => fitTitle(gd, thinLabels(gd, restack(gd, layout)));
+  // A legend beside the plot (plotly's place for it: on the right) that would leave the plot narrower than
+  // PLOT_MIN_PX (a phone: 135 px of a 320 px figure) goes under it, in rows at the figure's foot, and the figure
+  // grows by its rows.
+  const PLOT_MIN_PX = 260;
+  const legendBelow = (gd, layout, data) => {
+    const legend = layout.legend || {}, t = layout.template?.layout || {};
+    const names = (data || []).filter((trace) => trace.showlegend !== false && trace.name != null)
+      .map((trace) => String(trace.name).replace(/<[^>]+>/g, ""));
+    const shown = layout.showlegend ?? names.length > 1;  // plotly's rule: a legend from two traces on
+    if (!shown || !names.length || (legend.orientation ?? t.legend?.orientation) === "h"
+        || typeof layout.height !== "number") return layout;
+    const size = legend.font?.size || t.legend?.font?.size || t.font?.size || 15;
+    ruler.font = `${size}px ${t.font?.family || getComputedStyle(gd).fontFamily}`;
+    const entry = Math.max(...names.map((name) => ruler.measureText(name).width)) + 2.7 * size;  // + symbol, gaps
+    const left = layout.margin?.l ?? t.margin?.l ?? 80;
+    if (gd.clientWidth - left - entry - size >= PLOT_MIN_PX) return layout;
+    const rows = Math.ceil(names.length / Math.max(1, Math.floor((gd.clientWidth - 16) / entry)));
+    const grow = Math.ceil(rows * size * 1.6 + 8), margin = {...(layout.margin || {})};
+    margin.b = (margin.b ?? t.margin?.b ?? 80) + grow;
+    return {...layout, margin, height: layout.height + grow,
+            legend: {...legend, orientation: "h", x: 0, xanchor: "left", y: 0, yref: "container", yanchor: "bottom"}};
+  };
+  const narrow = (gd, layout, data) => fitTitle(gd, thinLabels(gd, restack(gd, legendBelow(gd, layout, data))));
   const shape = (layout) => JSON.stringify([layout.title, layout.height, layout.margin, layout.annotations,
+    layout.legend,
     ...Object.keys(layout).filter((key) => /^[xy]axis\d*$/.test(key)).map((key) => layout[key]?.domain)]);
   // A figure whose width changed (a phone turned sideways or back, a window resized) is drawn again from the layout
   // it was sent with, where its narrow layout (the title's lines, the grid's columns, the labels shown) changes.
@@ -227,7 +250,7 @@
     for (const {target: gd} of entries) {
       const sent = gd.__plmSent;
       if (!sent || !gd.clientWidth || !gd.data || Math.abs(gd.clientWidth - (gd.__plmWidth || 0)) < RESIZE_PX
-          || shape(narrow(gd, sent.layout)) === gd.__plmShape) continue;
+          || shape(narrow(gd, sent.layout, gd.data)) === gd.__plmShape) continue;
       window.Plotly.react(gd, gd.data, sent.layout, sent.config);
     }
   });
@@ -249,7 +272,7 @@
       if (config && lang === "zh") config = {...config, locale: "zh-CN", locales: {"zh-CN": zhModebar}};
       if (layout) {  // drawn hidden (a tab not open yet: no width), it is laid out when it is shown
         const given = layout;
-        if (gd.clientWidth) layout = narrow(gd, layout);
+        if (gd.clientWidth) layout = narrow(gd, layout, data);
         gd.__plmSent = {layout: given, config: sent};
         gd.__plmGiven = layout === given ? null : given;
         gd.__plmShape = shape(layout);
