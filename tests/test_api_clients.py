@@ -274,6 +274,10 @@ def test_a_malformed_body_an_unknown_call_and_an_upload_too_big_are_answered_in_
         event = client.post(url + "gradio_api/call/overview_score", json={"data": ["the cat sat"]}).json()["event_id"]
         streamed = client.get(url + f"gradio_api/call/overview_score/{event}").text  # a call it started: its answer
         assert "event: complete" in streamed, streamed[:500]
+        # The API page's curl snippet: named values to /call/v2/<name>, then the answer from /call/<name>/<event_id>.
+        event = client.post(url + "gradio_api/call/v2/overview_score", json={"text": "the cat sat"}).json()["event_id"]
+        streamed = client.get(url + f"gradio_api/call/overview_score/{event}").text
+        assert "event: complete" in streamed, streamed[:500]
         answer = client.post(url + "gradio_api/upload", headers=zh, files={"files": ("big.txt", b"a" * 5_300_000)})
         assert answer.status_code == 413 and answer.json() == {"detail": "文件超过了这个应用 5 MB 的上限。请上传更小的文件。"}
         answer = client.post(url + "gradio_api/upload", files={"files": ("small.txt", b"the cat sat")})

@@ -344,14 +344,14 @@ def guard_api(app: gr.Blocks) -> gr.Blocks:
 
 class KnownCalls:
     """ASGI middleware for the API's call routes, answering in the learner's language where Gradio's routes fail:
-    ``POST …/gradio_api/call/<name>`` for a name the app has no event for is a 404 that says so (Gradio: 500,
-    "Internal Server Error"), and so is ``GET …/gradio_api/call/<name>/<event_id>`` for an id no call here returned
+    ``POST …/gradio_api/call/[v2/]<name>`` for a name the app has no event for is a 404 that says so (Gradio: 500,
+    "Internal Server Error"), and so is ``GET …/gradio_api/call/[v2/]<name>/<event_id>`` for an id no call here returned
     (Gradio's stream raises after its headers, so the client saw its connection cut). The ids are the ``event_id``s
     the POSTs answered, the latest ``KEPT_IDS`` of them. An upload over the size cap, which Gradio's route answers 413
     in English plain text, is answered in the learner's words (the page checks the size before it uploads)."""
 
-    CALL = re.compile(r"/gradio_api/call/([^/]+)/?$")
-    STREAM = re.compile(r"/gradio_api/call/([^/]+)/([^/]+)/?$")
+    CALL = re.compile(r"/gradio_api/call/(?:v2/)?([^/]+)/?$")  # v2: named values (the API page's curl snippet)
+    STREAM = re.compile(r"/gradio_api/call/(?:v2/)?([^/]+)/([^/]+)/?$")
     KEPT_IDS = 4_096  # API calls only (the page joins the queue at /queue/join): ~0.5 MB
 
     def __init__(self, app, names: frozenset[str]):

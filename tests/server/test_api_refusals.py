@@ -121,6 +121,10 @@ def test_a_call_to_no_endpoint_or_a_read_of_no_call_is_a_404_that_says_so(app):
     assert answer.status_code == 404 and answer.json()["error"].startswith("这里没有在等待的“ngram_counts”调用“e1”。")
     assert client.post("/gradio_api/call/ngram_counts", json={"data": []}).json() == {"event_id": "e1"}
     assert client.get("/gradio_api/call/ngram_counts/e1").text == "stream"  # a call it answered: Gradio's stream
+    assert client.get("/gradio_api/call/v2/ngram_counts/e2").status_code == 404
+    assert client.post("/gradio_api/call/v2/nope", json={}).status_code == 404
+    client.post("/gradio_api/call/v2/ngram_counts", json={})  # the API page's curl: named values, answered "e1"
+    assert client.get("/gradio_api/call/v2/ngram_counts/e1").text == "stream"
     answer = client.post("/gradio_api/upload", headers={"accept-language": "zh-CN"})
     assert answer.status_code == 413 and answer.json() == {"detail": "文件超过了这个应用 5 MB 的上限。请上传更小的文件。"}
 
