@@ -136,13 +136,14 @@
   };
 
   // Narrow plots (a phone, a tablet's half-width column): the server wraps a title for 560 px a line
-  // (demo/kit/figures.py wrap_title); each line wider than the plot is wrapped again, the same way (at spaces, or
+  // (demo/kit/text_size.py wrap_title); each line wider than the plot is wrapped again, the same way (at spaces, or
   // between any two characters of 中文, and after a "/" of a model's id), and the top margin and the height grow by
   // the lines added.
   const ruler = document.createElement("canvas").getContext("2d");
-  // Where a line may not break (demo/kit/figures.py breakable: the same rules): before closing punctuation, after
+  // Where a line may not break (demo/kit/text_size.py breakable: the same rules): before closing punctuation, after
   // opening punctuation, on either side of an "=".
   const CLOSING = /^[，。、：；！？）」』】》〉”’…·)=]/, OPENING = /[（「『【《〈“‘(=]$/;
+  const HAN = /^[\u2e80-\u9fff]$/, RUN_END = /[，。、：；！？）」』】》〉]$/;
   const PIECES = /[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef/]+\/?|\/|\s+/g;
   const fitTitle = (gd, layout) => {
     const title = layout.title, words = title && typeof title === "object" ? title.text : null;
@@ -154,16 +155,43 @@
     const room = gd.clientWidth * share - 8;
     ruler.font = `${size}px ${title.font?.family || t.font?.family || layout.template?.layout?.font?.family
       || getComputedStyle(gd).fontFamily}`;
-    const wide = (line) => ruler.measureText(line.replace(/<[^>]+>/g, "")).width > room;
+    const width = (line) => ruler.measureText(line.replace(/<[^>]+>/g, "")).width, wide = (line) => width(line) > room;
+    // Where a line that does not fit ends: inside a run of 中文, after the run's last "，" "：" "；", at its last
+    // space or before its last "（", if that keeps half a line (demo/kit/text_size.py _word_end: the same rule).
+    const wordEnd = (parts, piece) => {
+      if (!(HAN.test(parts[parts.length - 1]) && HAN.test(piece))) return parts.length;
+      for (let cut = parts.length - 1; cut > 0; cut--) {
+        const head = parts.slice(0, cut).join(""), next = parts.slice(cut).find((p) => p.trim()) || piece;
+        const glued = CLOSING.test(next) || OPENING.test(head.trimEnd());
+        if ((RUN_END.test(parts[cut - 1]) || !parts[cut].trim() || OPENING.test(parts[cut][0])) && !glued) {
+          return width(head.trimEnd()) >= room / 2 ? cut : parts.length;
+        }
+      }
+      return parts.length;
+    };
+    // Where a line ends when the next piece may not start one: before the glued pieces ("（τ = 0" moves whole);
+    // 0: nowhere (demo/kit/text_size.py _line_end).
+    const lineEnd = (parts, piece) => {
+      if (!(CLOSING.test(piece) || OPENING.test(parts.join("").trimEnd()))) return wordEnd(parts, piece);
+      for (let cut = parts.length - 1; cut > 0; cut--) {
+        const head = parts.slice(0, cut).join(""), next = parts.slice(cut).find((p) => p.trim()) || piece;
+        if (head.trim() && !CLOSING.test(next) && !OPENING.test(head.trimEnd())) return cut;
+      }
+      return 0;
+    };
     const given = words.split(/<br\s*\/?>/i), lines = [];
     for (const text of given) {
-      let line = "";
+      let parts = [];
       for (const piece of wide(text) ? text.match(PIECES) || [] : [text]) {
-        const space = !piece.trim(), glued = CLOSING.test(piece) || OPENING.test(line.trimEnd());
-        if (line.trim() && !space && !glued && wide(line + piece)) { lines.push(line.trimEnd()); line = ""; }
-        line += space && !line ? "" : piece;
+        const line = parts.join(""), space = !piece.trim();
+        const cut = line.trim() && !space && wide(line + piece) ? lineEnd(parts, piece) : 0;
+        if (cut) {
+          lines.push(parts.slice(0, cut).join("").trimEnd());
+          parts = parts.slice(cut < parts.length && !parts[cut].trim() ? cut + 1 : cut);
+        }
+        if (parts.length || !space) parts.push(piece);
       }
-      lines.push(line.trimEnd());
+      lines.push(parts.join("").trimEnd());
     }
     const grow = Math.ceil((lines.length - given.length) * size * 1.3);  // plotly's line spacing: 1.3 em
     if (!grow || room < 4 * size) return layout;

@@ -15,7 +15,7 @@ this script adds in the browser, by wrapping ``Plotly.react``:
   while one of them has the focus (assets/style.css);
 - **dark mode** (``?__theme=dark``): the figure is drawn on the page's dark block colour with light text, axes and
   grid (a dark plotly template); the heatmap scales and the Okabe–Ito colours read on both;
-- **narrow plots** (a phone, a tablet's column): figures.wrap_title wraps a title for a laptop's plot (560 px a
+- **narrow plots** (a phone, a tablet's column): text_size.wrap_title wraps a title for a laptop's plot (560 px a
   line); each line wider than the plot is wrapped again when the figure is drawn. A grid of small panels
   (figures.subplot_grid) takes fewer columns, one on a phone. A row of column labels (``layout.meta.column_labels``,
   the attention map's H1…H12) shows every k-th label where they would overlap. A legend beside a plot it would

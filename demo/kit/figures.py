@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Sequence
 
 import numpy as np
@@ -16,7 +15,7 @@ import plotly.io as pio
 
 from core.text.i18n import DEFAULT_LANGUAGE, table, text
 from demo.kit.scripts import script
-from demo.kit.text_size import label_positions, text_size
+from demo.kit.text_size import label_positions, text_size, wrap_title
 from demo.server.gradio_inside import plotly_chunk
 
 # Latin fonts first, then CJK ones, so 中文 titles, tokens and axis labels render as glyphs (not boxes) on screen and
@@ -122,7 +121,7 @@ class SlideFigure(go.Figure):
         for key, axis in layout.items():  # log axes: 10⁻¹⁵ … 10⁰, not plotly's "1f, 1p, 1n, 1μ"
             if key[:1] in "xy" and key[1:5] == "axis" and isinstance(axis, dict) and axis.get("type") == "log":
                 axis.setdefault("exponentformat", "power")
-        title_lines = wrap_title(layout)
+        title_lines = wrap_title(layout, TITLE_WIDTH, TITLE_FONT_SIZE)
         if title_lines:  # the title hangs in the container's top margin, which automargin does not grow for it
             title_height = TITLE_TOP + text_size("<br>".join(title_lines), TITLE_FONT_SIZE)[1] + 12
             margin = layout["margin"] = dict(layout.get("margin") or {})
@@ -161,40 +160,6 @@ def distinguish_without_colour(traces: list[dict]) -> None:
             trace.setdefault("line", {}).setdefault("dash", SERIES_DASHES[number % len(SERIES_DASHES)])
             if "markers" in str(trace.get("mode", "")):
                 trace.setdefault("marker", {}).setdefault("symbol", SERIES_SYMBOLS[number % len(SERIES_SYMBOLS)])
-
-
-# Where a title line may not break (assets/figure_head.js keeps the same rules): before closing punctuation, after
-# opening punctuation, or on either side of an "=" ("τ =" / "1" read as two thoughts).
-CLOSING = "，。、：；！？）」』】》〉”’…·)"
-OPENING = "（「『【《〈“‘("
-
-
-def breakable(line: str, piece: str) -> bool:
-    """Whether a title line may end with ``line`` when ``piece`` comes next."""
-    return not (piece[0] in CLOSING or piece[0] == "=" or line.rstrip()[-1:] in OPENING
-                or line.rstrip().endswith("="))
-
-
-def wrap_title(layout: dict) -> list[str]:
-    """Break a figure's title (in the sent ``layout``) into lines of at most TITLE_WIDTH px, at spaces, or between
-    any two characters of 中文, where ``breakable`` allows; returns its lines ([] without a title). A title drawn on
-    one line ran off the right edge of a half-width plot ("…per laye")."""
-    title = layout.get("title")
-    words = title.get("text") if isinstance(title, dict) else None
-    if not words:
-        return []
-    lines = []
-    for given in re.split(r"<br\s*/?>", words):
-        line = ""
-        for piece in re.findall(r"[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+|\s+", given):
-            if line.strip() and not piece.isspace() and breakable(line, piece) \
-                    and text_size(line + piece, TITLE_FONT_SIZE)[0] > TITLE_WIDTH:
-                lines.append(line.rstrip())
-                line = ""
-            line += "" if piece.isspace() and not line else piece
-        lines.append(line.rstrip())
-    title["text"] = "<br>".join(lines)
-    return lines
 
 
 def styled(fig: go.Figure, title: str | None = None, height: int | None = None) -> SlideFigure:

@@ -1,6 +1,7 @@
-"""How wide and tall a label is as plotly.js draws it, estimated on the server: demo/kit/figures.py wraps a long title to
-the width a plot has and gives it room below the toolbar, and places a scatter's point labels off one another
-(``label_positions``). Everything else about margins is plotly's automargin.
+"""How wide and tall a label is as plotly.js draws it, estimated on the server, and what follows from it: where a long
+title breaks into lines (``wrap_title``; demo/kit/figures.py gives it room below the toolbar) and where a scatter's
+point labels go so that they do not cover one another (``label_positions``). Everything else about margins is
+plotly's automargin.
 
 A character's advance in em comes from a per-class table measured in Chromium: WenQuanYi Micro Hei's Latin (what our
 font stack draws with on CI and on Linux machines without Inter) and Arial are within a few % of these.
@@ -46,11 +47,83 @@ def text_size(text, font_size: float) -> tuple[float, float]:
 
 
 # ----------------------------------------------------------------------------------------------------------------
+# A title's lines.
+
+# Where a title line may not break (assets/figure_head.js keeps the same rules): before closing punctuation, after
+# opening punctuation, or on either side of an "=" ("τ =" / "1" read as two thoughts).
+CLOSING = "，。、：；！？）」』】》〉”’…·)"
+OPENING = "（「『【《〈“‘("
+
+
+def breakable(line: str, piece: str) -> bool:
+    """Whether a title line may end with ``line`` when ``piece`` comes next."""
+    return not (piece[0] in CLOSING or piece[0] == "=" or line.rstrip()[-1:] in OPENING
+                or line.rstrip().endswith("="))
+
+
+def wrap_title(layout: dict, width: float, font_size: float) -> list[str]:
+    """Break a figure's title (in the sent ``layout``) into lines of at most ``width`` px (at ``font_size``), at
+    spaces, or between any two characters of 中文, where ``breakable`` allows; returns its lines ([] without a title).
+    A title drawn on one line ran off the right edge of a half-width plot ("…per laye"). Between two characters of
+    中文 a word may end or not (no segmenter here), so a line that would end inside such a run ends instead after
+    the run's last "，" "：" "；", at its last space or before its last "（", where that keeps at least half a line
+    ("查看词⏎元" read as two words; 17 of the 256 titles the presets draw in 中文 broke so). assets/figure_head.js
+    wraps a narrower plot's title the same way."""
+    title = layout.get("title")
+    words = title.get("text") if isinstance(title, dict) else None
+    if not words:
+        return []
+    lines = []
+    for given in re.split(r"<br\s*/?>", words):
+        line: list[str] = []
+        for piece in re.findall(r"[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+|\s+", given):
+            said = "".join(line)
+            if said.strip() and not piece.isspace() and text_size(said + piece, font_size)[0] > width \
+                    and (cut := _line_end(line, piece, width, font_size)):
+                lines.append("".join(line[:cut]).rstrip())
+                line = line[cut:] if not line[cut:] or not line[cut].isspace() else line[cut + 1:]
+            if line or not piece.isspace():
+                line.append(piece)
+        lines.append("".join(line).rstrip())
+    title["text"] = "<br>".join(lines)
+    return lines
+
+
+HAN = re.compile(r"[\u2e80-\u9fff]")
+RUN_ENDS = "，。、：；！？）」』】》〉"  # a line may end after these inside a run of 中文
+
+
+def _line_end(line: list[str], piece: str, width: float, font_size: float) -> int:
+    """Where a title line of ``line``'s pieces ends when ``piece`` does not fit: here (``_word_end``) where
+    ``breakable`` allows, else before the glued pieces ("（τ = 0" moves to the next line whole); 0: nowhere."""
+    if breakable("".join(line), piece):
+        return _word_end(line, piece, width, font_size)
+    for cut in range(len(line) - 1, 0, -1):
+        head, nxt = "".join(line[:cut]), next((p for p in line[cut:] if not p.isspace()), piece)
+        if head.strip() and breakable(head, nxt):
+            return cut
+    return 0
+
+
+def _word_end(line: list[str], piece: str, width: float, font_size: float) -> int:
+    """Where to end a title line of ``line``'s pieces when ``piece`` does not fit: after all of them, unless that is
+    between two characters of 中文 and the run has an earlier end (after ``RUN_ENDS``, at a space, before opening
+    punctuation) at half a line or more."""
+    if not (HAN.fullmatch(line[-1]) and HAN.fullmatch(piece)):
+        return len(line)
+    for cut in range(len(line) - 1, 0, -1):
+        head, nxt = "".join(line[:cut]), next((p for p in line[cut:] if not p.isspace()), piece)
+        if (line[cut - 1] in RUN_ENDS or line[cut].isspace() or line[cut][0] in OPENING) and breakable(head, nxt):
+            return cut if text_size(head.rstrip(), font_size)[0] >= width / 2 else len(line)
+    return len(line)
+
+
+# ----------------------------------------------------------------------------------------------------------------
 # Where a 2D scatter's point labels go. Plotly draws every label where it is told ("top center" by default) and never
 # moves one off another, so the close words of an embedding projection (man, woman, girl, boy) were drawn over each
-# other. Each point is given the first of plotly's eight positions that covers least of the labels placed before it
-# and of the other markers, at the size the plot has in a half-width column on a laptop (a slide is larger, so its
-# labels have more room, not less).
+# other. Each point is given the one of plotly's eight positions that covers least of the other labels, the plot's
+# edges and the other markers, at the size the plot has in a half-width column on a laptop (a slide is larger, so
+# its labels have more room, not less).
 
 POSITIONS = ("top center", "bottom center", "middle right", "middle left",
              "top right", "top left", "bottom right", "bottom left")

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from demo.kit import figures
-from demo.kit.text_size import POSITIONS
+from demo.kit.text_size import POSITIONS, wrap_title
 from demo.kit.widgets import sig4, sig4_text
 from core.loading import resolve
 
@@ -91,6 +91,23 @@ def test_a_long_title_wraps_below_the_toolbar_and_gets_room():
     assert sent["layout"]["template"]["layout"]["title"]["pad"]["t"] == figures.TITLE_TOP  # the modebar's strip
 
 
+@pytest.mark.parametrize("title, first", [
+    # before: "…鼠标悬停查看词" / "元和权重", "…自由解码却失" / "败：…", "…各分词器的切分（斜" / "线：…"
+    ("所有层 × 头（6 × 12）：每行一层，每列一个头；鼠标悬停查看词元和权重", "所有层 × 头（6 × 12）：每行一层，每列一个头；"),
+    ("§11.1：没有掩码，训练损失 0.19（有掩码 0.43），自由解码却失败：完全匹配 0%（有掩码 57%）",
+     "§11.1：没有掩码，训练损失 0.19（有掩码 0.43），"),
+    ("同一段文本：12 个字符 = 12 个 UTF-8 字节，各分词器的切分（斜线：字节片段“�”）", "同一段文本：12 个字符 = 12 个 UTF-8 字节，各分词器的切分"),
+])
+def test_a_chinese_title_breaks_after_a_comma_or_a_space_rather_than_inside_a_word(title, first):
+    """No segmenter says where a word of 中文 ends, so a line that would end between two of its characters ends after
+    the run's last "，" "：" "；", at its last space or before its last "（" instead, where that keeps at least half a
+    line (17 of the 256 titles the presets draw in 中文 broke inside a word)."""
+    lines = wrap_title({"title": {"text": title}}, figures.TITLE_WIDTH, figures.TITLE_FONT_SIZE)
+    assert lines == [first, title[len(first):].lstrip()], lines
+    short = wrap_title({"title": {"text": "短，" + "很长的标题没有任何标点" * 5}}, figures.TITLE_WIDTH, figures.TITLE_FONT_SIZE)
+    assert short[0] != "短，" and len(short[0]) > 10, short  # the comma is too early: half a line at least
+
+
 @pytest.mark.parametrize("title, glued", [
     # each wrapped, before, as "…（τ =" / "1 · 不做…", "…1.000（" / "τ = 0.8…" and "…63.1M" / "）" on screen
     ("下一个词元的概率分布（τ = 1 · 不做 top-k，不做 top-p，截断前后的概率质量 1.000）以及其余的词元", "τ = 1"),
@@ -100,7 +117,7 @@ def test_a_long_title_wraps_below_the_toolbar_and_gets_room():
 ])
 def test_a_title_never_breaks_at_an_equals_sign_or_inside_brackets(title, glued):
     """A line never starts with closing punctuation, never ends with opening punctuation, and "x = y" stays whole."""
-    lines = figures.wrap_title({"title": {"text": title}})
+    lines = wrap_title({"title": {"text": title}}, figures.TITLE_WIDTH, figures.TITLE_FONT_SIZE)
     assert len(lines) == 2 and "".join(lines).replace(" ", "") == title.replace(" ", ""), lines
     assert glued in lines[0] or glued in lines[1], lines
     assert not lines[1][:1] in "，。、：；！？）" + ")=" and lines[0][-1:] not in "（(=", lines
