@@ -156,28 +156,28 @@
     ruler.font = `${size}px ${title.font?.family || t.font?.family || layout.template?.layout?.font?.family
       || getComputedStyle(gd).fontFamily}`;
     const width = (line) => ruler.measureText(line.replace(/<[^>]+>/g, "")).width, wide = (line) => width(line) > room;
-    // Where a line that does not fit ends: inside a run of 中文, after the run's last "，" "：" "；", at its last
-    // space or before its last "（", if that keeps half a line (demo/kit/text_size.py _word_end: the same rule).
-    const wordEnd = (parts, piece) => {
-      if (!(HAN.test(parts[parts.length - 1]) && HAN.test(piece))) return parts.length;
+    // Where a line of pieces (piece next) may end before its last piece, last first: [cut, the line up to it].
+    const breaks = function* (parts, piece) {
       for (let cut = parts.length - 1; cut > 0; cut--) {
         const head = parts.slice(0, cut).join(""), next = parts.slice(cut).find((p) => p.trim()) || piece;
-        const glued = CLOSING.test(next) || OPENING.test(head.trimEnd());
-        if ((RUN_END.test(parts[cut - 1]) || !parts[cut].trim() || OPENING.test(parts[cut][0])) && !glued) {
+        if (head.trim() && !CLOSING.test(next) && !OPENING.test(head.trimEnd())) yield [cut, head];
+      }
+    };
+    // Where a line that does not fit ends: inside a run of 中文, after the run's last "，" "：" "；", at its last
+    // space or before its last "（", if that keeps half a line; where the next piece may not start a line, before
+    // the glued pieces ("（τ = 0" moves whole); 0: nowhere (demo/kit/text_size.py _line_end, _word_end).
+    const lineEnd = (parts, piece) => {
+      if (CLOSING.test(piece) || OPENING.test(parts.join("").trimEnd())) {
+        for (const [cut] of breaks(parts, piece)) return cut;
+        return 0;
+      }
+      if (!(HAN.test(parts[parts.length - 1]) && HAN.test(piece))) return parts.length;
+      for (const [cut, head] of breaks(parts, piece)) {
+        if (RUN_END.test(parts[cut - 1]) || !parts[cut].trim() || OPENING.test(parts[cut][0])) {
           return width(head.trimEnd()) >= room / 2 ? cut : parts.length;
         }
       }
       return parts.length;
-    };
-    // Where a line ends when the next piece may not start one: before the glued pieces ("（τ = 0" moves whole);
-    // 0: nowhere (demo/kit/text_size.py _line_end).
-    const lineEnd = (parts, piece) => {
-      if (!(CLOSING.test(piece) || OPENING.test(parts.join("").trimEnd()))) return wordEnd(parts, piece);
-      for (let cut = parts.length - 1; cut > 0; cut--) {
-        const head = parts.slice(0, cut).join(""), next = parts.slice(cut).find((p) => p.trim()) || piece;
-        if (head.trim() && !CLOSING.test(next) && !OPENING.test(head.trimEnd())) return cut;
-      }
-      return 0;
     };
     const given = words.split(/<br\s*\/?>/i), lines = [];
     for (const text of given) {

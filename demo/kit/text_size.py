@@ -93,16 +93,21 @@ HAN = re.compile(r"[\u2e80-\u9fff]")
 RUN_ENDS = "，。、：；！？）」』】》〉"  # a line may end after these inside a run of 中文
 
 
+def _breaks(line: list[str], piece: str):
+    """Where a title line of ``line``'s pieces (``piece`` next) may end before its last piece, last first: (index of
+    the first piece of the next line, the line up to it)."""
+    for cut in range(len(line) - 1, 0, -1):
+        head, nxt = "".join(line[:cut]), next((p for p in line[cut:] if not p.isspace()), piece)
+        if head.strip() and breakable(head, nxt):
+            yield cut, head
+
+
 def _line_end(line: list[str], piece: str, width: float, font_size: float) -> int:
     """Where a title line of ``line``'s pieces ends when ``piece`` does not fit: here (``_word_end``) where
     ``breakable`` allows, else before the glued pieces ("（τ = 0" moves to the next line whole); 0: nowhere."""
     if breakable("".join(line), piece):
         return _word_end(line, piece, width, font_size)
-    for cut in range(len(line) - 1, 0, -1):
-        head, nxt = "".join(line[:cut]), next((p for p in line[cut:] if not p.isspace()), piece)
-        if head.strip() and breakable(head, nxt):
-            return cut
-    return 0
+    return next((cut for cut, _ in _breaks(line, piece)), 0)
 
 
 def _word_end(line: list[str], piece: str, width: float, font_size: float) -> int:
@@ -111,9 +116,8 @@ def _word_end(line: list[str], piece: str, width: float, font_size: float) -> in
     punctuation) at half a line or more."""
     if not (HAN.fullmatch(line[-1]) and HAN.fullmatch(piece)):
         return len(line)
-    for cut in range(len(line) - 1, 0, -1):
-        head, nxt = "".join(line[:cut]), next((p for p in line[cut:] if not p.isspace()), piece)
-        if (line[cut - 1] in RUN_ENDS or line[cut].isspace() or line[cut][0] in OPENING) and breakable(head, nxt):
+    for cut, head in _breaks(line, piece):
+        if line[cut - 1] in RUN_ENDS or line[cut].isspace() or line[cut][0] in OPENING:
             return cut if text_size(head.rstrip(), font_size)[0] >= width / 2 else len(line)
     return len(line)
 
