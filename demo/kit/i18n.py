@@ -55,6 +55,10 @@ I18N = gradio_i18n()  # passed to launch(i18n=...)
 # table carries (demo/server/first_page.OneLanguage). It is complete once the app is built: no handler makes a new
 # label while serving (tests/test_i18n_views.py).
 LABELLED: set[str] = set()
+# Words of Gradio's own front end (its footer's "Runs" link) that its zh-CN table lacks: the same keys in our tables
+# fill them, since the page's translations and Gradio's are one svelte-i18n dictionary.
+GRADIOS_OWN = ("common.runs", "common.runs_description")
+LABELLED.update(GRADIOS_OWN)
 
 
 def label(key: str):
