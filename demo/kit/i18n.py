@@ -55,9 +55,14 @@ I18N = gradio_i18n()  # passed to launch(i18n=...)
 # table carries (demo/server/first_page.OneLanguage). It is complete once the app is built: no handler makes a new
 # label while serving (tests/test_i18n_views.py).
 LABELLED: set[str] = set()
-# Words of Gradio's own front end (its footer's "Runs" link) that its zh-CN table lacks: the same keys in our tables
-# fill them, since the page's translations and Gradio's are one svelte-i18n dictionary.
-GRADIOS_OWN = ("common.runs", "common.runs_description")
+# Words of Gradio's own front end that its zh-CN table lacks (gradio 6.31: its footer's "Runs" link and the runs page,
+# a table's filter menu and CSV drop errors, a queue position): the same keys in our tables fill them, since the
+# page's translations and Gradio's are one svelte-i18n dictionary. Its editors, chat and audio are not in this app.
+GRADIOS_OWN = ("common.runs", "common.runs_description", "common.back_to_app", "common.back_to_app_description",
+               "common.download_all", "common.progress", "common.run", "dataframe.import_empty_file",
+               "dataframe.import_no_column_names", "dataframe.import_ragged_row", "dataframe.import_static_columns",
+               "dataframe.import_fixed_columns", "dataframe.import_fixed_rows", "dataframe.filter",
+               "dataframe.clear_filter", "status.queue_position")
 LABELLED.update(GRADIOS_OWN)
 
 

@@ -26,6 +26,22 @@ def test_both_languages_have_the_same_keys_and_placeholders():
         assert zh[key].strip(), f"empty 中文 string for {key}"
 
 
+def test_the_words_we_give_gradios_front_end_are_its_own_keys_its_chinese_table_lacks():
+    """demo/kit/i18n.GRADIOS_OWN: each key is one Gradio's front end translates (its English table, built into the
+    package) and its zh-CN table has not: so ours reach its UI, and none is kept once Gradio ships its own."""
+    import gradio
+
+    assets = Path(gradio.__file__).parent / "templates" / "frontend" / "assets"
+    english = "".join(path.read_text(encoding="utf-8") for path in assets.glob("core-*.js"))
+    chinese = "".join(path.read_text(encoding="utf-8") for path in assets.glob("zh-CN-*.js"))
+    assert "annotated_image:`Annotated Image`" in english and "使用 Gradio 构建" in chinese  # the tables were read
+    for key in i18n.GRADIOS_OWN:
+        name = re.escape(key.split(".", 1)[1])
+        assert re.search(rf"[{{,]{name}:`", english), f"Gradio's front end has no {key}"
+        assert not re.search(rf"[{{,]{name}:`", chinese), f"Gradio's zh-CN table has {key} now: drop ours"
+        assert key in i18n.LABELLED and core_i18n.table("zh")[key] != core_i18n.table("en")[key], key
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_bold_phrase_renders_bold(lang):
     """CommonMark (markdown-it-py, as the browser's Markdown renders it) closes ``**`` only where it is right-flanking:
