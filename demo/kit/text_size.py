@@ -126,12 +126,14 @@ def _word_end(line: list[str], piece: str, width: float, font_size: float) -> in
 # Where a 2D scatter's point labels go. Plotly draws every label where it is told ("top center" by default) and never
 # moves one off another, so the close words of an embedding projection (man, woman, girl, boy) were drawn over each
 # other. Each point is given the one of plotly's eight positions that covers least of the other labels, the plot's
-# edges and the other markers, at the size the plot has in a half-width column on a laptop (a slide is larger, so
-# its labels have more room, not less).
+# edges and the other markers, at the sizes the plot has in a half-width column on a laptop and on a phone (a slide
+# is larger, so its labels have more room, not less). In Chromium, the capitals preset's overlapping pairs: 16 → 3
+# at 1440 px, 26 → 6 at 390 px (tests/e2e/test_layout.py).
 
 POSITIONS = ("top center", "bottom center", "middle right", "middle left",
              "top right", "top left", "bottom right", "bottom left")
-PLOT_PX = (400.0, 450.0)  # the points' extent in px: a half-width column at 1440 px (its plot area less padding)
+# The points' extent in px (a plot area less its padding): a half-width column at 1440 px, and a phone's (390 px)
+PLOTS_PX = ((400.0, 450.0), (220.0, 450.0))
 GAP = 2.0  # px between a marker and its label
 EDGE_PX = 8.0  # how far past the outermost points the axes reach (plotly pads its autorange for the markers)
 
@@ -150,35 +152,41 @@ def _overlap(a, b) -> float:
     return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
-def label_positions(points, labels, marker_px, font_size: float, plot_px=PLOT_PX, rounds: int = 4) -> list[str]:
+def label_positions(points, labels, marker_px, font_size: float, plots=PLOTS_PX, rounds: int = 4) -> list[str]:
     """A plotly ``textposition`` for each of the 2D ``points`` (data units): of POSITIONS, the one whose label box
     covers least of the other labels and of the plot's edges (in full: plotly cuts a label off at the axes) and of
-    the other markers (at half weight); ties go to the earlier position. Placed in order first (the query words come
-    first), then each label moved to its best place given all the others, until none moves (``rounds`` at most).
-    ``marker_px``: each marker's diameter."""
+    the other markers (at half weight), summed over the plot sizes ``plots`` (px); ties go to the earlier position.
+    Placed in order first (the query words come first), then each label moved to its best place given all the
+    others, until none moves (``rounds`` at most). ``marker_px``: each marker's diameter."""
     coords = [(float(x), float(y)) for x, y in points]
     if not coords:
         return []
     lows = [min(c[axis] for c in coords) for axis in (0, 1)]
     spans = [(max(c[axis] for c in coords) - lows[axis]) or 1.0 for axis in (0, 1)]
-    px = [tuple((c[axis] - lows[axis]) / spans[axis] * plot_px[axis] for axis in (0, 1)) for c in coords]
-    markers = [(x - d / 2, y - d / 2, x + d / 2, y + d / 2) for (x, y), d in zip(px, marker_px)]
-    plot = (-EDGE_PX, -EDGE_PX, plot_px[0] + EDGE_PX, plot_px[1] + EDGE_PX)  # with plotly's autorange padding
-    options = [[_label_box(position, x, y, *text_size(label, font_size), d / 2) for position in POSITIONS]
-               for (x, y), label, d in zip(px, labels, marker_px)]
+    sizes = [text_size(label, font_size) for label in labels]
+    layouts = []  # per plot size: the plot's box (with plotly's autorange padding), the markers, each label's 8 boxes
+    for plot_px in plots:
+        px = [tuple((c[axis] - lows[axis]) / spans[axis] * plot_px[axis] for axis in (0, 1)) for c in coords]
+        layouts.append(((-EDGE_PX, -EDGE_PX, plot_px[0] + EDGE_PX, plot_px[1] + EDGE_PX),
+                        [(x - d / 2, y - d / 2, x + d / 2, y + d / 2) for (x, y), d in zip(px, marker_px)],
+                        [[_label_box(position, x, y, *size, d / 2) for position in POSITIONS]
+                         for (x, y), size, d in zip(px, sizes, marker_px)]))
     chosen: list[int | None] = [None] * len(coords)
 
-    def cost(index: int, box) -> float:
-        outside = (box[2] - box[0]) * (box[3] - box[1]) - _overlap(box, plot)
-        labels_covered = sum(_overlap(box, options[other][at]) for other, at in enumerate(chosen)
-                             if at is not None and other != index)
-        markers_covered = sum(_overlap(box, marker) for other, marker in enumerate(markers) if other != index)
-        return outside + labels_covered + markers_covered / 2
+    def cost(index: int, at: int) -> float:
+        total = 0.0
+        for plot, markers, options in layouts:
+            box = options[index][at]
+            total += (box[2] - box[0]) * (box[3] - box[1]) - _overlap(box, plot) + sum(
+                _overlap(box, options[other][where]) for other, where in enumerate(chosen)
+                if where is not None and other != index) + sum(
+                _overlap(box, marker) for other, marker in enumerate(markers) if other != index) / 2
+        return total
 
     for _ in range(rounds + 1):
         moved = False
-        for index, boxes in enumerate(options):
-            best = min(range(len(POSITIONS)), key=lambda at: (cost(index, boxes[at]), at))
+        for index in range(len(coords)):
+            best = min(range(len(POSITIONS)), key=lambda at: (cost(index, at), at))
             moved |= best != chosen[index]
             chosen[index] = best
         if not moved:
