@@ -15,13 +15,14 @@
   const list = (v) => v == null ? [] : Array.from(v);
 
   // The PNG and SVG buttons export the figure at slide size as the server laid it out: where a narrow screen
-  // re-laid it (below: a wrapped title, stacked panels, fewer labels), that layout is put back first, so a PNG saved
-  // on a phone is the one a laptop saves. What the learner changed (zoom, hidden traces, dark mode) is kept.
+  // re-laid it (below: a wrapped title, stacked panels, fewer labels, a legend under the plot), that layout is put
+  // back first, so a PNG saved on a phone is the one a laptop saves. What the learner changed (zoom, hidden traces,
+  // dark mode) is kept.
   const exported = (gd) => {
     const given = gd.__plmGiven;
     if (!given) return gd;
     const layout = {...gd.layout, title: given.title, margin: given.margin, height: given.height,
-                    annotations: given.annotations};
+                    annotations: given.annotations, legend: given.legend};
     for (const key of Object.keys(given)) {
       if (/^[xy]axis\d*$/.test(key)) layout[key] = {...gd.layout[key], domain: given[key]?.domain};
     }

@@ -160,13 +160,14 @@ def test_on_a_phone_every_figure_title_fits_its_figure(browser, served_app, loca
         context.close()
 
 
-def saved_png(page, title: str):
-    """The pixels of the PNG that the camera button (``title``) of the page's visible grid of panels downloads."""
+def saved_png(page, title: str, which: str = "gd.layout?.meta?.grid"):
+    """The pixels of the PNG that the camera button (``title``) of the page's first visible figure ``which`` (a
+    JavaScript condition on ``gd``; default: a grid of panels) downloads."""
     import numpy as np
     from PIL import Image
 
     page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].find((gd) => gd.offsetParent !== null "
-                  "&& gd.layout?.meta?.grid).dataset.probe = 'grid'")
+                  f"&& {which}).dataset.probe = 'grid'")
     grid = page.locator(".js-plotly-plot[data-probe=grid]")
     grid.hover()
     with page.expect_download() as download:
@@ -289,7 +290,11 @@ def test_the_projections_words_are_not_drawn_over_one_another_and_a_phone_puts_i
     other; placed by demo/kit/text_size.label_positions: 3 pairs, 108 px², none cut off (2026-11-30). On a phone
     the legend beside the plot left it 135 px of a 320 px figure, and 26 pairs overlapped with 8 labels cut off;
     with the legend under it (assets/figure_head.js legendBelow), 226 px, and 6 pairs, none cut off."""
-    widths = {}
+    import numpy as np
+
+    from core.text.i18n import text
+
+    widths, saved = {}, {}
     for viewport in (LAPTOP, PHONE):
         context, page = open_page(browser, served_app, viewport, "?tab=embeddings&preset=capitals")
         try:
@@ -301,7 +306,11 @@ def test_the_projections_words_are_not_drawn_over_one_another_and_a_phone_puts_i
             widths[viewport["width"]] = plot.evaluate("""(gd) => [gd.querySelector('.nsewdrag').getBoundingClientRect()
                 .width, gd.querySelector('.legend').getBoundingClientRect().top
                 - gd.querySelector('.nsewdrag').getBoundingClientRect().bottom]""")
+            saved[viewport["width"]] = saved_png(page, text("common.plotly_download_png_lower", "en"),
+                                                 "gd.querySelector('.textpoint')")
         finally:
             context.close()
     assert widths[PHONE["width"]][0] >= 200 and widths[PHONE["width"]][1] > 0, widths  # under the plot
     assert widths[LAPTOP["width"]][1] < 0, widths  # beside it, where there is room
+    phone, laptop = saved[PHONE["width"]], saved[LAPTOP["width"]]  # the phone saves the laptop's PNG, legend beside
+    assert phone.shape == laptop.shape and np.abs(phone - laptop).mean() < 0.5, np.abs(phone - laptop).mean()
