@@ -324,7 +324,7 @@ def build() -> None:
                     query_button = gr.Button(label("embeddings.neighbours_btn"), variant="primary")
                 with gr.Column(scale=2):
                     neighbours_plot = gr.Plot(show_label=False)
-                    neighbours_table = gr.Dataframe(interactive=False, label=label("embeddings.neighbours"),
+                    neighbours_table = gr.Dataframe(interactive=False, label=label("embeddings.neighbours_table"),
                                                     buttons=TABLE_BUTTONS)
             query_button.click(neighbours, [query, topn], [neighbours_plot, neighbours_table],
                                api_name="embeddings_neighbours")
