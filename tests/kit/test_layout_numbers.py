@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from demo.kit import figures
-from demo.kit.text_size import POSITIONS, wrap_title
+from demo.kit.text_size import PLACED_AT_MOST, POSITIONS, wrap_title
 from demo.kit.widgets import sig4, sig4_text
 from core.loading import resolve
 
@@ -154,6 +154,9 @@ def test_close_points_of_a_scatter_get_labels_on_different_sides_and_a_lone_one_
     assert placed["x"] != "top center"  # above the highest point, plotly would cut it off at the axis
     three_d = figures.scatter(np.c_[coords, coords[:, 0]], ["a"] * 6, ["a"] * 6, "t")
     assert three_d.data[0].textposition == "top center"  # plotly places 3D labels itself
+    many = np.random.default_rng(0).normal(size=(PLACED_AT_MOST + 1, 2))  # more than a plot labels apart
+    crowd = figures.scatter(many, [f"w{i}" for i in range(len(many))], ["a"] * len(many), "t")
+    assert list(crowd.data[0].textposition) == ["top center"] * len(many)
 
 
 def test_every_figure_a_view_opens_with_leaves_its_margins_to_plotlys_automargin(default_results):
