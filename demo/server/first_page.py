@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import Collection
+from types import SimpleNamespace
 from urllib.parse import parse_qsl
 
 import gradio as gr
@@ -151,16 +152,16 @@ class PageLanguage:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or _path(scope) not in PAGES:
             return await self.app(scope, receive, send)
-        token = PAGE_LANGUAGE.set(language_of(_HeadersOnly(Headers(scope=scope))))
+        token = PAGE_LANGUAGE.set(scope_language(scope))
         try:
             return await self.app(scope, receive, send)
         finally:
             PAGE_LANGUAGE.reset(token)
 
 
-class _HeadersOnly:
-    def __init__(self, headers: Headers):
-        self.headers = headers
+def scope_language(scope) -> str:
+    """The learner's language for an ASGI request: core.text.i18n.language_of reads its headers."""
+    return language_of(SimpleNamespace(headers=Headers(scope=scope)))
 
 
 class _TablesPerPage(dict):
@@ -232,7 +233,7 @@ class PageWords:
             return await self.app(scope, receive, send)
         from demo.kit.i18n import NAVIGATOR_SCRIPT
 
-        lang = language_of(_HeadersOnly(Headers(scope=scope)))
+        lang = scope_language(scope)
         script = NAVIGATOR_SCRIPT.format(locale="zh-CN" if lang == "zh" else "en").encode()
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         text = b"" if any(name in self.LINKS for name, _ in query) else self.first_texts.get(lang, b"")
@@ -274,7 +275,7 @@ class PageCache:
         if b"authorization" in headers:
             return None
         return (scope.get("scheme"), scope.get("root_path", ""), scope.get("query_string", b""),
-                language_of(_HeadersOnly(Headers(scope=scope))), *(headers.get(name) for name in PAGE_KEY_HEADERS))
+                scope_language(scope), *(headers.get(name) for name in PAGE_KEY_HEADERS))
 
     async def __call__(self, scope, receive, send):
         key = self.key(scope)

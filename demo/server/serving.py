@@ -49,13 +49,11 @@ import math
 import os
 import re
 from collections import Counter
-from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
 from fastapi import HTTPException
 from fastapi.exceptions import RequestValidationError
-from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
 
@@ -64,6 +62,7 @@ from core.loading.cache import BoundedCache
 from core.text.errors import UserInputError, echo
 from core.text.limits import MAX_CUSTOM_CHOICE_CHARS, MAX_UPLOAD_BYTES
 from core.text.i18n import language_of, text, using_language
+from demo.server.first_page import scope_language
 from demo.server.gradio_inside import lazy_session_configs
 from demo.server.handlers import (EVENT_REQUEST, TRAIN_QUEUE, UnreadableValue, component_name,
                                   preprocess_payload, refusal)
@@ -398,7 +397,7 @@ class KnownCalls:
             elif not too_big:
                 await send(message)
             elif not message.get("more_body"):
-                lang = language_of(SimpleNamespace(headers=Headers(scope=scope)))
+                lang = scope_language(scope)
                 said = text("common.api_upload_too_big", lang, limit=round(MAX_UPLOAD_BYTES / 2**20))
                 body = json.dumps({"detail": said}, ensure_ascii=False).encode()
                 await send({"type": "http.response.start", "status": 413, "headers": [
@@ -415,7 +414,7 @@ class KnownCalls:
 
     @staticmethod
     async def _refuse(scope, receive, send, key: str, **names):
-        lang = language_of(SimpleNamespace(headers=Headers(scope=scope)))
+        lang = scope_language(scope)
         shown = {name: echo(value) for name, value in names.items()}
         await JSONResponse({"error": text(key, lang, **shown)}, status_code=404)(scope, receive, send)
 
