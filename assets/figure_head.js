@@ -15,9 +15,9 @@
   const list = (v) => v == null ? [] : Array.from(v);
 
   // The PNG and SVG buttons export the figure at slide size as the server laid it out: where a narrow screen
-  // re-laid it (below: a wrapped title, stacked panels, fewer labels, a legend under the plot), that layout is put
-  // back first, so a PNG saved on a phone is the one a laptop saves. What the learner changed (zoom, hidden traces,
-  // dark mode) is kept.
+  // re-laid it (below: a wrapped title, stacked panels, fewer labels, a legend or colour bar under the plot), that
+  // layout is put back first, so a PNG saved on a phone is the one a laptop saves. What the learner changed (zoom,
+  // hidden traces, dark mode) is kept.
   const exported = (gd) => {
     const given = gd.__plmGiven;
     if (!given) return gd;
@@ -25,8 +25,9 @@
                     annotations: given.annotations, legend: given.legend};
     for (const key of Object.keys(given)) {
       if (/^[xy]axis\d*$/.test(key)) layout[key] = {...gd.layout[key], domain: given[key]?.domain};
+      if (/^coloraxis\d*$/.test(key)) layout[key] = {...gd.layout[key], colorbar: given[key]?.colorbar};
     }
-    return {data: gd.data, layout};
+    return {data: unbarred(gd, gd.data), layout};
   };
   const download = (gd, format) => {
     const o = gd._context.toImageButtonOptions || {};
@@ -267,6 +268,36 @@
             legend: {...legend, orientation: "h", x: 0, xanchor: "left", y: 0, yref: "container", yanchor: "bottom"}};
   };
   const narrow = (gd, layout, data) => fitTitle(gd, thinLabels(gd, restack(gd, legendBelow(gd, layout, data))));
+  // A figure's one colour bar beside the plot (a heatmap's, or a shared colour axis's) that would leave the plot
+  // narrower than PLOT_MIN_PX (a phone: the attention's softmax map 91 px of a 326 px figure, its keys printed over
+  // one another) lies under it instead, across the plot's width, and the figure grows by its height. Returns
+  // [layout, data]; a trace's bar is data, so the bars it moved are kept on the figure (gd.__plmBars) for the
+  // export and for a redraw at another width.
+  const BAR_PX = 64, SCALED = new Set(["heatmap", "contour", "histogram2d", "histogram2dcontour"]);
+  const colorbarBelow = (gd, layout, data) => {
+    const axes = Object.keys(layout).filter((key) => /^coloraxis\d*$/.test(key) && layout[key]?.showscale !== false);
+    const traces = (data || []).map((trace, i) => i).filter((i) => SCALED.has(data[i].type) && !data[i].coloraxis
+      && data[i].showscale !== false && data[i].visible !== false);
+    const t = layout.template?.layout || {};
+    if (axes.length + traces.length !== 1 || typeof layout.height !== "number") return [layout, data];
+    const left = layout.margin?.l ?? t.margin?.l ?? 80, right = layout.margin?.r ?? t.margin?.r ?? 80;
+    if (gd.clientWidth - left - right - BAR_PX >= PLOT_MIN_PX) return [layout, data];
+    const size = t.font?.size || 12, thickness = 12, grow = Math.ceil(thickness + size * 1.4 + 14);
+    const under = (bar) => ({...(bar || {}), orientation: "h", thickness, len: 1, lenmode: "fraction", x: 0.5,
+                             xanchor: "center", y: 0, yref: "container", yanchor: "bottom", ypad: 6,
+                             title: {...(bar?.title || {}), side: "top"}});
+    const margin = {...(layout.margin || {})};
+    margin.b = (margin.b ?? t.margin?.b ?? 80) + grow;
+    const out = {...layout, margin, height: layout.height + grow};
+    const axis = axes[0];
+    if (axis) return [{...out, [axis]: {...layout[axis], colorbar: under(layout[axis].colorbar)}}, data];
+    const i = traces[0];
+    gd.__plmBars = {[i]: data[i].colorbar};
+    return [out, data.map((trace, j) => j === i ? {...trace, colorbar: under(trace.colorbar)} : trace)];
+  };
+  // The figure's traces with the colour bars colorbarBelow moved put back as they were sent.
+  const unbarred = (gd, data) => !gd.__plmBars || !data ? data
+    : data.map((trace, i) => i in gd.__plmBars ? {...trace, colorbar: gd.__plmBars[i]} : trace);
   const shape = (layout) => JSON.stringify([layout.title, layout.height, layout.margin, layout.annotations,
     layout.legend,
     ...Object.keys(layout).filter((key) => /^[xy]axis\d*$/.test(key)).map((key) => layout[key]?.domain)]);
@@ -279,8 +310,9 @@
     for (const {target: gd} of entries) {
       const sent = gd.__plmSent;
       if (!sent || !gd.clientWidth || !gd.data || Math.abs(gd.clientWidth - (gd.__plmWidth || 0)) < RESIZE_PX
-          || shape(narrow(gd, sent.layout, gd.data)) === gd.__plmShape) continue;
-      window.Plotly.react(gd, gd.data, sent.layout, sent.config);
+          || shape(narrow(gd, ...colorbarBelow({clientWidth: gd.clientWidth}, sent.layout, unbarred(gd, gd.data))))
+          === gd.__plmShape) continue;
+      window.Plotly.react(gd, unbarred(gd, gd.data), sent.layout, sent.config);
     }
   });
   const PNG_TITLE = "Download plot as a png";  // plotly's own camera button's words (and its 中文 in common.plotly_*)
@@ -301,6 +333,8 @@
       if (config && lang === "zh") config = {...config, locale: "zh-CN", locales: {"zh-CN": zhModebar}};
       if (layout) {  // drawn hidden (a tab not open yet: no width), it is laid out when it is shown
         const given = layout;
+        gd.__plmBars = null;
+        if (gd.clientWidth) [layout, data] = colorbarBelow(gd, layout, data);
         if (gd.clientWidth) layout = narrow(gd, layout, data);
         gd.__plmSent = {layout: given, config: sent};
         gd.__plmGiven = layout === given ? null : given;

@@ -166,8 +166,9 @@ def saved_png(page, title: str, which: str = "gd.layout?.meta?.grid"):
     import numpy as np
     from PIL import Image
 
-    page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].find((gd) => gd.offsetParent !== null "
-                  f"&& {which}).dataset.probe = 'grid'")
+    page.evaluate("() => { document.querySelectorAll('[data-probe]').forEach((el) => delete el.dataset.probe); "
+                  "[...document.querySelectorAll('.js-plotly-plot')].find((gd) => gd.offsetParent !== null "
+                  f"&& {which}).dataset.probe = 'grid'; }}")
     grid = page.locator(".js-plotly-plot[data-probe=grid]")
     grid.hover()
     with page.expect_download() as download:
@@ -175,37 +176,54 @@ def saved_png(page, title: str, which: str = "gd.layout?.meta?.grid"):
     return np.asarray(Image.open(download.value.path()).convert("RGB"), dtype=np.int16)
 
 
+# The first visible heatmap with a colour bar that is not the layer × head map: [its plot's width, how far the bar's
+# top is under the plot's bottom, how far the bar's left is right of the plot's right] (px).
+COLOUR_BAR_JS = """() => { const gd = [...document.querySelectorAll('.js-plotly-plot')].find((gd) =>
+    gd.offsetParent !== null && gd.querySelector('.colorbar') && !gd.layout?.meta?.column_labels);
+  const plot = gd.querySelector('.nsewdrag').getBoundingClientRect(), bar = gd.querySelector('.colorbar .cbfill')
+    .getBoundingClientRect();
+  return [plot.width, bar.top - plot.bottom, bar.left - plot.right].map(Math.round); }"""
+
+
 def test_a_figure_saved_on_a_phone_is_the_one_a_laptop_saves_and_the_head_labels_fit(browser, served_app):
-    """A phone re-lays a figure out (its title wrapped again, a grid's panels in one column). Its camera button used
-    to save that phone layout stretched to the slide's 1600 × 900: the masked LM's five panels one under another,
-    each 130 px tall. It now saves the figure as the server laid it out, the same PNG a laptop saves. And the layer ×
-    head map keeps only head labels that fit: on a phone H10, H11 and H12 were printed over one another."""
+    """A phone re-lays a figure out (its title wrapped again, a grid's panels in one column, its colour bar under
+    the plot). Its camera button used to save that phone layout stretched to the slide's 1600 × 900: the masked LM's
+    five panels one under another, each 130 px tall. It now saves the figure as the server laid it out, the same PNG
+    a laptop saves. The layer × head map keeps only head labels that fit: on a phone H10, H11 and H12 were printed
+    over one another. A heatmap's colour bar beside the plot left it 156 px of a 326 px figure on a phone; under it
+    (assets/figure_head.js colorbarBelow), 197 px."""
     import numpy as np
 
     from core.text.i18n import text
     from tests.e2e import learner_path
 
     title = text("common.plotly_download_png_lower", "zh")
-    saved = {}
+    saved, heads, bars = {}, {}, {}
     for name, viewport in (("phone", PHONE), ("laptop", LAPTOP)):
         context, page = open_page(browser, served_app, viewport, "?tab=mlm", "zh-CN")
         try:
             page.wait_for_function(SHOWN_GRID_JS, polling=learner_path.POLL_MS)
             page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
             saved[name] = saved_png(page, title)
+            page.evaluate("(href) => window.plmOpenLink(href)", "?tab=attention&preset=it-was-tired")
+            page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some((gd) => "
+                                   "gd.offsetParent !== null && gd.layout?.meta?.column_labels && "
+                                   "gd.querySelectorAll('.annotation-text').length >= 4)",
+                                   polling=learner_path.POLL_MS)
+            page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
             if name == "phone":
-                page.evaluate("(href) => window.plmOpenLink(href)", "?tab=attention&preset=it-was-tired")
-                page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some((gd) => "
-                                       "gd.offsetParent !== null && gd.layout?.meta?.column_labels && "
-                                       "gd.querySelectorAll('.annotation-text').length >= 4)",
-                                       polling=learner_path.POLL_MS)
-                page.wait_for_function(learner_path.SETTLED_JS, polling=learner_path.POLL_MS)
                 assert page.evaluate(PANELS_OVERLAP_JS) == []
+            bars[name] = page.evaluate(COLOUR_BAR_JS)
+            heads[name] = saved_png(page, title, "gd.querySelector('.colorbar') && !gd.layout?.meta?.column_labels")
         finally:
             context.close()
-    phone, laptop = saved["phone"], saved["laptop"]
-    assert phone.shape == laptop.shape == (1800, 3200, 3)  # figures.SLIDE_EXPORT: 1600 × 900 at scale 2
-    assert np.abs(phone - laptop).mean() < 0.5, np.abs(phone - laptop).mean()
+    for figures in (saved, heads):
+        phone, laptop = figures["phone"], figures["laptop"]
+        assert phone.shape == laptop.shape == (1800, 3200, 3)  # figures.SLIDE_EXPORT: 1600 × 900 at scale 2
+        assert np.abs(phone - laptop).mean() < 0.5, np.abs(phone - laptop).mean()
+    (width, below, beside), (_, _, laptop_beside) = bars["phone"], bars["laptop"]
+    assert below >= 0 and width >= 180, bars["phone"]  # under the plot, which keeps 197 of 326 px (156 beside)
+    assert laptop_beside >= 0, bars["laptop"]  # beside it, where there is room
 
 
 # The number of lines of each visible figure's title.
