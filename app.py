@@ -135,7 +135,7 @@ from demo.server import downloads
 from demo.embeddings import embeddings
 from demo.kit import figure_head, presets, reconnect, tour, your_turn
 from core.text.i18n import language_of
-from demo.kit.i18n import I18N, LABELLED, LANGUAGES, TOGGLE_JS, label, text
+from demo.kit.i18n import I18N, LABELLED, LANGUAGES, TOGGLE_JS, label, text, toast_head
 from demo.ladder import overview
 from demo.mlm import mlm
 from demo.ngram import ngram
@@ -301,8 +301,9 @@ def main(argv: list[str] | None = None) -> None:
         # each page carries its learner's table only, the keys of the app's labels only (demo/server/first_page.py)
         i18n=first_page.one_language(I18N, LABELLED),
         # every figure: SVG export, a Data table, keyboard, dark mode (demo/kit/figure_head.py); the "Your turn" checks
-        # classroom's before your_turn's: it reads the fragment; reconnect: a server gone away (demo/kit/reconnect.py)
-        head=figure_head.HEAD + classroom.head() + your_turn.head() + reconnect.head() + teacher.head(),
+        # classroom's before your_turn's: it reads the fragment; reconnect: a server gone away (demo/kit/reconnect.py);
+        # Gradio's toasts' kind in the page's language (demo/kit/i18n.py toast_head)
+        head=figure_head.HEAD + classroom.head() + your_turn.head() + reconnect.head() + teacher.head() + toast_head(),
         # compressed answers, the page in the learner's language (demo/server/first_page.py), a call to no endpoint
         # answered 404 and a malformed body or an upload too big in the learner's words (serving.KnownCalls,
         # serving.REFUSALS); the "Your turn" script at its own address (fetched once, then cached)

@@ -18,18 +18,20 @@ page tells Gradio's front end (which reads ``navigator.language``) the same choi
 from __future__ import annotations
 
 import html
+import json
 from typing import Callable
 
 import gradio as gr
 
 from core.text.i18n import (COOKIE, DEFAULT_LANGUAGE, LANGUAGES, current_language, placeholders, table, text,
                             using_language)
+from demo.kit.scripts import script
 from demo.server.gradio_inside import PerLanguage, is_translation
 
 # The tables and text() live in core.text.i18n (gradio-free, so core's error messages use the same keys).
 __all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "table", "placeholders", "text", "t", "current_language", "using_language",
            "label", "in_every_language", "PerLanguage", "BROWSER_LANGUAGE_JS", "I18N", "TOGGLE_JS",
-           "NAVIGATOR_SCRIPT", "LABELLED"]
+           "NAVIGATOR_SCRIPT", "LABELLED", "toast_head"]
 
 t = text  # the short name tab modules use (their inputs are often called ``text``): ``t("ngram.result", n=3)``
 
@@ -64,6 +66,17 @@ GRADIOS_OWN = ("common.runs", "common.runs_description", "common.back_to_app", "
                "dataframe.import_fixed_columns", "dataframe.import_fixed_rows", "dataframe.filter",
                "dataframe.clear_filter", "status.queue_position")
 LABELLED.update(GRADIOS_OWN)
+# Words of Gradio's front end that are no key of its translations: a toast's kind (its message's type, capitalised:
+# "Error") and its close button's label. assets/toast_words.js puts them in on a 中文 page.
+TOAST_WORDS = {"error": "common.toast_error", "warning": "common.toast_warning", "info": "common.toast_info",
+               "success": "common.toast_success", "close": "common.toast_close"}
+
+
+def toast_head() -> str:
+    """The <head> script that shows Gradio's toasts' kind and close label in the page's language, with its words."""
+    words = {lang: {kind: text(key, lang) for kind, key in TOAST_WORDS.items()} for lang in LANGUAGES}
+    data = json.dumps(words, ensure_ascii=False).replace("</", "<\\/")
+    return f"<script>window.plmToastWords = {data};\n{script('toast_words')}</script>"
 
 
 def label(key: str):

@@ -284,8 +284,12 @@ def test_an_error_message_in_the_browser_language(pages, lang):
     panel.locator("button.primary").filter(visible=True).first.click()  # the Counts view's run button
     toast = page.locator('[data-testid="toast-body"].error').first
     toast.wait_for()
-    # The message itself; the toast's header is Gradio's own type label ("Error"), drawn by its front end from the
-    # event type in English whatever the title we send (gradio 6.31, statustracker).
+    # The toast's header: Gradio draws its kind in English from the message's type ("Error") and labels its close
+    # button "Close" (gradio 6.31, statustracker); assets/toast_words.js puts them in the page's language.
+    title = toast.locator(".toast-title").first
+    title.filter(has_text=i18n.text("common.toast_error", lang)).wait_for(timeout=15_000)
+    assert title.inner_text().strip() == i18n.text("common.toast_error", lang)
+    assert toast.get_by_role("button", name=i18n.text("common.toast_close", lang), exact=True).count() == 1
     message = " ".join(toast.locator('[data-testid="toast-text"]').first.inner_text().split())
     if lang == "zh":
         assert len(CJK.findall(message)) >= 6 and not english_words(message), message
