@@ -273,7 +273,8 @@
   // one another) lies under it instead, across the plot's width, and the figure grows by its height. Returns
   // [layout, data]; a trace's bar is data, so the bars it moved are kept on the figure (gd.__plmBars) for the
   // export and for a redraw at another width.
-  const BAR_PX = 64, SCALED = new Set(["heatmap", "contour", "histogram2d", "histogram2dcontour"]);
+  const BAR_PX = 64;  // a bar beside the plot, with its tick labels and gap (plotly: 30 px thick, here 12–14)
+  const SCALED = new Set(["heatmap", "contour", "histogram2d", "histogram2dcontour"]);  // a colour bar of their own
   const colorbarBelow = (gd, layout, data) => {
     const axes = Object.keys(layout).filter((key) => /^coloraxis\d*$/.test(key) && layout[key]?.showscale !== false);
     const traces = (data || []).map((trace, i) => i).filter((i) => SCALED.has(data[i].type) && !data[i].coloraxis
