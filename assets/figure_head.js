@@ -16,16 +16,20 @@
 
   // The PNG and SVG buttons export the figure at slide size as the server laid it out: where a narrow screen
   // re-laid it (below: a wrapped title, stacked panels, fewer labels, a legend or colour bar under the plot), that
-  // layout is put back first, so a PNG saved on a phone is the one a laptop saves. What the learner changed (zoom,
-  // hidden traces, dark mode) is kept.
+  // layout is put back first, so a PNG saved on a phone is the one a laptop saves; so is plotly's own range where
+  // the labels widened it (fitLabels). What the learner changed (zoom, hidden traces, dark mode) is kept.
   const exported = (gd) => {
-    const given = gd.__plmGiven;
-    if (!given) return gd;
-    const layout = {...gd.layout, title: given.title, margin: given.margin, height: given.height,
-                    annotations: given.annotations, legend: given.legend};
+    const given = gd.__plmGiven || {}, fit = gd.__plmFit, layout = {...gd.layout};
+    if (!gd.__plmGiven && !fit) return gd;
+    const laidOut = gd.__plmGiven ? ["title", "margin", "height", "annotations", "legend"] : [];
+    for (const key of laidOut) layout[key] = given[key];
     for (const key of Object.keys(given)) {
       if (/^[xy]axis\d*$/.test(key)) layout[key] = {...gd.layout[key], domain: given[key]?.domain};
       if (/^coloraxis\d*$/.test(key)) layout[key] = {...gd.layout[key], colorbar: given[key]?.colorbar};
+    }
+    for (const [key, range] of fit ? [["xaxis", fit.x], ["yaxis", fit.y]] : []) {  // unless the learner zoomed
+      const now = gd.layout[key]?.range;
+      if (now && now[0] === range[0] && now[1] === range[1]) layout[key] = {...layout[key], autorange: true};
     }
     return {data: unbarred(gd, gd.data), layout};
   };
@@ -316,6 +320,43 @@
       window.Plotly.react(gd, unbarred(gd, gd.data), sent.layout, sent.config);
     }
   });
+  // Point labels (a projection's words) that plotly cuts off at the plot's edge: its autorange makes room for the
+  // markers, not for their text. Once drawn, the axes' ranges widen by what the labels overhang, measured, until
+  // every label is inside (a phone: "january" and "thursday" of a cluster at the edge); not on axes the learner has
+  // zoomed or that are not plain numbers. The export puts plotly's own range back (gd.__plmFit).
+  const FIT_TRIES = 3;
+  const overhang = (gd) => {
+    const area = gd.querySelector(".nsewdrag")?.getBoundingClientRect();
+    const boxes = [...gd.querySelectorAll(".scatterlayer .textpoint text")].map((t) => t.getBoundingClientRect())
+      .filter((b) => b.width > 0);
+    if (!area || !boxes.length) return null;
+    const out = {area, l: area.left - Math.min(...boxes.map((b) => b.left)),
+                 r: Math.max(...boxes.map((b) => b.right)) - area.right,
+                 t: area.top - Math.min(...boxes.map((b) => b.top)),
+                 b: Math.max(...boxes.map((b) => b.bottom)) - area.bottom};
+    return Math.max(out.l, out.r, out.t, out.b) > 1 ? out : null;
+  };
+  const plainRange = (axis) => axis && axis.autorange !== false && axis.type !== "log" && Array.isArray(axis.range)
+    && axis.range.length === 2 && axis.range.every((v) => typeof v === "number") && axis.range[0] < axis.range[1];
+  const fitLabels = async (gd) => {
+    if (Object.keys(gd.layout || {}).some((key) => /^[xy]axis\d+$/.test(key))) return;  // one plot only
+    if (!gd.__plmFitWatched && gd.on) {  // a double click puts plotly's range back: fitted again
+      gd.__plmFitWatched = true;
+      gd.on("plotly_relayout", (change) => {
+        if (change?.["xaxis.autorange"] || change?.["yaxis.autorange"]) fitLabels(gd).catch(() => {});
+      });
+    }
+    for (let i = 0; i < FIT_TRIES; i++) {
+      const over = overhang(gd), x = gd.layout.xaxis, y = gd.layout.yaxis;
+      if (!over || !(i ? gd.__plmFit : plainRange(x) && plainRange(y))) return;
+      const [x0, x1] = x.range, [y0, y1] = y.range;
+      const ux = (x1 - x0) / over.area.width, uy = (y1 - y0) / over.area.height, more = (v) => Math.max(0, v) + 2;
+      const fit = {x: [x0 - more(over.l) * ux, x1 + more(over.r) * ux],
+                   y: [y0 - more(over.b) * uy, y1 + more(over.t) * uy]};
+      gd.__plmFit = fit;
+      await window.Plotly.relayout(gd, {"xaxis.range": fit.x, "yaxis.range": fit.y});
+    }
+  };
   const PNG_TITLE = "Download plot as a png";  // plotly's own camera button's words (and its 中文 in common.plotly_*)
 
   const wrap = (P) => {
@@ -345,7 +386,8 @@
       }
       if (layout && document.body.classList.contains("dark")) layout = darken(layout, gd);
       const drawn = react.call(this, gd, data, layout, config);
-      Promise.resolve(drawn).then(() => describe(gd)).catch(() => {});
+      gd.__plmFit = null;
+      Promise.resolve(drawn).then(() => { describe(gd); return fitLabels(gd); }).catch(() => {});
       return drawn;
     };
     P.__svgExport = true;

@@ -20,7 +20,9 @@ this script adds in the browser, by wrapping ``Plotly.react``:
   (figures.subplot_grid) takes fewer columns, one on a phone. A row of column labels (``layout.meta.column_labels``,
   the attention map's H1…H12) shows every k-th label where they would overlap. A legend beside a plot it would
   squeeze under 260 px goes under it, in rows; so does a heatmap's one colour bar, laid across the plot's width.
-  The figure grows by what it adds.
+  The figure grows by what it adds. At any width, point labels that plotly would cut off at the plot's edge (its
+  autorange makes room for markers, not text) widen the axes until they are inside; the export keeps plotly's own
+  ranges.
   A figure whose width changes (a tablet turned upright, a window narrowed, a tab first opened) is drawn again from
   the layout it was sent with when its narrow layout changes (tests/e2e/test_layout.py).
 """

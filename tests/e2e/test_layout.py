@@ -302,17 +302,28 @@ LABEL_OVERLAPS_JS = """(gd) => {
 }"""
 
 
+# LABEL_OVERLAPS_JS on the visible projection that shows the days (null while none does).
+DAYS_JS = """() => { const gd = [...document.querySelectorAll('.js-plotly-plot')].find((gd) => gd.offsetParent !== null
+    && [...gd.querySelectorAll('.textpoint text')].some((t) => t.textContent === 'january'));
+  return gd ? (""" + LABEL_OVERLAPS_JS + """)(gd) : null; }"""
+
+
 def test_the_projections_words_are_not_drawn_over_one_another_and_a_phone_puts_its_legend_below(browser, served_app):
     """The GloVe projection's preset (king, queen, man, woman, … and 3 neighbours each). On a laptop every label was
     "top center", and 16 pairs of its 27 labels overlapped (3,199 px²), man, woman, girl and boy on top of each
     other; placed by demo/kit/text_size.label_positions: 3 pairs, 108 px², none cut off (2026-11-30). On a phone
     the legend beside the plot left it 135 px of a 320 px figure, and 26 pairs overlapped with 8 labels cut off;
-    with the legend under it (assets/figure_head.js legendBelow), 226 px, and 6 pairs, none cut off."""
+    with the legend under it (assets/figure_head.js legendBelow), 226 px, and 6 pairs, none cut off. The days and
+    numbers preset's clusters sit at the plot's right edge, where plotly cut off 2 labels on a laptop ("january")
+    and 3 on a phone ("two", "thursday", "january"); the axes now widen until every label is inside (fitLabels),
+    and the saved PNG keeps plotly's own ranges, the same on both."""
     import numpy as np
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     from core.text.i18n import text
+    from tests.e2e import learner_path
 
-    widths, saved = {}, {}
+    widths, saved, days = {}, {}, {}
     for viewport in (LAPTOP, PHONE):
         context, page = open_page(browser, served_app, viewport, "?tab=embeddings&preset=capitals")
         try:
@@ -326,9 +337,21 @@ def test_the_projections_words_are_not_drawn_over_one_another_and_a_phone_puts_i
                 - gd.querySelector('.nsewdrag').getBoundingClientRect().bottom]""")
             saved[viewport["width"]] = saved_png(page, text("common.plotly_download_png_lower", "en"),
                                                  "gd.querySelector('.textpoint')")
+            # days and numbers: clusters at the plot's right edge, whose labels plotly cut off there
+            page.evaluate("(href) => window.plmOpenLink(href)", "?tab=embeddings&preset=days-numbers")
+            page.wait_for_function(f"() => ({DAYS_JS})()?.labels === 24", polling=learner_path.POLL_MS)
+            try:  # the axes widen once the figure is drawn (assets/figure_head.js fitLabels)
+                page.wait_for_function(f"() => ({DAYS_JS})().cut === 0", polling=learner_path.POLL_MS, timeout=15_000)
+            except PlaywrightTimeout:
+                pass  # the assertion says how many
+            shown = page.evaluate(DAYS_JS)
+            assert shown["cut"] == 0, shown
+            days[viewport["width"]] = saved_png(page, text("common.plotly_download_png_lower", "en"),
+                                                "gd.querySelector('.textpoint')")
         finally:
             context.close()
     assert widths[PHONE["width"]][0] >= 200 and widths[PHONE["width"]][1] > 0, widths  # under the plot
     assert widths[LAPTOP["width"]][1] < 0, widths  # beside it, where there is room
-    phone, laptop = saved[PHONE["width"]], saved[LAPTOP["width"]]  # the phone saves the laptop's PNG, legend beside
-    assert phone.shape == laptop.shape and np.abs(phone - laptop).mean() < 0.5, np.abs(phone - laptop).mean()
+    for pngs in (saved, days):  # the phone saves the laptop's PNG: legend beside, plotly's own ranges
+        phone, laptop = pngs[PHONE["width"]], pngs[LAPTOP["width"]]
+        assert phone.shape == laptop.shape and np.abs(phone - laptop).mean() < 0.5, np.abs(phone - laptop).mean()
