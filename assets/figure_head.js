@@ -33,6 +33,7 @@
     }
     return {data: unbarred(gd, gd.data), layout};
   };
+  window.plmSlideFigure = exported;  // the teacher's "Add to slides" (assets/kit.js) saves the same figure
   const download = (gd, format) => {
     const o = gd._context.toImageButtonOptions || {};
     window.Plotly.downloadImage(exported(gd), {format: format || o.format || "png", width: o.width, height: o.height,

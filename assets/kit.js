@@ -90,7 +90,8 @@
       const gd = el.querySelector(".js-plotly-plot");
       if (gd && gd.data && gd.data.length) {
         const P = await plotly();
-        made.push({image: await P.toImage(gd, exportOptions())});
+        // as the server laid it out, as the PNG button saves it: not a phone's or a narrow window's re-layout
+        made.push({image: await P.toImage(window.plmSlideFigure ? window.plmSlideFigure(gd) : gd, exportOptions())});
         continue;
       }
       const rows = tableRows(el);

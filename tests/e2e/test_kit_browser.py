@@ -12,6 +12,7 @@ import re
 import time
 from urllib.parse import parse_qsl, urlsplit
 
+import numpy as np
 import pytest
 
 from core.text.i18n import text
@@ -53,9 +54,10 @@ def query(url: str) -> dict:
     return dict(parse_qsl(urlsplit(url).query))
 
 
-def new_page(browser, served_app, lang: str, link: str = "", init_script: str = ""):
+def new_page(browser, served_app, lang: str, link: str = "", init_script: str = "",
+             viewport: dict | None = None):
     page = fresh_page(browser, served_app.url + link, "zh-CN" if lang == "zh" else "en-US",
-                      {"width": 1280, "height": 900}, cookies={"plm_lang": lang}, init_script=init_script)
+                      viewport or {"width": 1280, "height": 900}, cookies={"plm_lang": lang}, init_script=init_script)
     page.set_default_timeout(180_000)
     page.wait_for_function("() => !!window.plmKit && !!window.plmOpenLink")
     return page
@@ -218,6 +220,7 @@ def test_add_to_slides_reorder_delete_and_download(browser, served_app, tmp_path
         bar.first.locator("button.kit-btn[data-kit='slide']").click()
         wait_for_slides(page, 1)
         slides = page.evaluate("() => window.plmKit.all()")
+        first_images = [pixels(s["image"]) for s in slides if s.get("image")]
         assert all(s["image"].startswith("data:image/png;base64,") or s.get("table") for s in slides)
         assert {s["title"] for s in slides} == {state_links.title(view, "zh")}
         assert all("?tab=attention&view=steps&lang=zh" in s["link"] for s in slides)
@@ -247,5 +250,32 @@ def test_add_to_slides_reorder_delete_and_download(browser, served_app, tmp_path
         titles = [s.shapes.title.text_frame.text for s in list(presentation.slides)[1:-1]]
         assert titles == [s["title"] for s in slides]
         assert len(presentation.slides) == len(slides) + 2
+        laptop = first_images
     finally:
         page.close()
+    # The same slide added on a phone, whose figures are re-laid out for 390 px (titles wrapped, colour bars under
+    # the plot): the slide holds the figures as a laptop saves them (assets/kit.js, plmSlideFigure).
+    page = new_page(browser, served_app, "zh", viewport={"width": 390, "height": 844})
+    try:
+        page.evaluate("() => window.plmKit.clear()")
+        open_preset(page, "attention", "thinking-machines")
+        bar = page.locator(".preset-bar:has(button.preset-btn[data-slug='thinking-machines'])").filter(visible=True)
+        bar.first.locator("button.kit-btn[data-kit='slide']").click()
+        wait_for_slides(page, 1)
+        phone = [pixels(s["image"]) for s in page.evaluate("() => window.plmKit.all()") if s.get("image")]
+    finally:
+        page.close()
+    assert len(phone) == len(laptop) >= 4, (len(phone), len(laptop))
+    for on_phone, on_laptop in zip(phone, laptop):
+        assert on_phone.shape == on_laptop.shape and np.abs(on_phone - on_laptop).mean() < 0.5, \
+            np.abs(on_phone - on_laptop).mean()
+
+
+def pixels(data_url: str):
+    """A slide's PNG (a data: URL) as an RGB array."""
+    import base64
+
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(data_url.split(",", 1)[1]))).convert("RGB"),
+                      dtype=np.int16)
