@@ -310,15 +310,21 @@
   // A figure whose width changed (a phone turned sideways or back, a window resized) is drawn again from the layout
   // it was sent with, where its narrow layout (the title's lines, the grid's columns, the labels shown) changes.
   // Not for a change under RESIZE_PX: a page scrollbar that comes and goes (15 px) could otherwise redraw a figure
-  // whose new height brings the scrollbar back, again and again.
-  const RESIZE_PX = 40;
+  // whose new height brings the scrollbar back, again and again. Only once its width has settled for SETTLE_MS: a
+  // page reflows in steps (Gradio's rows and tab bars follow the width a frame later), and a figure drawn at a
+  // passing width less than RESIZE_PX from the last would keep that width's layout.
+  const RESIZE_PX = 40, SETTLE_MS = 120;
+  const redraw = (gd) => {
+    const sent = gd.__plmSent;
+    if (!sent || !gd.clientWidth || !gd.data || Math.abs(gd.clientWidth - (gd.__plmWidth || 0)) < RESIZE_PX
+        || shape(narrow(gd, ...colorbarBelow({clientWidth: gd.clientWidth}, sent.layout, unbarred(gd, gd.data))))
+        === gd.__plmShape) return;
+    window.Plotly.react(gd, unbarred(gd, gd.data), sent.layout, sent.config);
+  };
   const resized = new ResizeObserver((entries) => {
     for (const {target: gd} of entries) {
-      const sent = gd.__plmSent;
-      if (!sent || !gd.clientWidth || !gd.data || Math.abs(gd.clientWidth - (gd.__plmWidth || 0)) < RESIZE_PX
-          || shape(narrow(gd, ...colorbarBelow({clientWidth: gd.clientWidth}, sent.layout, unbarred(gd, gd.data))))
-          === gd.__plmShape) continue;
-      window.Plotly.react(gd, unbarred(gd, gd.data), sent.layout, sent.config);
+      clearTimeout(gd.__plmResize);
+      gd.__plmResize = setTimeout(() => redraw(gd), SETTLE_MS);
     }
   });
   // Point labels (a projection's words) that plotly cuts off at the plot's edge: its autorange makes room for the
