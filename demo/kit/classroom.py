@@ -39,7 +39,7 @@ from core.text.errors import LearnerError
 from core.text.i18n import LANGUAGES, text, using_language
 from demo.kit import static_html
 from demo.kit import your_turn
-from demo.kit.scripts import Served, compact
+from demo.kit.scripts import Served, compact, inline_json
 from demo.kit.widgets import sig4_text
 from core.text.i18n import language_of
 
@@ -411,7 +411,7 @@ ROUTES = [Route("/class/api/{action}", _serve, methods=["POST"]), SCRIPT.route]
 def head() -> str:
     """Before your_turn.head() in app.py: the loader must read the fragment before any script rewrites the address."""
     words = {lang: {key: text(f"classroom.{key}", lang) for key in WORDS} for lang in LANGUAGES}
-    data = json.dumps({"words": words}, ensure_ascii=False).replace("</", "<\\/")
+    data = inline_json({"words": words})
     return (f"<script>window.plmClassConfig = {data};\n{compact(LOADER)}</script>"
             + SCRIPT.tag())
 

@@ -28,11 +28,10 @@ this script adds in the browser, by wrapping ``Plotly.react``:
 """
 from __future__ import annotations
 
-import json
 
 from core.text.i18n import LANGUAGES, table, text
 from core.loading.paths import ASSETS_DIR
-from demo.kit.scripts import compact
+from demo.kit.scripts import compact, inline_json
 
 # Dark template colours: text slate-200 on the block's own background, axes slate-500, grid slate-700.
 DARK = {"ink": "#e2e8f0", "axis": "#64748b", "grid": "#334155", "paper": "#1e293b"}
@@ -54,7 +53,7 @@ def _config() -> dict:
 def head() -> str:
     """The <head> script: the config, then assets/figure_head.js without its comments and indentation (inline: it
     must wrap ``Plotly.react`` before Gradio loads plotly.js)."""
-    data = json.dumps(_config(), ensure_ascii=False).replace("</", "<\\/")
+    data = inline_json(_config())
     return "<script>\nwindow.plmFigureConfig = " + data + ";\n" + compact(SCRIPT) + "\n</script>"
 
 

@@ -18,14 +18,13 @@ page tells Gradio's front end (which reads ``navigator.language``) the same choi
 from __future__ import annotations
 
 import html
-import json
 from typing import Callable
 
 import gradio as gr
 
 from core.text.i18n import (COOKIE, DEFAULT_LANGUAGE, LANGUAGES, current_language, placeholders, table, text,
                             using_language)
-from demo.kit.scripts import script
+from demo.kit.scripts import inline_json, script
 from demo.server.gradio_inside import PerLanguage, is_translation
 
 # The tables and text() live in core.text.i18n (gradio-free, so core's error messages use the same keys).
@@ -75,7 +74,7 @@ TOAST_WORDS = {"error": "common.toast_error", "warning": "common.toast_warning",
 def toast_head() -> str:
     """The <head> script that shows Gradio's toasts' kind and close label in the page's language, with its words."""
     words = {lang: {kind: text(key, lang) for kind, key in TOAST_WORDS.items()} for lang in LANGUAGES}
-    data = json.dumps(words, ensure_ascii=False).replace("</", "<\\/")
+    data = inline_json(words)
     return f"<script>window.plmToastWords = {data};\n{script('toast_words')}</script>"
 
 

@@ -3,15 +3,14 @@
 both languages, in the <head> (app.py passes :func:`head` to ``launch(head=...)``)."""
 from __future__ import annotations
 
-import json
 
 from core.text.i18n import LANGUAGES, text
-from demo.kit.scripts import script
+from demo.kit.scripts import inline_json, script
 
 WORDS = {"lost": "common.reconnect_lost", "moved": "common.reconnect_moved"}
 
 
 def head() -> str:
     words = {lang: {key: text(name, lang) for key, name in WORDS.items()} for lang in LANGUAGES}
-    data = json.dumps({"words": words}, ensure_ascii=False).replace("</", "<\\/")
+    data = inline_json({"words": words})
     return f"<script>window.plmReconnectConfig = {data};\n{script('reconnect')}</script>"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -22,6 +23,12 @@ def compact(path: Path) -> str:
     """A script as the page gets it: without comments and indentation (its code holds no " // " in a string)."""
     lines = (re.sub(r"\s+// .*$", "", line.strip()) for line in path.read_text(encoding="utf-8").splitlines())
     return "\n".join(line for line in lines if line and not line.startswith("//"))
+
+
+def inline_json(value) -> str:
+    """``value`` as JSON to write inside a <script> in the page's <head> (``window.plm… = …;``): its words as they
+    are (ensure_ascii off), and no "</" that could end the script early."""
+    return json.dumps(value, ensure_ascii=False).replace("</", "<\\/")
 
 
 @functools.lru_cache(maxsize=64)  # a few dozen files, read once each

@@ -46,7 +46,7 @@ from core.text.i18n import language_of
 from demo.kit.i18n import in_every_language, label
 from demo.server.result_cache import preset_result
 from demo.kit.presets import Registry, View, unique
-from demo.kit.scripts import Served, compact, script as kit_script
+from demo.kit.scripts import Served, compact, inline_json, script as kit_script
 
 
 SCRIPT = Served("kit", "/plm-kit.js")
@@ -294,5 +294,5 @@ def head() -> str:
     config = {"words": {lang: {key: text(f"deck.{key}", lang) for key in WORD_KEYS} for lang in LANGUAGES},
               "export": SLIDE_EXPORT, "chunk": PLOTLY_CHUNK, "deck": DECK_PATH.lstrip("/"),
               "plan": PLAN_PATH.lstrip("/"), "limit": state_links.LINK_LIMIT, "languages": LANGUAGES}
-    data = json.dumps(config, ensure_ascii=False).replace("</", "<\\/")
+    data = inline_json(config)
     return f"<script>window.plmKitConfig = {data};\n{compact(LANGUAGE_SCRIPT)}</script>" + SCRIPT.tag(defer=True)

@@ -24,7 +24,6 @@ about the learner is sent to the server), with a reset button. ``?check=<slug>``
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import re
 from typing import Any
@@ -37,7 +36,7 @@ from core.loading.paths import ASSETS_DIR
 from core.text.i18n import LANGUAGES, current_language, text, using_language
 from demo.server import downloads
 from demo.kit import static_html
-from demo.kit.scripts import Served, compact
+from demo.kit.scripts import Served, compact, inline_json
 from demo.server.handlers import friendly_errors, gpu_handler
 from demo.kit.widgets import sig4_text
 
@@ -226,7 +225,7 @@ def head() -> str:
     config = {"words": _words(), "key": STORAGE_KEY,
               "checks": {tab: [c.slug for c in registry.checks_for(tab)] for tab in TABS},
               "tabs": {tab: {lang: tab_name(tab, lang) for lang in LANGUAGES} for tab in TABS}}
-    data = json.dumps(config, ensure_ascii=False).replace("</", "<\\/")
+    data = inline_json(config)
     return (f"<script>window.plmYourTurnConfig = {data};\n{compact(LOADER)}</script>"
             + SCRIPT.tag())
 
