@@ -276,8 +276,8 @@
   // A figure's one colour bar beside the plot (a heatmap's, or a shared colour axis's) that would leave the plot
   // narrower than PLOT_MIN_PX (a phone: the attention's softmax map 91 px of a 326 px figure, its keys printed over
   // one another) lies under it instead, across the plot's width, and the figure grows by its height. Returns
-  // [layout, data]; a trace's bar is data, so the bars it moved are kept on the figure (gd.__plmBars) for the
-  // export and for a redraw at another width.
+  // {layout, data, bars}: a trace's bar is data, so ``bars`` holds the ones it moved as they were sent (kept on the
+  // figure, gd.__plmBars, for the export and for a redraw at another width).
   const BAR_PX = 64;  // a bar beside the plot, with its tick labels and gap (plotly: 30 px thick, here 12–14)
   const SCALED = new Set(["heatmap", "contour", "histogram2d", "histogram2dcontour"]);  // a colour bar of their own
   const colorbarBelow = (gd, layout, data) => {
@@ -285,9 +285,9 @@
     const traces = (data || []).map((trace, i) => i).filter((i) => SCALED.has(data[i].type) && !data[i].coloraxis
       && data[i].showscale !== false && data[i].visible !== false);
     const t = layout.template?.layout || {};
-    if (axes.length + traces.length !== 1 || typeof layout.height !== "number") return [layout, data];
+    if (axes.length + traces.length !== 1 || typeof layout.height !== "number") return {layout, data, bars: null};
     const left = layout.margin?.l ?? t.margin?.l ?? 80, right = layout.margin?.r ?? t.margin?.r ?? 80;
-    if (gd.clientWidth - left - right - BAR_PX >= PLOT_MIN_PX) return [layout, data];
+    if (gd.clientWidth - left - right - BAR_PX >= PLOT_MIN_PX) return {layout, data, bars: null};
     const size = t.font?.size || 12, thickness = 12, grow = Math.ceil(thickness + size * 1.4 + 14);
     const under = (bar) => ({...(bar || {}), orientation: "h", thickness, len: 1, lenmode: "fraction", x: 0.5,
                              xanchor: "center", y: 0, yref: "container", yanchor: "bottom", ypad: 6,
@@ -296,10 +296,17 @@
     margin.b = (margin.b ?? t.margin?.b ?? 80) + grow;
     const out = {...layout, margin, height: layout.height + grow};
     const axis = axes[0];
-    if (axis) return [{...out, [axis]: {...layout[axis], colorbar: under(layout[axis].colorbar)}}, data];
+    if (axis) {
+      return {layout: {...out, [axis]: {...layout[axis], colorbar: under(layout[axis].colorbar)}}, data, bars: null};
+    }
     const i = traces[0];
-    gd.__plmBars = {[i]: data[i].colorbar};
-    return [out, data.map((trace, j) => j === i ? {...trace, colorbar: under(trace.colorbar)} : trace)];
+    return {layout: out, data: data.map((trace, j) => j === i ? {...trace, colorbar: under(trace.colorbar)} : trace),
+            bars: {[i]: data[i].colorbar}};
+  };
+  // Everything a narrow screen changes: {layout, data, bars}.
+  const narrowed = (gd, layout, data) => {
+    const below = colorbarBelow(gd, layout, data);
+    return {...below, layout: narrow(gd, below.layout, below.data)};
   };
   // The figure's traces with the colour bars colorbarBelow moved put back as they were sent.
   const unbarred = (gd, data) => !gd.__plmBars || !data ? data
@@ -317,8 +324,7 @@
   const redraw = (gd) => {
     const sent = gd.__plmSent;
     if (!sent || !gd.clientWidth || !gd.data || Math.abs(gd.clientWidth - (gd.__plmWidth || 0)) < RESIZE_PX
-        || shape(narrow(gd, ...colorbarBelow({clientWidth: gd.clientWidth}, sent.layout, unbarred(gd, gd.data))))
-        === gd.__plmShape) return;
+        || shape(narrowed(gd, sent.layout, unbarred(gd, gd.data)).layout) === gd.__plmShape) return;
     window.Plotly.react(gd, unbarred(gd, gd.data), sent.layout, sent.config);
   };
   const resized = new ResizeObserver((entries) => {
@@ -383,8 +389,7 @@
       if (layout) {  // drawn hidden (a tab not open yet: no width), it is laid out when it is shown
         const given = layout;
         gd.__plmBars = null;
-        if (gd.clientWidth) [layout, data] = colorbarBelow(gd, layout, data);
-        if (gd.clientWidth) layout = narrow(gd, layout, data);
+        if (gd.clientWidth) ({layout, data, bars: gd.__plmBars} = narrowed(gd, layout, data));
         gd.__plmSent = {layout: given, config: sent};
         gd.__plmGiven = layout === given ? null : given;
         gd.__plmShape = shape(layout);
